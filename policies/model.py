@@ -1,7 +1,7 @@
 """The two values every stage shares: a Manifest (one rendered object and where it came from) and a Problem."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field as dc_field
 from typing import Any
 
 ERROR = "error"
@@ -55,7 +55,7 @@ class Problem:
     field: str | None = None
     hint: str | None = None
     severity: str = ERROR
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = dc_field(default_factory=dict)
 
     def line(self) -> str:
         """The one-line text form: `error TOPO001 overlays/x: PyTorchJob/ns/n spec.x: message (fix: hint)`."""
