@@ -1,0 +1,74 @@
+"""The rule registry. One module per rule; its docstring is the user documentation (docs/rules.md is made from it).
+A rule is a pure function from one overlay's topologies to Problems, with a stable id, a severity and a fix hint."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ..launchers import Bundle, Workload
+from ..model import ERROR, Problem
+from ..topology import Topology
+
+
+@dataclass
+class Context:
+    """What every rule reads: the overlay's objects, the training workloads' topologies, and where they came from."""
+
+    bundle: Bundle
+    topologies: list[Topology]
+    unresolved: list[Workload]
+    source: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: str
+    doc: str
+    check: Callable[["Context"], Iterable[Problem]]
+
+    @property
+    def title(self) -> str:
+        return self.doc.strip().splitlines()[0].rstrip(".")
+
+
+def problem(rule: str, topo: Topology, field: str | None, message: str, hint: str, severity: str = ERROR) -> Problem:
+    m = topo.manifest
+    return Problem(rule=rule, message=message, source=m.source, obj=m.ref, field=field, hint=hint, severity=severity)
+
+
+def launcher_field(topo: Topology, setting_field: str | None, name: str) -> str | None:
+    """Point a setting the controller injected back at the field the user wrote."""
+    if setting_field and not setting_field.endswith("controller"):
+        return setting_field
+    fields = {
+        ("pytorchjob", "nproc"): "spec.nprocPerNode",
+        ("pytorchjob", "nnodes"): "spec.pytorchReplicaSpecs",
+        ("trainjob", "nproc"): "spec.trainer.numProcPerNode",
+        ("trainjob", "nnodes"): "spec.trainer.numNodes",
+    }
+    return fields.get((topo.launcher, name), setting_field)
+
+
+def pods_field(topo: Topology) -> str:
+    return {"indexed-job": "spec.completions", "job": "spec.parallelism", "statefulset": "spec.replicas",
+            "pytorchjob": "spec.pytorchReplicaSpecs", "trainjob": "spec.trainer.numNodes",
+            "jobset": "spec.replicatedJobs"}.get(topo.launcher, "spec")
+
+
+def _load() -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        rule = Rule(id=mod.ID, name=mod.NAME, severity=getattr(mod, "SEVERITY", ERROR), doc=mod.__doc__ or "",
+                    check=mod.check)
+        if rule.id in rules:
+            raise RuntimeError(f"duplicate rule id {rule.id}")
+        rules[rule.id] = rule
+    return rules
+
+
+RULES: dict[str, Rule] = _load()

@@ -1,0 +1,51 @@
+"""The rendezvous endpoint (MASTER_ADDR or --rdzv-endpoint) is pod 0's DNS name.
+
+With static rendezvous, node rank 0 hosts the store at MASTER_ADDR:MASTER_PORT; with c10d the endpoint's host runs
+it. Either way every pod must reach one fixed pod: pod 0, named `<hostname>.<subdomain>` (optionally followed by
+`.<namespace>`, `.svc`, `.svc.cluster.local`). A headless Service's own name resolves to all pods in turn, a
+`namePrefix` renames the workload but not a literal MASTER_ADDR, and `localhost` only reaches the pod itself: each
+ends in `Name or service not known` or a rendezvous timeout.
+
+Fails: MASTER_ADDR `train-rdzv` (the Service, not a pod); MASTER_ADDR `ddp-train-0.ddp-train` after a
+`namePrefix: team-` renamed the Job to `team-ddp-train`.
+Passes: Job `ddp-train`, subdomain `ddp-train`, MASTER_ADDR `ddp-train-0.ddp-train`; a PyTorchJob, whose
+operator points MASTER_ADDR at its own `<job>-master-0` Service.
+"""
+from __future__ import annotations
+
+import re
+
+from . import problem
+
+ID = "TOPO003"
+NAME = "endpoint-is-pod-0"
+_LOCAL = {"", "localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+
+def pod0_names(t) -> tuple[str, re.Pattern[str]]:
+    pod = t.first.pod
+    base = pod.hostname if t.launcher == "pytorchjob" or not pod.subdomain else f"{pod.hostname}.{pod.subdomain}"
+    ns = re.escape(pod.namespace) if pod.namespace else r"[a-z0-9-]+"
+    return base, re.compile(rf"^{re.escape(base)}(\.{ns}(\.svc(\.cluster\.local)?)?)?\.?$")
+
+
+def check(ctx):
+    for t in ctx.topologies:
+        if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
+            continue
+        if t.first.backend.value.startswith("c10d (standalone)"):
+            continue  # TOPO001 reports a standalone world on several pods
+        host = t.endpoint_host or ""
+        if "$" in host:
+            continue  # TOPO012
+        v = t.first.endpoint
+        where = v.field or (t.first.inv.field if t.first.inv else t.first.pod.container_field)
+        expected, pattern = pod0_names(t)
+        if host in _LOCAL:
+            yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
+                          f"the other pods cannot reach it", f"point it at pod 0: {expected}")
+        elif not pattern.match(host):
+            svc = t.first.pod.subdomain
+            why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else "")
+            yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', expected pod 0 '{expected}'{why}",
+                          f"set it to {expected}")
