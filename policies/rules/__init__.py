@@ -40,6 +40,13 @@ def problem(rule: str, topo: Topology, field: str | None, message: str, hint: st
     return Problem(rule=rule, message=message, source=m.source, obj=m.ref, field=field, hint=hint, severity=severity)
 
 
+def service_problem(rule: str, topo: Topology, field: str, message: str, hint: str) -> Problem:
+    """A problem about the Service behind a workload, pointed at the Service's own file and object."""
+    p = problem(rule, topo, field, message, hint)
+    p.source, p.obj = topo.service.source, topo.service.ref
+    return p
+
+
 def launcher_field(topo: Topology, setting_field: str | None, name: str) -> str | None:
     """Point a setting the controller injected back at the field the user wrote."""
     if setting_field and not setting_field.endswith("controller"):

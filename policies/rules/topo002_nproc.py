@@ -38,11 +38,11 @@ def check(ctx):
                               f"set processes per node to {t.gpus}, or the nvidia.com/gpu limit to {t.nproc}")
             continue
         cpus = t.cpu_limit if t.cpu_limit is not None else t.cpu_request
-        if cpus is None:
+        if cpus is None and t.nproc > 1:
             yield problem(ID, t, f"{t.first.pod.container_field}.resources",
                           f"{t.nproc} processes per pod with no CPU limit or request: cannot check they fit",
                           f"set resources.limits.cpu to at least {t.nproc}", severity=WARNING)
-        elif t.nproc > cpus:
+        elif cpus is not None and t.nproc > cpus:
             yield problem(ID, t, where, f"{t.nproc} processes per pod but only {cpus:g} CPUs "
                           f"({'limit' if t.cpu_limit is not None else 'request'})",
                           f"set resources.limits.cpu to at least {t.nproc}, or processes per node to {int(cpus) or 1}")

@@ -10,7 +10,7 @@ Passes: `subdomain: ddp-train` and a Service `ddp-train` with `clusterIP: None`.
 """
 from __future__ import annotations
 
-from . import problem
+from . import problem, service_problem
 
 ID = "TOPO004"
 NAME = "headless-service"
@@ -33,12 +33,7 @@ def check(ctx):
             continue
         cluster_ip = (t.service.obj.get("spec") or {}).get("clusterIP")
         if cluster_ip != "None":
-            yield Problem_for_service(t, "spec.clusterIP", f"Service '{t.service.name}' has clusterIP "
+            yield service_problem(ID, t, "spec.clusterIP", f"Service '{t.service.name}' has clusterIP "
                                       f"'{cluster_ip or '(allocated)'}', expected None (headless)",
                                       "set spec.clusterIP: None")
 
-
-def Problem_for_service(t, field, message, hint):
-    p = problem(ID, t, field, message, hint)
-    p.source, p.obj = t.service.source, t.service.ref
-    return p

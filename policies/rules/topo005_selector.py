@@ -9,7 +9,7 @@ Passes: selector `job-name: pytorchworker` (added by the Job controller) for Job
 """
 from __future__ import annotations
 
-from .topo004_service import Problem_for_service
+from . import service_problem
 
 ID = "TOPO005"
 NAME = "service-selects-pods"
@@ -22,13 +22,13 @@ def check(ctx):
         selector = (t.service.obj.get("spec") or {}).get("selector") or {}
         labels = t.first.pod.labels
         if not selector:
-            yield Problem_for_service(t, "spec.selector", f"Service '{t.service.name}' has no selector, so it "
+            yield service_problem(ID, t, "spec.selector", f"Service '{t.service.name}' has no selector, so it "
                                       "publishes no pod names", f"select the pods, e.g. {_suggest(labels)}")
             continue
         wrong = {k: v for k, v in selector.items() if labels.get(str(k)) != str(v)}
         if wrong:
             found = ", ".join(f"{k}={v}" for k, v in wrong.items())
-            yield Problem_for_service(t, "spec.selector", f"selector {found} does not match the pods of "
+            yield service_problem(ID, t, "spec.selector", f"selector {found} does not match the pods of "
                                       f"{t.manifest.ref} (pod labels: {_suggest(labels)})",
                                       "select on a label the pod template sets")
 

@@ -11,7 +11,7 @@ Passes: rendezvous on 29500, Service port 29500 (or targetPort 29500).
 from __future__ import annotations
 
 from ..model import WARNING
-from .topo004_service import Problem_for_service
+from . import service_problem
 
 ID = "TOPO006"
 NAME = "service-exposes-port"
@@ -26,13 +26,13 @@ def check(ctx):
         if not ports:
             yield _warn(t)
         elif t.endpoint_port not in declared:
-            yield Problem_for_service(t, "spec.ports", f"Service '{t.service.name}' declares ports "
+            yield service_problem(ID, t, "spec.ports", f"Service '{t.service.name}' declares ports "
                                       f"{sorted(declared)}, rendezvous uses {t.endpoint_port}",
                                       f"declare port {t.endpoint_port}, or move the rendezvous to one of them")
 
 
 def _warn(t):
-    p = Problem_for_service(t, "spec.ports", f"Service '{t.service.name}' declares no ports; rendezvous uses "
+    p = service_problem(ID, t, "spec.ports", f"Service '{t.service.name}' declares no ports; rendezvous uses "
                             f"{t.endpoint_port}", f"declare port {t.endpoint_port}")
     p.severity = WARNING
     return p
