@@ -245,7 +245,7 @@ def merge_trainer(container: dict[str, Any], trainer: dict[str, Any]) -> dict[st
         out["env"] = list(merged.values())
     rpn = trainer.get("resourcesPerNode")
     if isinstance(rpn, dict) and rpn:
-        out["resources"] = rpn.get("resources") if "resources" in rpn else rpn
+        out["resources"] = rpn  # a ResourceRequirements: limits, requests
     return out
 
 
