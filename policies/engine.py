@@ -73,8 +73,11 @@ def collect(paths: Iterable[str], default_root: Path) -> list[Unit]:
 
 
 def _input_error(source: str, kind: str, message: str) -> Unit:
-    text = message[len(source) + 2:] if message.startswith(source + ": ") else message
-    return Unit(source, kind, problems=[Problem("INPUT", text, source)], failed_input=True)
+    """A unit that could not be read: the problem points at the file (and line) the message names."""
+    where, sep, text = message.partition(": ")
+    if not sep or " " in where:
+        where, text = source, message
+    return Unit(source, kind, problems=[Problem("INPUT", text, where)], failed_input=True)
 
 
 def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,9 +73,9 @@ def render(folder: Path) -> Rendered:
     except InputError as exc:
         return Rendered(source, [], str(exc))
     except subprocess.TimeoutExpired:
-        return Rendered(source, [], f"{kfile}: kustomize did not finish within 120 s")
+        return Rendered(source, [], f"{_rel(str(kfile))}: kustomize did not finish within 120 s")
     if proc.returncode != 0:
-        return Rendered(source, [], f"{kfile}: kustomize failed: {_first_line(proc.stderr)}")
+        return Rendered(source, [], f"{_rel(str(kfile))}: kustomize failed: {_first_line(proc.stderr)}")
     try:
         return Rendered(source, parse(proc.stdout, source))
     except InputError as exc:
@@ -82,12 +83,21 @@ def render(folder: Path) -> Rendered:
 
 
 def _first_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    # kustomize wraps the cause: keep the most specific line, which it prints first after "Error:".
-    for ln in lines:
-        if ln.startswith("Error:"):
-            return ln[len("Error:"):].strip()
-    return lines[0] if lines else "no message"
+    """kustomize's error as one line: the missing file where that is the cause, else the message collapsed."""
+    flat = " ".join(text.split())
+    if flat.startswith("Error:"):
+        flat = flat[len("Error:"):].strip()
+    missing = re.findall(r"lstat (\S+?): no such file or directory", flat)
+    if missing:
+        return f"{_rel(missing[-1])}: no such file or directory"
+    return flat if len(flat) <= 400 else flat[:397] + "..."
+
+
+def _rel(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 def render_all(folders: list[Path], jobs: int | None = None) -> list[Rendered]:
