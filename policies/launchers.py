@@ -73,6 +73,9 @@ _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
 
 
 def _expand_k8s(text: str, env: dict[str, str | None]) -> str:
+    if "$" not in text:
+        return text
+
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
