@@ -3,6 +3,7 @@ and policy stages grow over generated trees of up to 400 overlays. Medians of re
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -87,10 +88,14 @@ def main() -> int:
     validator = make_validator("auto")
     print(f"schema validator: {validator.name}; kubectl: {shutil.which('kubectl') or 'venv'}")
 
-    wall = median_time(lambda: subprocess.run(["make", "-s", "validate"], cwd=REPO, check=True,
-                                              capture_output=True), args.repeat)
-    print(f"make validate on the repository (12 overlays): median {wall:.2f} s over {args.repeat} runs "
-          f"(target < 2 s: {'met' if wall < 2 else 'MISSED'})")
+    make = lambda env: subprocess.run(["make", "-s", "validate"], cwd=REPO, check=True, capture_output=True,
+                                      env={**os.environ, **env})
+    cold = median_time(lambda: make({"POLICIES_NO_CACHE": "1"}), args.repeat)
+    make({})
+    warm = median_time(lambda: make({}), args.repeat)
+    print(f"make validate on the repository (12 overlays), median of {args.repeat}: cold (no render cache) "
+          f"{cold:.2f} s, warm (unchanged overlays) {warm:.2f} s; target < 2 s cold: {'met' if cold < 2 else 'MISSED'}")
+    os.environ["POLICIES_NO_CACHE"] = "1"  # the stage table below measures real rendering
 
     print("\n| overlays | objects | render s | schema s | schema obj/s | policy s | policy obj/s | total s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
