@@ -12,8 +12,8 @@ PYTHON      ?= python3
 KUBECONFORM_VERSION ?= v0.8.0
 # sha256 of kubeconform-linux-amd64.tar.gz v0.8.0 (from the release CHECKSUMS as quoted by public scripts; this machine cannot download it to re-check)
 KUBECONFORM_SHA256  ?= 9bc2bffbf71f261128533edaf912153948b7ff238f9a531ae6d34466ec287883
-# Where `pip install torch==2.13.0` finds the CPU wheel: the local disk here, PyTorch's CPU index elsewhere.
-TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# An extra index for the CPU build of torch==2.13.0 (CI sets https://download.pytorch.org/whl/cpu); empty = pip's own.
+TORCH_INDEX ?=
 
 PATHS   ?=
 FORMAT  ?= text
@@ -30,7 +30,7 @@ help: ## List the targets
 $(PY): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check --extra-index-url $(TORCH_INDEX) -r requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
 	@touch $(PY)
 
 setup: $(PY) ## Create .venv with every pinned tool; install kubeconform where the machine allows

@@ -118,7 +118,7 @@ def view(pod: Pod) -> PodView:
         ws = _env_setting(pod, "WORLD_SIZE", "1")
         return PodView(pod, None, ws, Setting("1", "default"), Setting("env://", "default"), endpoint,
                        _env_setting(pod, "RANK", "0"), Setting("", "default"))
-    s = lambda name: inv.setting(name, pod.env, pod.env_fields)
+    s = lambda name: _at_source(inv.setting(name, pod.env, pod.env_fields), pod)
     backend = s("rdzv_backend")
     standalone = s("standalone")
     if standalone.value and standalone.value.lower() not in ("0", "false"):
@@ -135,6 +135,17 @@ def view(pod: Pod) -> PodView:
     return PodView(pod, inv, nnodes, s("nproc_per_node"), backend, endpoint, s("node_rank"), s("rdzv_id"))
 
 
+def _at_source(setting: Setting, pod: Pod) -> Setting:
+    """A flag written as `--x=$(VAR)` points at the env entry that defines VAR: that is where a user edits it."""
+    if setting.origin == "flag" and setting.field:
+        names = referenced_vars(_raw_at(pod, setting.field))
+        if len(names) == 1:
+            setting.var = names[0]
+            if names[0] in pod.env_fields and names[0] not in pod.injected:
+                setting.field = pod.env_fields[names[0]]
+    return setting
+
+
 def referenced_vars(text: str) -> list[str]:
     return [a or b for a, b in _VAR_REF.findall(text)]
 
@@ -146,11 +157,10 @@ def describe_rank_source(v: PodView, workload: Workload) -> str:
     setting = v.node_rank
     if setting.origin == "default":
         return "none (torchrun default 0)"
-    raw = ""
-    if setting.field:
-        raw = _raw_at(v.pod, setting.field)
-    names = referenced_vars(raw) if setting.origin == "flag" else (
-        ["PET_NODE_RANK"] if v.inv is not None else ["RANK"])
+    if setting.origin == "flag":
+        names = [setting.var] if setting.var else referenced_vars(_raw_at(v.pod, setting.field or ""))
+    else:
+        names = ["PET_NODE_RANK"] if v.inv is not None else ["RANK"]
     for name in names:
         if name in v.pod.injected:
             if name == "JOB_COMPLETION_INDEX":

@@ -33,6 +33,8 @@ class Setting:
     value: str
     origin: str
     field: str | None = None
+    # The env variable a flag was written through (`--nnodes=$(NNODES)` -> NNODES), if any.
+    var: str | None = None
 
 
 @dataclass
