@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import engine
 from .loader import InputError
+from .schema import ValidatorUnavailable
 from .model import ERROR, WARNING, Problem
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +25,7 @@ def _rel(source: str) -> str:
 
 
 def _validator(prefer: str):
-    from .schema import make_validator  # the schema stage; imports its validator only when asked for
+    from .schema import make_validator
 
     return make_validator(prefer)
 
@@ -185,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValidatorUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -109,3 +109,20 @@ def test_rules_doc_is_up_to_date():
     proc = run_cli("docs")
     assert proc.returncode == 0
     assert (REPO / "docs/rules.md").read_text() == proc.stdout, "run `make docs`"
+
+
+def test_asking_for_kubeconform_where_it_is_missing_says_so(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFORM"}
+    env["PATH"] = str(REPO / ".venv/bin") + ":/usr/bin:/bin"
+    if (REPO / "bin/kubeconform").exists():
+        import pytest
+
+        pytest.skip("kubeconform is installed here: nothing missing to report")
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--schema", "kubeconform", GOOD],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: kubeconform not found") and "Traceback" not in proc.stderr

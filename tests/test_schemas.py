@@ -29,6 +29,9 @@ PASS = sorted((FIXTURES / "pass").glob("*.yaml"))
 FAIL = sorted((FIXTURES / "fail").glob("*.yaml"))
 GEN = REPO / "scripts" / "gen_schemas.py"
 CRDS_DIR = Path(os.environ.get("CRDS_DIR") or REPO.parent / "shared" / "crds")
+# The upstream CRD files sit beside the checkout (../shared/crds); a bare clone elsewhere has only the generated
+# schemas, so the tests that re-read the sources say so and skip there.
+needs_crds = pytest.mark.skipif(not CRDS_DIR.is_dir(), reason=f"upstream CRDs not found at {CRDS_DIR} (set CRDS_DIR)")
 
 
 def load(path: Path) -> list[Manifest]:
@@ -97,6 +100,7 @@ def test_missing_schema_names_apiversion_and_kind_and_how_to_fix(builtin):
     assert "../shared/crds" in problem.hint and "make schemas" in problem.hint
 
 
+@needs_crds
 def test_upstream_runtime_manifest_passes(builtin):
     path = CRDS_DIR / "kubeflow-trainer" / "runtimes" / "torch_distributed.yaml"
     manifests = [Manifest(d, str(path)) for d in yaml.safe_load_all(path.read_text()) if d]
@@ -309,6 +313,7 @@ def run_gen(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
                           env={**os.environ, **(env or {})}, timeout=600)
 
 
+@needs_crds
 def test_committed_crd_schemas_are_reproducible():
     proc = run_gen("--check", "--only", "crds")
     assert proc.returncode == 0, proc.stderr
@@ -333,6 +338,7 @@ def test_check_reports_drift_and_stale_files(tmp_path):
     assert "crds/kubeflow.org/tfjob_v1.json: not generated (stale)" in proc.stderr
 
 
+@needs_crds
 def test_crd_without_provenance_is_refused(tmp_path):
     crds = tmp_path / "crds"
     (crds / "example.com").mkdir(parents=True)
@@ -342,6 +348,7 @@ def test_crd_without_provenance_is_refused(tmp_path):
     assert proc.returncode == 2 and "has no row" in proc.stderr and "q.yaml" in proc.stderr
 
 
+@needs_crds
 def test_crd_checksum_mismatch_is_refused(tmp_path):
     crds = tmp_path / "crds"
     shutil.copytree(CRDS_DIR, crds)
