@@ -72,7 +72,8 @@ def parse_idx(raw: bytes, name: str = "<bytes>", dtype: np.dtype | None = None, 
     if actual > expected:
         raise IdxError(f"{name}: {actual - expected} unexpected bytes after the data of dimensions {tuple(dims)}")
     arr = np.frombuffer(raw, dtype=found, count=math.prod(dims), offset=header).reshape(dims)
-    return arr.astype(found.newbyteorder("="), copy=False) if found.byteorder == ">" else arr
+    # a writable array in native byte order (frombuffer's view of `bytes` is read-only)
+    return arr.astype(found.newbyteorder("="), copy=True)
 
 
 def read_idx(path: str | Path, dtype: np.dtype | None = None, ndim: int | None = None) -> np.ndarray:
