@@ -11,7 +11,7 @@ from pathlib import Path
 from . import engine
 from .loader import InputError
 from .schema import ValidatorUnavailable
-from .model import ERROR, WARNING, Problem
+from .model import ERROR
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO / "overlays"
@@ -30,45 +30,19 @@ def _validator(prefer: str):
     return make_validator(prefer)
 
 
-def _problems(units: list[engine.Unit]) -> list[Problem]:
-    out = [p for u in units for p in u.problems]
-    for p in out:
-        p.source = _rel(p.source)
-    return out
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
+    from .report import FORMATS, Run
+    from .trace import trace_all
+
     start = time.perf_counter()
-    units = engine.collect(args.paths, DEFAULT_ROOT)
+    units = engine.collect(args.paths, DEFAULT_ROOT, env_file=args.env)
     validator = None if args.schema == "none" else _validator(args.schema)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
-    problems = _problems(units)
-    errors, warnings = engine.count(units, ERROR), engine.count(units, WARNING)
-    objects = sum(len(u.manifests) for u in units)
-    elapsed = time.perf_counter() - start
-    overlays = sum(1 for u in units if u.kind == "overlay")
-    files = len(units) - overlays
+    trace_all(units)
     schema_name = validator.name if validator else "skipped (--schema none)"
-    if args.format == "json":
-        json.dump({
-            "validator": schema_name,
-            "units": [{"source": _rel(u.source), "kind": u.kind, "objects": len(u.manifests),
-                       "workloads": len(u.topologies)} for u in units],
-            "problems": [{"severity": p.severity, "rule": p.rule, "source": p.source, "object": p.obj,
-                          "field": p.field, "message": p.message, "hint": p.hint} for p in problems],
-            "summary": {"overlays": overlays, "files": files, "objects": objects, "errors": errors,
-                        "warnings": warnings, "seconds": round(elapsed, 3)},
-        }, sys.stdout, indent=2)
-        print()
-    else:
-        for p in sorted(problems, key=lambda p: (p.source, p.severity != ERROR, p.rule)):
-            print(p.line())
-        what = ", ".join(x for x in (f"{overlays} overlays" if overlays else "", f"{files} files" if files else "") if x)
-        verdict = "FAILED" if engine.failed(units, args.strict) else "OK"
-        print(f"{verdict}: {what}, {objects} objects; schema: {schema_name}; topology: "
-              f"{sum(len(u.topologies) for u in units)} training workloads; {errors} errors, {warnings} warnings "
-              f"({elapsed:.2f} s)")
+    run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
+    sys.stdout.write(FORMATS[args.format](run))
     return 1 if engine.failed(units, args.strict) else 0
 
 
@@ -160,10 +134,13 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")
-    v.add_argument("--format", choices=("text", "json"), default="text")
+    v.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
+                   help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
     v.add_argument("--schema", choices=("auto", "kubeconform", "builtin", "none"), default="auto",
                    help="schema validator: kubeconform where installed, else the in-process one (auto)")
     v.add_argument("--strict", action="store_true", help="warnings fail too")
+    v.add_argument("--env", metavar="POLICY_YAML",
+                   help="environment declaration for inputs that bring none (files, standard input)")
     v.set_defaults(func=cmd_validate)
     p = sub.add_parser("plan", help="table of each overlay's effective topology")
     p.add_argument("paths", nargs="*")

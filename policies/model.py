@@ -6,6 +6,9 @@ from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
+# Shown, never fails (not even with --strict): a check that could not run, an unused suppression.
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
 
 
 @dataclass
@@ -56,6 +59,10 @@ class Problem:
     hint: str | None = None
     severity: str = ERROR
     extra: dict[str, Any] = dc_field(default_factory=dict)
+    # Set when an annotation on the object suppressed this problem: the reason given there.
+    suppressed: str | None = None
+    # (file, line) of the object or field in the sources, once traced (see trace.py); None = not traced.
+    location: tuple[str, int] | None = None
 
     def line(self) -> str:
         """The one-line text form: `error TOPO001 overlays/x: PyTorchJob/ns/n spec.x: message (fix: hint)`."""
