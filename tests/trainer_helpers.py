@@ -41,13 +41,17 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def torchrun_cmd(trainer_args: list[str], nproc: int = 2, nnodes: int = 1, rdzv_port: int | None = None,
-                 max_restarts: int = 0, run_id: str = "test") -> list[str]:
+                 max_restarts: int = 0, run_id: str = "test", master_port: int | None = None,
+                 node_rank: int = 0) -> list[str]:
+    """c10d rendezvous when `rdzv_port` is given, else static rendezvous (torchrun's default, the one a
+    PyTorchJob without elasticPolicy uses) on `master_port` or a free port."""
     cmd = [TORCHRUN, "--nnodes", str(nnodes), "--nproc-per-node", str(nproc), "--max-restarts", str(max_restarts),
            "--monitor-interval", "0.1"]
     if rdzv_port is not None:
         cmd += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{rdzv_port}", "--rdzv-id", run_id]
-    else:  # static rendezvous on a free port: the default torchrun uses inside a PyTorchJob
-        cmd += ["--master-addr", "127.0.0.1", "--master-port", str(free_port())]
+    else:
+        cmd += ["--master-addr", "127.0.0.1", "--master-port", str(master_port or free_port()),
+                "--node-rank", str(node_rank)]
     return cmd + [str(TRAIN_PY), *trainer_args]
 
 

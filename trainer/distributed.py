@@ -178,8 +178,8 @@ def broadcast_object(obj: T, src: int = 0) -> T:
 def agree(fn: Callable[[], T]) -> T:
     """Run `fn` on every rank, then fail on every rank if it failed on any.
 
-    A `TrainerError` becomes the same `TrainerError` everywhere (prefixed with the failing rank when the
-    ranks disagree), so rank 0 can print one line and all ranks exit non-zero without a hang.
+    A `TrainerError` becomes the same `TrainerError` everywhere (rank 0's own, else the first failing rank's
+    prefixed with its rank), so rank 0 can print one line and all ranks exit non-zero without a hang.
     An unexpected exception keeps its traceback on the rank where it happened.
     """
     result: T | None = None
@@ -194,7 +194,6 @@ def agree(fn: Callable[[], T]) -> T:
     errors = all_gather_objects(err)
     failed = [(r, e) for r, e in enumerate(errors) if e]
     if failed:
-        first_rank, first = failed[0]
-        same_everywhere = len(failed) == len(errors) and all(e == first for _, e in failed)
-        raise TrainerError(first if same_everywhere or len(errors) == 1 else f"rank {first_rank}: {first}")
+        first_rank, first = failed[0]  # rank 0's own error when it has one: that is the rank that prints
+        raise TrainerError(first if first_rank == 0 else f"rank {first_rank}: {first}")
     return result  # type: ignore[return-value]
