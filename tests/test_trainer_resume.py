@@ -169,3 +169,15 @@ def test_finished_run_restarted_does_nothing_more(tmp_path):
     done = tagged(again.stdout, "DONE")[0]
     assert (done["epochs"], done["steps"]) == ("2", "32")
     assert done["best_val_loss"] == tagged(first.stdout, "DONE")[0]["best_val_loss"]
+
+
+@pytest.mark.timeout(60)
+def test_checkpoint_every_two_epochs_still_keeps_best_and_the_last_epoch(tmp_path):
+    res = run(plain(tmp_path, "every2", "--checkpoint-every", "2") + ["--epochs", "3"], timeout=60)
+    assert res.returncode == 0, res.output
+    run_dir = tmp_path / "every2"
+    assert sorted(p.name for p in run_dir.glob("epoch-*.pt")) == ["epoch-0002.pt", "epoch-0003.pt"]
+    saved = {int(d["epoch"].split("/")[0]): d.get("checkpoint") for d in tagged(res.stdout, "EPOCH")}
+    assert saved == {1: None, 2: "epoch-0002.pt", 3: "epoch-0003.pt"}
+    best_epoch = int(tagged(res.stdout, "DONE")[0]["best_epoch"])
+    assert torch.load(run_dir / "best.pt", weights_only=True)["step"] == 16 * best_epoch

@@ -229,6 +229,7 @@ def test_defaults_and_task_learning_rate(monkeypatch):
 @pytest.mark.parametrize("argv,env", [
     (["--task", "imagenet"], {}), ([], {"TASK": "imagenet"}), (["--epochs", "0"], {}),
     (["--run-id", "../x"], {}), (["--backend", "mpi"], {}), ([], {"CHANNELS_LAST": "maybe"}),
+    ([], {"AMP": "fp8"}), ([], {"DIST_BACKEND": "mpi"}),
 ])
 def test_bad_flags_exit_with_usage_error(monkeypatch, capsys, argv, env):
     for k, v in env.items():
@@ -258,3 +259,11 @@ def test_synthetic_task_is_reproducible():
 def test_log_line_format():
     line = format_line("EPOCH", {"epoch": 2, "epochs": 3, "val_loss": 0.123456, "samples_per_s": 1234.5, "ckpt": None})
     assert line == "[EPOCH] epoch=2/3 val_loss=0.1235 samples/s=1234"
+
+
+def test_best_only_save_leaves_latest_alone(tmp_path):
+    ckpt.save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=False)
+    ckpt.save(tmp_path, state(step=20, epoch=2, marker=2.0), None, is_best=True)  # epoch 2 not due, but best
+    assert json.loads((tmp_path / "latest").read_text())["file"] == "epoch-0001.pt"
+    assert torch.load(tmp_path / "best.pt", weights_only=True)["step"] == 20
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-0001.pt"]

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,26 +98,23 @@ def serialize(state: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
-@dataclass
-class Saved:
-    file: str
-    epoch: int
-    step: int
+def save(folder: Path, state: dict[str, Any], name: str | None, is_best: bool) -> None:
+    """Write checkpoint `name` and repoint `latest` to it; copy the state to best.pt when it is the best so far.
 
-
-def save(folder: Path, state: dict[str, Any], name: str, is_best: bool) -> Saved:
-    """Write checkpoint `name`, repoint `latest` to it, copy it to best.pt when it is the best so far."""
+    With `name` None (an epoch between --checkpoint-every saves) only best.pt is written.
+    """
     data = serialize(state)
-    atomic_write(folder / name, data)
+    if name is not None:
+        atomic_write(folder / name, data)
+        pointer = {"file": name, "epoch": state["epoch"], "step": state["step"], "sha256": sha256(data),
+                   "bytes": len(data)}
+        atomic_write(folder / LATEST, (json.dumps(pointer, sort_keys=True) + "\n").encode())
+        # Mid-epoch checkpoints only bridge the gap to the next one: drop the older ones.
+        for p in folder.glob("step-*.pt"):
+            if p.name != name and _CKPT_RE.match(p.name) and int(p.stem.split("-")[1]) < state["step"]:
+                p.unlink(missing_ok=True)
     if is_best:
         atomic_write(folder / BEST, data)
-    pointer = {"file": name, "epoch": state["epoch"], "step": state["step"], "sha256": sha256(data), "bytes": len(data)}
-    atomic_write(folder / LATEST, (json.dumps(pointer, sort_keys=True) + "\n").encode())
-    # Mid-epoch checkpoints only bridge the gap to the next one: drop the older ones.
-    for p in folder.glob("step-*.pt"):
-        if p.name != name and _CKPT_RE.match(p.name) and int(p.stem.split("-")[1]) < state["step"]:
-            p.unlink(missing_ok=True)
-    return Saved(name, state["epoch"], state["step"])
 
 
 def _load_bytes(data: bytes, where: Path) -> dict[str, Any]:

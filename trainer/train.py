@@ -86,13 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="DDP trainer started by torchrun. Each flag defaults to the environment variable in brackets.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--task", default=_env("TASK", "synthetic"),
+    p.add_argument("--task", choices=list(TASKS), default=_env("TASK", "synthetic"),
                    help="[TASK] " + "; ".join(f"{t.name}: {t.summary}" for t in TASKS.values()))
     p.add_argument("--epochs", type=_positive(int), default=_env("EPOCHS", "3"), help="[EPOCHS] total epochs")
     p.add_argument("--batch-size", type=_positive(int), default=_env("BATCH_SIZE", "256"),
                    help="[BATCH_SIZE] samples per step on each rank")
     p.add_argument("--lr", type=_positive(float), default=_env("LR", None),
-                   help="[LR] AdamW learning rate (default: the task's)")
+                   help="[LR] AdamW learning rate; None: the task's own ("
+                   + ", ".join(f"{t.name} {t.default_lr:g}" for t in TASKS.values()) + ")")
     p.add_argument("--seed", type=int, default=_env("SEED", "42"), help="[SEED] model init, shuffling, synthetic data")
     p.add_argument("--samples", type=_positive(int), default=_env("SAMPLES", "4096"), help="[SAMPLES] synthetic: training samples")
     p.add_argument("--features", type=_positive(int), default=_env("FEATURES", "128"), help="[FEATURES] synthetic: input size")
@@ -122,9 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # choices are not applied to environment defaults by argparse, so check them here
-    if args.task not in TASKS:
-        parser.error(f"argument --task: invalid choice {args.task!r} (choose from {', '.join(TASKS)})")
+    # argparse does not apply `choices` to defaults, which here come from the environment: check them
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if action.choices is not None and value not in action.choices:
+            parser.error(f"argument {action.option_strings[0]}: invalid choice {value!r} "
+                         f"(choose from {', '.join(map(str, action.choices))})")
     if not RUN_ID_RE.match(args.run_id) or args.run_id in (".", ".."):
         parser.error(f"argument --run-id: {args.run_id!r} is not a plain folder name ([A-Za-z0-9._-], 128 max)")
     if args.lr is None:
@@ -273,10 +277,13 @@ class Trainer:
 
     # ---- checkpoints
     def _save(self, progress: Progress, name: str | None, is_best: bool, metrics: dict[str, Any]) -> str | None:
-        """Collective: gather every rank's RNG, rank 0 writes, every rank learns whether it worked."""
-        rngs = D.all_gather_objects(rng_state(self.device))
+        """Collective: gather every rank's RNG, rank 0 writes, every rank learns whether it worked.
+
+        `name` and `is_best` derive from all-reduced figures, so every rank takes the same branch.
+        """
         if name is None and not is_best:
             return None
+        rngs = D.all_gather_objects(rng_state(self.device))
         state = {
             "format": ckpt.FORMAT, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "epoch": progress.epoch, "epoch_step": progress.epoch_step, "step": progress.step,
