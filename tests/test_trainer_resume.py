@@ -6,13 +6,14 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, metrics, run, tagged, torchrun_cmd
+from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, free_port, metrics, run, tagged, torchrun_cmd
 
 SAMPLES, BATCH = 8192, 16
 STEPS_PER_EPOCH = SAMPLES // 2 // BATCH  # 256 per rank with 2 ranks
@@ -93,6 +94,47 @@ def test_killed_worker_is_restarted_and_resumes_from_the_last_checkpoint(tmp_pat
     for k in ref["model"]:
         torch.testing.assert_close(ours["model"][k], ref["model"][k], rtol=1e-5, atol=1e-6)
     assert abs(float(done["best_val_loss"]) - float(ref_done["best_val_loss"])) < 1e-4
+
+
+@pytest.mark.timeout(150)
+def test_two_nodes_c10d_restart_after_a_killed_worker(tmp_path):
+    """Each node's torchrun restarts its worker; the restarted group must form again (see attempt_store)."""
+    port = free_port()
+    cmds = [torchrun_cmd(args(tmp_path, "two-nodes", epochs=2), nproc=1, nnodes=2, rdzv_port=port, max_restarts=1,
+                         run_id="restart") for _ in range(2)]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(),
+                              cwd=ROOT) for c in cmds]
+    outputs: list[list[str]] = [[], []]
+    pumps = [threading.Thread(target=lambda p=p, o=o: o.extend(p.stdout)) for p, o in zip(procs, outputs)]
+    for t in pumps:
+        t.start()
+    killed = None
+    try:
+        deadline = time.monotonic() + 100
+        while killed is None and time.monotonic() < deadline:
+            if any(line.startswith("[TRAIN] epoch=2 ") for out in outputs for line in list(out)):
+                for p in procs:
+                    pid = worker_pids(p.pid).get(1)
+                    if pid:
+                        os.kill(pid, signal.SIGKILL)
+                        killed = pid
+            time.sleep(0.01)
+        codes = [p.wait(timeout=max(1.0, deadline + 30 - time.monotonic())) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for t in pumps:
+            t.join()
+        for p in procs:
+            p.stdout.close()
+    assert killed, "never reached epoch 2"
+    text = "".join(outputs[0] + outputs[1])
+    assert codes == [0, 0], text[-3000:]
+    resumes = [d for d in tagged(text, "DDP") if "resumed_from" in d]
+    assert [(d["epoch"], d["step"]) for d in resumes] == [("1", str(STEPS_PER_EPOCH))]
+    assert tagged(text, "DONE")[0]["steps"] == str(2 * STEPS_PER_EPOCH)
 
 
 @pytest.mark.timeout(150)
