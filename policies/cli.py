@@ -40,6 +40,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     timings = engine.Timings()
     engine.validate(units, validator, timings)
     trace_all(units)
+    for u in units:
+        for p in [*u.problems, *u.suppressed]:
+            p.source = _rel(p.source)
     schema_name = validator.name if validator else "skipped (--schema none)"
     run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
     sys.stdout.write(FORMATS[args.format](run))

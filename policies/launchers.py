@@ -362,6 +362,9 @@ def _pytorchjob(m: Manifest) -> Workload:
                     out.append(("PET_RDZV_ID", str(elastic["rdzvId"])))
                 if elastic.get("maxRestarts") is not None:
                     out.append(("PET_MAX_RESTARTS", str(elastic["maxRestarts"])))
+                conf = [f"{c.get('key')}={c.get('value')}" for c in elastic.get("rdzvConf") or [] if isinstance(c, dict)]
+                if conf:
+                    out.append(("PET_RDZV_CONF", ",".join(conf)))
             if has_master:
                 rank = i + offset
                 out += [("WORLD_SIZE", str(world)), ("MASTER_PORT", str(port)), ("PET_MASTER_PORT", str(port)),

@@ -60,9 +60,12 @@ def _site(m: Manifest, template: Any, field: str) -> PodSite | None:
     return PodSite(m, f"{field}.spec", spec, meta.get("labels") or {}, meta.get("annotations") or {})
 
 
-def job_templates(m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
+TRAINER_STEP = ("trainer.kubeflow.org/trainjob-ancestor-step", "trainer")
+
+
+def job_templates(m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """(field path, Job spec) of the Jobs an object stands for: a Job itself, each JobSet replicated Job, each
-    replicated Job of a training runtime."""
+    replicated Job of a training runtime (only its trainer step with `trainer_only`)."""
     spec = m.obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -75,6 +78,9 @@ def job_templates(m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"spec.replicatedJobs[{i}].template.spec", js
     elif m.kind in RUNTIME_KINDS:
         for i, rj in enumerate(_dig(spec, ("template", "spec", "replicatedJobs")) or []):
+            labels = _dig(rj, ("template", "metadata", "labels")) or {}
+            if trainer_only and labels.get(TRAINER_STEP[0]) != TRAINER_STEP[1]:
+                continue
             js = _dig(rj, ("template", "spec"))
             if isinstance(js, dict):
                 yield f"spec.template.spec.replicatedJobs[{i}].template.spec", js

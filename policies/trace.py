@@ -100,8 +100,8 @@ class Tracer:
             depth, line = (_walk_generator(d.node, tokens) if d.generator
                            else _walk(d.node, tokens, m.obj if m else None))
             # Deeper wins; on a tie the later file (a patch, applied after the resource) wins when it reaches the
-            # field itself, the earlier (the resource that defines the object) otherwise.
-            key = (depth, d.order if depth == len(tokens) and depth else -d.order)
+            # field itself, the earlier (the resource that defines the object) for the object as a whole.
+            key = (depth, d.order if depth == len(tokens) and depth >= 2 else -d.order)
             if best is None or key > best[:2]:
                 best = (key[0], key[1], line, d.path)
         return (best[3], best[2]) if best else None

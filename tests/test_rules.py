@@ -1,12 +1,16 @@
-"""Every rule fires on its `fail/` fixtures and stays silent on its `pass/` fixtures (adding a file adds a test)."""
+"""Every rule fires on its `fail/` fixtures and stays silent on its `pass/` fixtures (adding a file adds a test).
+A rule folder's `policy.yaml` is the environment its fixtures are checked in (for the rules that need one)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
+from policies import environment
 from policies.engine import Unit, check_policies
 from policies.loader import read
 from policies.model import ERROR
-from policies.rules import RULES
+from policies.rules import ID_FORMAT, RULES
 
 from conftest import FIXTURES
 
@@ -14,7 +18,12 @@ RULE_FIXTURES = sorted((FIXTURES / "rules").glob("*/*/*.yaml"))
 
 
 def problems_of(path):
+    path = Path(path)
     unit = Unit(str(path), "file", read(str(path)))
+    declared = path.parent.parent / "policy.yaml"
+    if declared.is_file():
+        unit.environment, errors = environment.load(declared)
+        assert not errors, [e.message for e in errors]
     check_policies(unit)
     return unit.problems
 
@@ -48,7 +57,7 @@ def test_every_rule_has_both_fixtures(rule):
 
 def test_rule_ids_are_stable_and_documented():
     for rule_id, rule in RULES.items():
-        assert rule_id.startswith("TOPO") and len(rule_id) == 7
+        assert ID_FORMAT.match(rule_id), rule_id
         assert "Fails:" in rule.doc and "Passes:" in rule.doc, f"{rule_id} docstring lacks examples"
 
 
