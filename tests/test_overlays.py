@@ -73,7 +73,7 @@ def test_name_prefix_pitfall_is_caught():
     proc = run_cli("validate", str(FIXTURES / "overlays/name-prefix"))
     assert proc.returncode == 1
     out = proc.stdout
-    assert "error TOPO003" in out and "expected pod 0 'team-ddp-train-0.ddp-train'" in out
+    assert "error TOPO003" in out and "expected pod 0 'team-ddp-train-run-001-0.ddp-train'" in out
     assert "error TOPO004" in out and "no Service 'ddp-train'" in out
 
 
