@@ -14,12 +14,13 @@ from pathlib import Path
 
 import yaml
 
+from .gitops import build_options
 from .loader import InputError, parse
 from .model import Manifest
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-# The same flags Argo CD is to use (see docs): none beyond the defaults today; one place for both.
-KUSTOMIZE_FLAGS: list[str] = []
+# The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
+KUSTOMIZE_FLAGS: list[str] = build_options()
 
 
 def kubectl() -> str:
