@@ -37,8 +37,9 @@ setup: $(PY) ## Create .venv with every pinned tool; install kubeconform where t
 	@KUBECONFORM_VERSION=$(KUBECONFORM_VERSION) KUBECONFORM_SHA256=$(KUBECONFORM_SHA256) BIN=$(BIN) scripts/install-kubeconform.sh
 	@$(PY) -m policies.cli tools
 
-validate: $(PY) ## Render every overlay (or PATHS="dir file -"), validate schemas strictly, check topology
-	@$(PY) -m policies.cli validate --format $(FORMAT) $(PATHS)
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule
+	@$(PY) -m policies.gitops --stderr
+	@$(PY) -m policies.cli validate --format $(FORMAT) $(or $(PATHS),overlays argocd)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...")
 	@$(PY) -m policies.cli plan $(PATHS)
