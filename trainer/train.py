@@ -270,6 +270,7 @@ class Trainer:
                           epoch_step=progress.epoch_step, step=progress.step)
 
         self.model, self.ddp, self.optimizer, self.data, self.identity = model, ddp, optimizer, data, prep.identity
+        self.val_idx = eval_indices(data.val_x.shape[0], denv.rank, denv.world_size).to(device)
         started = time.perf_counter()
         train_time = self._train(progress)
         self._done(progress, time.perf_counter() - started, train_time)
@@ -376,7 +377,7 @@ class Trainer:
                    epoch_samples: int, train_seconds: float) -> None:
         """Validation over all ranks, checkpoint, [EPOCH] line, and the stop vote at the epoch's end."""
         args, device = self.args, self.device
-        val = engine.evaluate(self.model, self.data.val_x, self.data.val_y, self._val_idx(), args.batch_size,
+        val = engine.evaluate(self.model, self.data.val_x, self.data.val_y, self.val_idx, args.batch_size,
                               self.amp, self.channels_last)
         stats = torch.cat([torch.stack([epoch_loss.double(), torch.tensor(float(epoch_samples), device=device,
                                                                           dtype=torch.float64)]),
@@ -403,11 +404,6 @@ class Trainer:
         if stop:
             self.log.emit("CKPT", "checkpoint", file=saved, epoch=epoch + 1, step=progress.step, reason="SIGTERM")
             raise Preempted()
-
-    def _val_idx(self) -> torch.Tensor:
-        if not hasattr(self, "_val_indices"):
-            self._val_indices = eval_indices(self.data.val_x.shape[0], self.denv.rank, self.denv.world_size).to(self.device)
-        return self._val_indices
 
     def _preempt(self, progress: Progress, reason: str) -> None:
         name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": reason})
