@@ -155,7 +155,7 @@ def gpu_trainer_epoch(args: argparse.Namespace) -> dict:
 
 def gpu_epochs(args: argparse.Namespace) -> dict:
     device = torch.device("cuda", 0)
-    torch.backends.cudnn.benchmark = True
+    engine.configure_device(device)  # the trainer's own CUDA settings
     rows = []
     configs = [("none", False), ("bf16", False), ("bf16", True)]
     for bs in args.gpu_batch_sizes:

@@ -242,6 +242,7 @@ class Trainer:
         # The run folder may be local to rank 0's node: rank 0 read the checkpoint, the others get it from it.
         resume_path, state = D.broadcast_object((prep.resume_path, prep.resume_state) if denv.is_main else None)
 
+        engine.configure_device(device)
         data = prep.data.to(device, self.channels_last)
         model = engine.prepare_model(prep.model, device, self.channels_last)
         optimizer = engine.make_optimizer(model, args.lr, device)
