@@ -10,6 +10,9 @@ Fails: MASTER_ADDR `train-rdzv` (the Service, not a pod); MASTER_ADDR `ddp-train
 `namePrefix: team-` renamed the Job to `team-ddp-train`.
 Passes: Job `ddp-train`, subdomain `ddp-train`, MASTER_ADDR `ddp-train-0.ddp-train`; a PyTorchJob, whose
 operator points MASTER_ADDR at its own `<job>-master-0` Service.
+
+With an etcd rendezvous (`etcd`, `etcd-v2`) the endpoint is the etcd server instead: it must name a Service in the
+same manifests (and namespace) that declares the endpoint's port.
 """
 from __future__ import annotations
 
@@ -40,6 +43,9 @@ def check(ctx):
             continue  # TOPO012
         v = t.first.endpoint
         where = v.field or (t.first.inv.field if t.first.inv else t.first.pod.container_field)
+        if t.backend.startswith("etcd"):
+            yield from _etcd(ctx, t, host, where)
+            continue
         expected, pattern = pod0_names(t)
         if host in _LOCAL:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
@@ -49,3 +55,19 @@ def check(ctx):
             why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else "")
             yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', expected pod 0 '{expected}'{why}",
                           f"set it to {expected}")
+
+
+def _etcd(ctx, t, host, where):
+    ns = t.first.pod.namespace
+    name = host.split(".")[0]
+    rest = host[len(name):].lstrip(".")
+    svc = ctx.bundle.services.get((ns, name))
+    allowed = {"", ns, f"{ns}.svc", f"{ns}.svc.cluster.local"} if ns else None
+    if svc is None or (allowed is not None and rest not in allowed):
+        yield problem(ID, t, where, f"etcd rendezvous endpoint host is '{host}', which is no Service in these "
+                      f"manifests", "point --rdzv-endpoint at the etcd Service (name:port), and ship it beside the job")
+        return
+    ports = {str(p.get(k)) for p in (svc.obj.get("spec") or {}).get("ports") or [] for k in ("port", "targetPort")}
+    if t.endpoint_port and t.endpoint_port not in ports:
+        yield problem(ID, t, where, f"etcd Service '{name}' declares ports {sorted(ports)}, the endpoint uses "
+                      f"{t.endpoint_port}", f"use one of the Service's ports, e.g. {name}:2379")

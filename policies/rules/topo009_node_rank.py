@@ -5,6 +5,8 @@ rank 0 both try to host the store and the world never forms; a pod 0 whose rank 
 hosts. The rank must come from something per pod: the completion index, the pod-index label, the operator.
 c10d and etcd rendezvous assign ranks themselves and are exempt.
 
+With c10d or etcd a given `--node-rank` must still be an integer: torchrun parses it before the rendezvous.
+
 Fails: `--node-rank=0` written into a Job's template; `RANK` from `metadata.name` (not a number).
 Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernetes.io/pod-index` label.
 """
@@ -21,6 +23,12 @@ def check(ctx):
         if t.pods <= 1:
             continue
         if t.torchrun and t.backend != "static":
+            # c10d and etcd assign ranks, but torchrun still parses a given --node-rank as an integer.
+            v = t.first
+            if v.node_rank.origin != "default" and "$" not in v.node_rank.value and not v.node_rank.value.isdigit():
+                yield problem(ID, t, v.node_rank.field or v.inv.field, f"--node-rank is '{v.node_rank.value}' on "
+                              f"pod 0: torchrun refuses a node rank that is not an integer (rank source: "
+                              f"{t.rank_source})", "take the node rank from the pod-index label, or drop it")
             continue
         if not t.torchrun and not t.first.pod.env.get("MASTER_ADDR"):
             continue
