@@ -11,6 +11,9 @@ import torch
 from trainer_helpers import PYTHON, ROOT, clean_env, run
 
 
+pytestmark = pytest.mark.timeout(120)
+
+
 def load_bench():
     spec = importlib.util.spec_from_file_location("bench_trainer", ROOT / "bench" / "bench_trainer.py")
     module = importlib.util.module_from_spec(spec)

@@ -12,6 +12,8 @@ from trainer.sharding import digest
 from trainer_helpers import (PYTHON, TRAIN_PY, clean_env, free_port, metrics, run, run_nodes, tagged,
                              torchrun_cmd, write_idx_dataset)
 
+pytestmark = pytest.mark.timeout(200)  # per test; the launches have their own shorter limits
+
 SAMPLES, BATCH, EPOCHS = 1024, 32, 3
 STEPS_PER_EPOCH = SAMPLES // 2 // BATCH  # per rank, with 2 ranks
 
