@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from trainer_helpers import ROOT
+
 HADOLINT = Path(sys.executable).parent / "hadolint"
 DOCKERFILES = ("Dockerfile", "Dockerfile.cpu")
 
