@@ -21,8 +21,10 @@ IMAGE   ?= ghcr.io/example/ddp-trainer
 TAG     ?= 0.1.0
 
 export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
+# make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
+EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate plan render test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
+.PHONY: help setup validate scale new-run plan render test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +42,12 @@ setup: $(PY) ## Create .venv with every pinned tool; install kubeconform where t
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule
 	@$(PY) -m policies.gitops --stderr
 	@$(PY) -m policies.cli validate --format $(FORMAT) $(or $(PATHS),overlays argocd)
+
+scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
+	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
+
+new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
+	@$(PY) -m policies.scale new-run "$(EXPLICIT_OVERLAY)" $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...")
 	@$(PY) -m policies.cli plan $(PATHS)
