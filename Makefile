@@ -17,6 +17,10 @@ TORCH_INDEX ?=
 
 PATHS   ?=
 FORMAT  ?= text
+OVERLAY ?= overlays/kind-cpu/indexed-job
+SCALE_TO ?=
+DEADLINE ?=
+SIM_DEPS := $(VENV)/.sim-deps
 IMAGE   ?= ghcr.io/example/ddp-trainer
 TAG     ?= 0.1.0
 
@@ -24,7 +28,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate scale new-run plan render test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
+.PHONY: help setup validate scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,7 +39,12 @@ $(PY): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
 	@touch $(PY)
 
-setup: $(PY) ## Create .venv with every pinned tool; install kubeconform where the machine allows
+# libnss_wrapper and etcd for `make simulate` (Debian packages, where the machine allows); retried until present.
+$(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
+	@scripts/install-sim-deps.sh
+	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && command -v etcd >/dev/null; then touch $@; fi
+
+setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@KUBECONFORM_VERSION=$(KUBECONFORM_VERSION) KUBECONFORM_SHA256=$(KUBECONFORM_SHA256) BIN=$(BIN) scripts/install-kubeconform.sh
 	@$(PY) -m policies.cli tools
 
@@ -55,7 +64,10 @@ plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...")
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies.cli render $(PATHS)
 
-test: $(PY) ## Run the test suite
+simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s)
+	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE))
+
+test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
 bench: bench-validate bench-trainer ## Run every benchmark

@@ -62,6 +62,7 @@ class SimPod:
     lines: list[str] = field(default_factory=list)
     joined: bool = False
     finished_at: float | None = None
+    last_words: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -171,6 +172,8 @@ class Simulation:
         self.out = out
         self.source = source
         self.bin = python_bin or Path(sys.executable).parent
+        # torchrun's own rendezvous timeout, inside the deadline, so that a world that cannot form says so itself.
+        self.rdzv_timeout = max(10, int(deadline * 0.6))
         self.pods: list[SimPod] = []
         self.notes: list[str] = []
         self._lock = threading.Lock()
@@ -284,8 +287,7 @@ class Simulation:
         })
         if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or
                                                                    t.startswith("--rdzv_conf") for t in sp.argv):
-            t = int(self.deadline)
-            env["PET_RDZV_CONF"] = f"join_timeout={t},timeout={t}"
+            env["PET_RDZV_CONF"] = f"join_timeout={self.rdzv_timeout},timeout={self.rdzv_timeout}"
         sp.env = env
         sp.ports = [as_int(port.get("containerPort"), 0) or 0 for port in p.container.get("ports") or []]
 
@@ -411,11 +413,25 @@ class Simulation:
                     time.sleep(0.2)
         finally:
             for sp in self.pods:
+                # What each pod last said on its own, before the simulator stops it (and it prints its exit).
+                sp.last_words = _last_words(sp.lines)
                 self._stop(sp)
                 if sp.proc is not None and sp.exit_code is None:
                     sp.exit_code = None  # still running at the end: killed
             time.sleep(0.1)
         return Result(self, timed_out, time.monotonic() - start)
+
+
+_EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")
+
+
+def _last_words(lines: list[str]) -> list[str]:
+    """A pod's last lines worth reading: the last exception it raised (not the traceback frames), then its last line."""
+    clean = [ln for ln in lines if ln.strip() and not _noise(ln)]
+    exc = [ln for ln in clean[-80:] if _EXC.match(ln.strip())]
+    out = [exc[-1].strip()] if exc else []
+    out += [ln for ln in clean[-2:] if ln.strip() not in out and not ln.startswith(("  File ", "    "))]
+    return out[-3:]
 
 
 def _noise(line: str) -> bool:
@@ -506,10 +522,9 @@ class Result:
             joined = [sp.name for sp in self.trainers if sp.joined]
             missing = [sp.name for sp in self.trainers if not sp.joined]
             lines.append(f"  joined the rendezvous: {', '.join(joined) or 'none'}; did not: {', '.join(missing) or 'none'}")
-            for sp in self.sim.pods:
-                if sp.exit_code not in (0,):
-                    tail = [ln for ln in sp.lines if ln.strip() and not _noise(ln)][-3:]
-                    for ln in tail:
+            for sp in self.trainers:
+                if sp.exit_code != 0:
+                    for ln in sp.last_words or ["(printed nothing)"]:
                         lines.append(f"  [{sp.name}] {ln[:220]}")
             if static_problems:
                 lines.append("  the static checks (make validate) say:")
@@ -555,8 +570,8 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
           "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper to "
           "127.0.1.x, only where a headless Service (or the launcher's own) publishes them", file=out)
     print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1 and, where the "
-          f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={int(deadline)},timeout={int(deadline)}",
-          file=out)
+          f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={sim.rdzv_timeout},timeout={sim.rdzv_timeout}"
+          " (short rendezvous timeouts, so a world that cannot form fails inside the deadline)", file=out)
     for sp in pods:
         print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}): "
               f"{' '.join(sp.argv)[:200]}", file=out)

@@ -94,11 +94,15 @@ def selector_mismatch(objs):
 
 # mutation: (overlay, how, does the simulation fail?, the rule make validate reports, text the diagnosis shows)
 MUTATIONS = {
-    "wrong-nnodes": ("overlays/kind-cpu/indexed-job", wrong_nnodes, True, "TOPO001", "deadline reached"),
-    "wrong-master-addr": ("overlays/kind-cpu/indexed-job", wrong_master_addr, True, "TOPO003", "Name or service not known"),
+    # (what the pods themselves say depends on which timeout fires first on a loaded machine: any of these)
+    "wrong-nnodes": ("overlays/kind-cpu/indexed-job", wrong_nnodes, True, "TOPO001",
+                     ("2/3 clients joined", "wait timeout", "deadline reached")),
+    "wrong-master-addr": ("overlays/kind-cpu/indexed-job", wrong_master_addr, True, "TOPO003",
+                          ("Name or service not known", "deadline reached", "timed out")),
     "rank-not-from-pod-index": ("overlays/kind-cpu/statefulset", rank_not_from_pod_index, True, "TOPO009",
-                                "invalid int value"),
-    "service-selector-mismatch": ("overlays/kind-cpu/statefulset", selector_mismatch, True, "TOPO005", "did not"),
+                                ("invalid int value",)),
+    "service-selector-mismatch": ("overlays/kind-cpu/statefulset", selector_mismatch, True, "TOPO005",
+                                  ("did not",)),
     # Ports do not take part in DNS, and every pod shares this machine's network: only `make validate` sees this.
     "service-port-differs": ("overlays/kind-cpu/statefulset", service_port_differs, False, "TOPO006", None),
 }
@@ -120,7 +124,7 @@ def test_mutation_is_caught(name, tmp_path):
         assert proc.returncode == 1, proc.stdout[-2000:]
         assert seconds < deadline + 60, f"took {seconds:.0f} s"
         assert "diagnosis:" in proc.stdout and f"error {rule}" in proc.stdout  # the static checks, in the diagnosis
-        assert diagnosis in proc.stdout, proc.stdout[-3000:]
+        assert any(d in proc.stdout for d in diagnosis), proc.stdout[-3000:]
     else:
         assert proc.returncode == 0, proc.stdout[-2000:]
 
