@@ -1,1 +1,0 @@
-"""Render, schema-validate and topology-check Kubernetes manifests for distributed PyTorch training."""
