@@ -1,0 +1,102 @@
+# Distributed PyTorch on Kubernetes: render, validate and test every overlay before Argo CD syncs it.
+# `make` alone lists the targets.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+BIN         := $(CURDIR)/bin
+PYTHON      ?= python3
+# Tool versions, pinned in one place (kubectl and its kustomize come from requirements.txt).
+KUBECONFORM_VERSION ?= v0.8.0
+# sha256 of kubeconform-linux-amd64.tar.gz v0.8.0 (from the release CHECKSUMS as quoted by public scripts; this machine cannot download it to re-check)
+KUBECONFORM_SHA256  ?= 9bc2bffbf71f261128533edaf912153948b7ff238f9a531ae6d34466ec287883
+# An extra index for the CPU build of torch==2.13.0 (CI sets https://download.pytorch.org/whl/cpu); empty = pip's own.
+TORCH_INDEX ?=
+
+PATHS   ?=
+# make diff: the git ref to compare the working tree with.
+BASE    ?= main
+FORMAT  ?= text
+OVERLAY ?= overlays/kind-cpu/indexed-job
+SCALE_TO ?=
+DEADLINE ?=
+SIM_DEPS := $(VENV)/.sim-deps
+IMAGE   ?= ghcr.io/example/ddp-trainer
+TAG     ?= 0.1.0
+
+export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
+# make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
+EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
+
+.PHONY: help setup validate diff scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
+
+help: ## List the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(PY): requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
+	@touch $(PY)
+
+# libnss_wrapper and etcd for `make simulate` (Debian packages, where the machine allows); retried until present.
+$(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
+	@scripts/install-sim-deps.sh
+	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && command -v etcd >/dev/null; then touch $@; fi
+
+setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubeconform and the simulator's packages where the machine allows
+	@KUBECONFORM_VERSION=$(KUBECONFORM_VERSION) KUBECONFORM_SHA256=$(KUBECONFORM_SHA256) BIN=$(BIN) scripts/install-kubeconform.sh
+	@$(PY) -m policies.cli tools
+
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule
+	@$(PY) -m policies.gitops --stderr
+	@$(PY) -m policies.cli validate --format $(FORMAT) $(or $(PATHS),overlays argocd)
+
+scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
+	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
+
+new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
+	@$(PY) -m policies.scale new-run "$(EXPLICIT_OVERLAY)" $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
+
+diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [FORMAT=text|markdown|json]: rendered objects and topology that change
+	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
+
+plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...")
+	@$(PY) -m policies.cli plan $(PATHS)
+
+render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
+	@$(PY) -m policies.cli render $(PATHS)
+
+simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s)
+	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE))
+
+test: $(PY) $(SIM_DEPS) ## Run the test suite
+	$(PY) -m pytest -q
+
+bench: bench-validate bench-trainer ## Run every benchmark
+
+bench-validate: $(PY) ## Time make validate and the schema and policy stages, up to 200+ generated overlays
+	@$(PY) bench/bench_validate.py
+
+bench-trainer: $(PY) ## Samples/s of the trainer on 1 and 2 CPU processes; an MNIST-shaped epoch on a GPU if present
+	@$(PY) bench/bench_trainer.py
+
+schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version and ../shared/crds
+	@$(PY) scripts/gen_schemas.py
+
+docs: $(PY) ## Regenerate docs/rules.md from the rule registry
+	@$(PY) -m policies.cli docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
+
+image: ## Build the trainer image (needs a Docker engine)
+	docker build -t $(IMAGE):$(TAG) .
+
+image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
+	docker build -f Dockerfile.cpu -t $(IMAGE):$(TAG)-cpu .
+
+lint: $(PY) ## Lint the Dockerfiles with hadolint
+	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+
+clean: ## Remove the virtual environment and downloaded tools
+	rm -rf $(VENV) $(BIN) .pytest_cache

@@ -1,0 +1,1 @@
+"""Render, schema-validate and topology-check Kubernetes manifests for distributed PyTorch training."""

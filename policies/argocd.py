@@ -1,0 +1,360 @@
+"""Argo CD as the ARGO rules see it: the Applications a set of manifests declares (literal ones and those an
+ApplicationSet's list generator makes), where their paths lead in this repository, and what those paths render."""
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass, field as dc_field
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import gitops
+from .model import Manifest
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+# The one explicit opt-in that lets a training workload keep its name across runs: Argo CD deletes and re-creates it
+# (kubectl replace --force) on every change, which ends a running training. Plain Replace=true is a PUT and still
+# fails on immutable fields.
+REPLACE_OPT_IN = ("Force=true", "Replace=true")
+# Workload kinds whose change means a new training run (their pod templates are immutable or not reconciled).
+WORKLOAD_KINDS = ("Job", "StatefulSet", "PyTorchJob", "TrainJob", "JobSet", "MPIJob")
+RUN_ID_ENV = "RUN_ID"
+# Cluster-scoped kinds the overlays may render (an AppProject's clusterResourceWhitelist must name them).
+CLUSTER_SCOPED = {
+    ("", "Namespace"), ("", "PersistentVolume"), ("", "Node"), ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("scheduling.k8s.io", "PriorityClass"), ("storage.k8s.io", "StorageClass"), ("node.k8s.io", "RuntimeClass"),
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"), ("kueue.x-k8s.io", "ClusterQueue"),
+    ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"),
+}
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def ensure_family() -> None:
+    """Register the ARGO family with the rule registry when it does not know it yet, so ARGO rule modules load
+    whatever the registry's family list says. A no-op once policies/rules/__init__.py lists ARGO itself."""
+    registry = sys.modules.get("policies.rules")
+    if registry is None:
+        return
+    fmt = getattr(registry, "ID_FORMAT", None)
+    if fmt is not None and not fmt.match("ARGO001"):
+        prefix, sep, rest = fmt.pattern.partition("(")
+        if sep:
+            registry.ID_FORMAT = re.compile(f"{prefix}(ARGO|{rest}")
+    families = getattr(registry, "FAMILIES", None)
+    if isinstance(families, dict):
+        families.setdefault("ARGO", "Argo CD delivery: what auto-sync does with these manifests")
+
+
+def group_of(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def annotations(m: Manifest) -> dict[str, Any]:
+    a = m.metadata.get("annotations")
+    return a if isinstance(a, dict) else {}
+
+
+def sync_wave(m: Manifest) -> int | None:
+    """The object's sync wave (default 0), None when the annotation is not an integer."""
+    raw = annotations(m).get(SYNC_WAVE, "0")
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        return None
+
+
+def sync_options(text: Any) -> list[str]:
+    return [o.strip() for o in str(text or "").split(",") if o.strip()]
+
+
+def replace_opt_in(m: Manifest) -> bool:
+    opts = sync_options(annotations(m).get(SYNC_OPTIONS))
+    return all(o in opts for o in REPLACE_OPT_IN)
+
+
+# ---------------------------------------------------------------- Applications, literal and generated
+
+
+class ExpandError(ValueError):
+    """An ApplicationSet that cannot be expanded here (a generator other than list, an unknown template key)."""
+
+
+@dataclass
+class App:
+    """One Application: `obj` is the Application itself; `manifest` the object in git it comes from (the
+    Application, or the ApplicationSet that generates it); `field` the path in that object a problem points at."""
+
+    obj: dict[str, Any]
+    manifest: Manifest
+    field: str
+    spec_field: str
+    element: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return str((self.obj.get("metadata") or {}).get("name") or "")
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        s = self.obj.get("spec")
+        return s if isinstance(s, dict) else {}
+
+    @property
+    def sources(self) -> list[tuple[str, dict[str, Any]]]:
+        """(field, source) for `source` and every entry of `sources`."""
+        out = []
+        if isinstance(self.spec.get("source"), dict):
+            out.append((f"{self.spec_field}.source", self.spec["source"]))
+        for i, s in enumerate(self.spec.get("sources") or []):
+            if isinstance(s, dict):
+                out.append((f"{self.spec_field}.sources[{i}]", s))
+        return out
+
+    @property
+    def sync_policy(self) -> dict[str, Any]:
+        p = self.spec.get("syncPolicy")
+        return p if isinstance(p, dict) else {}
+
+    @property
+    def automated(self) -> dict[str, Any] | None:
+        """The automated sync policy when it is on (present and not `enabled: false`)."""
+        a = self.sync_policy.get("automated")
+        if not isinstance(a, dict) or a.get("enabled") is False:
+            return None
+        return a
+
+    @property
+    def self_heal(self) -> bool:
+        return bool(self.automated and self.automated.get("selfHeal"))
+
+    @property
+    def options(self) -> list[str]:
+        return [str(o).strip() for o in self.sync_policy.get("syncOptions") or []]
+
+    @property
+    def destination(self) -> dict[str, Any]:
+        d = self.spec.get("destination")
+        return d if isinstance(d, dict) else {}
+
+    def at(self, field: str) -> str:
+        """The field a problem points at: the generator element for a generated Application (that is what the user
+        edits: the template is shared by all), else the Application's own field."""
+        return self.field if self.element is not None else field
+
+    def label(self) -> str:
+        return f"Application {self.name}" + (f" (from {self.manifest.ref})" if self.element is not None else "")
+
+
+_GO_VAR = re.compile(r"\{\{-?\s*\.([A-Za-z_][\w.]*)\s*-?\}\}")
+_FAST_VAR = re.compile(r"\{\{\s*([A-Za-z_][\w.]*)\s*\}\}")
+_ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}")
+
+
+def _lookup(element: dict[str, Any], dotted_key: str) -> Any:
+    value: Any = element
+    for part in dotted_key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ExpandError(f"template key '{dotted_key}' is not in the generator element")
+        value = value[part]
+    return value
+
+
+def _substitute(node: Any, element: dict[str, Any], go: bool) -> Any:
+    if isinstance(node, dict):
+        return {_substitute(k, element, go): _substitute(v, element, go) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_substitute(v, element, go) for v in node]
+    if not isinstance(node, str) or "{{" not in node:
+        return node
+    pattern = _GO_VAR if go else _FAST_VAR
+    out = pattern.sub(lambda m: str(_lookup(element, m.group(1))), node)
+    leftover = _ANY_TEMPLATE.search(out)
+    if leftover:
+        raise ExpandError(f"template expression {leftover.group(0)} is more than a plain key; only "
+                          f"{'{{.key}}' if go else '{{key}}'} substitution is expanded here")
+    return out
+
+
+def expand(appset: Manifest) -> Iterator[App]:
+    """The Applications an ApplicationSet's list generators make (raises ExpandError for what cannot be expanded
+    statically: other generators, templatePatch, expressions beyond a plain key)."""
+    spec = appset.obj.get("spec") or {}
+    if spec.get("templatePatch"):
+        raise ExpandError("spec.templatePatch is not expanded here")
+    template = spec.get("template") or {}
+    go = bool(spec.get("goTemplate"))
+    for g, gen in enumerate(spec.get("generators") or []):
+        if not isinstance(gen, dict) or set(gen) != {"list"}:
+            kind = next(iter(gen), "?") if isinstance(gen, dict) else "?"
+            raise ExpandError(f"spec.generators[{g}] is a {kind} generator; only list generators are expanded here")
+        lst = gen["list"] or {}
+        if lst.get("elementsYaml") or lst.get("template"):
+            raise ExpandError(f"spec.generators[{g}].list uses elementsYaml/template, not expanded here")
+        for e, element in enumerate(lst.get("elements") or []):
+            if not isinstance(element, dict):
+                raise ExpandError(f"spec.generators[{g}].list.elements[{e}] is not a mapping")
+            where = f"spec.generators[{g}].list.elements[{e}]"
+            try:
+                body = _substitute(template, element, go)
+            except ExpandError as exc:
+                raise ExpandError(f"{where}: {exc}") from None
+            obj = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **body}
+            obj.setdefault("metadata", {})
+            if appset.namespace and isinstance(obj["metadata"], dict):
+                obj["metadata"].setdefault("namespace", appset.namespace)
+            yield App(obj, appset, where, "spec.template.spec", element)
+
+
+def applications(manifests: list[Manifest]) -> tuple[list[App], list[tuple[Manifest, str]]]:
+    """Every Application in the manifests, generated ones included; and (ApplicationSet, why) for each set that
+    could not be expanded."""
+    apps: list[App] = []
+    failed: list[tuple[Manifest, str]] = []
+    for m in manifests:
+        if m.api_version.startswith("argoproj.io/") and m.kind == "Application":
+            apps.append(App(m.obj, m, "spec", "spec"))
+        elif m.api_version.startswith("argoproj.io/") and m.kind == "ApplicationSet":
+            try:
+                apps.extend(expand(m))
+            except ExpandError as exc:
+                failed.append((m, str(exc)))
+    return apps, failed
+
+
+def projects(manifests: list[Manifest]) -> dict[str, Manifest]:
+    return {m.name: m for m in manifests if m.kind == "AppProject" and m.api_version.startswith("argoproj.io/")}
+
+
+# ---------------------------------------------------------------- where an Application's path leads
+
+
+def repo_root(start: str | Path) -> Path:
+    """The repository a manifest belongs to: the nearest folder above it with gitops.yaml (or .git)."""
+    p = Path(start).resolve()
+    for d in (p, *p.parents):
+        if (d / "gitops.yaml").is_file() or (d / ".git").exists():
+            return d
+    return gitops.REPO
+
+
+def repo_url() -> str | None:
+    return gitops.argocd_settings().get("repoURL")
+
+
+def same_repo(url: str | None) -> bool:
+    """Whether an Application source points at this repository (gitops.yaml argocd.repoURL; .git optional)."""
+    ours = repo_url()
+    if not ours or not url:
+        return False
+    norm = lambda u: u.rstrip("/").removesuffix(".git").lower()
+    return norm(ours) == norm(url)
+
+
+@dataclass
+class Target:
+    """What one Application source renders: the folder, and its objects or why there are none."""
+
+    path: str
+    folder: Path
+    manifests: list[Manifest] = dc_field(default_factory=list)
+    error: str | None = None
+
+
+_RENDERED: dict[tuple[str, str], tuple[tuple[Manifest, ...], str | None]] = {}
+
+
+def _render(folder: Path) -> tuple[tuple[Manifest, ...], str | None]:
+    """Render a folder once per process and content (several ARGO rules read the same target)."""
+    from .render import _cache_key, kustomization_file, render
+
+    if not folder.is_dir():
+        return (), "does not exist in the repository"
+    if kustomization_file(folder) is None:
+        return (), "has no kustomization.yaml (Argo CD would apply its YAML files as plain manifests)"
+    try:
+        key = _cache_key(folder)
+    except OSError:
+        key = None
+    if key is not None and (str(folder), key) in _RENDERED:
+        return _RENDERED[(str(folder), key)]
+    r = render(folder)
+    out = (tuple(r.manifests), r.error)
+    if key is not None:
+        _RENDERED[(str(folder), key)] = out
+    return out
+
+
+def target(app: App, source: dict[str, Any], start: str) -> Target | None:
+    """Render the folder an Application source names, when it is in this repository (None otherwise)."""
+    path = source.get("path")
+    if not isinstance(path, str) or not same_repo(source.get("repoURL")):
+        return None
+    root = repo_root(start if start not in ("<stdin>", "") else ".")
+    rel = path.strip().strip("/") or "."
+    folder = (root / rel).resolve()
+    if root.resolve() not in (folder, *folder.parents):
+        return Target(path, folder, error="leaves the repository")
+    manifests, error = _render(folder)
+    return Target(path, folder, list(manifests), error)
+
+
+def targets(app: App, start: str) -> Iterator[tuple[str, dict[str, Any], Target]]:
+    for field, source in app.sources:
+        t = target(app, source, start)
+        if t is not None:
+            yield field, source, t
+
+
+def rel_source(folder: Path) -> str:
+    try:
+        return str(folder.relative_to(Path.cwd()))
+    except ValueError:
+        return str(folder)
+
+
+def permitted(patterns: list[dict[str, Any]] | None, group: str, kind: str) -> bool:
+    """Argo CD's resource lists: entries of {group, kind} with glob patterns."""
+    for entry in patterns or []:
+        if fnmatch.fnmatchcase(group, str(entry.get("group", ""))) and \
+                fnmatch.fnmatchcase(kind, str(entry.get("kind", ""))):
+            return True
+    return False
+
+
+def glob_match(pattern: Any, value: str) -> bool:
+    pattern = str(pattern if pattern is not None else "")
+    negate = pattern.startswith("!")
+    hit = fnmatch.fnmatchcase(value, pattern.lstrip("!"))
+    return not hit if negate else hit
+
+
+def run_id_of(m: Manifest) -> tuple[list[str], str]:
+    """The RUN_ID values a workload's training containers set, and the field of the first one."""
+    values: list[str] = []
+    first = ""
+    for field, env in _envs(m):
+        for i, e in enumerate(env):
+            if isinstance(e, dict) and e.get("name") == RUN_ID_ENV and isinstance(e.get("value"), str):
+                values.append(e["value"])
+                first = first or f"{field}[{i}].value"
+    return values, first
+
+
+def _envs(m: Manifest) -> Iterator[tuple[str, list[Any]]]:
+    spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
+    if m.kind == "TrainJob":
+        env = (spec.get("trainer") or {}).get("env")
+        if isinstance(env, list):
+            yield "spec.trainer.env", env
+        return
+    from .podspecs import pod_sites
+
+    for site in pod_sites([m]):
+        for cfield, c in site.containers():
+            if isinstance(c.get("env"), list) and ".initContainers[" not in cfield:
+                yield f"{cfield}.env", c["env"]

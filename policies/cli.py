@@ -1,0 +1,186 @@
+"""Command line: `python -m policies.cli validate|plan|render|docs|tools [PATHS...]` (the Makefile's targets)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import engine
+from .loader import InputError
+from .schema import ValidatorUnavailable
+from .model import ERROR
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_ROOT = REPO / "overlays"
+
+
+def _rel(source: str) -> str:
+    try:
+        return str(Path(source).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return source
+
+
+def _validator(prefer: str):
+    from .schema import make_validator
+
+    return make_validator(prefer)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .report import FORMATS, Run
+    from .trace import trace_all
+
+    start = time.perf_counter()
+    units = engine.collect(args.paths, DEFAULT_ROOT, env_file=args.env)
+    validator = None if args.schema == "none" else _validator(args.schema)
+    timings = engine.Timings()
+    engine.validate(units, validator, timings)
+    trace_all(units)
+    for u in units:
+        for p in [*u.problems, *u.suppressed]:
+            p.source = _rel(p.source)
+    schema_name = validator.name if validator else "skipped (--schema none)"
+    run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
+    sys.stdout.write(FORMATS[args.format](run))
+    return 1 if engine.failed(units, args.strict) else 0
+
+
+PLAN_COLUMNS = ("workload", "launcher", "pods", "nnodes", "proc/pod", "world", "GPU/pod", "GPUs", "rank source",
+                "rendezvous", "DNS")
+
+
+def plan_rows(unit: engine.Unit) -> list[tuple[str, ...]]:
+    rows = []
+    for t in unit.topologies:
+        nnodes = (f"{t.nnodes_min}" if t.nnodes_min == t.nnodes_max else f"{t.nnodes_min}:{t.nnodes_max}") \
+            if t.torchrun and t.nnodes_min is not None else (t.first.nnodes.value if t.torchrun else "-")
+        nproc = str(t.nproc) if t.nproc is not None else t.first.nproc.value
+        world = str(t.world_size) if t.world_size is not None else "?"
+        total = str(t.gpus * t.pods) if t.gpus else "0"
+        rdzv = f"{t.backend} {t.endpoint_host}:{t.endpoint_port}" if t.endpoint_host else t.backend
+        dns = (f"Service {t.service.name}" if t.service else
+               ("controller" if t.workload.managed_dns else "none"))
+        rows.append((f"{t.manifest.kind}/{t.manifest.name}", t.launcher, str(t.pods), nnodes, nproc, world,
+                     str(t.gpus), total, t.rank_source, rdzv, dns))
+    return rows
+
+
+def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    return "\n".join([fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)])
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    units = engine.collect(args.paths, DEFAULT_ROOT)
+    engine.validate(units, None)
+    bad = 0
+    for u in units:
+        print(f"### {_rel(u.source)}")
+        if u.failed_input:
+            bad += 1
+            for p in u.problems:
+                print(f"cannot plan: {p.message}")
+        elif not u.topologies:
+            print("no training workload")
+        else:
+            print(table(plan_rows(u), PLAN_COLUMNS))
+            errors = [p for p in u.problems if p.severity == ERROR]
+            if errors:
+                print(f"{len(errors)} topology errors: run `make validate` for details")
+            for note in (n for t in u.topologies for n in t.notes):
+                print(f"note: {note}")
+        print()
+    return 1 if bad else 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    import yaml
+
+    units = engine.collect(args.paths, DEFAULT_ROOT)
+    rc = 0
+    for u in units:
+        if u.failed_input:
+            print(u.problems[0].line(), file=sys.stderr)
+            rc = 1
+            continue
+        print(f"# Source: {_rel(u.source)}")
+        print(yaml.safe_dump_all([m.obj for m in u.manifests], sort_keys=False), end="")
+        print("---")
+    return rc
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .docs import rules_markdown
+
+    sys.stdout.write(rules_markdown())
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from .render import kubectl
+
+    import subprocess
+
+    out = subprocess.run([kubectl(), "version", "--client"], capture_output=True, text=True).stdout.split("\n")
+    print(f"kubectl: {kubectl()} ({'; '.join(x.strip() for x in out if x.strip())})")
+    print(f"schema validator for `make validate`: {_validator('auto').name}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="policies", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate", help="render, schema-validate and topology-check")
+    v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")
+    v.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
+                   help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
+    v.add_argument("--schema", choices=("auto", "kubeconform", "builtin", "none"), default="auto",
+                   help="schema validator: kubeconform where installed, else the in-process one (auto)")
+    v.add_argument("--strict", action="store_true", help="warnings fail too")
+    v.add_argument("--env", metavar="POLICY_YAML",
+                   help="environment declaration for inputs that bring none (files, standard input)")
+    v.set_defaults(func=cmd_validate)
+    p = sub.add_parser("plan", help="table of each overlay's effective topology")
+    p.add_argument("paths", nargs="*")
+    p.set_defaults(func=cmd_plan)
+    r = sub.add_parser("render", help="print rendered manifests")
+    r.add_argument("paths", nargs="*")
+    r.set_defaults(func=cmd_render)
+    d = sub.add_parser("docs", help="print docs/rules.md")
+    d.set_defaults(func=cmd_docs)
+    t = sub.add_parser("tools", help="say which kubectl and schema validator will run")
+    t.set_defaults(func=cmd_tools)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    # `make validate PATHS="a b"` passes one word per path; a single quoted string with spaces splits the same way.
+    if hasattr(args, "paths"):
+        args.paths = [p for raw in args.paths for p in raw.split()]
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValidatorUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # an internal fault: one line, the traceback only on request
+        if os.environ.get("POLICIES_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (set POLICIES_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

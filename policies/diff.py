@@ -1,0 +1,415 @@
+"""`make diff BASE=<ref>`: render every overlay (and argocd/) at a git ref and in the working tree (or a second ref)
+with the same code, and say what changes: objects added, removed and changed, and the torchrun topology per overlay.
+The pull-request workflow posts the markdown form as a comment."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .loader import InputError, parse
+from .model import Manifest
+
+REPO = Path(__file__).resolve().parent.parent
+MARKER = "<!-- ddp-gitops-diff -->"
+Key = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
+
+
+class DiffError(Exception):
+    """A ref that does not exist, a repository that is not one: one line, exit 2."""
+
+
+# ---------------------------------------------------------------- trees
+
+
+def git(root: Path, *args: str, binary: bool = False) -> Any:
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=not binary, timeout=120)
+    if proc.returncode != 0:
+        err = proc.stderr if not binary else proc.stderr.decode(errors="replace")
+        raise DiffError(f"git {' '.join(args)}: {' '.join(err.split()) or 'failed'}")
+    return proc.stdout
+
+
+def resolve(root: Path, ref: str, what: str) -> str:
+    if not ref:
+        raise DiffError(f"{what} is empty: give a git ref, e.g. {what}=main")
+    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        if subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
+            raise DiffError(f"{root} is not a git repository, so {what}={ref} cannot be read")
+        raise DiffError(f"{what}={ref} is not a commit in this repository (try `git fetch`, or a branch, tag or sha)")
+    return proc.stdout.strip()
+
+
+def export(root: Path, sha: str, dest: Path) -> Path:
+    """The tree of a commit, unpacked under dest (git archive: no worktree, nothing in .git changes)."""
+    data = git(root, "archive", "--format=tar", sha, binary=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+# ---------------------------------------------------------------- rendering one side
+
+
+@dataclass
+class Side:
+    label: str
+    root: Path
+    objects: dict[str, dict[Key, Manifest]] = field(default_factory=dict)  # overlay -> key -> object
+    errors: dict[str, str] = field(default_factory=dict)
+    apps: dict[str, str] = field(default_factory=dict)  # overlay path -> Application name
+
+
+def build_options(root: Path) -> list[str]:
+    """This side's gitops.yaml build options (a pull request may change them), else none."""
+    from . import gitops
+
+    path = root / "gitops.yaml"
+    if not path.is_file():
+        return []
+    try:
+        return gitops.build_options(path)
+    except gitops.ConfigError:
+        return []
+
+
+def folders(root: Path) -> list[str]:
+    from .render import find_overlays
+
+    found = [str(p.relative_to(root)) for p in find_overlays(root / "overlays")] if (root / "overlays").is_dir() else []
+    if (root / "argocd" / "kustomization.yaml").is_file():
+        found.append("argocd")
+    return sorted(found)
+
+
+def render_side(side: Side) -> Side:
+    from .render import kubectl
+
+    opts = build_options(side.root)
+    exe = kubectl()
+
+    def one(rel: str) -> tuple[str, list[Manifest] | None, str | None]:
+        proc = subprocess.run([exe, "kustomize", *opts, str(side.root / rel)], capture_output=True, text=True,
+                              timeout=180)
+        if proc.returncode != 0:
+            return rel, None, " ".join(proc.stderr.split())[:300]
+        try:
+            return rel, parse(proc.stdout, rel), None
+        except InputError as exc:
+            return rel, None, str(exc)
+
+    todo = folders(side.root)
+    with ThreadPoolExecutor(max_workers=max(2, min(8, len(todo) or 1))) as pool:
+        for rel, manifests, error in pool.map(one, todo):
+            if error is not None:
+                side.errors[rel] = error
+                continue
+            if rel == "argocd":
+                manifests = manifests + generated_apps(manifests, side)
+            side.objects[rel] = {key(m): m for m in manifests}
+    return side
+
+
+def generated_apps(manifests: list[Manifest], side: Side) -> list[Manifest]:
+    """The Applications the ApplicationSets generate, diffed like objects (a changed launcher shows here)."""
+    from .argocd import applications
+
+    apps, _ = applications(manifests)
+    out = []
+    for a in apps:
+        if a.element is None:
+            path = (a.spec.get("source") or {}).get("path")
+        else:
+            path = (a.spec.get("source") or {}).get("path")
+            out.append(Manifest(a.obj, f"{a.manifest.ref} {a.field}"))
+        if isinstance(path, str):
+            side.apps[path.strip("/")] = a.name
+    return out
+
+
+def key(m: Manifest) -> Key:
+    return (m.api_version, m.kind, m.namespace, m.name)
+
+
+def ref(k: Key) -> str:
+    return f"{k[1]}/{k[2]}/{k[3]}" if k[2] else f"{k[1]}/{k[3]}"
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Leaf differences as (dotted path, old, new); lists of named items are matched by name."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new), key=str):
+            p = f"{path}.{k}" if path else str(k)
+            if k not in old:
+                out.append((p, None, new[k]))
+            elif k not in new:
+                out.append((p, old[k], None))
+            else:
+                out += changes(old[k], new[k], p)
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        named = all(isinstance(x, dict) and "name" in x for x in old + new)
+        if named and len({x["name"] for x in old}) == len(old) and len({x["name"] for x in new}) == len(new):
+            o, n = {x["name"]: x for x in old}, {x["name"]: x for x in new}
+            out = []
+            for name in list(o) + [x for x in n if x not in o]:
+                out += changes(o.get(name), n.get(name), f"{path}[{name}]")
+            return out
+        if len(old) == len(new):
+            out = []
+            for i, (a, b) in enumerate(zip(old, new)):
+                out += changes(a, b, f"{path}[{i}]")
+            return out
+    return [] if old == new else [(path, old, new)]
+
+
+def short(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# Fields that cannot be changed in place, or whose change the controller does not apply to a running workload.
+IMMUTABLE = {
+    "Job": ("spec.template", "spec.selector", "spec.completionMode", "spec.completions"),
+    "StatefulSet": ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy"),
+    "PyTorchJob": ("spec",),
+    "TrainJob": ("spec.trainer", "spec.runtimeRef"),
+    "JobSet": ("spec.replicatedJobs",),
+}
+
+
+def immutable_hits(kind: str, diffs: list[tuple[str, Any, Any]]) -> list[str]:
+    prefixes = IMMUTABLE.get(kind, ())
+    return sorted({p.split("[")[0] for p, _, _ in diffs if any(p == x or p.startswith(x + ".") or
+                                                             p.startswith(x + "[") for x in prefixes)})
+
+
+@dataclass
+class World:
+    pods: int = 0
+    procs: str = "?"
+    world: int | None = 0
+    gpus: int = 0
+
+
+def world_of(objs: dict[Key, Manifest]) -> World | None:
+    from .launchers import Bundle
+    from .topology import compute
+
+    topologies, _ = compute(Bundle.of(list(objs.values())))
+    if not topologies:
+        return None
+    w = World()
+    procs = set()
+    for t in topologies:
+        w.pods += t.pods or 0
+        procs.add(str(t.nproc) if t.nproc is not None else "?")
+        w.world = None if (w.world is None or t.world_size is None) else w.world + t.world_size
+        w.gpus += (t.gpus or 0) * (t.pods or 0)
+    w.procs = "/".join(sorted(procs))
+    return w
+
+
+@dataclass
+class OverlayDiff:
+    path: str
+    app: str | None
+    status: str  # "added" | "removed" | "changed" | "unchanged" | "error"
+    added: list[Key] = field(default_factory=list)
+    removed: list[Key] = field(default_factory=list)
+    changed: list[tuple[Key, list[tuple[str, Any, Any]], str]] = field(default_factory=list)
+    topology: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def compare(base: Side, head: Side) -> list[OverlayDiff]:
+    out: list[OverlayDiff] = []
+    for path in sorted(set(base.objects) | set(head.objects) | set(base.errors) | set(head.errors)):
+        app = head.apps.get(path) or base.apps.get(path)
+        if path in head.errors:
+            out.append(OverlayDiff(path, app, "error", error=f"does not render at {head.label}: {head.errors[path]}"))
+            continue
+        old, new = base.objects.get(path), head.objects.get(path)
+        if old is None and path in base.errors:
+            old = {}
+        d = OverlayDiff(path, app, "added" if old is None else "removed" if new is None else "unchanged")
+        old, new = old or {}, new or {}
+        d.added = sorted(k for k in new if k not in old)
+        d.removed = sorted(k for k in old if k not in new)
+        for k in sorted(k for k in new if k in old):
+            diffs = changes(old[k].obj, new[k].obj)
+            if diffs:
+                d.changed.append((k, diffs, unified_yaml(old[k].obj, new[k].obj, ref(k))))
+                hits = immutable_hits(k[1], diffs)
+                if hits and app:
+                    more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+                    d.warnings.append(f"{ref(k)} changes {', '.join(hits[:3])}{more} under the same name: Argo CD cannot "
+                                      f"apply that to the existing object (immutable, or not restarted by its "
+                                      f"operator); start a new run: make new-run OVERLAY={path.removeprefix('overlays/')}")
+        if d.status == "unchanged" and (d.added or d.removed or d.changed):
+            d.status = "changed"
+        d.topology = topology_change(world_of(old) if old else None, world_of(new) if new else None)
+        renamed = [(a, r) for a in d.added for r in d.removed if a[:3] == r[:3] and a[1] in IMMUTABLE]
+        for a, r in renamed:
+            d.topology.append(f"new run: {ref(r)} -> {a[3]}")
+        out.append(d)
+    return out
+
+
+def topology_change(old: World | None, new: World | None) -> list[str]:
+    if old is None and new is None:
+        return []
+    if old is None:
+        return [f"new: {new.pods} pods x {new.procs} processes, world size {new.world}, GPUs {new.gpus}"]
+    if new is None:
+        return [f"removed: was {old.pods} pods x {old.procs} processes, world size {old.world}, GPUs {old.gpus}"]
+    parts = []
+    for label, a, b in (("world size", old.world, new.world), ("GPUs", old.gpus, new.gpus),
+                        ("pods", old.pods, new.pods), ("processes per pod", old.procs, new.procs)):
+        if a != b:
+            parts.append(f"{label} {a if a is not None else '?'} -> {b if b is not None else '?'}")
+    return [", ".join(parts)] if parts else []
+
+
+def unified_yaml(old: dict, new: dict, name: str) -> str:
+    a = yaml.safe_dump(old, sort_keys=False).splitlines(keepends=True)
+    b = yaml.safe_dump(new, sort_keys=False).splitlines(keepends=True)
+    return "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}", n=2))
+
+
+# ---------------------------------------------------------------- output
+
+
+def counts(diffs: list[OverlayDiff]) -> tuple[int, int, int, int]:
+    return (sum(1 for d in diffs if d.status != "unchanged"), sum(len(d.added) for d in diffs),
+            sum(len(d.removed) for d in diffs), sum(len(d.changed) for d in diffs))
+
+
+def display(path: str) -> str:
+    return path.removeprefix("overlays/")
+
+
+def text(diffs: list[OverlayDiff], base: str, head: str) -> str:
+    lines = [f"make diff: {base} -> {head}"]
+    topo = [(d, t) for d in diffs for t in d.topology if not t.startswith("new run:")]
+    if topo:
+        lines += ["", "Topology:"] + [f"  {display(d.path)}: {t}" for d, t in topo]
+    for d in diffs:
+        if d.status == "unchanged":
+            continue
+        app = f"  [Argo CD Application {d.app}]" if d.app else ""
+        lines += ["", f"{d.path} ({d.status}){app}"]
+        if d.error:
+            lines.append(f"  error: {d.error}")
+        lines += [f"  note: {t}" for t in d.topology if t.startswith("new run:")]
+        lines += [f"  + {ref(k)}" for k in d.added]
+        lines += [f"  - {ref(k)}" for k in d.removed]
+        for k, diffs_, _ in d.changed:
+            lines.append(f"  ~ {ref(k)}")
+            for p, a, b in diffs_[:12]:
+                lines.append(f"      {p}: {short(a)} -> {short(b)}")
+            if len(diffs_) > 12:
+                lines.append(f"      ... {len(diffs_) - 12} more")
+        lines += [f"  warning: {w}" for w in d.warnings]
+    n, a, r, c = counts(diffs)
+    lines += ["", f"{n} of {len(diffs)} rendered folders differ: {a} objects added, {r} removed, {c} changed"]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
+    n, a, r, c = counts(diffs)
+    lines = [MARKER, f"### Rendered difference: `{base}` → `{head}`", "",
+             f"{n} of {len(diffs)} rendered folders differ: **{a}** objects added, **{r}** removed, **{c}** changed "
+             "(rendered with the repository's pinned kustomize and build options, as Argo CD renders them)."]
+    topo = [(d, t) for d in diffs for t in d.topology if not t.startswith("new run:")]
+    if topo:
+        lines += ["", "**Topology**", ""] + [f"- `{display(d.path)}`: {t}" + (f" (Argo CD: `{d.app}`)" if d.app
+                                                                            else "") for d, t in topo]
+    warnings = [w for d in diffs for w in d.warnings]
+    if warnings:
+        lines += ["", "**Warnings**", ""] + [f"- :warning: {w}" for w in warnings]
+    errors = [d for d in diffs if d.error]
+    if errors:
+        lines += ["", "**Does not render**", ""] + [f"- `{d.path}`: {d.error}" for d in errors]
+    changed = [d for d in diffs if d.status not in ("unchanged", "error")]
+    if changed:
+        lines += ["", "| folder | Argo CD | added | removed | changed |", "|---|---|---|---|---|"]
+        for d in changed:
+            lines.append(f"| `{d.path}` | {('`' + d.app + '`') if d.app else ''} | "
+                         f"{', '.join(ref(k) for k in d.added) or '-'} | {', '.join(ref(k) for k in d.removed) or '-'}"
+                         f" | {', '.join(ref(k) for k, _, _ in d.changed) or '-'} |")
+        for d in changed:
+            if not d.changed:
+                continue
+            lines += ["", f"<details><summary><code>{d.path}</code>: {len(d.changed)} changed</summary>", ""]
+            for _, _, udiff in d.changed:
+                lines += ["```diff", udiff.rstrip("\n")[:6000], "```"]
+            lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDiff], str, str]:
+    root = root.resolve()
+    base_sha = resolve(root, base_ref, "BASE")
+    head_sha = resolve(root, head_ref, "HEAD") if head_ref else None
+    with tempfile.TemporaryDirectory(prefix="ddp-diff-") as tmp:
+        base_tree = export(root, base_sha, Path(tmp) / "base")
+        head_tree = export(root, head_sha, Path(tmp) / "head") if head_sha else root
+        base_label = f"{base_ref} ({base_sha[:7]})"
+        head_label = f"{head_ref} ({head_sha[:7]})" if head_sha else "working tree"
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            base, head = pool.map(render_side, [Side(base_label, base_tree), Side(head_label, head_tree)])
+        return compare(base, head), base_label, head_label
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m policies.diff", description=__doc__)
+    ap.add_argument("--base", default="main", help="git ref to compare against (default: main)")
+    ap.add_argument("--head", default=None, help="git ref to compare (default: the working tree)")
+    ap.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    ap.add_argument("--root", default=str(REPO), help="the repository (default: this one)")
+    ap.add_argument("--output", help="also write the result to this file")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    try:
+        diffs, base, head = run(Path(args.root), args.base, args.head)
+    except DiffError as exc:
+        print(f"error: make diff: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "markdown":
+        out = markdown(diffs, base, head)
+    elif args.format == "json":
+        out = json.dumps({"base": base, "head": head, "overlays": [
+            {"path": d.path, "application": d.app, "status": d.status, "added": [ref(k) for k in d.added],
+             "removed": [ref(k) for k in d.removed],
+             "changed": {ref(k): [[p, a, b] for p, a, b in ch] for k, ch, _ in d.changed},
+             "topology": d.topology, "warnings": d.warnings, "error": d.error} for d in diffs]}, indent=2) + "\n"
+    else:
+        out = text(diffs, base, head)
+    sys.stdout.write(out)
+    if args.output:
+        Path(args.output).write_text(out, encoding="utf-8")
+    return 1 if any(d.error for d in diffs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

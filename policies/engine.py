@@ -1,0 +1,223 @@
+"""The validation pipeline for one unit (an overlay or a manifest file): schema stage, then the policy rules; then
+the environment's severities and the objects' suppressions are applied."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Protocol
+
+from . import environment
+from .environment import Environment
+from .launchers import Bundle
+from .loader import InputError, read
+from .model import ERROR, INFO, WARNING, Manifest, Problem
+from .render import find_overlays, kustomization_file, render_all
+from .rules import RULES, Context
+from .topology import Topology, compute
+
+# `policies.ddp/suppress: "SEC001=why; RES001=why"` on an object suppresses those rules' problems on that object.
+SUPPRESS_ANNOTATION = "policies.ddp/suppress"
+
+
+class Validator(Protocol):
+    name: str
+
+    def validate(self, manifests: list[Manifest]) -> list[Problem]: ...
+
+
+@dataclass
+class Unit:
+    """One thing validated on its own: a rendered overlay or a manifest file."""
+
+    source: str
+    kind: str  # "overlay" | "file"
+    manifests: list[Manifest] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    topologies: list[Topology] = field(default_factory=list)
+    failed_input: bool = False
+    environment: Environment | None = None
+    # Problems an annotation suppressed: not counted, still reported.
+    suppressed: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class Timings:
+    render: float = 0.0
+    schema: float = 0.0
+    policy: float = 0.0
+
+
+def collect(paths: Iterable[str], default_root: Path, env_file: str | None = None) -> list[Unit]:
+    """Turn PATHS into units: overlay folders are rendered (in parallel), files and `-` are read as they are.
+    Each overlay gets the environment its components declare; `env_file` serves the units without one."""
+    units: list[Unit] = []
+    folders: list[tuple[int, Path]] = []
+    paths = list(paths) or [str(default_root)]
+    for raw in paths:
+        p = Path(raw)
+        if raw != "-" and p.is_dir():
+            if kustomization_file(p):
+                folders.append((len(units), p))
+                units.append(Unit(str(p), "overlay"))
+                continue
+            found = find_overlays(p)
+            if not found:
+                units.append(_input_error(str(p), "overlay", f"{p}: no kustomization.yaml in this folder or below"))
+            for d in found:
+                folders.append((len(units), d))
+                units.append(Unit(str(d), "overlay"))
+            continue
+        unit = Unit("<stdin>" if raw == "-" else raw, "file")
+        try:
+            unit.manifests = read(raw)
+        except InputError as exc:
+            unit = _input_error(unit.source, "file", str(exc))
+        units.append(unit)
+    for (i, _), rendered in zip(folders, render_all([d for _, d in folders])):
+        if rendered.error:
+            units[i] = _input_error(rendered.source, "overlay", rendered.error)
+        else:
+            units[i].manifests = rendered.manifests
+            units[i].environment, env_problems = environment.for_overlay(Path(units[i].source))
+            units[i].problems.extend(env_problems)
+    if env_file:
+        env, env_problems = environment.load(Path(env_file))
+        if env_problems:
+            raise InputError(f"{env_file}: {env_problems[0].message}")
+        for u in units:
+            if u.environment is None and not u.failed_input:
+                u.environment = env
+    return units
+
+
+def _input_error(source: str, kind: str, message: str) -> Unit:
+    """A unit that could not be read: the problem points at the file (and line) the message names."""
+    where, sep, text = message.partition(": ")
+    if not sep or " " in where:
+        where, text = source, message
+    return Unit(source, kind, problems=[Problem("INPUT", text, where)], failed_input=True)
+
+
+def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
+    bundle = Bundle.of(unit.manifests)
+    topologies, unresolved = compute(bundle)
+    unit.topologies = topologies
+    ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment)
+    found: list[Problem] = []
+    for rule_id in rules or RULES:
+        found.extend(RULES[rule_id].check(ctx))
+    finish(unit, found)
+
+
+def finish(unit: Unit, found: list[Problem]) -> None:
+    """Fold what could not run into one line, apply the environment's severities, then the suppressions."""
+    overrides = unit.environment.severity if unit.environment else {}
+    not_run: dict[str, str] = {}
+    kept: list[Problem] = []
+    for p in found:
+        if "not_run" in p.extra:
+            not_run.setdefault(p.rule, p.extra["not_run"])
+            continue
+        level = overrides.get(p.rule)
+        if level:
+            p.severity = level
+        kept.append(p)
+    if not_run:
+        needs = sorted(set(not_run.values()))
+        kept.append(Problem("ENV", f"{', '.join(sorted(not_run))} could not run: no environment declaration gives "
+                            f"{', '.join(needs)}", unit.source, severity=INFO,
+                            hint="validate the overlay (its component's policy.yaml applies), or pass --env "
+                                 "components/<env>/policy.yaml"))
+    kept = _apply_suppressions(unit, kept)
+    unit.problems.extend(kept)
+
+
+def parse_suppressions(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """`"SEC001=why; RES001=why"` -> ({rule: reason}, [(entry, what is wrong)])."""
+    ok: dict[str, str] = {}
+    bad: list[tuple[str, str]] = []
+    for entry in str(text).replace("\n", ";").split(";"):
+        entry = entry.strip()
+        if not entry:
+            continue
+        rule, sep, reason = entry.partition("=")
+        rule, reason = rule.strip(), reason.strip()
+        if not sep or not reason:
+            bad.append((rule, "gives no reason"))
+        elif rule not in RULES:
+            bad.append((rule, "names no rule"))
+        else:
+            ok[rule] = reason
+    return ok, bad
+
+
+def _apply_suppressions(unit: Unit, problems: list[Problem]) -> list[Problem]:
+    wanted: dict[str, tuple[Manifest, dict[str, str]]] = {}
+    extra: list[Problem] = []
+    for m in unit.manifests:
+        annotations = m.metadata.get("annotations")
+        if not annotations or SUPPRESS_ANNOTATION not in annotations:
+            continue
+        ok, bad = parse_suppressions(annotations[SUPPRESS_ANNOTATION])
+        where = f"metadata.annotations[{SUPPRESS_ANNOTATION}]"
+        for rule, what in bad:
+            if what == "gives no reason":
+                extra.append(Problem("SUPPRESS", f"suppression of {rule or '(no rule)'} gives no reason, so it is not "
+                                     "applied", m.source, m.ref, where, f"write `{rule or 'RULE'}=<why this object may "
+                                     "break the rule>`", severity=ERROR))
+            else:
+                extra.append(Problem("SUPPRESS", f"suppression names {rule}, which is no rule", m.source, m.ref, where,
+                                     "use a rule id from docs/rules.md", severity=WARNING))
+        if ok:
+            wanted[m.ref] = (m, ok)
+    if not wanted:
+        return problems + extra
+    used: set[tuple[str, str]] = set()
+    kept: list[Problem] = []
+    for p in problems:
+        entry = wanted.get(p.obj or "")
+        reason = entry[1].get(p.rule) if entry else None
+        if reason is None:
+            kept.append(p)
+            continue
+        p.suppressed = reason
+        used.add((p.obj or "", p.rule))
+        unit.suppressed.append(p)
+    for ref, (m, ok) in wanted.items():
+        for rule in ok:
+            if (ref, rule) not in used:
+                extra.append(Problem("SUPPRESS", f"suppresses {rule}, which finds nothing on this object", m.source,
+                                     m.ref, f"metadata.annotations[{SUPPRESS_ANNOTATION}]",
+                                     f"remove {rule} from the annotation", severity=INFO))
+    return kept + extra
+
+
+def validate(units: list[Unit], validator: Validator | None, timings: Timings | None = None) -> None:
+    """Schema-validate then policy-check every unit in place."""
+    t = timings or Timings()
+    for unit in units:
+        if unit.failed_input:
+            continue
+        if not unit.manifests:
+            unit.problems.append(Problem("INPUT", "renders no Kubernetes objects", unit.source, severity=WARNING))
+            continue
+        if validator is not None:
+            start = time.perf_counter()
+            unit.problems.extend(validator.validate(unit.manifests))
+            t.schema += time.perf_counter() - start
+        start = time.perf_counter()
+        check_policies(unit)
+        t.policy += time.perf_counter() - start
+
+
+def count(units: list[Unit], severity: str) -> int:
+    return sum(1 for u in units for p in u.problems if p.severity == severity)
+
+
+def count_suppressed(units: list[Unit]) -> int:
+    return sum(len(u.suppressed) for u in units)
+
+
+def failed(units: list[Unit], strict: bool = False) -> bool:
+    return count(units, ERROR) > 0 or (strict and count(units, WARNING) > 0)

@@ -1,0 +1,155 @@
+"""Environment declarations: the one place that says what the rules need to know about a cluster (node size, GPU
+capacity, from how many pods a job needs gang admission, whether images need digests) and which rules it makes
+stricter or milder. One `policy.yaml` beside an environment's Kustomize Component; an overlay that uses the
+component gets it (see docs/validation.md#environments)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .model import ERROR, SEVERITIES, Problem
+
+FILE_NAME = "policy.yaml"
+API_VERSION = "policies.ddp/v1"
+KIND = "Environment"
+# spec key -> (attribute, type, what it is for)
+SPEC_KEYS: dict[str, tuple[str, type, str]] = {
+    "gpusPerNode": ("gpus_per_node", int, "GPUs on one node: no pod may ask for more (RES003)"),
+    "gpuCapacity": ("gpu_capacity", int, "GPUs the environment can give one overlay at once (RES004)"),
+    "largeJobPods": ("large_job_pods", int, "a job with more pods than this is large: it needs gang admission "
+                                             "(RES005) and explicit rendezvous timeouts (RDZV003)"),
+    "requireImageDigest": ("require_image_digest", bool, "every image pinned by @sha256 digest (IMG002)"),
+    "allowedCapabilities": ("allowed_capabilities", list, "Linux capabilities containers may add back (SEC003)"),
+    "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
+}
+
+
+@dataclass
+class Environment:
+    name: str
+    source: str
+    gpus_per_node: int | None = None
+    gpu_capacity: int | None = None
+    large_job_pods: int | None = None
+    require_image_digest: bool = False
+    allowed_capabilities: list[str] = field(default_factory=list)
+    severity: dict[str, str] = field(default_factory=dict)
+
+
+_CACHE: dict[tuple[str, int], tuple[Environment | None, list[Problem]]] = {}
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line where `key:` first appears (1-based); 1 if not found. Declarations are small and flat enough."""
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith(f"{key}:"):
+            return i
+    return 1
+
+
+def load(path: Path) -> tuple[Environment | None, list[Problem]]:
+    """Read one declaration. Every mistake is an `ENV` error naming the file and line; a declaration with
+    mistakes is not used (the rules that need it then say they could not run)."""
+    path = Path(path)
+    try:
+        stat_key = (str(path.resolve()), path.stat().st_mtime_ns)
+    except OSError:
+        stat_key = None
+    if stat_key and stat_key in _CACHE:
+        return _CACHE[stat_key]
+    result = _load(path)
+    if stat_key:
+        _CACHE[stat_key] = result
+    return result
+
+
+def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
+    src = str(path)
+
+    def err(message: str, line: int = 1, hint: str | None = None) -> Problem:
+        return Problem("ENV", message, src, hint=hint, severity=ERROR, location=(src, line))
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        doc = yaml.safe_load(text)
+    except OSError as exc:
+        return None, [err(f"cannot read the environment declaration: {exc.strerror or exc}")]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [err(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", (mark.line + 1) if mark else 1)]
+    if not isinstance(doc, dict) or doc.get("apiVersion") != API_VERSION or doc.get("kind") != KIND:
+        return None, [err(f"not an environment declaration (expected apiVersion {API_VERSION}, kind {KIND})",
+                          hint=f"start the file with `apiVersion: {API_VERSION}` and `kind: {KIND}`")]
+    name = str((doc.get("metadata") or {}).get("name") or path.parent.name)
+    spec = doc.get("spec") or {}
+    problems: list[Problem] = []
+    if not isinstance(spec, dict):
+        return None, [err("spec is not a mapping", _line_of(text, "spec"))]
+    env = Environment(name=name, source=src)
+    for key, value in spec.items():
+        if key not in SPEC_KEYS:
+            problems.append(err(f"unknown key spec.{key}", _line_of(text, str(key)),
+                                f"use one of {', '.join(SPEC_KEYS)}"))
+            continue
+        attr, typ, _ = SPEC_KEYS[key]
+        if typ is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.append(err(f"spec.{key} is {value!r}, expected a whole number", _line_of(text, key)))
+            continue
+        if not isinstance(value, typ):
+            problems.append(err(f"spec.{key} is {value!r}, expected a {typ.__name__}", _line_of(text, key)))
+            continue
+        setattr(env, attr, value)
+    from .rules import RULES  # the registry imports the rules, which may import this module
+
+    for rule_id, level in list(env.severity.items()):
+        if rule_id not in RULES:
+            problems.append(err(f"severity for unknown rule {rule_id}", _line_of(text, str(rule_id)),
+                                "name a rule listed in docs/rules.md"))
+        elif level not in SEVERITIES:
+            problems.append(err(f"severity of {rule_id} is {level!r}, expected one of {', '.join(SEVERITIES)}",
+                                _line_of(text, str(rule_id))))
+    env.allowed_capabilities = [str(c).upper() for c in env.allowed_capabilities]
+    return (None if problems else env), problems
+
+
+def declarations_for(folder: Path) -> list[Path]:
+    """The `policy.yaml` files beside the kustomizations an overlay reads (its own, its bases', its components')."""
+    from .render import _inputs, kustomization_file
+
+    files: list[Path] = []
+    _inputs(folder, set(), files)
+    seen: list[Path] = []
+    for f in files:
+        d = f.parent
+        if kustomization_file(d) == f and (d / FILE_NAME).is_file() and d / FILE_NAME not in seen:
+            seen.append(d / FILE_NAME)
+    return seen
+
+
+def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
+    """The environment of an overlay: the one declaration among the folders it reads. None without one; an `ENV`
+    error when there are several (one environment, one declared place)."""
+    found = declarations_for(folder)
+    if not found:
+        return None, []
+    if len(found) > 1:
+        names = ", ".join(_rel(p) for p in found)
+        return None, [Problem("ENV", f"several environment declarations apply: {names}", str(folder),
+                              hint="keep one policy.yaml per environment, in its component", severity=ERROR)]
+    return load(found[0])
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def describe(env: Environment) -> dict[str, Any]:
+    return {"name": env.name, "source": _rel(Path(env.source)), "gpusPerNode": env.gpus_per_node,
+            "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
+            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity)}

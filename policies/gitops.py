@@ -1,0 +1,91 @@
+"""The build settings every renderer shares (gitops.yaml): the kustomize version and build options that
+policies/render.py and Argo CD both use. `python -m policies.gitops` prints which kustomize validation runs."""
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "gitops.yaml"
+
+
+class ConfigError(Exception):
+    """gitops.yaml is missing or malformed: one line naming the file and the key."""
+
+
+@functools.lru_cache(maxsize=None)
+def load(path: Path = CONFIG) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("kustomize"), dict):
+        raise ConfigError(f"{path}: expected a mapping with a `kustomize` section")
+    opts = doc["kustomize"].get("buildOptions", [])
+    if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
+        raise ConfigError(f"{path}: kustomize.buildOptions must be a list of strings (one per argument)")
+    if not isinstance(doc["kustomize"].get("version"), str):
+        raise ConfigError(f"{path}: kustomize.version must be a string such as v5.8.1")
+    return doc
+
+
+def build_options(path: Path = CONFIG) -> list[str]:
+    """The extra `kustomize build` arguments, as render.py passes them to `kubectl kustomize`."""
+    return list(load(path)["kustomize"].get("buildOptions") or [])
+
+
+def kustomize_version(path: Path = CONFIG) -> str:
+    return str(load(path)["kustomize"]["version"])
+
+
+def argocd_settings(path: Path = CONFIG) -> dict[str, Any]:
+    return dict(load(path).get("argocd") or {})
+
+
+@functools.lru_cache(maxsize=None)
+def kubectl_kustomize_version(kubectl: str) -> str | None:
+    """The kustomize version the given kubectl embeds (`kubectl version --client -o json`), None if unknown."""
+    try:
+        out = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True,
+                             timeout=30).stdout
+        return json.loads(out).get("kustomizeVersion")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def summary() -> str:
+    """One line: which kustomize renders, with which options, and whether Argo CD renders the same way."""
+    from .render import kubectl
+
+    exe = kubectl()
+    used = kubectl_kustomize_version(exe) or "unknown"
+    pinned = kustomize_version()
+    argo = argocd_settings()
+    opts = " ".join(build_options()) or "(none)"
+    line = f"kustomize {used} (kubectl kustomize, {exe}); build options: {opts}"
+    if used != pinned:
+        line += f"; WARNING: gitops.yaml pins {pinned}"
+    bundled = argo.get("bundledKustomize")
+    if bundled:
+        line += (f"; Argo CD {argo.get('version', '?')} bundles {bundled}"
+                 + (" (same)" if bundled == pinned else f", registered as {pinned} in argocd/argocd-cm.yaml"))
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        print(summary(), file=sys.stderr if "--stderr" in (argv or sys.argv[1:]) else sys.stdout)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

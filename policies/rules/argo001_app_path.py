@@ -1,0 +1,34 @@
+"""Every Argo CD Application path exists in this repository and renders to at least one object.
+
+An Application (written out, or made by an ApplicationSet's list generator) whose `source.path` names a folder
+that is missing, has no kustomization, fails to build or builds nothing cannot sync; with `prune: true` an empty
+render would even delete everything the Application synced before. Paths are checked for sources whose `repoURL`
+is this repository (`argocd.repoURL` in gitops.yaml); the folder is built with the same kustomize and options as
+Argo CD (gitops.yaml).
+
+Fails: an ApplicationSet element `{env: gke-t4, launcher: statefulsett}` (no folder `overlays/gke-t4/statefulsett`);
+a path whose kustomization names a missing patch.
+Passes: `path: overlays/gke-t4/indexed-job`, which renders.
+"""
+from __future__ import annotations
+
+from ..argocd import applications, ensure_family, rel_source, targets
+from . import obj_problem
+
+ensure_family()
+ID = "ARGO001"
+NAME = "app-path-renders"
+
+
+def check(ctx):
+    apps, _ = applications(ctx.bundle.manifests)
+    for app in apps:
+        for field, source, t in targets(app, ctx.source):
+            where = app.at(f"{field}.path")
+            if t.error:
+                yield obj_problem(ID, app.manifest, where, f"{app.label()}: path '{t.path}' {t.error}",
+                                  f"point it at an overlay folder that `make validate PATHS={t.path}` renders")
+            elif not t.manifests:
+                yield obj_problem(ID, app.manifest, where, f"{app.label()}: path '{t.path}' renders no objects "
+                                  f"({rel_source(t.folder)}); with prune it would delete everything it synced",
+                                  "point it at an overlay that renders the environment's objects")

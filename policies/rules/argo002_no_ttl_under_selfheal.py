@@ -1,0 +1,51 @@
+"""No training Job that an auto-syncing Application heals carries a TTL: the finished run would start again.
+
+`ttlSecondsAfterFinished` makes the TTL controller delete a finished Job (a PyTorchJob's `runPolicy` and a JobSet
+have the same field). Under `syncPolicy.automated.selfHeal: true` Argo CD sees the object missing from the cluster
+and creates it again, so a training run that finished hours ago starts over and overwrites its outputs. Finished
+Jobs stay; the next run gets a new name (the run id, see docs/gitops.md) and `prune` removes the old one.
+
+Fails: an Application with `automated: {selfHeal: true}` whose path renders a Job with `ttlSecondsAfterFinished:
+600`, or a PyTorchJob with `runPolicy.ttlSecondsAfterFinished`.
+Passes: the same Job without the TTL; a TTL under an Application without selfHeal.
+"""
+from __future__ import annotations
+
+from ..argocd import applications, ensure_family, rel_source, targets
+from ..model import Problem
+
+ensure_family()
+ID = "ARGO002"
+NAME = "no-ttl-under-selfheal"
+TTL_FIELDS = {
+    "Job": ("spec", "ttlSecondsAfterFinished"),
+    "JobSet": ("spec", "ttlSecondsAfterFinished"),
+    "PyTorchJob": ("spec", "runPolicy", "ttlSecondsAfterFinished"),
+    "MPIJob": ("spec", "runPolicy", "ttlSecondsAfterFinished"),
+}
+
+
+def _dig(obj, path):
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def check(ctx):
+    apps, _ = applications(ctx.bundle.manifests)
+    for app in apps:
+        if not app.self_heal:
+            continue
+        for _, _, t in targets(app, ctx.source):
+            for m in t.manifests:
+                path = TTL_FIELDS.get(m.kind)
+                ttl = _dig(m.obj, path) if path else None
+                if ttl is None:
+                    continue
+                yield Problem(ID, f"ttlSecondsAfterFinished is {ttl} while {app.label()} syncs this with selfHeal: "
+                              "once the finished workload is deleted, Argo CD creates it again and the training "
+                              "runs again", rel_source(t.folder), obj=m.ref, field=".".join(path),
+                              hint="remove the TTL; start the next run under a new run id (make new-run), and "
+                                   "prune removes the finished one")

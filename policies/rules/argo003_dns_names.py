@@ -1,0 +1,87 @@
+"""Names are valid DNS-1123 names, including the names controllers derive from them.
+
+The API server rejects an object whose name is not a DNS-1123 subdomain (lowercase letters, digits, `-` and `.`,
+at most 253 characters); Services and Namespaces must be DNS labels (at most 63 characters; a Service must start
+with a letter). Controllers build more names from a workload's name, and those fail at run time, not at apply:
+pod hostnames `<job>-<index>` and `<statefulset>-<ordinal>` must be DNS labels, the training operator makes a
+Service `<pytorchjob>-worker-<i>` per replica, and the Trainer a Service named after the TrainJob. Argo CD
+Application names (also those an ApplicationSet generates) and destination namespaces follow the same rules.
+
+Fails: a Job named `DDP_Train`; a 64-pod Indexed Job whose name is 61 characters long (pod `<name>-63` is longer
+than 63); a TrainJob named `64x8-run` (its Service would start with a digit); an Application `ddp-GKE`.
+Passes: `ddp-train-run-001` with 64 completions.
+"""
+from __future__ import annotations
+
+from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, applications, ensure_family
+from ..launchers import as_int
+from . import obj_problem
+
+ensure_family()
+ID = "ARGO003"
+NAME = "dns-names"
+LABEL_KINDS = {"Namespace": DNS1123_LABEL, "Service": DNS1035_LABEL}
+
+
+def _why(name: str, pattern, limit: int) -> str | None:
+    if len(name) > limit:
+        return f"is {len(name)} characters, more than {limit}"
+    if not pattern.match(name):
+        what = "start with a lowercase letter and contain only" if pattern is DNS1035_LABEL else "contain only"
+        dots = "" if pattern is not DNS1123_SUBDOMAIN else ", '.'"
+        return f"must {what} lowercase letters, digits, '-'{dots}, and begin and end with a letter or digit"
+    return None
+
+
+def _derived(m):
+    """(derived name, what it is, pattern) for the names a controller makes from this object's name."""
+    spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
+    name = m.name
+    if m.kind == "Job" and spec.get("completionMode") == "Indexed":
+        last = max((as_int(spec.get("completions"), 1) or 1) - 1, 0)
+        yield f"{name}-{last}", f"the hostname of pod {last}", DNS1123_LABEL, "spec.completions"
+    elif m.kind == "StatefulSet":
+        last = max((as_int(spec.get("replicas"), 1) or 1) - 1, 0)
+        yield f"{name}-{last}", f"the hostname of pod {last}", DNS1123_LABEL, "spec.replicas"
+    elif m.kind == "PyTorchJob":
+        for rtype, rspec in (spec.get("pytorchReplicaSpecs") or {}).items():
+            last = max((as_int((rspec or {}).get("replicas"), 1) or 1) - 1, 0)
+            yield (f"{name}-{str(rtype).lower()}-{last}", f"the operator's Service for {rtype} {last}", DNS1035_LABEL,
+                   f"spec.pytorchReplicaSpecs.{rtype}.replicas")
+    elif m.kind in ("TrainJob", "JobSet"):
+        yield name, "the headless Service the controller creates", DNS1035_LABEL, "metadata.name"
+
+
+def check(ctx):
+    for m in ctx.bundle.manifests:
+        name = m.name
+        if not name:
+            continue  # the schema stage reports a missing name
+        pattern = LABEL_KINDS.get(m.kind, DNS1123_SUBDOMAIN)
+        why = _why(name, pattern, 63 if pattern is not DNS1123_SUBDOMAIN else 253)
+        if why:
+            yield obj_problem(ID, m, "metadata.name", f"name '{name}' {why}",
+                              "use a lowercase name of letters, digits and '-'")
+            continue
+        for derived, what, pat, field in _derived(m):
+            why = _why(derived, pat, 63)
+            if why:
+                yield obj_problem(ID, m, field if field != "metadata.name" else "metadata.name",
+                                  f"{what} would be '{derived}', which {why}",
+                                  "shorten the name" + ("" if pat is DNS1123_LABEL else " and start it with a letter"))
+    apps, _ = applications(ctx.bundle.manifests)
+    for app in apps:
+        if app.element is None:
+            continue  # a written-out Application's own name is checked with the other objects above
+        why = _why(app.name, DNS1123_SUBDOMAIN, 253)
+        if why:
+            yield obj_problem(ID, app.manifest, app.field, f"generated Application name '{app.name}' {why}",
+                              "change the element value or spec.template.metadata.name")
+    for app in apps:
+        ns = app.destination.get("namespace")
+        if isinstance(ns, str) and ns:
+            why = _why(ns, DNS1123_LABEL, 63)
+            if why:
+                yield obj_problem(ID, app.manifest, app.at("spec.destination.namespace"),
+                                  f"{app.label()}: destination namespace '{ns}' {why}",
+                                  "use a lowercase namespace of letters, digits and '-'")

@@ -1,0 +1,55 @@
+"""Every image names a version: a tag other than `latest`, or a digest.
+
+An image without a tag is `latest`, and `latest` moves: two pods of the same world pulled minutes apart can run
+different code, and a restart next week runs code nobody reviewed. A warning (upstream examples run this way; an
+environment can make it an error). Checked on every container and init container of every pod template and on a
+TrainJob's `spec.trainer.image`.
+
+Fails: `gcr.io/k8s-staging-jobset/pytorch-mnist:latest`; `pytorch/pytorch` without a tag.
+Passes: `ghcr.io/example/ddp-trainer:0.1.0`; `...@sha256:<digest>`.
+"""
+from __future__ import annotations
+
+from ..model import WARNING
+from . import obj_problem
+
+ID = "IMG001"
+NAME = "image-tag-not-latest"
+SEVERITY = WARNING
+
+
+def split_image(image: str) -> tuple[str, str | None, str | None]:
+    """`host:5000/a/b:tag@sha256:x` -> (`host:5000/a/b`, `tag`, `sha256:x`)."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = None
+    if ":" in last:
+        tag = last.rsplit(":", 1)[1]
+        name = name[: len(name) - len(tag) - 1]
+    return name, tag, digest or None
+
+
+def images(ctx):
+    """(object, field, image) for every image in the manifests."""
+    for site in ctx.sites:
+        for field, c in site.containers():
+            if c.get("image"):
+                yield site.manifest, f"{field}.image", str(c["image"])
+    for m in ctx.bundle.manifests:
+        if m.kind == "TrainJob":
+            image = ((m.obj.get("spec") or {}).get("trainer") or {}).get("image")
+            if image:
+                yield m, "spec.trainer.image", str(image)
+
+
+def check(ctx):
+    for m, field, image in images(ctx):
+        if "$" in image:
+            continue
+        name, tag, digest = split_image(image)
+        if digest:
+            continue
+        if tag is None or tag == "latest":
+            what = "has no tag (so latest)" if tag is None else "is tagged latest"
+            yield obj_problem(ID, m, field, f"image {image} {what}: pods pulled at different times can run "
+                              "different code", "pin a version tag (or a digest)", severity=WARNING)

@@ -1,0 +1,43 @@
+"""GPU requests equal GPU limits.
+
+GPUs are an extended resource: they cannot be overcommitted, so the API server rejects a request that differs from
+the limit or a request with no limit. Write the limit (the request then defaults to it), or both, equal. Checked on
+every container of every pod template and on a TrainJob's `resourcesPerNode`.
+
+Fails: `requests: {nvidia.com/gpu: 4}, limits: {nvidia.com/gpu: 8}`; a GPU request without a limit.
+Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.com/gpu: 1}`.
+"""
+from __future__ import annotations
+
+from ..launchers import as_int
+from ..topology import GPU_RESOURCES
+from . import obj_problem
+
+ID = "RES002"
+NAME = "gpu-request-equals-limit"
+
+
+def _check(m, field, resources):
+    if not isinstance(resources, dict):
+        return
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    for key in GPU_RESOURCES:
+        if key not in requests:
+            continue
+        if key not in limits:
+            yield obj_problem(ID, m, f"{field}.requests", f"{key} request {requests[key]} has no limit: the API "
+                              "server rejects it", f"set limits.{key} to {requests[key]}")
+        elif as_int(limits[key]) != as_int(requests[key]):
+            yield obj_problem(ID, m, f"{field}.requests", f"{key} request {requests[key]} differs from the limit "
+                              f"{limits[key]}: the API server rejects it", f"make both {limits[key]}")
+
+
+def check(ctx):
+    for site in ctx.sites:
+        for field, c in site.containers():
+            yield from _check(site.manifest, f"{field}.resources", c.get("resources"))
+    for m in ctx.bundle.manifests:
+        if m.kind == "TrainJob":
+            trainer = (m.obj.get("spec") or {}).get("trainer") or {}
+            yield from _check(m, "spec.trainer.resourcesPerNode", trainer.get("resourcesPerNode"))

@@ -1,0 +1,82 @@
+"""A Job-based world fails as a whole: `restartPolicy: Never`, a bounded `backoffLimit`, a `podFailurePolicy`.
+
+A torchrun world cannot take back one member. When one pod of an Indexed Job fails, the Job controller re-creates
+that index alone (up to `backoffLimit` times, 6 when unset) and `restartPolicy: OnFailure` restarts the container in
+place: either way the other ranks hang in their collectives until NCCL's timeout, then fail in turn.
+`backoffLimitPerIndex` retries single indexes by design. So: `restartPolicy: Never`, `backoffLimit` written
+down, and a `podFailurePolicy` whose `FailJob` rule ends the Job on a training error (restart the whole gang from a
+level above: JobSet `failurePolicy.maxRestarts`, Argo CD, a person). Applies to Indexed Jobs, JobSet replicated
+Jobs and a TrainJob runtime's Jobs (JobSet defaults their `restartPolicy` to OnFailure). With `backoffLimit: 0`
+a missing policy or OnFailure is a warning: the first failure already ends the Job.
+
+Fails: `backoffLimit: 3` without a `podFailurePolicy`; `restartPolicy: OnFailure` with `backoffLimit: 2`;
+`backoffLimitPerIndex: 1`; no `backoffLimit`.
+Passes: `restartPolicy: Never`, `backoffLimit: 0` and a `podFailurePolicy` with `action: FailJob` on the
+trainer's exit codes.
+"""
+from __future__ import annotations
+
+from ..model import ERROR, WARNING
+from ..podspecs import job_templates
+from . import obj_problem
+
+ID = "RESTART001"
+NAME = "job-fails-as-a-whole"
+DEFAULT_BACKOFF = 6
+
+
+def _job_sites(ctx, t):
+    if t.launcher == "indexed-job" or t.launcher == "jobset":
+        return t.manifest, list(job_templates(t.manifest))
+    if t.launcher == "trainjob":
+        f = t.workload.facts
+        runtime = ctx.bundle.runtimes.get((str(f.get("runtime_kind")), str(f.get("runtime_name"))))
+        if runtime is not None:
+            return runtime, list(job_templates(runtime, trainer_only=True))
+    return None, []
+
+
+def check(ctx):
+    done = set()
+    for t in ctx.topologies:
+        owner, sites = _job_sites(ctx, t)
+        if owner is None or t.pods <= 1 or owner.ref in done:
+            continue
+        done.add(owner.ref)
+        jobset_defaults = owner.kind != "Job"
+        for field, js in sites:
+            pod_spec = ((js.get("template") or {}).get("spec")) or {}
+            backoff = js.get("backoffLimit")
+            retries = backoff if isinstance(backoff, int) else DEFAULT_BACKOFF
+            policy = pod_spec.get("restartPolicy") or ("OnFailure" if jobset_defaults else None)
+            if js.get("backoffLimitPerIndex") is not None:
+                yield obj_problem(ID, owner, f"{field}.backoffLimitPerIndex", "backoffLimitPerIndex retries one "
+                                  "index alone while the other ranks wait in their collectives",
+                                  "remove it; use backoffLimit: 0 and restart the whole gang from above")
+            if policy == "OnFailure":
+                where = f"{field}.template.spec.restartPolicy"
+                note = " (JobSet's default)" if not pod_spec.get("restartPolicy") else ""
+                yield obj_problem(ID, owner, where, f"restartPolicy is OnFailure{note}: the kubelet restarts a "
+                                  "failed rank in place, alone" + (f", up to {retries} times" if retries else ""),
+                                  "set restartPolicy: Never", severity=ERROR if retries else WARNING)
+            if backoff is None:
+                yield obj_problem(ID, owner, f"{field}.backoffLimit", f"backoffLimit is unset: a failed pod is "
+                                  f"re-created alone up to {DEFAULT_BACKOFF} times while the others hang",
+                                  "set backoffLimit: 0 (or bound it and add a podFailurePolicy with FailJob)")
+            pfp = js.get("podFailurePolicy")
+            rules = (pfp or {}).get("rules") or [] if isinstance(pfp, dict) else []
+            fail_job = any(isinstance(r, dict) and r.get("action") == "FailJob" and r.get("onExitCodes")
+                           for r in rules)
+            if not pfp:
+                if backoff is not None:
+                    yield obj_problem(ID, owner, f"{field}.podFailurePolicy",
+                                      "no podFailurePolicy" + (f": a failed pod is re-created alone up to {retries} "
+                                                               "times while the others hang" if retries else
+                                                               ": every failure, preemption included, ends the run "
+                                                               "as BackoffLimitExceeded with no reason given"),
+                                      "add podFailurePolicy rules: FailJob onExitCodes of the trainer (NotIn [0]), "
+                                      "Ignore onPodConditions DisruptionTarget", severity=ERROR if retries else WARNING)
+            elif not fail_job and retries:
+                yield obj_problem(ID, owner, f"{field}.podFailurePolicy.rules", "podFailurePolicy has no FailJob rule "
+                                  f"on exit codes: a failed rank is still retried alone up to {retries} times",
+                                  "add a rule with action: FailJob and onExitCodes {operator: NotIn, values: [0]}")

@@ -1,0 +1,37 @@
+"""Every PyTorchJob replica type states the same `restartPolicy`.
+
+The training-operator restarts each replica type by its own `restartPolicy` (OnFailure when unset). A Master on
+`Never` with Workers on `OnFailure` restarts workers into a world whose master is gone, or lets the master end the
+job while workers loop; the world must restart as one. Write it on every replica type, the same everywhere.
+A missing one is a warning (the operator's default is the same for all); different ones are an error.
+
+Fails: Master `restartPolicy: Never`, Worker `restartPolicy: OnFailure`.
+Passes: Master and Worker both `restartPolicy: OnFailure` (Kubeflow's examples) or both `Never`.
+"""
+from __future__ import annotations
+
+from ..model import ERROR, WARNING
+from . import obj_problem
+
+ID = "RESTART002"
+NAME = "pytorchjob-restart-policy"
+
+
+def check(ctx):
+    for m in ctx.bundle.manifests:
+        if m.kind != "PyTorchJob":
+            continue
+        specs = (m.obj.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+        policies = {rtype: (rs or {}).get("restartPolicy") for rtype, rs in specs.items()}
+        stated = {p for p in policies.values() if p}
+        if len(stated) > 1:
+            found = ", ".join(f"{r} {p or '(unset: OnFailure)'}" for r, p in policies.items())
+            yield obj_problem(ID, m, "spec.pytorchReplicaSpecs", f"replica types restart differently ({found}): "
+                              "part of the world restarts while the rest has stopped or hangs",
+                              "give every replica type the same restartPolicy", severity=ERROR)
+            continue
+        for rtype, policy in policies.items():
+            if not policy:
+                yield obj_problem(ID, m, f"spec.pytorchReplicaSpecs.{rtype}.restartPolicy", f"{rtype} has no "
+                                  "restartPolicy (the operator's default OnFailure applies, unseen)",
+                                  "write restartPolicy on every replica type", severity=WARNING)

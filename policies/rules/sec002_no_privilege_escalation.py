@@ -1,0 +1,32 @@
+"""Containers cannot gain privileges: `allowPrivilegeEscalation: false`, never `privileged`.
+
+`allowPrivilegeEscalation` defaults to true: a setuid binary in the image can make its process root. A privileged
+container sees every device of the node, every GPU included, and can take the node over. A missing
+`allowPrivilegeEscalation: false` is a warning; `privileged: true` is an error.
+
+Fails: a container without `allowPrivilegeEscalation: false`; `privileged: true`.
+Passes: `securityContext: {allowPrivilegeEscalation: false}`.
+"""
+from __future__ import annotations
+
+from ..model import ERROR, WARNING
+from . import obj_problem
+
+ID = "SEC002"
+NAME = "no-privilege-escalation"
+SEVERITY = WARNING
+
+
+def check(ctx):
+    for site in ctx.sites:
+        for field, c in site.containers():
+            sc = c.get("securityContext") or {}
+            if sc.get("privileged") is True:
+                yield obj_problem(ID, site.manifest, f"{field}.securityContext.privileged", f"container "
+                                  f"'{c.get('name')}' is privileged: it sees every device of the node and can take "
+                                  "it over", "remove privileged (GPUs come through the device plugin)",
+                                  severity=ERROR)
+            elif sc.get("allowPrivilegeEscalation") is not False:
+                yield obj_problem(ID, site.manifest, f"{field}.securityContext.allowPrivilegeEscalation",
+                                  f"container '{c.get('name')}' may gain privileges (setuid binaries)",
+                                  "set securityContext.allowPrivilegeEscalation: false", severity=WARNING)

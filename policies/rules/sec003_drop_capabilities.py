@@ -1,0 +1,36 @@
+"""Containers drop every Linux capability.
+
+The runtime's default capability set (CHOWN, SETUID, NET_RAW, ...) is more than a training process needs; a trainer
+reads data, computes and writes checkpoints. Drop `ALL`; add back only what the environment declares in
+`allowedCapabilities` (IPC_LOCK for RDMA, for instance). A warning (upstream examples keep the default; an
+environment can make it an error).
+
+Fails: no `capabilities.drop: [ALL]`; `capabilities.add: [NET_ADMIN]` in an environment that does not allow it.
+Passes: `securityContext: {capabilities: {drop: [ALL]}}`.
+"""
+from __future__ import annotations
+
+from ..model import WARNING
+from . import obj_problem
+
+ID = "SEC003"
+NAME = "drop-all-capabilities"
+SEVERITY = WARNING
+
+
+def check(ctx):
+    allowed = set(ctx.env.allowed_capabilities) if ctx.env else set()
+    for site in ctx.sites:
+        for field, c in site.containers():
+            caps = (c.get("securityContext") or {}).get("capabilities") or {}
+            drop = {str(x).upper() for x in caps.get("drop") or []}
+            if "ALL" not in drop:
+                yield obj_problem(ID, site.manifest, f"{field}.securityContext.capabilities.drop", f"container "
+                                  f"'{c.get('name')}' keeps the runtime's default capabilities",
+                                  "set securityContext.capabilities.drop: [ALL]", severity=WARNING)
+            extra = [str(x).upper() for x in caps.get("add") or [] if str(x).upper() not in allowed]
+            if extra:
+                yield obj_problem(ID, site.manifest, f"{field}.securityContext.capabilities.add", f"container "
+                                  f"'{c.get('name')}' adds {', '.join(extra)}, which the environment does not allow",
+                                  "remove them, or declare them in the environment's allowedCapabilities",
+                                  severity=WARNING)

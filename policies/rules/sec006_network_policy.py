@@ -1,0 +1,126 @@
+"""A NetworkPolicy lets the job's own pods reach each other (and DNS) and keeps everyone else out.
+
+torchrun's rendezvous store (a TCPStore) and the gloo/NCCL connections accept anyone who can reach them, with no
+authentication. On a shared cluster a NetworkPolicy should select the training pods, admit ingress only from the
+job's own pods, and, where it restricts egress, still allow the job's own pods and DNS (port 53). Collectives
+connect on ephemeral ports, so the rule for the job's own pods must not restrict ports. No policy, or one that also
+admits other sources, is a warning; a policy that blocks the job's own traffic or DNS is an error: the rendezvous
+cannot complete.
+
+Fails: no NetworkPolicy selecting the pods (warning); ingress from the job's pods only on port 29500 (error:
+collectives blocked); `policyTypes: [Egress]` without a rule for port 53 (error: MASTER_ADDR does not resolve).
+Passes: a NetworkPolicy selecting `app.kubernetes.io/name: ddp-train`, ingress `from` that same selector with no
+ports, egress to that selector and to port 53.
+"""
+from __future__ import annotations
+
+from ..model import ERROR, WARNING
+from . import distinct_pods, obj_problem, problem
+
+ID = "SEC006"
+NAME = "network-policy"
+SEVERITY = WARNING
+
+
+def selects(selector, labels) -> bool:
+    if not isinstance(selector, dict):
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(str(k)) != str(v):
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op = str(e.get("key")), e.get("operator")
+        values = [str(x) for x in e.get("values") or []]
+        has = key in labels
+        if (op == "In" and (not has or labels[key] not in values)) or (op == "NotIn" and has and labels[key] in values) \
+                or (op == "Exists" and not has) or (op == "DoesNotExist" and has):
+            return False
+    return True
+
+
+def _types(spec) -> set[str]:
+    types = spec.get("policyTypes")
+    if types:
+        return set(types)
+    return {"Ingress"} | ({"Egress"} if "egress" in spec else set())
+
+
+def _own(peer, labels_list, namespace) -> bool:
+    """The peer entry selects exactly the job's own pods: a non-empty podSelector matching all of them, in the
+    policy's own namespace."""
+    if peer.get("ipBlock"):
+        return False
+    ns = peer.get("namespaceSelector")
+    if ns is not None and (ns.get("matchLabels") or {}) != {"kubernetes.io/metadata.name": namespace} or \
+            (ns is not None and not namespace):
+        return False
+    sel = peer.get("podSelector")
+    if not sel or not ((sel.get("matchLabels") or {}) or (sel.get("matchExpressions") or [])):
+        return False
+    return all(selects(sel, labels) for labels in labels_list)
+
+
+def _others(peers, labels_list, namespace) -> bool:
+    return not peers or any(not _own(p, labels_list, namespace) for p in peers)
+
+
+def _ports_text(ports) -> str:
+    return ", ".join(str(p.get("port", "?")) for p in ports)
+
+
+def check(ctx):
+    policies = [m for m in ctx.bundle.manifests if m.kind == "NetworkPolicy"]
+    for t in ctx.topologies:
+        if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
+            continue
+        pods = distinct_pods(t)
+        labels_list = [p.labels for p in pods]
+        ns = t.workload.namespace
+        mine = [m for m in policies if m.namespace == ns and
+                all(selects((m.obj.get("spec") or {}).get("podSelector") or {}, lab) for lab in labels_list)]
+        if not mine:
+            yield problem(ID, t, "metadata", f"no NetworkPolicy selects the pods of {t.manifest.ref}: any pod in the "
+                          "cluster can reach the rendezvous store and the collectives, which have no authentication",
+                          "add a NetworkPolicy: ingress only from the job's own pods, egress to them and to DNS",
+                          severity=WARNING)
+            continue
+        port = t.endpoint_port or "the rendezvous port"
+        ingress = [(m, i, r) for m in mine if "Ingress" in _types(m.obj.get("spec") or {})
+                   for i, r in enumerate((m.obj.get("spec") or {}).get("ingress") or [])]
+        if any("Ingress" in _types(m.obj.get("spec") or {}) for m in mine):
+            own_rules = [(m, i, r) for m, i, r in ingress
+                         if not r.get("from") or any(_own(p, labels_list, ns) for p in r.get("from") or [])]
+            all_ports = [x for x in own_rules if not x[2].get("ports")]
+            first = mine[0]
+            if not all_ports:
+                if own_rules:
+                    m, i, r = own_rules[0]
+                    yield obj_problem(ID, m, f"spec.ingress[{i}].ports", f"the job's own pods are admitted only on "
+                                      f"ports {_ports_text(r['ports'])}: gloo and NCCL connect on ephemeral ports",
+                                      "drop the ports from the rule that admits the job's own pods", severity=ERROR)
+                else:
+                    yield obj_problem(ID, first, "spec.ingress", f"NetworkPolicy admits no ingress from the job's own "
+                                      f"pods: the rendezvous on {port} and the collectives are blocked",
+                                      "admit ingress from a podSelector matching the training pods", severity=ERROR)
+            for m, i, r in ingress:
+                if _others(r.get("from") or [], labels_list, ns):
+                    yield obj_problem(ID, m, f"spec.ingress[{i}]", "admits ingress from outside the job "
+                                      f"({'any source' if not r.get('from') else 'other pods, namespaces or addresses'})",
+                                      "admit only a podSelector matching the job's own pods", severity=WARNING)
+        egress_pols = [m for m in mine if "Egress" in _types(m.obj.get("spec") or {})]
+        if egress_pols:
+            egress = [(m, i, r) for m in egress_pols for i, r in enumerate((m.obj.get("spec") or {}).get("egress") or [])]
+            own = any(not r.get("ports") and (not r.get("to") or any(_own(p, labels_list, ns) for p in r["to"]))
+                      for _, _, r in egress)
+            dns = any(any(str(p.get("port")) in ("53", "dns", "dns-tcp") for p in r.get("ports") or []) or
+                      (not r.get("ports") and (not r.get("to") or _others(r["to"], labels_list, ns)))
+                      for _, _, r in egress)
+            if not own:
+                yield obj_problem(ID, egress_pols[0], "spec.egress", "egress to the job's own pods is blocked (or "
+                                  "limited to some ports): the rendezvous and collectives cannot connect",
+                                  "allow egress to a podSelector matching the training pods, on all ports",
+                                  severity=ERROR)
+            if not dns:
+                yield obj_problem(ID, egress_pols[0], "spec.egress", "egress to DNS (port 53) is blocked: the "
+                                  "rendezvous endpoint's name does not resolve",
+                                  "allow egress on port 53 (UDP and TCP) to the cluster DNS", severity=ERROR)

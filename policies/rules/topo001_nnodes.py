@@ -1,0 +1,40 @@
+"""torchrun's node count equals the number of pods the launcher creates.
+
+torchrun waits until `--nnodes` agents have joined. With fewer pods than that the rendezvous never completes
+(every GPU idles until the join timeout); with more, the extra pods form worlds of their own or fail. A torchrun
+given no `--nnodes` (or `PET_NNODES`) defaults to `1:1`: each pod trains alone, which looks like training but is not
+distributed at all. An elastic range `MIN:MAX` must contain the pod count.
+
+Fails: a Job with `completions: 4` whose container runs `torchrun --nnodes=2 ...`, or JobSet's resnet example,
+4 pods whose torchrun has no `--nnodes`.
+Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator sets `PET_NNODES` to its replicas.
+"""
+from __future__ import annotations
+
+from . import launcher_field, pods_field, problem
+
+ID = "TOPO001"
+NAME = "nnodes-matches-pods"
+
+
+def check(ctx):
+    for t in ctx.topologies:
+        if not t.torchrun or t.nnodes_min is None:
+            continue
+        s = t.first.nnodes
+        where = launcher_field(t, s.field or t.first.inv.field, "nnodes")
+        if t.elastic:
+            if not (t.nnodes_min <= t.pods <= t.nnodes_max):
+                yield problem(ID, t, where,
+                              f"elastic --nnodes {s.value} does not admit the {t.pods} pods {t.launcher} creates",
+                              f"make the range include {t.pods}, or set {pods_field(t)} within {s.value}")
+            continue
+        if t.nnodes_max == t.pods:
+            continue
+        if s.origin == "default":
+            msg = (f"torchrun gets no --nnodes (default 1:1) but {t.launcher} creates {t.pods} pods: "
+                   f"each pod forms a world of one")
+        else:
+            msg = f"--nnodes is {s.value} ({s.origin}) but {t.launcher} creates {t.pods} pods"
+        yield problem(ID, t, where, msg,
+                      f"set --nnodes (or PET_NNODES) to {t.pods}, or set {pods_field(t)} to {t.nnodes_max}")

@@ -1,0 +1,39 @@
+"""Pod 0's name resolves: the pods have a subdomain naming a headless Service in the same namespace.
+
+A pod gets the DNS name `<hostname>.<subdomain>` only when `spec.subdomain` (a Job) or `spec.serviceName`
+(a StatefulSet) names a Service with `clusterIP: None` in the pod's namespace. Without it MASTER_ADDR never
+resolves. Launchers that create their own Services (PyTorchJob, TrainJob, JobSet) are exempt.
+
+Fails: an Indexed Job with no `subdomain`; `subdomain: ddp-train` with no Service `ddp-train` in the manifests, or
+one with a cluster IP.
+Passes: `subdomain: ddp-train` and a Service `ddp-train` with `clusterIP: None`.
+"""
+from __future__ import annotations
+
+from . import problem, service_problem
+
+ID = "TOPO004"
+NAME = "headless-service"
+
+
+def check(ctx):
+    for t in ctx.topologies:
+        if t.workload.managed_dns or (t.pods <= 1 and (t.nnodes_max or 1) <= 1):
+            continue
+        pod = t.first.pod
+        field = "spec.serviceName" if t.launcher == "statefulset" else f"{pod.spec_field}.subdomain"
+        if not pod.subdomain:
+            yield problem(ID, t, field, "pods have no subdomain, so no pod has a DNS name its peers can resolve",
+                          "set it to the name of a headless Service that selects the pods")
+            continue
+        if t.service is None:
+            yield problem(ID, t, field, f"no Service '{pod.subdomain}' in namespace "
+                          f"'{pod.namespace or '(default)'}' among these manifests",
+                          f"add a headless Service named {pod.subdomain} that selects the pods")
+            continue
+        cluster_ip = (t.service.obj.get("spec") or {}).get("clusterIP")
+        if cluster_ip != "None":
+            yield service_problem(ID, t, "spec.clusterIP", f"Service '{t.service.name}' has clusterIP "
+                                      f"'{cluster_ip or '(allocated)'}', expected None (headless)",
+                                      "set spec.clusterIP: None")
+

@@ -1,0 +1,45 @@
+"""Each pod gets its own node rank, equal to its index, when the rendezvous is static.
+
+Static rendezvous (torchrun's default, and the PyTorchJob operator's) takes `--node-rank` as given: two pods with
+rank 0 both try to host the store and the world never forms; a pod 0 whose rank is not 0 waits for a store nobody
+hosts. The rank must come from something per pod: the completion index, the pod-index label, the operator.
+c10d and etcd rendezvous assign ranks themselves and are exempt.
+
+With c10d or etcd a given `--node-rank` must still be an integer: torchrun parses it before the rendezvous.
+
+Fails: `--node-rank=0` written into a Job's template; `RANK` from `metadata.name` (not a number).
+Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernetes.io/pod-index` label.
+"""
+from __future__ import annotations
+
+from . import problem
+
+ID = "TOPO009"
+NAME = "node-rank-per-pod"
+
+
+def check(ctx):
+    for t in ctx.topologies:
+        if t.pods <= 1:
+            continue
+        if t.torchrun and t.backend != "static":
+            # c10d and etcd assign ranks, but torchrun still parses a given --node-rank as an integer.
+            v = t.first
+            if v.node_rank.origin != "default" and "$" not in v.node_rank.value and not v.node_rank.value.isdigit():
+                yield problem(ID, t, v.node_rank.field or v.inv.field, f"--node-rank is '{v.node_rank.value}' on "
+                              f"pod 0: torchrun refuses a node rank that is not an integer (rank source: "
+                              f"{t.rank_source})", "take the node rank from the pod-index label, or drop it")
+            continue
+        if not t.torchrun and not t.first.pod.env.get("MASTER_ADDR"):
+            continue
+        label = "--node-rank" if t.torchrun else "RANK"
+        for v in t.views:
+            value = v.node_rank.value
+            if "$" in value:
+                break  # TOPO012
+            where = v.node_rank.field or (v.inv.field if v.inv else v.pod.container_field)
+            if value != str(v.pod.index):
+                yield problem(ID, t, where, f"pod {v.pod.index} ({v.pod.hostname}) gets {label} {value or '(none)'}, "
+                              f"expected {v.pod.index} (rank source: {t.rank_source})",
+                              "take the node rank from the completion index or the pod-index label")
+                break

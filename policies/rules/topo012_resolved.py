@@ -1,0 +1,31 @@
+"""Every topology value can be worked out from the manifests.
+
+A `$(VAR)` that no env entry defines stays literally `$(VAR)` in the container's arguments (the kubelet leaves it),
+so torchrun receives `--nnodes=$(NNODES)` and fails; a workload with no pods trains nothing. A check that cannot
+work out a value says so here rather than passing silently.
+
+Fails: `--nnodes=$(NNODES)` with no `NNODES` in the env; a Job with `completions: 0`.
+Passes: every `$(VAR)` defined in the container's env.
+"""
+from __future__ import annotations
+
+from ..model import Problem
+from . import problem
+
+ID = "TOPO012"
+NAME = "topology-resolved"
+
+
+def check(ctx):
+    for w in ctx.unresolved:
+        if w.launcher != "trainjob":
+            m = w.manifest
+            yield Problem(ID, f"{w.launcher} creates no pods", m.source, m.ref, "spec",
+                          "set the replica count to the number of nodes")
+    for t in ctx.topologies:
+        v = t.first
+        for label, s in (("nnodes", v.nnodes), ("processes per node", v.nproc), ("rendezvous endpoint", v.endpoint),
+                         ("node rank", v.node_rank)):
+            if "$" in s.value:
+                yield problem(ID, t, s.field, f"{label} is '{s.value}': a variable the container env does not define",
+                              "define the variable in the container's env, or write the value")

@@ -1,0 +1,608 @@
+"""`make simulate`: start every pod of an overlay on this machine as the controllers would create them, with the
+command, arguments and env written in the manifests, each pod under its own hostname and loopback address, and
+report whether the torchrun world formed and trained. Uses the launcher model the policies read (launchers.py)."""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import engine
+from .launchers import Bundle, Pod, Workload, as_int, workloads
+from .model import ERROR, Manifest
+from .topology import compute
+
+REPO = Path(__file__).resolve().parent.parent
+NSS_WRAPPER = Path("/usr/lib/x86_64-linux-gnu/libnss_wrapper.so")
+NSS_WRAPPER_CANDIDATES = (NSS_WRAPPER, Path("/usr/lib/aarch64-linux-gnu/libnss_wrapper.so"), Path("/usr/lib/libnss_wrapper.so"))
+MAX_PODS = 8
+# Where the image keeps the repository (Dockerfile: WORKDIR /app, code in /app/trainer).
+IMAGE_ROOT = "/app"
+GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
+
+
+class SimulationError(Exception):
+    """The overlay cannot be simulated here: the message says why, in one line."""
+
+
+def nss_wrapper() -> Path:
+    for p in NSS_WRAPPER_CANDIDATES:
+        if p.exists():
+            return p
+    raise SimulationError("libnss_wrapper is not installed (Debian: apt-get install libnss-wrapper; `make setup` "
+                          "installs it where it can): pod DNS names cannot resolve on this machine")
+
+
+@dataclass
+class SimPod:
+    """One pod to start: where it runs, under which name and address, with which command and env."""
+
+    pod: Pod
+    workload: Workload
+    training: bool
+    ip: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log: Path
+    ports: list[int] = field(default_factory=list)
+    proc: subprocess.Popen[bytes] | None = None
+    exit_code: int | None = None
+    lines: list[str] = field(default_factory=list)
+    joined: bool = False
+    finished_at: float | None = None
+    last_words: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.pod.name
+
+
+# --- scaling an overlay down, only on request --------------------------------------------------------------------
+
+
+def needs_scaling(bundle: Bundle) -> list[str]:
+    """Why the overlay cannot run here as it is: GPU requests, more pods than this machine takes."""
+    reasons = []
+    for t in compute(bundle)[0]:
+        if t.gpus:
+            reasons.append(f"{t.manifest.ref} requests {t.gpus} GPUs per pod (this machine has none)")
+        if t.pods > MAX_PODS:
+            reasons.append(f"{t.manifest.ref} has {t.pods} pods (at most {MAX_PODS} run here)")
+    return reasons
+
+
+_FLAG_NUM = re.compile(r"(--(?:nnodes|nproc[-_]per[-_]node)[= ])(\d+(?::\d+)?)")
+
+
+def scale_down(manifests: list[Manifest], nodes: int) -> tuple[list[Manifest], list[str]]:
+    """A copy of the manifests with every training workload at `nodes` pods x 1 process, no GPUs, gloo.
+    Returns the copy and the list of changes, which the output prints."""
+    out = [Manifest(copy.deepcopy(m.obj), m.source, m.index) for m in manifests]
+    changes: list[str] = []
+    bundle = Bundle.of(out)
+    training = {id(t.manifest.obj) for t in compute(bundle)[0]}
+    for m in out:
+        spec = m.obj.get("spec") or {}
+        if id(m.obj) not in training:
+            if m.kind == "ConfigMap" and (m.obj.get("data") or {}).get("DIST_BACKEND") == "nccl":
+                m.obj["data"]["DIST_BACKEND"] = "gloo"
+                changes.append(f"{m.ref}: DIST_BACKEND nccl -> gloo")
+            continue
+        if m.kind == "Job":
+            spec["completions"] = spec["parallelism"] = nodes
+            changes.append(f"{m.ref}: completions, parallelism -> {nodes}")
+        elif m.kind == "StatefulSet":
+            spec["replicas"] = nodes
+            changes.append(f"{m.ref}: replicas -> {nodes}")
+        elif m.kind == "PyTorchJob":
+            specs = spec.get("pytorchReplicaSpecs") or {}
+            if "Worker" in specs:
+                specs["Worker"]["replicas"] = nodes - (1 if "Master" in specs else 0)
+            spec["nprocPerNode"] = "1"
+            changes.append(f"{m.ref}: Worker replicas -> {nodes - (1 if 'Master' in specs else 0)}, nprocPerNode -> 1")
+        elif m.kind == "TrainJob":
+            tr = spec.setdefault("trainer", {})
+            tr["numNodes"], tr["numProcPerNode"] = nodes, 1
+            for key in ("limits", "requests"):
+                for g in GPU_KEYS:
+                    ((tr.get("resourcesPerNode") or {}).get(key) or {}).pop(g, None)
+            for v in tr.get("env") or []:
+                if v.get("name") == "DIST_BACKEND":
+                    v["value"] = "gloo"
+            changes.append(f"{m.ref}: numNodes -> {nodes}, numProcPerNode -> 1, GPUs removed")
+        for c in _containers(m.obj):
+            for key in ("limits", "requests"):
+                for g in GPU_KEYS:
+                    if ((c.get("resources") or {}).get(key) or {}).pop(g, None) is not None:
+                        changes.append(f"{m.ref}: container {c.get('name')} {key}.{g} removed")
+            for v in c.get("env") or []:
+                if v.get("name") == "NNODES" and "value" in v:
+                    v["value"] = str(nodes)
+                elif v.get("name") == "NPROC_PER_NODE" and "value" in v:
+                    v["value"] = "1"
+                elif v.get("name") == "DIST_BACKEND" and v.get("value") == "nccl":
+                    v["value"] = "gloo"
+            for key in ("command", "args"):
+                c[key] = [_FLAG_NUM.sub(lambda mm: mm.group(1) + (str(nodes) if "nnodes" in mm.group(1) else "1"), str(t))
+                          for t in c.get(key) or []] or c.get(key)
+    return out, changes
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every container list in a workload object, wherever its pod template sits."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("containers", "initContainers") and isinstance(v, list):
+                    found.extend(c for c in v if isinstance(c, dict))
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(obj)
+    return found
+
+
+# --- the pods ----------------------------------------------------------------------------------------------------
+
+
+class Simulation:
+    def __init__(self, manifests: list[Manifest], run_dir: Path, deadline: float = 180.0,
+                 out: TextIO = sys.stdout, source: str = "", python_bin: Path | None = None):
+        self.manifests = manifests
+        self.bundle = Bundle.of(manifests)
+        self.run_dir = run_dir
+        self.deadline = deadline
+        self.out = out
+        self.source = source
+        self.bin = python_bin or Path(sys.executable).parent
+        # torchrun's own rendezvous timeout, inside the deadline, so that a world that cannot form says so itself.
+        self.rdzv_timeout = max(10, int(deadline * 0.6))
+        self.pods: list[SimPod] = []
+        self.notes: list[str] = []
+        self._lock = threading.Lock()
+
+    def say(self, text: str) -> None:
+        with self._lock:
+            print(text, file=self.out, flush=True)
+
+    # DNS as the cluster would answer it: pod FQDNs only behind a headless Service that selects the pod.
+    def _dns(self, pods: list[SimPod]) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for sp in pods:
+            p, w = sp.pod, sp.workload
+            ns = p.namespace or "default"
+            if w.launcher == "pytorchjob":
+                bases = [p.name]  # the operator's per-replica Service
+            elif p.subdomain and (w.managed_dns or self._service_selects(p)):
+                bases = [f"{p.hostname}.{p.subdomain}"]
+            else:
+                bases = []
+            for b in bases:
+                for name in (b, f"{b}.{ns}", f"{b}.{ns}.svc", f"{b}.{ns}.svc.cluster.local"):
+                    names[name] = sp.ip
+        # Services with a cluster IP: the name answers with (here: the first of) the pods it selects.
+        for (ns, svc_name), svc in self.bundle.services.items():
+            spec = svc.obj.get("spec") or {}
+            selector = spec.get("selector") or {}
+            if spec.get("clusterIP") == "None" or not selector:
+                continue
+            target = next((sp for sp in pods if all(sp.pod.labels.get(k) == str(v) for k, v in selector.items())), None)
+            if target:
+                n = ns or "default"
+                for name in (svc_name, f"{svc_name}.{n}", f"{svc_name}.{n}.svc", f"{svc_name}.{n}.svc.cluster.local"):
+                    names.setdefault(name, target.ip)
+        return names
+
+    def _service_selects(self, p: Pod) -> bool:
+        svc = self.bundle.services.get((p.namespace, p.subdomain or ""))
+        if svc is None:
+            return False
+        spec = svc.obj.get("spec") or {}
+        selector = spec.get("selector") or {}
+        return spec.get("clusterIP") == "None" and bool(selector) and all(
+            p.labels.get(str(k)) == str(v) for k, v in selector.items())
+
+    def plan(self) -> list[SimPod]:
+        training = {id(t.workload.manifest.obj) for t in compute(self.bundle)[0]}
+        pods: list[SimPod] = []
+        n = 0
+        for w in workloads(self.bundle):
+            for i in range(w.pods):
+                n += 1
+                pod = w.pod(i)
+                sp = SimPod(pod=pod, workload=w, training=id(w.manifest.obj) in training, ip=f"127.0.1.{n}",
+                            argv=[], env={}, cwd=REPO, log=self.run_dir / "logs" / f"{pod.name}.log")
+                pods.append(sp)
+        if not pods:
+            raise SimulationError("no pods: nothing in these manifests starts a pod (Job, StatefulSet, PyTorchJob, "
+                                  "TrainJob, JobSet)")
+        dns = self._dns(pods)
+        wrapper = nss_wrapper()
+        for sp in pods:
+            self._prepare(sp, dns, wrapper)
+        self.pods = pods
+        return pods
+
+    def _prepare(self, sp: SimPod, dns: dict[str, str], wrapper: Path) -> None:
+        p = sp.pod
+        pod_dir = self.run_dir / "pods" / p.name
+        mapping: dict[str, Path] = {IMAGE_ROOT: REPO}
+        volumes = {v.get("name"): v for v in p.spec.get("volumes") or []}
+        for vm in p.container.get("volumeMounts") or []:
+            vol = volumes.get(vm.get("name")) or {}
+            if "persistentVolumeClaim" in vol:
+                host = self.run_dir / "pvc" / str(vol["persistentVolumeClaim"].get("claimName"))
+            else:
+                host = pod_dir / "volumes" / str(vm.get("name"))
+            host.mkdir(parents=True, exist_ok=True)
+            if "configMap" in vol:
+                for k, v in (self.bundle.configmaps.get(str(vol["configMap"].get("name"))) or {}).items():
+                    (host / k).write_text(v)
+            mapping[str(vm.get("mountPath")).rstrip("/") or "/"] = host
+        sp.cwd = self._map_path(str(p.container.get("workingDir") or IMAGE_ROOT), mapping)
+        env: dict[str, str] = {}
+        for k, v in p.env.items():
+            if v is None:
+                v = self._runtime_value(p, k, sp)
+            if v is not None:
+                env[k] = self._rewrite(str(v), mapping)
+        argv, _ = p.argv()
+        sp.argv = [self._rewrite(t, mapping) for t in argv]
+        hosts = pod_dir / "hosts"
+        hosts.parent.mkdir(parents=True, exist_ok=True)
+        # Like the kubelet's /etc/hosts: the pod's own FQDN first (socket.getfqdn() answers with it, and c10d
+        # hands it to the workers as MASTER_ADDR), then its short hostname; then what cluster DNS would answer.
+        ns = p.namespace or "default"
+        own = f"{p.hostname}.{p.subdomain}.{ns}.svc.cluster.local {p.hostname}" if p.subdomain else p.hostname
+        lines = [f"{sp.ip} {own}", f"::ffff:{sp.ip} {own}"]
+        for name, ip in sorted(dns.items()):
+            lines += [f"{ip} {name}", f"::ffff:{ip} {name}"]  # torch's TCPStore client asks for IPv6 first
+        lines.append("127.0.0.1 localhost")
+        hosts.write_text("\n".join(lines) + "\n")
+        env.update({
+            "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
+            "HOSTNAME": p.hostname,
+            "LD_PRELOAD": str(wrapper),
+            "NSS_WRAPPER_HOSTS": str(hosts),
+            "NSS_WRAPPER_HOSTNAME": p.hostname,
+            "PYTHONUNBUFFERED": "1",
+            "LOGLEVEL": env.get("LOGLEVEL", "INFO"),
+        })
+        if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or
+                                                                   t.startswith("--rdzv_conf") for t in sp.argv):
+            env["PET_RDZV_CONF"] = f"join_timeout={self.rdzv_timeout},timeout={self.rdzv_timeout}"
+        sp.env = env
+        sp.ports = [as_int(port.get("containerPort"), 0) or 0 for port in p.container.get("ports") or []]
+
+    def _runtime_value(self, p: Pod, name: str, sp: SimPod) -> str | None:
+        for var in p.container.get("env") or []:
+            if var.get("name") == name:
+                path = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+                if path in ("status.podIP", "status.hostIP"):
+                    return sp.ip
+                if path == "spec.nodeName":
+                    return f"sim-node-{p.index}"
+        return None
+
+    @staticmethod
+    def _map_path(path: str, mapping: dict[str, Path]) -> Path:
+        for cpath in sorted(mapping, key=len, reverse=True):
+            if path == cpath or path.startswith(cpath.rstrip("/") + "/"):
+                return Path(str(mapping[cpath]) + path[len(cpath.rstrip("/")):])
+        return Path(path)
+
+    @staticmethod
+    def _rewrite(text: str, mapping: dict[str, Path]) -> str:
+        for cpath in sorted(mapping, key=len, reverse=True):
+            if cpath in ("", "/"):
+                continue
+            pattern = re.compile(r"(?<![\w.\-/])" + re.escape(cpath) + r"(?=/|$|[\s:;,'\"=])")
+            text = pattern.sub(lambda m: str(mapping[cpath]), text)
+        return text
+
+    # --- running ---------------------------------------------------------------------------------------------
+
+    def _check_ports(self) -> None:
+        busy = []
+        for sp in self.pods:
+            for port in sp.ports:
+                if port and not _port_free(sp.ip, port):
+                    busy.append(f"{sp.ip}:{port} ({sp.name})")
+        if busy:
+            raise SimulationError(f"ports already in use on this machine: {', '.join(busy)}")
+
+    def _start(self, sp: SimPod) -> None:
+        sp.log.parent.mkdir(parents=True, exist_ok=True)
+        exe = shutil.which(sp.argv[0], path=sp.env["PATH"]) if sp.argv else None
+        if not sp.argv or exe is None:
+            sp.exit_code = 127
+            sp.lines.append(f"simulate: executable '{sp.argv[0] if sp.argv else '(no command)'}' not found here")
+            self.say(f"[{sp.name}] {sp.lines[-1]}")
+            return
+        sp.proc = subprocess.Popen([exe, *sp.argv[1:]], cwd=sp.cwd, env=sp.env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        threading.Thread(target=self._pump, args=(sp,), daemon=True).start()
+
+    def _pump(self, sp: SimPod) -> None:
+        assert sp.proc and sp.proc.stdout
+        with open(sp.log, "w", encoding="utf-8") as log:
+            for raw in sp.proc.stdout:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                log.write(line + "\n")
+                log.flush()
+                sp.lines.append(line)
+                if len(sp.lines) > 400:
+                    del sp.lines[:200]
+                if "Rendezvous complete for workers" in line:
+                    sp.joined = True
+                if _noise(line):
+                    continue
+                self.say(f"[{sp.name}] {line}")
+
+    def _stop(self, sp: SimPod) -> None:
+        if sp.proc is None or sp.proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(sp.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                sp.proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def run(self) -> "Result":
+        self._check_ports()
+        start = time.monotonic()
+        services = [sp for sp in self.pods if not sp.training]
+        trainers = [sp for sp in self.pods if sp.training]
+        if not trainers:  # no torchrun world here: run every pod as written and wait for all of them
+            services, trainers = [], list(self.pods)
+        for sp in services:
+            self._start(sp)
+        for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
+            for port in sp.ports:
+                while port and time.monotonic() - start < min(30.0, self.deadline) and not _port_open(sp.ip, port):
+                    if sp.proc and sp.proc.poll() is not None:
+                        break
+                    time.sleep(0.2)
+        for sp in trainers:
+            self._start(sp)
+        timed_out = False
+        try:
+            while True:
+                for sp in self.pods:
+                    if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
+                        sp.exit_code = sp.proc.returncode
+                        sp.finished_at = time.monotonic() - start
+                if all(sp.exit_code is not None for sp in trainers):
+                    break
+                if any(sp.exit_code not in (None, 0) for sp in trainers) and all(
+                        sp.exit_code is not None or not sp.training for sp in trainers):
+                    break
+                if time.monotonic() - start > self.deadline:
+                    timed_out = True
+                    break
+                time.sleep(0.2)
+            # A failed pod in a gang: the others cannot finish; give them a moment to fail on their own.
+            if not timed_out and any(sp.exit_code not in (None, 0) for sp in trainers):
+                grace = time.monotonic() + 10
+                while time.monotonic() < grace and any(sp.exit_code is None for sp in trainers):
+                    for sp in trainers:
+                        if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
+                            sp.exit_code = sp.proc.returncode
+                    time.sleep(0.2)
+        finally:
+            for sp in self.pods:
+                # What each pod last said on its own, before the simulator stops it (and it prints its exit).
+                sp.last_words = _last_words(sp.lines)
+                self._stop(sp)
+                if sp.proc is not None and sp.exit_code is None:
+                    sp.exit_code = None  # still running at the end: killed
+            time.sleep(0.1)
+        return Result(self, timed_out, time.monotonic() - start)
+
+
+_EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")
+
+
+def _last_words(lines: list[str]) -> list[str]:
+    """A pod's last lines worth reading: the last exception it raised (not the traceback frames), then its last line."""
+    clean = [ln for ln in lines if ln.strip() and not _noise(ln)]
+    exc = [ln for ln in clean[-80:] if _EXC.match(ln.strip())]
+    out = [exc[-1].strip()] if exc else []
+    out += [ln for ln in clean[-2:] if ln.strip() not in out and not ln.startswith(("  File ", "    "))]
+    return out[-3:]
+
+
+def _noise(line: str) -> bool:
+    """torchrun's INFO chatter and c10d's IPv6 lookup warnings stay in the pod log, not on the terminal."""
+    return ("cannot be retrieved (gai error: -9" in line or line.startswith(("I1", "I0")) or "*****" in line
+            or "OMP_NUM_THREADS" in line)
+
+
+def _port_free(ip: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+
+
+def _port_open(ip: str, port: int) -> bool:
+    try:
+        with socket.create_connection((ip, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+_DDP = re.compile(r"\[DDP\] world=(\d+)")
+_DONE = re.compile(r"\[DONE\] (.*)")
+
+
+@dataclass
+class Result:
+    sim: Simulation
+    timed_out: bool
+    seconds: float
+
+    @property
+    def trainers(self) -> list[SimPod]:
+        """The pods the run waits for: the training pods, or every pod where none trains."""
+        return [sp for sp in self.sim.pods if sp.training] or list(self.sim.pods)
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and bool(self.trainers) and all(sp.exit_code == 0 for sp in self.trainers)
+
+    def world_size(self) -> int | None:
+        for sp in self.trainers:
+            for line in sp.lines:
+                m = _DDP.search(line)
+                if m:
+                    return int(m.group(1))
+        return None
+
+    def done_line(self) -> str | None:
+        for sp in self.trainers:
+            for line in sp.lines:
+                m = _DONE.search(line)
+                if m:
+                    return m.group(1)
+        return None
+
+    def report(self, static_problems: list[str]) -> str:
+        rows = []
+        for sp in self.sim.pods:
+            if sp.exit_code is not None:
+                state = f"exit {sp.exit_code}"
+            elif sp.training:
+                state = "stopped at the deadline" if self.timed_out else "stopped after a peer failed"
+            else:
+                state = "stopped after the trainers"
+            last = next((ln for ln in reversed(sp.lines) if ln.strip() and not _noise(ln)), "")
+            rows.append((sp.name, sp.ip, "trainer" if sp.training else "service", state,
+                         "yes" if sp.joined else ("-" if not sp.training else "no"), last[:140]))
+        width = [max(len(r[i]) for r in rows + [("pod", "address", "role", "state", "joined", "")]) for i in range(5)]
+        lines = ["", "== simulation summary"]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(("pod", "address", "role", "state", "joined"), width)))
+        for r in rows:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r[:5], width)))
+        world = self.world_size()
+        verdict = "PASSED" if self.ok else ("FAILED: deadline reached" if self.timed_out else "FAILED")
+        lines.append(f"pods: {len(self.sim.pods)} ({len(self.trainers)} training); world size reached: "
+                     f"{world if world is not None else 'none'}; {self.seconds:.1f} s")
+        done = self.done_line()
+        if done:
+            lines.append(f"trainer: {done}")
+        if not self.ok:
+            lines.append("diagnosis:")
+            joined = [sp.name for sp in self.trainers if sp.joined]
+            missing = [sp.name for sp in self.trainers if not sp.joined]
+            lines.append(f"  joined the rendezvous: {', '.join(joined) or 'none'}; did not: {', '.join(missing) or 'none'}")
+            for sp in self.trainers:
+                if sp.exit_code != 0:
+                    for ln in sp.last_words or ["(printed nothing)"]:
+                        lines.append(f"  [{sp.name}] {ln[:220]}")
+            if static_problems:
+                lines.append("  the static checks (make validate) say:")
+                lines += [f"    {p}" for p in static_problems]
+            else:
+                lines.append("  the static checks (make validate) found no error: the problem is outside the manifests "
+                             "(image, script, data), see the pod logs")
+        lines.append(f"{verdict}: logs in {self.sim.run_dir / 'logs'}")
+        return "\n".join(lines)
+
+
+def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout) -> int:
+    units = engine.collect([source], REPO / "overlays")
+    if len(units) != 1:
+        raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
+    unit = units[0]
+    if unit.failed_input:
+        raise SimulationError(unit.problems[0].line())
+    manifests = unit.manifests
+    bundle = Bundle.of(manifests)
+    reasons = needs_scaling(bundle)
+    if reasons and scale_to is None:
+        raise SimulationError(f"{source} cannot run on this machine as written: {'; '.join(reasons)}. "
+                              f"Set SCALE_TO=<pods> to run it scaled down (1 process per pod, no GPUs, gloo)")
+    if scale_to is not None:
+        if scale_to < 1:
+            raise SimulationError(f"SCALE_TO must be a positive number of pods, got {scale_to}")
+        manifests, changes = scale_down(manifests, scale_to)
+        print(f"simulate: SCALED DOWN on request to {scale_to} pods; not the overlay as written:", file=out)
+        for c in changes:
+            print(f"  {c}", file=out)
+    # The same static checks `make validate` runs, for the diagnosis.
+    check = engine.Unit(source, "overlay", manifests)
+    engine.check_policies(check)
+    static_problems = [p.line() for p in check.problems if p.severity == ERROR]
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    sim = Simulation(manifests, run_dir, deadline, out, source)
+    pods = sim.plan()
+    print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
+    print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
+          "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper to "
+          "127.0.1.x, only where a headless Service (or the launcher's own) publishes them", file=out)
+    print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1 and, where the "
+          f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={sim.rdzv_timeout},timeout={sim.rdzv_timeout}"
+          " (short rendezvous timeouts, so a world that cannot form fails inside the deadline)", file=out)
+    for sp in pods:
+        print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}): "
+              f"{' '.join(sp.argv)[:200]}", file=out)
+    result = sim.run()
+    print(result.report(static_problems), file=out)
+    return 0 if result.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="simulate", description=__doc__)
+    ap.add_argument("overlay", help="an overlay folder or a rendered manifest file")
+    ap.add_argument("--deadline", type=float, default=float(os.environ.get("DEADLINE") or 180),
+                    help="seconds before a world that has not finished is stopped and diagnosed (default 180)")
+    ap.add_argument("--scale-to", type=int, default=None,
+                    help="run an overlay that does not fit this machine at this many pods (1 process each, no GPUs)")
+    ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
+    args = ap.parse_args(argv)
+    run_dir = args.run_dir or REPO / ".sim" / re.sub(r"[^A-Za-z0-9._-]+", "_", args.overlay.strip("/"))
+    try:
+        return simulate(args.overlay, run_dir, args.deadline, args.scale_to)
+    except SimulationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an internal fault: one line, the traceback only on request
+        if os.environ.get("POLICIES_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (set POLICIES_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Each training workload's effective topology, worked out from the launcher model exactly as torchrun would see it:
+nnodes, processes per node, world size, GPUs, rank source, rendezvous backend and endpoint, and the Service behind it."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Pod, Workload, as_int, workloads
+from .model import Manifest
+from .torchrun import Invocation, Setting, find_invocation, split_endpoint, split_nnodes
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def quantity_cpu(value: Any) -> float | None:
+    """`2` -> 2.0, `1500m` -> 1.5; None where it is not a CPU quantity."""
+    if value is None:
+        return None
+    text = str(value)
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        return None
+
+
+@dataclass
+class PodView:
+    """What torchrun sees in one pod: the pod, its torchrun invocation (if any) and the resolved settings."""
+
+    pod: Pod
+    inv: Invocation | None
+    nnodes: Setting
+    nproc: Setting
+    backend: Setting
+    endpoint: Setting
+    node_rank: Setting
+    rdzv_id: Setting
+
+
+@dataclass
+class Topology:
+    workload: Workload
+    views: list[PodView]
+    torchrun: bool
+    pods: int
+    nnodes_min: int | None
+    nnodes_max: int | None
+    nproc: int | None
+    world_size: int | None
+    gpus: int
+    gpu_request: int | None
+    cpu_limit: float | None
+    cpu_request: float | None
+    endpoint_host: str | None
+    endpoint_port: str | None
+    rank_source: str
+    pg_backend: tuple[str, str] | None
+    service: Manifest | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.workload.manifest
+
+    @property
+    def first(self) -> PodView:
+        return self.views[0]
+
+    @property
+    def launcher(self) -> str:
+        return self.workload.launcher
+
+    @property
+    def backend(self) -> str:
+        return self.first.backend.value
+
+    @property
+    def elastic(self) -> bool:
+        return self.nnodes_min is not None and self.nnodes_min != self.nnodes_max
+
+
+def _sample(n: int) -> list[int]:
+    return sorted({i for i in (0, 1, n - 1) if 0 <= i < n})
+
+
+def _resources(container: dict[str, Any]) -> tuple[int, int | None, float | None, float | None]:
+    res = container.get("resources") or {}
+    limits = res.get("limits") or {}
+    requests = res.get("requests") or {}
+    gpus = 0
+    gpu_req = None
+    for key in GPU_RESOURCES:
+        if key in limits:
+            gpus = as_int(limits.get(key), 0) or 0
+        if key in requests:
+            gpu_req = as_int(requests.get(key))
+    if not gpus and gpu_req:
+        gpus = gpu_req  # a request alone still claims the devices (extended resources cannot overcommit)
+    return gpus, gpu_req, quantity_cpu(limits.get("cpu")), quantity_cpu(requests.get("cpu"))
+
+
+def _env_setting(pod: Pod, name: str, default: str) -> Setting:
+    if pod.env.get(name) is not None:
+        return Setting(str(pod.env[name]), "env", pod.env_fields.get(name))
+    return Setting(default, "default", None)
+
+
+def view(pod: Pod) -> PodView:
+    argv, fields = pod.argv()
+    inv = find_invocation(argv, fields, pod.env)
+    if inv is None:
+        # A script started directly reads env:// (WORLD_SIZE, RANK, MASTER_ADDR/PORT): one process per pod.
+        master = _env_setting(pod, "MASTER_ADDR", "")
+        port = _env_setting(pod, "MASTER_PORT", "")
+        endpoint = Setting(f"{master.value}:{port.value}" if master.value else "", master.origin, master.field)
+        ws = _env_setting(pod, "WORLD_SIZE", "1")
+        return PodView(pod, None, ws, Setting("1", "default"), Setting("env://", "default"), endpoint,
+                       _env_setting(pod, "RANK", "0"), Setting("", "default"))
+    s = lambda name: _at_source(inv.setting(name, pod.env, pod.env_fields), pod)
+    backend = s("rdzv_backend")
+    standalone = s("standalone")
+    if standalone.value and standalone.value.lower() not in ("0", "false"):
+        backend = Setting("c10d (standalone)", standalone.origin, standalone.field)
+        endpoint = Setting("localhost:0", standalone.origin, standalone.field)
+        nnodes = Setting("1:1", standalone.origin, standalone.field)
+    else:
+        nnodes = s("nnodes")
+        endpoint = s("rdzv_endpoint")
+        if backend.value == "static" and not endpoint.value:
+            addr, port = s("master_addr"), s("master_port")
+            origin = addr if addr.origin != "default" else port
+            endpoint = Setting(f"{addr.value}:{port.value}", origin.origin, addr.field or port.field)
+    return PodView(pod, inv, nnodes, s("nproc_per_node"), backend, endpoint, s("node_rank"), s("rdzv_id"))
+
+
+def _at_source(setting: Setting, pod: Pod) -> Setting:
+    """A flag written as `--x=$(VAR)` points at the env entry that defines VAR: that is where a user edits it."""
+    if setting.origin == "flag" and setting.field:
+        names = referenced_vars(_raw_at(pod, setting.field))
+        if len(names) == 1:
+            setting.var = names[0]
+            if names[0] in pod.env_fields and names[0] not in pod.injected:
+                setting.field = pod.env_fields[names[0]]
+    return setting
+
+
+def referenced_vars(text: str) -> list[str]:
+    return [a or b for a, b in _VAR_REF.findall(text)]
+
+
+def describe_rank_source(v: PodView, workload: Workload) -> str:
+    """Where the node rank comes from, in words: `completion index (annotation)`, `pod index label`, ..."""
+    if v.inv is not None and v.backend.value not in ("static",) and v.node_rank.origin == "default":
+        return f"rendezvous ({v.backend.value})"
+    setting = v.node_rank
+    if setting.origin == "default":
+        return "none (torchrun default 0)"
+    if setting.origin == "flag":
+        names = [setting.var] if setting.var else referenced_vars(_raw_at(v.pod, setting.field or ""))
+    else:
+        names = ["PET_NODE_RANK"] if v.inv is not None else ["RANK"]
+    for name in names:
+        if name in v.pod.injected:
+            if name == "JOB_COMPLETION_INDEX":
+                return "completion index (JOB_COMPLETION_INDEX)"
+            return f"{workload.manifest.kind} controller ({name})"
+        path = _fieldref(v.pod, name)
+        if path:
+            if COMPLETION_INDEX in path:
+                return "completion index (downward API)"
+            if POD_INDEX in path:
+                return "pod index label (downward API)"
+            return f"downward API {path}"
+        if name == "HOSTNAME":
+            return "hostname ordinal"
+    if setting.origin == "env" and setting.field and setting.field.endswith("controller"):
+        return f"{workload.manifest.kind} controller"
+    return f"constant {setting.value}" if setting.value.isdigit() else f"unresolved ({setting.value})"
+
+
+def _raw_at(pod: Pod, field_path: str) -> str:
+    m = re.search(r"\.(command|args)\[(\d+)\]$", field_path)
+    if not m:
+        return ""
+    items = pod.container.get(m.group(1)) or []
+    i = int(m.group(2))
+    return str(items[i]) if i < len(items) else ""
+
+
+def _fieldref(pod: Pod, name: str) -> str | None:
+    for var in pod.container.get("env") or []:
+        if var.get("name") == name:
+            ref = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            return str(ref) if ref else None
+    return None
+
+
+def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:
+    """The process-group backend the training script will use, where the manifest states it."""
+    if inv is not None:
+        args = inv.script_args
+        for i, tok in enumerate(args):
+            if tok.startswith("--backend="):
+                return tok.split("=", 1)[1], inv.field
+            if tok == "--backend" and i + 1 < len(args):
+                return args[i + 1], inv.field
+    for name in ("DIST_BACKEND", "TORCH_DISTRIBUTED_BACKEND", "PG_BACKEND"):
+        if pod.env.get(name):
+            return str(pod.env[name]), pod.env_fields.get(name, "")
+    return None
+
+
+def is_training(w: Workload, first: PodView) -> bool:
+    """Launchers made for training always count; a Job or StatefulSet counts when it runs torchrun or reads env://."""
+    if w.launcher in ("pytorchjob", "trainjob"):
+        return True
+    if first.inv is not None:
+        return True
+    env = first.pod.env
+    return any(k in env for k in ("MASTER_ADDR", "WORLD_SIZE", "PET_NNODES"))
+
+
+def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest | None:
+    if not name:
+        return None
+    return bundle.services.get((namespace, name))
+
+
+def compute(bundle: Bundle) -> tuple[list[Topology], list[Workload]]:
+    """Topologies of the training workloads in `bundle`, and the workloads whose topology could not be worked out."""
+    out: list[Topology] = []
+    unresolved: list[Workload] = []
+    for w in workloads(bundle):
+        if w.pods == 0 or not w.groups:
+            unresolved.append(w)
+            continue
+        views = [view(w.pod(i)) for i in _sample(w.pods)]
+        first = views[0]
+        if not is_training(w, first):
+            continue
+        mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
+        if first.inv is None:
+            ws = as_int(first.nnodes.value)
+            mn = mx = None
+            nproc = 1
+            world = ws
+        else:
+            nproc = as_int(first.nproc.value)
+            world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
+        gpus, gpu_req, cpu_lim, cpu_req = _resources(first.pod.container)
+        host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
+        subdomain = first.pod.subdomain
+        out.append(Topology(
+            workload=w, views=views, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
+            nproc=nproc, world_size=world, gpus=gpus, gpu_request=gpu_req, cpu_limit=cpu_lim, cpu_request=cpu_req,
+            endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
+            pg_backend=_pg_backend(first.pod, first.inv),
+            service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
+            notes=list(w.notes),
+        ))
+    return out, unresolved

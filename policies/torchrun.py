@@ -1,0 +1,202 @@
+"""Find a torchrun invocation in a container's command line (direct, `python -m torch.distributed.run`, or inside
+a `sh -c` script) and work out each torchrun setting the way torchrun does: flag, else `PET_<NAME>` env, else default."""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+# torchrun's own defaults (torch/distributed/run.py, torch 2.13).
+DEFAULTS = {
+    "nnodes": "1:1",
+    "nproc_per_node": "1",
+    "rdzv_backend": "static",
+    "rdzv_endpoint": "",
+    "rdzv_id": "none",
+    "rdzv_conf": "",
+    "node_rank": "0",
+    "master_addr": "127.0.0.1",
+    "master_port": "29500",
+    "max_restarts": "0",
+    "standalone": "",
+}
+# torchrun flags that take no value; every other option takes one.
+_BOOLEAN = {"standalone", "module", "m", "no_python", "run_path", "virtual_local_rank"}
+_LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
+
+
+@dataclass
+class Setting:
+    """One torchrun setting: its value and where it came from (`flag`, `env`, `default`) with the field path."""
+
+    value: str
+    origin: str
+    field: str | None = None
+    # The env variable a flag was written through (`--nnodes=$(NNODES)` -> NNODES), if any.
+    var: str | None = None
+
+
+@dataclass
+class Invocation:
+    """A torchrun command line found in a container: its flags (dest -> (raw value, field path)) and the script."""
+
+    flags: dict[str, tuple[str, str]] = field(default_factory=dict)
+    script: str | None = None
+    script_args: list[str] = field(default_factory=list)
+    field: str = ""
+    in_shell: bool = False
+
+    def setting(self, name: str, env: dict[str, str | None], env_fields: dict[str, str]) -> Setting:
+        """Resolve one setting as torchrun does: command-line flag, then `PET_<NAME>` env, then torchrun's default."""
+        if name in self.flags:
+            value, where = self.flags[name]
+            return Setting(value, "flag", where)
+        pet = "PET_" + name.upper()
+        if env.get(pet) is not None:
+            return Setting(str(env[pet]), "env", env_fields.get(pet))
+        return Setting(DEFAULTS.get(name, ""), "default", None)
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
+    """Parse `torchrun ...` (argv[0] is torchrun or python with -m torch.distributed.run); None if it is not one."""
+    if not argv:
+        return None
+    head = argv[0].rsplit("/", 1)[-1]
+    i = 1
+    if head in ("torchrun", "torchrun.exe"):
+        pass
+    elif head.startswith("python"):
+        # python [-u ...] -m torch.distributed.run ...
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
+            i += 1
+        if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES:
+            i += 2
+        else:
+            return None
+    else:
+        return None
+    inv = Invocation(field=fields[0] if fields else "")
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            i += 1
+            break
+        if not tok.startswith("-") or tok == "-":
+            break
+        if "=" in tok:
+            name, value = tok.split("=", 1)
+            inv.flags[_dest(name)] = (value, fields[i])
+            i += 1
+            continue
+        dest = _dest(tok)
+        if dest in _BOOLEAN:
+            inv.flags[dest] = ("true", fields[i])
+            i += 1
+            continue
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        inv.flags[dest] = (value, fields[i + 1] if i + 1 < len(argv) else fields[i])
+        i += 2
+    if i < len(argv):
+        inv.script = argv[i]
+        inv.script_args = argv[i + 1:]
+    return inv
+
+
+_SHELL_VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>##\*-|#\*-|:-[^}]*)?\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
+
+
+def expand_shell(text: str, env: dict[str, str | None]) -> str:
+    """Expand `$VAR`, `${VAR}`, `${VAR:-default}` and `${VAR##*-}` (the ordinal idiom) from the container env.
+    Unknown variables stay as written, so a check sees `$NNODES` rather than a guess."""
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group("braced") or m.group("plain")
+        value = env.get(name)
+        op = m.group("op") or ""
+        if value is None:
+            if op.startswith(":-"):
+                return op[2:]
+            return m.group(0)
+        if op in ("##*-", "#*-"):
+            return value.rsplit("-", 1)[-1] if op == "##*-" else value.split("-", 1)[-1]
+        return value
+
+    return _SHELL_VAR.sub(sub, text)
+
+
+def _shell_commands(script: str) -> list[list[str]]:
+    """Split a shell script into simple commands (lines, `&&`, `;`, `|`), joined across backslash newlines."""
+    script = script.replace("\\\n", " ")
+    commands: list[list[str]] = []
+    for line in script.splitlines():
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            tokens = list(lexer)
+        except ValueError:
+            continue
+        current: list[str] = []
+        for tok in tokens:
+            if tok and set(tok) <= set(";&|"):
+                if current:
+                    commands.append(current)
+                current = []
+            else:
+                current.append(tok)
+        if current:
+            commands.append(current)
+    return commands
+
+
+def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | None]) -> Invocation | None:
+    """Find torchrun in a container's command+args (Kubernetes `$(VAR)` already expanded), also inside `sh -c`."""
+    inv = parse_argv(argv, fields)
+    if inv is not None:
+        return inv
+    if argv and argv[0].rsplit("/", 1)[-1] in _SHELLS:
+        # sh [-flags] -c 'script'  or  bash -xc 'script'
+        for i in range(1, len(argv) - 1):
+            tok = argv[i]
+            if tok.startswith("-") and "c" in tok[1:]:
+                script_field = fields[i + 1]
+                for cmd in _shell_commands(argv[i + 1]):
+                    while cmd and ("=" in cmd[0] and not cmd[0].startswith("-") or cmd[0] in ("exec", "env", "time")):
+                        cmd = cmd[1:]  # `exec torchrun`, `VAR=1 torchrun`
+                    expanded = [expand_shell(t, env) for t in cmd]
+                    inv = parse_argv(expanded, [script_field] * len(expanded))
+                    if inv is not None:
+                        inv.in_shell = True
+                        return inv
+                break
+    return None
+
+
+def split_nnodes(value: str) -> tuple[int | None, int | None]:
+    """`4` -> (4, 4); `1:4` -> (1, 4); anything unresolved -> (None, None)."""
+    parts = value.split(":")
+    try:
+        if len(parts) == 1:
+            n = int(parts[0])
+            return n, n
+        if len(parts) == 2:
+            return int(parts[0]), int(parts[1])
+    except ValueError:
+        pass
+    return None, None
+
+
+def split_endpoint(value: str, default_port: str = "29400") -> tuple[str, str]:
+    """`host:port` -> (host, port); a bare host gets torchrun's c10d default port."""
+    if value.startswith("[") and "]" in value:  # [ipv6]:port
+        host, _, rest = value[1:].partition("]")
+        return host, rest.lstrip(":") or default_port
+    if value.count(":") == 1:
+        host, port = value.split(":")
+        return host, port
+    return value, default_port

@@ -1,0 +1,125 @@
+"""`make diff` on two commits of a temporary repository: the objects and the topology that change, the Argo CD
+Application that syncs them, a warning for immutable fields changed in place, and a clear error for a bad ref."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+
+def sh(root, *args):
+    return subprocess.run(list(args), cwd=root, capture_output=True, text=True, check=True, timeout=180)
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    for d in ("base", "components", "overlays", "argocd"):
+        shutil.copytree(REPO / d, root / d)
+    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    sh(root, "git", "init", "-q", "-b", "main")
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base")
+    return root
+
+
+def commit(root, message):
+    sh(root, "git", "add", "-A")
+    sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", message)
+
+
+def diff(root, *args):
+    return subprocess.run([sys.executable, "-m", "policies.diff", "--root", str(root), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def scale(root, *args):
+    proc = subprocess.run([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_two_commits_show_the_topology_change(repo):
+    scale(repo, "scale", "kind-cpu/trainjob", "--nodes", "3", "--new-run")
+    commit(repo, "scale kind-cpu to 3 nodes")
+    proc = diff(repo, "--base", "HEAD~1", "--head", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "kind-cpu/trainjob: world size 4 -> 6, pods 2 -> 3" in out
+    assert "overlays/kind-cpu/trainjob (changed)  [Argo CD Application ddp-kind-cpu]" in out
+    assert "  + TrainJob/ddp-train-run-002\n" in out and "  - TrainJob/ddp-train-run-001\n" in out
+    assert "new run: TrainJob/ddp-train-run-001 -> ddp-train-run-002" in out
+    assert "1 of 14 rendered folders differ: 1 objects added, 1 removed, 1 changed" in out  # + the NetworkPolicy
+
+
+def test_working_tree_against_a_ref_and_the_immutable_warning(repo):
+    scale(repo, "scale", "64x8-h100/pytorchjob", "--nodes", "32")  # no new run: changed in place
+    proc = diff(repo, "--base", "main")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("make diff: main (") and "-> working tree" in out.splitlines()[0]
+    assert "64x8-h100/pytorchjob: world size 512 -> 256, GPUs 512 -> 256, pods 64 -> 32" in out
+    assert "~ PyTorchJob/ddp-train-run-001" in out
+    assert "spec.pytorchReplicaSpecs.Worker.replicas: 63 -> 31" in out
+    assert "warning: PyTorchJob/ddp-train-run-001 changes spec.pytorchReplicaSpecs.Worker.replicas under the same " \
+           "name" in out
+    assert "make new-run OVERLAY=64x8-h100/pytorchjob" in out
+
+
+def test_markdown_for_the_pull_request_comment(repo):
+    app = repo / "argocd/applicationset.yaml"
+    app.write_text(app.read_text().replace("launcher: indexed-job", "launcher: statefulset"))
+    commit(repo, "gke-t4 runs the StatefulSet")
+    proc = diff(repo, "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("<!-- ddp-gitops-diff -->\n### Rendered difference: `HEAD~1 (")
+    assert "| `argocd` |" in out and "Application/argocd/ddp-gke-t4" in out
+    assert "-        path: overlays/gke-t4/indexed-job" in out or "-    path: overlays/gke-t4/indexed-job" in out
+    data = json.loads(diff(repo, "--base", "HEAD~1", "--head", "HEAD", "--format", "json").stdout)
+    (argo,) = [o for o in data["overlays"] if o["path"] == "argocd"]
+    changed = argo["changed"]["Application/argocd/ddp-gke-t4"]
+    assert ["spec.source.path", "overlays/gke-t4/indexed-job", "overlays/gke-t4/statefulset"] in changed
+
+
+def test_no_change_says_so(repo):
+    proc = diff(repo, "--base", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    assert "0 of 14 rendered folders differ" in proc.stdout and "Topology" not in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--base", "no-such-branch"], "BASE=no-such-branch is not a commit in this repository"),
+    (["--base", "HEAD", "--head", "v9.9.9"], "HEAD=v9.9.9 is not a commit in this repository"),
+    (["--base", ""], "BASE is empty"),
+])
+def test_a_ref_that_does_not_exist_is_one_line(repo, args, message):
+    proc = diff(repo, *args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: make diff: ") and message in line
+
+
+def test_not_a_repository(tmp_path):
+    proc = diff(tmp_path, "--base", "main")
+    assert proc.returncode == 2 and "is not a git repository" in proc.stderr
+
+
+def test_a_head_that_does_not_render_fails(repo):
+    (repo / "overlays/gke-t4/indexed-job/patches/set-topology.yaml").unlink()
+    proc = diff(repo, "--base", "HEAD")
+    assert proc.returncode == 1
+    assert "overlays/gke-t4/indexed-job (error)" in proc.stdout and "does not render at working tree" in proc.stdout
+
+
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="the checkout is not a git repository")
+def test_make_diff_bad_ref():
+    proc = subprocess.run(["make", "-s", "diff", "BASE=refs/heads/does-not-exist"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "error: make diff: BASE=refs/heads/does-not-exist is not a commit in this repository" in proc.stderr

@@ -1,0 +1,159 @@
+"""The launcher model: the pods, names, labels and env each controller gives them (DESIGN.md section 1)."""
+from __future__ import annotations
+
+import yaml
+
+from policies.launchers import Bundle, workloads
+from policies.model import Manifest
+
+
+def bundle(text: str) -> Bundle:
+    return Bundle.of([Manifest(o, "t.yaml", i) for i, o in enumerate(yaml.safe_load_all(text)) if o])
+
+
+PYTORCHJOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pj}
+spec:
+  nprocPerNode: "4"
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: x
+            ports: [{name: pytorchjob-port, containerPort: 23457}]
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          containers: [{name: pytorch, image: x}]
+"""
+
+
+def test_pytorchjob_operator_env():
+    (w,) = workloads(bundle(PYTORCHJOB))
+    assert w.pods == 4
+    p0, p3 = w.pod(0), w.pod(3)
+    assert p0.name == "pj-master-0" and p3.name == "pj-worker-2"
+    assert p0.env["PET_NNODES"] == "4" and p0.env["PET_NPROC_PER_NODE"] == "4"
+    assert p0.env["WORLD_SIZE"] == "16"  # replicas x nprocPerNode when it is an integer
+    assert p3.env["RANK"] == "3" and p3.env["PET_NODE_RANK"] == "3"
+    assert p3.env["MASTER_ADDR"] == "pj-master-0" and p3.env["MASTER_PORT"] == "23457"
+    assert p3.labels["training.kubeflow.org/replica-type"] == "worker"
+
+
+def test_pytorchjob_elastic_worker_only():
+    text = PYTORCHJOB.replace("  nprocPerNode: \"4\"\n", "  elasticPolicy: {minReplicas: 1, maxReplicas: 3}\n")
+    text = text.replace("    Master:\n      replicas: 1\n      template:\n        spec:\n          containers:\n"
+                        "          - name: pytorch\n            image: x\n"
+                        "            ports: [{name: pytorchjob-port, containerPort: 23457}]\n", "")
+    (w,) = workloads(bundle(text))
+    p = w.pod(0)
+    assert p.env["PET_NNODES"] == "1:3" and p.env["PET_RDZV_BACKEND"] == "c10d"
+    assert p.env["PET_RDZV_ENDPOINT"] == "pj-worker-0:23456"
+    assert "MASTER_ADDR" not in p.env and "WORLD_SIZE" not in p.env and p.env["PET_NPROC_PER_NODE"] == "auto"
+
+
+def test_indexed_job_downward_api_and_hostnames():
+    text = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: ns}
+spec:
+  completionMode: Indexed
+  completions: 3
+  parallelism: 3
+  template:
+    metadata: {labels: {app: t}}
+    spec:
+      subdomain: svc
+      containers:
+      - name: c
+        image: x
+        env:
+        - {name: A, valueFrom: {fieldRef: {fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+        - {name: B, valueFrom: {fieldRef: {fieldPath: "metadata.labels['batch.kubernetes.io/job-completion-index']"}}}
+        - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: ADDR, value: "$(NS)-x"}
+        - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+        args: ["--rank=$(JOB_COMPLETION_INDEX)", "$$(A)"]
+"""
+    (w,) = workloads(bundle(text))
+    p = w.pod(2)
+    assert (p.hostname, p.subdomain) == ("j-2", "svc")
+    assert p.env["A"] == p.env["B"] == p.env["JOB_COMPLETION_INDEX"] == "2"
+    assert p.env["ADDR"] == "ns-x" and p.env["IP"] is None
+    assert p.labels["job-name"] == "j" and p.labels["app"] == "t"
+    assert p.argv()[0] == ["--rank=2", "$(A)"]
+
+
+def test_statefulset_pod_index():
+    text = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: s}
+spec:
+  serviceName: h
+  replicas: 2
+  selector: {matchLabels: {a: b}}
+  template:
+    metadata: {labels: {a: b}}
+    spec:
+      containers:
+      - name: c
+        image: x
+        env: [{name: R, valueFrom: {fieldRef: {fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']"}}}]
+"""
+    (w,) = workloads(bundle(text))
+    p = w.pod(1)
+    assert (p.hostname, p.subdomain, p.env["R"]) == ("s-1", "h", "1")
+
+
+def test_trainjob_through_its_runtime():
+    text = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tj}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer:
+    numNodes: 3
+    numProcPerNode: 2
+    command: [torchrun, t.py]
+    env: [{name: X, value: "1"}]
+"""
+    (w,) = workloads(bundle(text))
+    assert w.pods == 3 and w.notes and "assumed upstream" in w.notes[0]
+    p = w.pod(2)
+    assert p.hostname == "tj-node-0-2" and p.subdomain == "tj"
+    assert p.env["PET_NNODES"] == "3" and p.env["PET_NPROC_PER_NODE"] == "2" and p.env["PET_NODE_RANK"] == "2"
+    assert p.env["PET_MASTER_ADDR"] == "tj-node-0-0.tj" and p.env["PET_MASTER_PORT"] == "29500"
+    assert p.container["command"] == ["torchrun", "t.py"] and p.env["X"] == "1"
+    assert p.container["image"].startswith("pytorch/pytorch")  # the runtime's image, since the TrainJob sets none
+
+
+def test_jobset_child_jobs():
+    text = """
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js}
+spec:
+  network: {subdomain: net}
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    template:
+      spec:
+        completionMode: Indexed
+        completions: 2
+        parallelism: 2
+        template: {spec: {containers: [{name: c, image: x}]}}
+"""
+    (w,) = workloads(bundle(text))
+    assert w.pods == 4
+    assert [w.pod(i).hostname for i in range(4)] == ["js-w-0-0", "js-w-0-1", "js-w-1-0", "js-w-1-1"]
+    assert w.pod(3).subdomain == "net" and w.pod(3).env["JOB_COMPLETION_INDEX"] == "1"

@@ -1,0 +1,90 @@
+"""The repository's own overlays: every one renders, validates strictly and forms the intended world."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, run_cli
+
+ALL = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays").glob("*/*/kustomization.yaml"))
+# Variants beside the environment x launcher grid (kind-cpu/statefulset-etcd: the etcd rendezvous).
+VARIANTS = {Path("overlays/kind-cpu/statefulset-etcd")}
+OVERLAYS = [p for p in ALL if p not in VARIANTS]
+EXPECTED = {"kind-cpu": (2, 2, 4, 0), "gke-t4": (4, 1, 4, 1), "64x8-h100": (64, 8, 512, 8)}
+
+
+def test_every_environment_runs_every_launcher():
+    envs = {p.parts[1] for p in OVERLAYS}
+    launchers = {p.parts[2] for p in OVERLAYS}
+    assert envs == set(EXPECTED)
+    assert launchers == {"pytorchjob", "trainjob", "indexed-job", "statefulset"}
+    assert len(OVERLAYS) == len(envs) * len(launchers)
+
+
+def test_make_validate_passes_on_the_repository():
+    proc = run_cli("validate")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.splitlines()[-1]
+    assert last.startswith(f"OK: {len(ALL)} overlays") and "0 errors, 0 warnings" in last, last
+    assert "schema: " in last and "skipped" not in last  # says which validator ran
+
+
+@pytest.fixture(scope="module")
+def plan_json():
+    proc = run_cli("validate", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("overlay", ALL, ids=str)
+def test_overlay_topology(overlay):
+    from policies.engine import collect, validate
+
+    (unit,) = collect([str(REPO / overlay)], REPO / "overlays")
+    validate([unit], None)
+    assert not unit.problems, [p.line() for p in unit.problems]
+    (t,) = unit.topologies
+    nodes, nproc, world, gpus = EXPECTED[overlay.parts[1]]
+    assert (t.pods, t.nnodes_max, t.nproc, t.world_size, t.gpus) == (nodes, nodes, nproc, world, gpus)
+    assert t.pg_backend and t.pg_backend[0] == ("nccl" if gpus else "gloo")
+    if gpus == 0:
+        assert t.cpu_limit is not None and t.nproc <= t.cpu_limit
+
+
+def test_h100_overlay_has_the_large_scale_settings():
+    from policies.engine import collect
+
+    (unit,) = collect([str(REPO / "overlays/64x8-h100/indexed-job")], REPO / "overlays")
+    kinds = {m.kind: m for m in unit.manifests}
+    job = kinds["Job"].obj
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "h100"
+    spec = job["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["dshm"]["emptyDir"]["medium"] == "Memory"
+    assert {vols[n]["persistentVolumeClaim"]["claimName"] for n in ("data", "out", "models")} == {
+        "datasets-pvc", "outputs-pvc", "models-pvc"}
+    mounts = {m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
+    assert {"/data", "/out", "/models", "/dev/shm"} <= mounts
+    env_from = spec["containers"][0]["envFrom"]
+    assert {"secretRef": {"name": "hf-token", "optional": True}} in env_from
+    assert not [m for m in unit.manifests if m.kind == "Secret"]  # referenced by name only
+    assert kinds["ConfigMap"].obj["data"]["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+
+
+def test_name_prefix_pitfall_is_caught():
+    proc = run_cli("validate", str(FIXTURES / "overlays/name-prefix"))
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert "error TOPO003" in out and "expected pod 0 'team-ddp-train-run-001-0.ddp-train'" in out
+    assert "error TOPO004" in out and "no Service 'ddp-train'" in out
+
+
+def test_plan_shows_the_world_per_overlay():
+    proc = run_cli("plan")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.count("### overlays/") == len(ALL)
+    assert "| 64   | 64     | 8        | 512   | 8       | 512  |" in out
+    assert "completion index" in out and "pod index label" in out

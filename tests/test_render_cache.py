@@ -1,0 +1,68 @@
+"""The render cache never serves a stale render: any file the overlay reads changes the key."""
+from __future__ import annotations
+
+import shutil
+
+from conftest import REPO
+
+
+def copy_repo(tmp_path):
+    for d in ("base", "components", "overlays"):
+        shutil.copytree(REPO / d, tmp_path / d)
+    return tmp_path
+
+
+def validate(tmp_path, cache):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, POLICIES_CACHE_DIR=str(cache))
+    return subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--schema", "none",
+                           str(tmp_path / "overlays/kind-cpu/indexed-job")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cache_is_used_and_invalidated(tmp_path):
+    root = copy_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    assert validate(root, cache).returncode == 0
+    entries = list(cache.glob("*.yaml"))
+    assert len(entries) == 1
+    # A change in the overlay's own patch.
+    patch = root / "overlays/kind-cpu/indexed-job/patches/set-topology.yaml"
+    patch.write_text(patch.read_text().replace('value: "2"\n            - name: NPROC', 'value: "3"\n            - name: NPROC'))
+    proc = validate(root, cache)
+    assert proc.returncode == 1 and "TOPO001" in proc.stdout, proc.stdout
+    # A change two levels away, in the base the overlay includes.
+    patch.write_text(patch.read_text().replace('value: "3"\n            - name: NPROC', 'value: "2"\n            - name: NPROC'))
+    assert validate(root, cache).returncode == 0
+    svc = root / "base/indexed-job/service.yaml"
+    svc.write_text(svc.read_text().replace("clusterIP: None", "clusterIP: 10.96.0.9"))
+    proc = validate(root, cache)
+    assert proc.returncode == 1 and "TOPO004" in proc.stdout, proc.stdout
+    # A change in the environment component.
+    svc.write_text(svc.read_text().replace("clusterIP: 10.96.0.9", "clusterIP: None"))
+    comp = root / "components/kind-cpu/kustomization.yaml"
+    comp.write_text(comp.read_text().replace("DIST_BACKEND=gloo", "DIST_BACKEND=nccl"))
+    proc = validate(root, cache)
+    assert proc.returncode == 1 and "TOPO007" in proc.stdout, proc.stdout
+    assert len(list(cache.glob("*.yaml"))) >= 4
+
+
+def test_damaged_cache_entry_is_rendered_again(tmp_path):
+    root = copy_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    assert validate(root, cache).returncode == 0
+    (entry,) = cache.glob("*.yaml")
+    entry.write_text("{{{ not yaml")
+    assert validate(root, cache).returncode == 0
+    assert "ConfigMap" in entry.read_text()
+
+
+def test_no_cache_env_renders_without_writing(tmp_path, monkeypatch):
+    root = copy_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("POLICIES_NO_CACHE", "1")
+    assert validate(root, cache).returncode == 0
+    assert not cache.exists()

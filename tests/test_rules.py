@@ -1,0 +1,70 @@
+"""Every rule fires on its `fail/` fixtures and stays silent on its `pass/` fixtures (adding a file adds a test).
+A rule folder's `policy.yaml` is the environment its fixtures are checked in (for the rules that need one)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from policies import environment
+from policies.engine import Unit, check_policies
+from policies.loader import read
+from policies.model import ERROR
+from policies.rules import ID_FORMAT, RULES
+
+from conftest import FIXTURES
+
+RULE_FIXTURES = sorted((FIXTURES / "rules").glob("*/*/*.yaml"))
+
+
+def problems_of(path):
+    path = Path(path)
+    unit = Unit(str(path), "file", read(str(path)))
+    declared = path.parent.parent / "policy.yaml"
+    if declared.is_file():
+        unit.environment, errors = environment.load(declared)
+        assert not errors, [e.message for e in errors]
+    check_policies(unit)
+    return unit.problems
+
+
+@pytest.mark.parametrize("path", [p for p in RULE_FIXTURES if p.parent.name == "fail"],
+                         ids=lambda p: f"{p.parts[-3]}-{p.stem}")
+def test_rule_fires(path):
+    rule = path.parts[-3]
+    found = [p for p in problems_of(path) if p.rule == rule]
+    assert found, f"{rule} did not fire on {path.name}"
+    for p in found:
+        assert p.obj and "/" in p.obj, p
+        assert p.field, p
+        assert p.hint, p
+        assert "\n" not in p.line()
+
+
+@pytest.mark.parametrize("path", [p for p in RULE_FIXTURES if p.parent.name == "pass"],
+                         ids=lambda p: f"{p.parts[-3]}-{p.stem}")
+def test_rule_silent(path):
+    problems = problems_of(path)
+    assert not [p for p in problems if p.rule == path.parts[-3]]
+    assert not [p.line() for p in problems if p.severity == ERROR]
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_every_rule_has_both_fixtures(rule):
+    assert list((FIXTURES / "rules" / rule / "fail").glob("*.yaml")), f"{rule} has no failing fixture"
+    assert list((FIXTURES / "rules" / rule / "pass").glob("*.yaml")), f"{rule} has no passing fixture"
+
+
+def test_rule_ids_are_stable_and_documented():
+    for rule_id, rule in RULES.items():
+        assert ID_FORMAT.match(rule_id), rule_id
+        assert "Fails:" in rule.doc and "Passes:" in rule.doc, f"{rule_id} docstring lacks examples"
+
+
+def test_messages_say_found_and_expected():
+    problems = problems_of(FIXTURES / "rules/TOPO001/fail/job-nnodes-3.yaml")
+    p = next(p for p in problems if p.rule == "TOPO001")
+    assert "--nnodes is 3" in p.message and "2 pods" in p.message
+    # `--nnodes=$(NNODES)`: the problem points at the env entry where the user writes the number.
+    assert p.field.startswith("spec.template.spec.containers[0].env[")
+    assert p.obj == "Job/ddp-train"

@@ -1,0 +1,179 @@
+"""`make scale` / `make new-run`: every topology field changes together, scaling up then down gives back the
+original bytes, comments and quoting survive, and bad input or an invalid result leaves every file untouched."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    for d in ("base", "components", "overlays"):
+        shutil.copytree(REPO / d, root / d)
+    return root
+
+
+def scale(root, *args):
+    return subprocess.run([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
+                          capture_output=True, text=True, timeout=180)
+
+
+def snapshot(root):
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def rendered(root, overlay):
+    out = subprocess.run([str(REPO / ".venv/bin/kubectl") if (REPO / ".venv/bin/kubectl").exists() else "kubectl",
+                          "kustomize", str(root / "overlays" / overlay)], capture_output=True, text=True, check=True)
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def workload(docs):
+    (w,) = [d for d in docs if d["kind"] in ("Job", "StatefulSet", "PyTorchJob", "TrainJob")]
+    return w
+
+
+@pytest.mark.parametrize("overlay, up, down", [
+    ("gke-t4/indexed-job", ["--nodes", "2"], ["--nodes", "4"]),
+    ("64x8-h100/statefulset", ["--nodes", "128", "--gpus-per-node", "2"], ["--nodes", "64", "--gpus-per-node", "8"]),
+    ("64x8-h100/pytorchjob", ["--nodes", "32", "--gpus-per-node", "4"], ["--nodes", "64", "--gpus-per-node", "8"]),
+    ("64x8-h100/trainjob", ["--nodes", "128", "--gpus-per-node", "4"], ["--nodes", "64", "--gpus-per-node", "8"]),
+    ("kind-cpu/trainjob", ["--nodes", "3", "--procs-per-node", "1"], ["--nodes", "2", "--procs-per-node", "2"]),
+])
+def test_scale_up_then_down_gives_back_the_bytes(repo, overlay, up, down):
+    before = snapshot(repo)
+    proc = scale(repo, "scale", overlay, *up)
+    assert proc.returncode == 0, proc.stderr
+    changed = {k for k, v in snapshot(repo).items() if before.get(k) != v}
+    assert changed and all(k.startswith(f"overlays/{overlay}/") for k in changed), changed
+    proc = scale(repo, "scale", overlay, *down)
+    assert proc.returncode == 0, proc.stderr
+    assert snapshot(repo) == before
+
+
+def test_every_dependent_field_changes_and_comments_stay(repo):
+    proc = scale(repo, "scale", "64x8-h100/indexed-job", "--nodes", "32", "--gpus-per-node", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "world size 512 -> 128" in proc.stderr
+    patch = (repo / "overlays/64x8-h100/indexed-job/patches/set-topology.yaml").read_text()
+    assert patch.startswith("# 32 nodes x 4 H100: world size 128.\n")
+    assert 'value: "32"' in patch and 'value: "4"' in patch  # quoted strings stay quoted
+    # Per GPU: 24 CPUs and 200Gi, as before; the GPU count is a plain integer, as before.
+    assert 'cpu: "96"' in patch and "memory: 800Gi" in patch and "nvidia.com/gpu: 4" in patch
+    kust = (repo / "overlays/64x8-h100/indexed-job/kustomization.yaml").read_text()
+    assert kust.startswith("# 64x8-h100 x indexed-job: 32 nodes x 4 H100: world size 128.\n")
+    assert "# Last: the patches above find the workload by its base name." in kust
+    job = workload(rendered(repo, "64x8-h100/indexed-job"))
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 32
+    spec = job["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
+    assert (env["NNODES"], env["NPROC_PER_NODE"]) == ("32", "4")
+    assert {v["name"]: v for v in spec["volumes"]}["dshm"]["emptyDir"]["sizeLimit"] == "128Gi"
+
+
+def test_shm_and_memory_follow_the_gpus(repo):
+    proc = scale(repo, "scale", "64x8-h100/pytorchjob", "--nodes", "64", "--gpus-per-node", "4")
+    assert proc.returncode == 0, proc.stderr
+    shm = (repo / "overlays/64x8-h100/pytorchjob/patches/set-shm.yaml").read_text()
+    assert shm.count("value: 128Gi") == 2 and shm.startswith("# /dev/shm per pod")
+    patch = (repo / "overlays/64x8-h100/pytorchjob/patches/set-topology.yaml").read_text()
+    assert '{requests: {cpu: "96", memory: 800Gi, nvidia.com/gpu: 4}' in patch  # flow style kept
+    assert "1 Master + 63 Worker(s), nprocPerNode 4." in patch
+    job = workload(rendered(repo, "64x8-h100/pytorchjob"))
+    assert job["spec"]["nprocPerNode"] == "4"
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(repo):
+    before = snapshot(repo)
+    proc = scale(repo, "scale", "kind-cpu/indexed-job", "--nodes", "4", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert snapshot(repo) == before
+    assert "--- a/overlays/kind-cpu/indexed-job/patches/set-topology.yaml\n" in proc.stdout
+    assert "+++ b/overlays/kind-cpu/indexed-job/patches/set-topology.yaml\n" in proc.stdout
+    assert "\n-  completions: 2\n" in proc.stdout and "\n+  completions: 4\n" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["scale", "gke-t4/indexed-job", "--nodes", "eight"], "NODES must be a whole number, got 'eight'"),
+    (["scale", "gke-t4/indexed-job", "--nodes", "2.5"], "NODES must be a whole number"),
+    (["scale", "gke-t4/indexed-job", "--nodes", "0"], "NODES must be at least 1"),
+    (["scale", "gke-t4/indexed-job"], "NODES is required"),
+    (["scale", "gke-t4/indexed-job", "--nodes", "4", "--gpus-per-node", "0"], "GPUS_PER_NODE must be at least 1"),
+    (["scale", "gke-t4/indexed-job", "--nodes", "4", "--gpus-per-node", "-1"], "GPUS_PER_NODE must be 0 or more"),
+    (["scale", "kind-cpu/indexed-job", "--nodes", "4", "--gpus-per-node", "1"], "has no GPUs"),
+    (["scale", "kind-cpu/indexed-job", "--nodes", "4", "--procs-per-node", "0"], "PROCS_PER_NODE must be at least 1"),
+    (["scale", "gke-t4/nope", "--nodes", "4"], "is not an overlay folder"),
+    (["scale", "", "--nodes", "4"], "OVERLAY is required"),
+    (["new-run", "gke-t4/indexed-job", "--run-id", "Run_2"], "must be lowercase letters"),
+])
+def test_bad_input_is_one_line_and_touches_nothing(repo, args, message):
+    before = snapshot(repo)
+    proc = scale(repo, *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and message in lines[-1], proc.stderr
+    assert snapshot(repo) == before
+
+
+def test_an_overlay_it_does_not_understand_is_refused(repo):
+    patch = repo / "overlays/gke-t4/indexed-job/patches/set-topology.yaml"
+    patch.write_text(patch.read_text().replace("  completions: 4\n", ""))
+    before = snapshot(repo)
+    proc = scale(repo, "scale", "gke-t4/indexed-job", "--nodes", "8")
+    assert proc.returncode == 2 and "has no spec.completions" in proc.stderr, proc.stderr
+    assert snapshot(repo) == before
+
+
+def test_a_result_that_fails_validation_is_not_written(repo):
+    before = snapshot(repo)
+    # 16 GPUs per pod on 8-GPU H100 nodes: the environment's declaration (policy.yaml) makes it an error.
+    proc = scale(repo, "scale", "64x8-h100/indexed-job", "--nodes", "64", "--gpus-per-node", "16")
+    assert proc.returncode == 1, proc.stderr
+    assert "does not validate, so nothing was written" in proc.stderr and "error " in proc.stderr
+    assert snapshot(repo) == before
+    assert not list((repo / "overlays/64x8-h100/indexed-job/patches").glob("*.tmp"))
+
+
+def test_new_run_renames_the_workload_and_its_run_id(repo):
+    proc = scale(repo, "new-run", "gke-t4/indexed-job")
+    assert proc.returncode == 0, proc.stderr
+    assert "run-001 -> run-002" in proc.stderr
+    job = workload(rendered(repo, "gke-t4/indexed-job"))
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert job["metadata"]["name"] == "ddp-train-run-002"
+    assert env["MASTER_ADDR"] == "ddp-train-run-002-0.ddp-train" and env["RUN_ID"] == "run-002"
+    proc = scale(repo, "new-run", "64x8-h100/pytorchjob", "--run-id", "resnet-7")
+    assert proc.returncode == 0, proc.stderr
+    job = workload(rendered(repo, "64x8-h100/pytorchjob"))
+    assert job["metadata"]["name"] == "ddp-train-resnet-7"
+    for rtype in ("Master", "Worker"):
+        env = job["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "RUN_ID", "value": "resnet-7"} in env
+
+
+def test_scale_with_a_new_run_in_one_step(repo):
+    proc = scale(repo, "scale", "kind-cpu/statefulset", "--nodes", "3", "--new-run")
+    assert proc.returncode == 0, proc.stderr
+    sts = workload(rendered(repo, "kind-cpu/statefulset"))
+    assert sts["metadata"]["name"] == "ddp-train-run-002" and sts["spec"]["replicas"] == 3
+
+
+def test_make_targets_pass_the_arguments(tmp_path):
+    proc = subprocess.run(["make", "-s", "scale", "NODES=8"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "OVERLAY is required" in proc.stderr  # never a default overlay
+    proc = subprocess.run(["make", "-s", "scale", "OVERLAY=gke-t4/indexed-job", "NODES=zero"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "NODES must be a whole number, got 'zero'" in proc.stderr
+    proc = subprocess.run(["make", "-s", "scale", "OVERLAY=gke-t4/indexed-job", "NODES=2", "DRY_RUN=1"], cwd=REPO,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "+  completions: 2" in proc.stdout

@@ -1,0 +1,164 @@
+"""`make simulate`: every kind-cpu overlay trains to completion on this machine, and broken overlays fail within
+their deadline with a diagnosis naming the problem; each mutation is also checked against `make validate`."""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from conftest import REPO, run_cli
+from policies.engine import collect
+from policies.simulate import NSS_WRAPPER_CANDIDATES
+
+pytestmark = [
+    pytest.mark.skipif(not any(p.exists() for p in NSS_WRAPPER_CANDIDATES),
+                       reason="libnss_wrapper is not installed (make setup installs Debian's libnss-wrapper as root)"),
+]
+KIND = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays/kind-cpu").glob("*/kustomization.yaml"))
+
+
+def simulate(target, tmp_path, deadline=150, *extra):
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "policies.simulate", str(target), "--deadline", str(deadline),
+                           "--run-dir", str(tmp_path / "run"), *extra], cwd=REPO, capture_output=True, text=True,
+                          timeout=deadline + 120)
+    return proc, time.monotonic() - start
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("overlay", KIND, ids=str)
+def test_kind_cpu_overlay_trains_to_completion(overlay, tmp_path):
+    if "etcd" in str(overlay):
+        if shutil.which("etcd") is None:
+            pytest.skip("etcd is not installed (make setup installs Debian's etcd-server as root)")
+        if importlib.util.find_spec("etcd") is None:
+            pytest.skip("python-etcd is not installed in the venv")
+    proc, _ = simulate(REPO / overlay, tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr
+    assert "PASSED" in out and "world size reached: 4" in out
+    assert "[DONE] world=4 epochs=3" in out
+    # The trainer really ran: checkpoints in the (mapped) output volume.
+    assert list((tmp_path / "run").rglob("epoch-0003.pt")), "no checkpoint written"
+    logs = list((tmp_path / "run/logs").glob("*.log"))
+    assert len(logs) >= 2
+
+
+def rendered(overlay: str):
+    (unit,) = collect([str(REPO / overlay)], REPO / "overlays")
+    return [copy.deepcopy(m.obj) for m in unit.manifests]
+
+
+def first(objs, kind):
+    return next(o for o in objs if o["kind"] == kind and "ddp-train" in o["metadata"]["name"])
+
+
+def container(objs, kind):
+    return first(objs, kind)["spec"]["template"]["spec"]["containers"][0]
+
+
+def set_env(c, name, value=None, value_from=None):
+    c["env"] = [e for e in c["env"] if e["name"] != name]
+    c["env"].append({"name": name, "value": value} if value_from is None else {"name": name, "valueFrom": value_from})
+
+
+def wrong_nnodes(objs):
+    set_env(container(objs, "Job"), "NNODES", "3")
+
+
+def wrong_master_addr(objs):
+    c = container(objs, "Job")
+    addr = next(e["value"] for e in c["env"] if e["name"] == "MASTER_ADDR")
+    set_env(c, "MASTER_ADDR", addr.replace(".ddp-train", ".ddp-trainer"))  # a Service that does not exist
+
+
+def rank_not_from_pod_index(objs):
+    set_env(container(objs, "StatefulSet"), "NODE_RANK", value_from={"fieldRef": {"fieldPath": "metadata.name"}})
+
+
+def service_port_differs(objs):
+    svc = next(o for o in objs if o["kind"] == "Service")
+    svc["spec"]["ports"] = [{"name": "rdzv", "port": 29400, "targetPort": 29400}]
+
+
+def selector_mismatch(objs):
+    svc = next(o for o in objs if o["kind"] == "Service")
+    svc["spec"]["selector"] = {"app.kubernetes.io/name": "someone-else"}
+
+
+# mutation: (overlay, how, does the simulation fail?, the rule make validate reports, text the diagnosis shows)
+MUTATIONS = {
+    # (what the pods themselves say depends on which timeout fires first on a loaded machine: any of these)
+    "wrong-nnodes": ("overlays/kind-cpu/indexed-job", wrong_nnodes, True, "TOPO001",
+                     ("2/3 clients joined", "wait timeout", "deadline reached")),
+    "wrong-master-addr": ("overlays/kind-cpu/indexed-job", wrong_master_addr, True, "TOPO003",
+                          ("Name or service not known", "deadline reached", "timed out")),
+    "rank-not-from-pod-index": ("overlays/kind-cpu/statefulset", rank_not_from_pod_index, True, "TOPO009",
+                                ("invalid int value",)),
+    "service-selector-mismatch": ("overlays/kind-cpu/statefulset", selector_mismatch, True, "TOPO005",
+                                  ("did not",)),
+    # Ports do not take part in DNS, and every pod shares this machine's network: only `make validate` sees this.
+    "service-port-differs": ("overlays/kind-cpu/statefulset", service_port_differs, False, "TOPO006", None),
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_is_caught(name, tmp_path):
+    overlay, mutate, sim_fails, rule, diagnosis = MUTATIONS[name]
+    objs = rendered(overlay)
+    mutate(objs)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    validate = run_cli("validate", str(path))
+    assert validate.returncode == 1 and f"error {rule}" in validate.stdout, validate.stdout
+    deadline = 45
+    proc, seconds = simulate(path, tmp_path, deadline)
+    if sim_fails:
+        assert proc.returncode == 1, proc.stdout[-2000:]
+        assert seconds < deadline + 60, f"took {seconds:.0f} s"
+        assert "diagnosis:" in proc.stdout and f"error {rule}" in proc.stdout  # the static checks, in the diagnosis
+        assert any(d in proc.stdout for d in diagnosis), proc.stdout[-3000:]
+    else:
+        assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_gpu_overlay_is_refused_unless_scaled(tmp_path):
+    proc, _ = simulate(REPO / "overlays/gke-t4/indexed-job", tmp_path, 60)
+    assert proc.returncode == 2
+    assert "requests 1 GPUs per pod" in proc.stderr and "SCALE_TO" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "policies.simulate", str(REPO / "overlays/64x8-h100/pytorchjob")],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "64 pods" in proc.stderr
+
+
+@pytest.mark.timeout(300)
+def test_scaled_down_run_says_so(tmp_path):
+    proc, _ = simulate(REPO / "overlays/gke-t4/indexed-job", tmp_path, 150, "--scale-to", "2")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "SCALED DOWN on request to 2 pods" in proc.stdout
+    assert "nvidia.com/gpu removed" in proc.stdout and "DIST_BACKEND nccl -> gloo" in proc.stdout
+    assert "world size reached: 2" in proc.stdout
+
+
+@pytest.mark.timeout(120)
+def test_a_pod_that_is_not_torchrun_runs_as_written(tmp_path):
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "hello"},
+        "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sh", "-c"],
+                            "args": ["echo hello from $(JOB_COMPLETION_INDEX) on $(hostname)"]}]}}},
+    }
+    path = tmp_path / "hello.yaml"
+    path.write_text(yaml.safe_dump(job))
+    proc, _ = simulate(path, tmp_path, 60)
+    assert proc.returncode == 0, proc.stdout
+    assert "[hello-0] hello from 0 on hello-0" in proc.stdout
+    assert "[hello-1] hello from 1 on hello-1" in proc.stdout

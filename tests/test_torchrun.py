@@ -1,0 +1,57 @@
+"""Finding torchrun in container command lines and resolving its settings as torchrun does."""
+from __future__ import annotations
+
+from policies.torchrun import expand_shell, find_invocation, split_endpoint, split_nnodes
+
+
+def inv_of(argv, env=None):
+    return find_invocation(argv, [f"f[{i}]" for i in range(len(argv))], env or {})
+
+
+def test_direct_flags_with_and_without_equals():
+    inv = inv_of(["torchrun", "--nnodes", "4", "--nproc_per_node=8", "--standalone", "train.py", "--lr", "1"])
+    assert inv.flags["nnodes"][0] == "4" and inv.flags["nproc_per_node"][0] == "8"
+    assert inv.flags["standalone"][0] == "true"
+    assert inv.script == "train.py" and inv.script_args == ["--lr", "1"]
+    assert inv.flags["nnodes"][1] == "f[2]"  # the field of the value
+
+
+def test_python_module_launchers():
+    assert inv_of(["python3", "-u", "-m", "torch.distributed.run", "--nnodes=2", "x.py"]).flags["nnodes"][0] == "2"
+    assert inv_of(["python", "-m", "torch.distributed.launch", "x.py"]).script == "x.py"
+    assert inv_of(["python", "train.py"]) is None
+
+
+def test_inside_shell_script_with_env_expansion():
+    script = "printenv\nset -e\ntorchrun --nnodes=$NNODES \\\n  --node_rank=${RANK} --master_addr=${ADDR:-fallback} t.py"
+    inv = inv_of(["bash", "-xc", script], {"NNODES": "4", "RANK": "2"})
+    assert inv.in_shell
+    assert inv.flags["nnodes"][0] == "4" and inv.flags["node_rank"][0] == "2"
+    assert inv.flags["master_addr"][0] == "fallback"
+    assert inv.flags["nnodes"][1] == "f[2]"
+
+
+def test_exec_and_env_prefix_and_chains():
+    inv = inv_of(["sh", "-c", "cd /app && OMP_NUM_THREADS=1 exec torchrun --nnodes=2 t.py"])
+    assert inv.flags["nnodes"][0] == "2"
+
+
+def test_unknown_variables_stay_visible():
+    assert expand_shell("--nnodes=$MISSING", {}) == "--nnodes=$MISSING"
+    assert expand_shell("${HOSTNAME##*-}", {"HOSTNAME": "train-llm-3"}) == "3"
+
+
+def test_pet_env_fallback_and_defaults():
+    inv = inv_of(["torchrun", "--nnodes=2", "t.py"])
+    assert inv.setting("nnodes", {"PET_NNODES": "8"}, {}).value == "2"  # the flag wins
+    s = inv.setting("nproc_per_node", {"PET_NPROC_PER_NODE": "4"}, {"PET_NPROC_PER_NODE": "env[0]"})
+    assert (s.value, s.origin, s.field) == ("4", "env", "env[0]")
+    assert inv.setting("rdzv_backend", {}, {}).value == "static"
+    assert inv.setting("master_addr", {}, {}).value == "127.0.0.1"
+
+
+def test_split_helpers():
+    assert split_nnodes("4") == (4, 4) and split_nnodes("1:4") == (1, 4) and split_nnodes("$(N)") == (None, None)
+    assert split_endpoint("host:29500") == ("host", "29500")
+    assert split_endpoint("host") == ("host", "29400")
+    assert split_endpoint("[::1]:1234") == ("::1", "1234")

@@ -1,0 +1,269 @@
+"""In-process tests of the trainer's parts: sharding, torchrun environment checks, checkpoints, flags."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainer import checkpoint as ckpt
+from trainer.distributed import DistEnv, attempt_store, read_env
+from trainer.errors import TrainerError
+from trainer.metrics import format_line
+from trainer.sharding import digest, eval_indices, padded_size, shard_indices
+from trainer.tasks import TASKS, get
+from trainer.train import parse_args
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# ---------------------------------------------------------------- sharding
+@pytest.mark.parametrize("n,world", [(64, 2), (60, 4), (12, 3)])
+def test_shards_are_disjoint_and_cover_when_world_divides_n(n, world):
+    for epoch in range(3):
+        shards = [shard_indices(n, r, world, epoch, seed=7) for r in range(world)]
+        assert all(len(s) == n // world for s in shards)
+        union = torch.cat(shards)
+        assert sorted(union.tolist()) == list(range(n))  # covering, and disjoint since sizes add up to n
+
+
+@pytest.mark.parametrize("n,world", [(10, 4), (7, 2), (3, 8)])
+def test_padding_repeats_exactly_the_missing_samples(n, world):
+    shards = [shard_indices(n, r, world, epoch=1, seed=0) for r in range(world)]
+    sizes = {len(s) for s in shards}
+    assert sizes == {padded_size(n, world) // world}  # same number of steps on every rank
+    union = torch.cat(shards)
+    assert set(union.tolist()) == set(range(n))
+    assert len(union) - n == padded_size(n, world) - n  # duplicates only from padding
+
+
+def test_set_epoch_semantics():
+    a1 = shard_indices(100, 0, 2, epoch=1, seed=3)
+    assert torch.equal(a1, shard_indices(100, 0, 2, epoch=1, seed=3))  # same epoch: same order on a restart
+    assert not torch.equal(a1, shard_indices(100, 0, 2, epoch=2, seed=3))  # next epoch: reshuffled
+    assert digest(a1) != digest(shard_indices(100, 0, 2, epoch=2, seed=3))  # ... and a different subset
+    assert digest(a1) == digest(a1.flip(0))  # digest ignores order
+
+
+def test_eval_indices_partition():
+    parts = [eval_indices(11, r, 3) for r in range(3)]
+    assert sorted(torch.cat(parts).tolist()) == list(range(11))
+
+
+# ---------------------------------------------------------------- torchrun environment
+TORCHRUN_ENV = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
+                "MASTER_ADDR": "node-0", "MASTER_PORT": "29500", "TORCHELASTIC_RESTART_COUNT": "2"}
+
+
+def test_plain_python_is_a_world_of_one():
+    d = read_env({}, "auto", cuda_devices=0)
+    assert (d.rank, d.world_size, d.backend, d.launched) == (0, 1, "gloo", False)
+
+
+def test_torchrun_environment_is_read():
+    d = read_env(TORCHRUN_ENV, "auto", cuda_devices=2)
+    assert (d.rank, d.local_rank, d.world_size, d.local_world_size) == (1, 1, 4, 2)
+    assert d.backend == "nccl" and d.launched and d.restart_count == 2
+    assert read_env(TORCHRUN_ENV, "gloo", cuda_devices=2).backend == "gloo"
+    assert read_env(TORCHRUN_ENV, "auto", cuda_devices=0).backend == "gloo"
+
+
+@pytest.mark.parametrize("change,backend,gpus,message", [
+    ({"LOCAL_RANK": None}, "auto", 0, "not started by torchrun"),
+    ({"RANK": "4"}, "auto", 0, r"RANK=4 is outside 0..3"),
+    ({"RANK": "-1"}, "auto", 0, r"RANK=-1 is outside"),
+    ({"RANK": None}, "auto", 0, "RANK is not set"),
+    ({"WORLD_SIZE": "two"}, "auto", 0, "WORLD_SIZE='two' is not an integer"),
+    ({"WORLD_SIZE": "0"}, "auto", 0, "must be at least 1"),
+    ({"LOCAL_RANK": "2"}, "auto", 0, r"LOCAL_RANK=2 is outside 0..1"),
+    ({"LOCAL_WORLD_SIZE": "8"}, "auto", 0, r"LOCAL_WORLD_SIZE=8 is outside 1..WORLD_SIZE=4"),
+    ({"MASTER_ADDR": None}, "auto", 0, "MASTER_ADDR is not set"),
+    ({"MASTER_PORT": "70000"}, "auto", 0, "not a TCP port"),
+    ({}, "nccl", 0, "--backend nccl needs CUDA"),
+    ({}, "auto", 1, r"LOCAL_RANK=1 but only 1 GPU\(s\) are visible"),
+    ({}, "mpi", 0, "not one of auto, nccl, gloo"),
+])
+def test_inconsistent_environment_is_a_clear_error(change, backend, gpus, message):
+    env = dict(TORCHRUN_ENV)
+    for k, v in change.items():
+        if v is None:
+            env.pop(k)
+        else:
+            env[k] = v
+    with pytest.raises(TrainerError, match=message):
+        read_env(env, backend, cuda_devices=gpus)
+
+
+def test_rank_without_world_size_is_refused():
+    with pytest.raises(TrainerError, match="WORLD_SIZE is not"):
+        read_env({"RANK": "3"}, "auto", 0)
+
+
+def test_restart_namespace_only_where_torchrun_reuses_its_store():
+    d = DistEnv(0, 0, 2, 2, "gloo", launched=True, restart_count=1)
+    assert attempt_store({"TORCHELASTIC_USE_AGENT_STORE": "False"}, d) is None
+    assert attempt_store({}, d) is None
+
+
+# ---------------------------------------------------------------- checkpoints
+def state(step=10, epoch=1, task="synthetic", marker=0.0):
+    return {"format": ckpt.FORMAT, "model": {"w": torch.full((3,), marker)}, "epoch": epoch, "epoch_step": 0,
+            "step": step, "identity": {"task": task, "model": "MLP", "params": "p", "data": {"n": 1}}}
+
+
+IDENTITY = {"task": "synthetic", "model": "MLP", "params": "p", "data": {"n": 1}}
+
+
+def test_save_writes_checkpoint_pointer_and_best(tmp_path):
+    ckpt.save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=True)
+    ckpt.save(tmp_path, state(step=20, epoch=2, marker=2.0), ckpt.epoch_name(2), is_best=False)
+    pointer = json.loads((tmp_path / "latest").read_text())
+    assert pointer["file"] == "epoch-0002.pt" and pointer["step"] == 20
+    assert pointer["bytes"] == (tmp_path / "epoch-0002.pt").stat().st_size
+    best = torch.load(tmp_path / "best.pt", weights_only=True)
+    assert best["step"] == 10 and float(best["model"]["w"][0]) == 1.0
+    assert not list(tmp_path.glob(".tmp-*"))
+    path, loaded, warnings = ckpt.find_resume(tmp_path)
+    assert path.name == "epoch-0002.pt" and loaded["step"] == 20 and warnings == []
+
+
+def test_step_checkpoints_are_pruned_once_superseded(tmp_path):
+    ckpt.save(tmp_path, state(step=5), ckpt.step_name(5), False)
+    ckpt.save(tmp_path, state(step=8), ckpt.step_name(8), False)
+    assert [p.name for p in tmp_path.glob("step-*")] == ["step-00000008.pt"]
+    ckpt.save(tmp_path, state(step=16, epoch=1), ckpt.epoch_name(1), False)
+    assert not list(tmp_path.glob("step-*"))
+
+
+def test_truncated_latest_falls_back_to_the_previous_checkpoint(tmp_path):
+    ckpt.save(tmp_path, state(step=10), ckpt.epoch_name(1), False)
+    ckpt.save(tmp_path, state(step=20, epoch=2), ckpt.epoch_name(2), False)
+    data = (tmp_path / "epoch-0002.pt").read_bytes()
+    (tmp_path / "epoch-0002.pt").write_bytes(data[: len(data) // 2])  # e.g. a disk that lost the tail
+    path, loaded, warnings = ckpt.find_resume(tmp_path)
+    assert path.name == "epoch-0001.pt" and loaded["step"] == 10
+    assert any("truncated" in w for w in warnings) and any("skipping" in w for w in warnings)
+
+
+def test_temp_files_are_never_resumed_from_and_get_removed(tmp_path):
+    ckpt.save(tmp_path, state(step=10), ckpt.epoch_name(1), False)
+    # a writer killed between write and rename leaves a complete-looking temp file with a higher step
+    (tmp_path / ".tmp-epoch-0002.pt.abcd").write_bytes(ckpt.serialize(state(step=20, epoch=2)))
+    (tmp_path / "latest").unlink()
+    path, loaded, _ = ckpt.find_resume(tmp_path)
+    assert path.name == "epoch-0001.pt" and loaded["step"] == 10
+    assert ckpt.remove_temp_files(tmp_path) == [".tmp-epoch-0002.pt.abcd"]
+
+
+def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "latest"
+    ckpt.atomic_write(target, b"old")
+    with pytest.raises(TypeError):
+        ckpt.atomic_write(target, object())  # fails half-way, after the temp file exists
+    assert target.read_bytes() == b"old" and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_garbage_pointer_and_no_checkpoint(tmp_path):
+    (tmp_path / "latest").write_text("{not json")
+    path, loaded, warnings = ckpt.find_resume(tmp_path)
+    assert path is None and loaded is None and "unreadable pointer" in warnings[0]
+    assert ckpt.find_resume(tmp_path / "missing")[:2] == (None, None)
+
+
+@pytest.mark.parametrize("other,message", [
+    ({"task": "digits", "model": "DigitsCNN"}, "was written by task 'digits' \\(model DigitsCNN\\), this run is task 'synthetic'"),
+    ({"params": "q"}, "holds model MLP with parameter shapes q"),
+    ({"data": {"n": 2}}, "trained on other data \\(n 2 vs 1\\)"),
+])
+def test_checkpoint_of_another_run_is_refused(tmp_path, other, message):
+    foreign = state()
+    foreign["identity"] = {**IDENTITY, **other}
+    with pytest.raises(TrainerError, match=message):
+        ckpt.check_identity(foreign, IDENTITY, tmp_path / "epoch-0001.pt")
+    ckpt.check_identity(state(), IDENTITY, tmp_path / "epoch-0001.pt")  # its own checkpoint is fine
+
+
+def test_unwritable_output_folder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(TrainerError, match=f"output folder {blocker / 'run'} is not writable"):
+        ckpt.check_writable(blocker / "run")
+
+
+def test_file_mode_follows_umask(tmp_path):
+    ckpt.atomic_write(tmp_path / "f", b"x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+# ---------------------------------------------------------------- flags and registry
+def test_every_flag_has_an_environment_default(monkeypatch):
+    env = {"TASK": "digits", "EPOCHS": "7", "BATCH_SIZE": "32", "LR": "0.01", "SEED": "5", "SAMPLES": "100",
+           "FEATURES": "8", "CLASSES": "3", "DATA_ROOT": "/d", "OUT_DIR": "/o", "RUN_ID": "r1",
+           "DIST_BACKEND": "gloo", "AMP": "bf16", "CHANNELS_LAST": "true", "LOG_INTERVAL": "9",
+           "CHECKPOINT_EVERY": "2", "CHECKPOINT_STEPS": "11", "MAX_STEPS": "99", "RECORD_SHARDS": "1"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    a = parse_args([])
+    assert (a.task, a.epochs, a.batch_size, a.lr, a.seed, a.samples, a.features, a.classes) == \
+        ("digits", 7, 32, 0.01, 5, 100, 8, 3)
+    assert (a.data_root, a.out_dir, a.run_id, a.backend, a.amp, a.channels_last) == ("/d", "/o", "r1", "gloo", "bf16", True)
+    assert (a.log_interval, a.checkpoint_every, a.checkpoint_steps, a.max_steps, a.record_shards) == (9, 2, 11, 99, True)
+    assert parse_args(["--epochs", "2", "--task", "synthetic"]).epochs == 2  # flags win
+
+
+def test_defaults_and_task_learning_rate(monkeypatch):
+    for k in ("TASK", "LR", "RUN_ID", "OUT_DIR", "DATA_ROOT", "DIST_BACKEND", "EPOCHS", "BATCH_SIZE"):
+        monkeypatch.delenv(k, raising=False)
+    a = parse_args([])
+    assert (a.task, a.data_root, a.out_dir, a.run_id, a.backend, a.epochs, a.batch_size) == \
+        ("synthetic", "/data", "/out", "default", "auto", 3, 256)
+    assert a.lr == TASKS["synthetic"].default_lr
+    assert parse_args(["--task", "mnist"]).lr == TASKS["mnist"].default_lr
+
+
+@pytest.mark.parametrize("argv,env", [
+    (["--task", "imagenet"], {}), ([], {"TASK": "imagenet"}), (["--epochs", "0"], {}),
+    (["--run-id", "../x"], {}), (["--backend", "mpi"], {}), ([], {"CHANNELS_LAST": "maybe"}),
+    ([], {"AMP": "fp8"}), ([], {"DIST_BACKEND": "mpi"}),
+])
+def test_bad_flags_exit_with_usage_error(monkeypatch, capsys, argv, env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(SystemExit) as e:
+        parse_args(argv)
+    assert e.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_registry_holds_the_four_tasks():
+    assert {"synthetic", "digits", "mnist", "fashion-mnist"} <= set(TASKS)
+    with pytest.raises(TrainerError, match="unknown task 'cifar'"):
+        get("cifar")
+
+
+def test_synthetic_task_is_reproducible():
+    a = parse_args(["--samples", "64", "--features", "8", "--classes", "3", "--seed", "1"])
+    d1, d2 = get("synthetic").load(a), get("synthetic").load(a)
+    assert torch.equal(d1.train_x, d2.train_x) and torch.equal(d1.val_y, d2.val_y)
+    assert d1.train_x.shape == (64, 8) and d1.val_x.shape == (16, 8)
+    assert len(set(d1.train_y.tolist())) > 1
+    other = get("synthetic").load(parse_args(["--samples", "64", "--features", "8", "--classes", "3", "--seed", "2"]))
+    assert not torch.equal(d1.train_x, other.train_x)
+
+
+def test_log_line_format():
+    line = format_line("EPOCH", {"epoch": 2, "epochs": 3, "val_loss": 0.123456, "samples_per_s": 1234.5, "ckpt": None})
+    assert line == "[EPOCH] epoch=2/3 val_loss=0.1235 samples/s=1234"
+
+
+def test_best_only_save_leaves_latest_alone(tmp_path):
+    ckpt.save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=False)
+    ckpt.save(tmp_path, state(step=20, epoch=2, marker=2.0), None, is_best=True)  # epoch 2 not due, but best
+    assert json.loads((tmp_path / "latest").read_text())["file"] == "epoch-0001.pt"
+    assert torch.load(tmp_path / "best.pt", weights_only=True)["step"] == 20
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-0001.pt"]

@@ -1,0 +1,83 @@
+"""The training step and the evaluation pass, shared by the trainer and the benchmark.
+
+Nothing here synchronises with the host: losses stay on the device, and callers read them only at their
+logging intervals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+AMP_DTYPES = {"none": None, "bf16": torch.bfloat16}
+
+
+def autocast(device: torch.device, amp_dtype: torch.dtype | None):
+    if amp_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=amp_dtype)
+
+
+def configure_device(device: torch.device) -> None:
+    """Speed settings for CUDA: cuDNN picks the fastest kernels for the (fixed) input shapes, and float32
+    matrix products may use TF32 tensor cores."""
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+        torch.set_float32_matmul_precision("high")
+
+
+def make_optimizer(model: nn.Module, lr: float, device: torch.device) -> torch.optim.Optimizer:
+    # fused AdamW runs the whole update in a few kernels on the GPU
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, fused=device.type == "cuda")
+
+
+def prepare_model(model: nn.Module, device: torch.device, channels_last: bool) -> nn.Module:
+    model = model.to(device)
+    return model.to(memory_format=torch.channels_last) if channels_last else model
+
+
+def batch_slices(count: int, batch_size: int, start_batch: int = 0) -> Iterator[tuple[int, slice]]:
+    """(batch number, slice into the shard) from batch `start_batch` on; the last batch may be short."""
+    for i in range(start_batch, (count + batch_size - 1) // batch_size):
+        yield i, slice(i * batch_size, min((i + 1) * batch_size, count))
+
+
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor,
+               amp_dtype: torch.dtype | None, channels_last: bool = False) -> torch.Tensor:
+    """One optimiser step; returns the batch's mean loss as a detached float32 device scalar."""
+    if channels_last and x.dim() == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
+    optimizer.zero_grad(set_to_none=True)
+    with autocast(x.device, amp_dtype):
+        loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach().float()
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, indices: torch.Tensor, batch_size: int,
+             amp_dtype: torch.dtype | None, channels_last: bool = False) -> torch.Tensor:
+    """Sums over this rank's validation indices: tensor([loss_sum, correct, count]) on the device.
+
+    Sums, not means, so that an all-reduce gives the exact figures over the whole validation set.
+    """
+    was_training = model.training
+    model.eval()
+    sums = torch.zeros(3, device=x.device, dtype=torch.float64)
+    for _, sl in batch_slices(indices.numel(), batch_size):
+        idx = indices[sl]
+        xb, yb = x[idx], y[idx]
+        if channels_last and xb.dim() == 4:
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        with autocast(x.device, amp_dtype):
+            logits = model(xb)
+        sums[0] += F.cross_entropy(logits.float(), yb, reduction="sum").double()
+        sums[1] += (logits.argmax(dim=1) == yb).sum()
+        sums[2] += idx.numel()
+    model.train(was_training)
+    return sums

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""Train one task with DDP on every rank torchrun starts; resume from the run folder's `latest` checkpoint.
+
+    torchrun --nnodes=N --nproc-per-node=M trainer/train.py --task synthetic --epochs 3 --batch-size 256
+    python trainer/train.py --task digits          # a world of one, no torchrun
+    python -m trainer.train --task mnist --data-root /data
+
+Every flag has an environment default (shown in --help); flags win. See docs/trainer.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if not __package__:  # started as a file (torchrun /app/trainer/train.py): make the `trainer` package importable
+    _here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _here]  # no top-level `tasks`, `idx`, ...
+    sys.path.insert(0, str(_here.parent))
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from trainer import checkpoint as ckpt
+from trainer import distributed as D
+from trainer import engine
+from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError
+from trainer.metrics import RunLog
+from trainer.sharding import digest, eval_indices, shard_indices
+from trainer.tasks import TASKS, Data, get as get_task
+
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+# --------------------------------------------------------------------------------------------- flags
+def _env(name: str, default: Any) -> Any:
+    """Environment default for a flag; argparse converts string defaults with the flag's type."""
+    return os.environ.get(name, default)
+
+
+def _bool(text: str) -> bool:
+    low = str(text).strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def _positive(kind):
+    def check(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    check.__name__ = f"positive {kind.__name__}"
+    return check
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="train.py",
+        description="DDP trainer started by torchrun. Each flag defaults to the environment variable in brackets.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--task", choices=list(TASKS), default=_env("TASK", "synthetic"),
+                   help="[TASK] " + "; ".join(f"{t.name}: {t.summary}" for t in TASKS.values()))
+    p.add_argument("--epochs", type=_positive(int), default=_env("EPOCHS", "3"), help="[EPOCHS] total epochs")
+    p.add_argument("--batch-size", type=_positive(int), default=_env("BATCH_SIZE", "256"),
+                   help="[BATCH_SIZE] samples per step on each rank")
+    p.add_argument("--lr", type=_positive(float), default=_env("LR", None),
+                   help="[LR] AdamW learning rate; None: the task's own ("
+                   + ", ".join(f"{t.name} {t.default_lr:g}" for t in TASKS.values()) + ")")
+    p.add_argument("--seed", type=int, default=_env("SEED", "42"), help="[SEED] model init, shuffling, synthetic data")
+    p.add_argument("--samples", type=_positive(int), default=_env("SAMPLES", "4096"), help="[SAMPLES] synthetic: training samples")
+    p.add_argument("--features", type=_positive(int), default=_env("FEATURES", "128"), help="[FEATURES] synthetic: input size")
+    p.add_argument("--classes", type=_positive(int), default=_env("CLASSES", "4"), help="[CLASSES] synthetic: classes")
+    p.add_argument("--data-root", default=_env("DATA_ROOT", "/data"), help="[DATA_ROOT] folder with the IDX files")
+    p.add_argument("--out-dir", default=_env("OUT_DIR", "/out"), help="[OUT_DIR] checkpoints go to <out-dir>/<run-id>/")
+    p.add_argument("--run-id", default=_env("RUN_ID", "default"), help="[RUN_ID] name of the run folder")
+    p.add_argument("--backend", choices=D.BACKENDS, default=_env("DIST_BACKEND", "auto"),
+                   help="[DIST_BACKEND] auto: nccl when CUDA is available, else gloo (gloo trains on the CPU)")
+    p.add_argument("--amp", choices=sorted(engine.AMP_DTYPES), default=_env("AMP", "none"),
+                   help="[AMP] autocast dtype")
+    p.add_argument("--channels-last", type=_bool, nargs="?", const=True, default=_env("CHANNELS_LAST", "false"),
+                   help="[CHANNELS_LAST] channels_last memory format for image tasks")
+    p.add_argument("--log-interval", type=_positive(int), default=_env("LOG_INTERVAL", "50"),
+                   help="[LOG_INTERVAL] steps between [TRAIN] lines; also how often ranks agree to stop on SIGTERM")
+    p.add_argument("--checkpoint-every", type=_positive(int), default=_env("CHECKPOINT_EVERY", "1"),
+                   help="[CHECKPOINT_EVERY] epochs between checkpoints (the last epoch is always saved)")
+    p.add_argument("--checkpoint-steps", type=_non_negative_int, default=_env("CHECKPOINT_STEPS", "0"),
+                   help="[CHECKPOINT_STEPS] also save every N steps inside an epoch (0: off)")
+    p.add_argument("--max-steps", type=_positive(int), default=_env("MAX_STEPS", None),
+                   help="[MAX_STEPS] stop after this many optimiser steps in total")
+    p.add_argument("--record-shards", type=_bool, nargs="?", const=True, default=_env("RECORD_SHARDS", "false"),
+                   help="[RECORD_SHARDS] every rank writes the indices of its shard per epoch to <run>/shards/ (debug)")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # argparse does not apply `choices` to defaults, which here come from the environment: check them
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if action.choices is not None and value not in action.choices:
+            parser.error(f"argument {action.option_strings[0]}: invalid choice {value!r} "
+                         f"(choose from {', '.join(map(str, action.choices))})")
+    if not RUN_ID_RE.match(args.run_id) or args.run_id in (".", ".."):
+        parser.error(f"argument --run-id: {args.run_id!r} is not a plain folder name ([A-Za-z0-9._-], 128 max)")
+    if args.lr is None:
+        args.lr = TASKS[args.task].default_lr
+    return args
+
+
+# --------------------------------------------------------------------------------------------- state
+class StopFlag:
+    """SIGTERM (pre-emption, pod deletion, torchrun shutting down) only sets a flag; ranks act on it together."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+
+
+def rng_state(device: torch.device) -> dict[str, Any]:
+    np_state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+        "numpy": [np_state[0], np_state[1].tolist(), int(np_state[2]), int(np_state[3]), float(np_state[4])],
+        "python": random.getstate(),
+    }
+
+
+def set_rng_state(state: dict[str, Any], device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and device.type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"], device)
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+
+
+def model_signature(model: torch.nn.Module) -> str:
+    text = ";".join(f"{k}:{tuple(v.shape)}" for k, v in model.state_dict().items())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Progress:
+    epoch: int = 0  # completed epochs = index of the epoch in progress
+    epoch_step: int = 0  # steps already done in that epoch
+    step: int = 0  # optimiser steps in total
+    best: dict[str, Any] = field(default_factory=dict)  # val_loss, val_acc, epoch, step of best.pt
+
+
+@dataclass
+class Prepared:
+    data: Data
+    model: torch.nn.Module
+    identity: dict[str, Any]
+    resume_path: str | None
+    resume_state: dict[str, Any] | None
+    warnings: list[str]
+
+
+# --------------------------------------------------------------------------------------------- trainer
+class Trainer:
+    def __init__(self, args: argparse.Namespace, denv: D.DistEnv, device: torch.device):
+        self.args = args
+        self.denv = denv
+        self.device = device
+        self.task = get_task(args.task)
+        self.run_dir = Path(args.out_dir) / args.run_id
+        self.log = RunLog(denv.is_main, self.run_dir)
+        self.stop = StopFlag()
+        self.amp = engine.AMP_DTYPES[args.amp]
+        self.channels_last = bool(args.channels_last) and self.task.image
+
+    # ---- set-up: every precondition is checked on every rank, then agreed on (no rank left waiting)
+    def _prepare(self) -> Prepared:
+        args, main = self.args, self.denv.is_main
+        warnings: list[str] = []
+        if main:
+            ckpt.check_writable(self.run_dir)
+            removed = ckpt.remove_temp_files(self.run_dir)
+            if removed:
+                warnings.append(f"removed {len(removed)} leftover temporary file(s) of an interrupted write: "
+                                + ", ".join(removed[:5]))
+        if args.record_shards:
+            ckpt.check_writable(self.run_dir / "shards")
+        data = self.task.load(args)
+        torch.manual_seed(args.seed)
+        np.random.seed(args.seed)
+        random.seed(args.seed)
+        model = self.task.build_model(data)
+        identity = {"task": self.task.name, "model": type(model).__name__, "params": model_signature(model),
+                    "data": data.identity}
+        path = state = None
+        if main:
+            path, state, found_warnings = ckpt.find_resume(self.run_dir)
+            warnings += found_warnings
+            if state is not None:
+                ckpt.check_identity(state, identity, path)
+        return Prepared(data, model, identity, str(path) if path else None, state, warnings)
+
+    def run(self) -> int:
+        args, denv, device = self.args, self.denv, self.device
+        self.stop.install()
+        prep = D.agree(self._prepare)
+        for w in prep.warnings:
+            self.log.warn(w)
+        # The run folder may be local to rank 0's node: rank 0 read the checkpoint, the others get it from it.
+        resume_path, state = D.broadcast_object((prep.resume_path, prep.resume_state) if denv.is_main else None)
+
+        engine.configure_device(device)
+        data = prep.data.to(device, self.channels_last)
+        model = engine.prepare_model(prep.model, device, self.channels_last)
+        optimizer = engine.make_optimizer(model, args.lr, device)
+        progress = Progress()
+        if state is not None:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            rngs = state.get("rng") or []
+            if denv.rank < len(rngs):
+                set_rng_state(rngs[denv.rank], device)
+            progress = Progress(state["epoch"], state["epoch_step"], state["step"], dict(state.get("best") or {}))
+            if progress.epoch_step and (state.get("world_size"), state.get("batch_size")) != (denv.world_size, args.batch_size):
+                self.log.warn(f"checkpoint was taken mid-epoch with world {state.get('world_size')} and batch size "
+                              f"{state.get('batch_size')}; now {denv.world_size} x {args.batch_size}: "
+                              f"epoch {progress.epoch + 1} starts again from its beginning")
+                progress.epoch_step = 0
+        ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None) if D.active() else model
+
+        self.log.emit("DDP", "start", world=denv.world_size, backend=denv.backend if D.active() else "none",
+                      device=str(device), local_world=denv.local_world_size, host=socket.gethostname(),
+                      restart=denv.restart_count, task=self.task.name, data=data.description,
+                      model=type(model).__name__, amp=args.amp, channels_last=self.channels_last,
+                      batch_per_rank=args.batch_size, lr=args.lr, epochs=args.epochs, run_dir=str(self.run_dir))
+        if state is not None:
+            self.log.emit("DDP", "resume", resumed_from=resume_path, epoch=progress.epoch,
+                          epoch_step=progress.epoch_step, step=progress.step)
+
+        self.model, self.ddp, self.optimizer, self.data, self.identity = model, ddp, optimizer, data, prep.identity
+        self.val_idx = eval_indices(data.val_x.shape[0], denv.rank, denv.world_size).to(device)
+        started = time.perf_counter()
+        train_time = self._train(progress)
+        self._done(progress, time.perf_counter() - started, train_time)
+        return 0
+
+    # ---- checkpoints
+    def _save(self, progress: Progress, name: str | None, is_best: bool, metrics: dict[str, Any]) -> str | None:
+        """Collective: gather every rank's RNG, rank 0 writes, every rank learns whether it worked.
+
+        `name` and `is_best` derive from all-reduced figures, so every rank takes the same branch.
+        """
+        if name is None and not is_best:
+            return None
+        rngs = D.all_gather_objects(rng_state(self.device))
+        state = {
+            "format": ckpt.FORMAT, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "epoch": progress.epoch, "epoch_step": progress.epoch_step, "step": progress.step,
+            "world_size": self.denv.world_size, "batch_size": self.args.batch_size, "rng": rngs,
+            "identity": self.identity, "config": vars(self.args), "best": progress.best, "metrics": metrics,
+        }
+
+        def write() -> None:
+            if self.denv.is_main:
+                try:
+                    ckpt.save(self.run_dir, state, name, is_best)
+                except OSError as e:
+                    raise TrainerError(f"cannot write checkpoint in {self.run_dir}: {e.strerror or e}") from None
+
+        D.agree(write)
+        return name
+
+    def _record_shard(self, epoch: int, shard: torch.Tensor, start_batch: int) -> None:
+        record = {"epoch": epoch + 1, "rank": self.denv.rank, "world_size": self.denv.world_size,
+                  "count": shard.numel(), "start_batch": start_batch, "sha256": digest(shard),
+                  "indices": shard.tolist()}
+        path = self.run_dir / "shards" / f"epoch-{epoch + 1:04d}.rank-{self.denv.rank}.json"
+        ckpt.atomic_write(path, json.dumps(record).encode())
+
+    # ---- the loop
+    def _train(self, progress: Progress) -> float:
+        args, denv, device, data = self.args, self.denv, self.device, self.data
+        n = data.train_x.shape[0]
+        train_time = 0.0
+        for epoch in range(progress.epoch, args.epochs):
+            if args.max_steps and progress.step >= args.max_steps:
+                break
+            shard_cpu = shard_indices(n, denv.rank, denv.world_size, epoch, args.seed)
+            shard = shard_cpu.to(device)
+            steps_per_epoch = math.ceil(shard.numel() / args.batch_size)
+            start_batch = progress.epoch_step
+            if args.record_shards:
+                self._record_shard(epoch, shard_cpu, start_batch)
+            self.ddp.train()
+            epoch_loss = torch.zeros((), device=device)
+            interval_loss = torch.zeros((), device=device)
+            epoch_samples = interval_samples = 0
+            t_epoch = t_interval = time.perf_counter()
+            for i, sl in engine.batch_slices(shard.numel(), args.batch_size, start_batch):
+                idx = shard[sl]
+                loss = engine.train_step(self.ddp, self.optimizer, data.train_x[idx], data.train_y[idx], self.amp,
+                                         self.channels_last)
+                b = idx.numel()
+                interval_loss += loss * b
+                interval_samples += b
+                progress.step += 1
+                progress.epoch_step = i + 1
+                at_max = bool(args.max_steps) and progress.step >= args.max_steps
+                if progress.step % args.log_interval == 0:
+                    # The only host sync of the loop: global loss since the last line, and the stop vote.
+                    stats = torch.stack([interval_loss, torch.tensor(float(interval_samples), device=device),
+                                         torch.tensor(float(self.stop.requested), device=device)])
+                    loss_sum, samples, stop = D.all_reduce_sum(stats).tolist()
+                    now = time.perf_counter()
+                    self.log.emit("TRAIN", "train", epoch=epoch + 1, step=progress.step,
+                                  epoch_step=i + 1, epoch_steps=steps_per_epoch, loss=loss_sum / samples,
+                                  samples_per_s=samples / max(now - t_interval, 1e-9))
+                    epoch_loss += interval_loss
+                    epoch_samples += interval_samples
+                    interval_loss.zero_()
+                    interval_samples = 0
+                    t_interval = now
+                    if stop:
+                        self._preempt(progress, reason="SIGTERM")
+                if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
+                        and progress.epoch_step < steps_per_epoch and not at_max):
+                    name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": "interval"})
+                    self.log.emit("CKPT", "checkpoint", file=name, epoch=epoch + 1, step=progress.step,
+                                  reason="every-steps")
+                if at_max:
+                    break
+            epoch_loss += interval_loss
+            epoch_samples += interval_samples
+            if device.type == "cuda":  # once per epoch, so that the epoch's time covers its GPU work
+                torch.cuda.synchronize(device)
+            train_seconds = max(time.perf_counter() - t_epoch, 1e-9)
+            complete = progress.epoch_step == steps_per_epoch
+            self._end_epoch(progress, epoch, complete, epoch_loss, epoch_samples, train_seconds)
+            train_time += train_seconds
+            if not complete:
+                break
+        return train_time
+
+    def _end_epoch(self, progress: Progress, epoch: int, complete: bool, epoch_loss: torch.Tensor,
+                   epoch_samples: int, train_seconds: float) -> None:
+        """Validation over all ranks, checkpoint, [EPOCH] line, and the stop vote at the epoch's end."""
+        args, device = self.args, self.device
+        val = engine.evaluate(self.model, self.data.val_x, self.data.val_y, self.val_idx, args.batch_size,
+                              self.amp, self.channels_last)
+        stats = torch.cat([torch.stack([epoch_loss.double(), torch.tensor(float(epoch_samples), device=device,
+                                                                          dtype=torch.float64)]),
+                           val, torch.tensor([float(self.stop.requested)], device=device, dtype=torch.float64)])
+        loss_sum, samples, val_loss_sum, correct, count, stop = D.all_reduce_sum(stats).tolist()
+        val_loss, val_acc = val_loss_sum / count, correct / count
+        metrics = {"epoch": epoch + 1, "step": progress.step, "train_loss": loss_sum / max(samples, 1),
+                   "val_loss": val_loss, "val_acc": val_acc, "samples_per_s": samples / train_seconds,
+                   "train_s": round(train_seconds, 3)}
+        is_best = not progress.best or val_loss < progress.best["val_loss"]
+        if is_best:
+            progress.best = {"val_loss": val_loss, "val_acc": val_acc, "epoch": epoch + 1, "step": progress.step}
+        if complete:
+            progress.epoch, progress.epoch_step = epoch + 1, 0
+            due = (epoch + 1) % args.checkpoint_every == 0 or epoch + 1 == args.epochs or stop
+            name = ckpt.epoch_name(epoch + 1) if due else None
+        else:  # --max-steps ended the run inside this epoch
+            name = ckpt.step_name(progress.step)
+        saved = self._save(progress, name, is_best, metrics)
+        self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=args.epochs, step=progress.step,
+                      train_loss=metrics["train_loss"], val_loss=val_loss, val_acc=val_acc,
+                      samples_per_s=metrics["samples_per_s"], train_s=metrics["train_s"], checkpoint=saved,
+                      best=is_best)
+        if stop:
+            self.log.emit("CKPT", "checkpoint", file=saved, epoch=epoch + 1, step=progress.step, reason="SIGTERM")
+            raise Preempted()
+
+    def _preempt(self, progress: Progress, reason: str) -> None:
+        name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": reason})
+        self.log.emit("CKPT", "checkpoint", file=name, epoch=progress.epoch + 1, step=progress.step, reason=reason)
+        raise Preempted()
+
+    def _done(self, progress: Progress, total_s: float, train_s: float) -> None:
+        best = progress.best
+        self.log.emit("DONE", "done", world=self.denv.world_size, epochs=progress.epoch, steps=progress.step,
+                      best_val_loss=best.get("val_loss"), best_val_acc=best.get("val_acc"),
+                      best_epoch=best.get("epoch"), model=str(self.run_dir / ckpt.BEST) if best else None,
+                      latest=str(self.run_dir / ckpt.LATEST), data=self.data.description,
+                      train_s=round(train_s, 3), total_s=round(total_s, 3))
+
+
+# --------------------------------------------------------------------------------------------- main
+def _is_comm_failure(e: BaseException) -> bool:
+    text = str(e)
+    return isinstance(e, dist.DistError) or any(
+        s in text for s in ("Connection reset", "Connection closed", "Broken pipe", "gloo", "NCCL", "TCPStore")
+    )
+
+
+def _hard_exit(code: int) -> None:
+    """Exit now, skipping destructors: after a peer vanished the process group's destructor can abort the
+    interpreter ("terminate called without an active exception")."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    denv = None
+    try:
+        denv, device = D.init(args.backend)
+    except TrainerError as e:  # environment problem found before any collective: every rank says it
+        print(f"[ERROR] {e}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    trainer = Trainer(args, denv, device)
+    try:
+        code = trainer.run()
+    except TrainerError as e:  # agreed on by all ranks: rank 0 prints it, every rank exits non-zero
+        if denv.is_main:
+            print(f"[ERROR] {e}", file=sys.stderr, flush=True)
+        code = EXIT_USAGE
+    except Preempted:
+        code = EXIT_PREEMPTED
+    except Exception as e:
+        if not (D.active() and (trainer.stop.requested or _is_comm_failure(e))):
+            raise
+        first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        if trainer.stop.requested:
+            print(f"[ERROR] rank {denv.rank}: stopped by SIGTERM while a peer was gone ({first}); "
+                  "resume from the last checkpoint", file=sys.stderr)
+            _hard_exit(EXIT_PREEMPTED)
+        print(f"[ERROR] rank {denv.rank}: lost another worker ({first}); exiting so that torchrun can restart "
+              "the group from the last checkpoint", file=sys.stderr)
+        _hard_exit(EXIT_PEER_LOST)
+    D.shutdown()
+    if code != 0:
+        # Leave without interpreter finalisation: it restores the default SIGTERM action, and torchrun
+        # SIGTERMs the ranks still on their way out once the first one has exited, which would turn
+        # their own exit code into -15.
+        _hard_exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
