@@ -1,0 +1,89 @@
+"""Pin a released trainer image in every environment (`images:` in components/<env>/kustomization.yaml), with the
+same round-trip editing as `make scale`; the image workflow runs it on a tag and opens a pull request."""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from .scale import REPO, ScaleError, YamlFile, rel, write_atomic
+
+BASE_IMAGE = "ghcr.io/example/ddp-trainer"
+# Environments that run the CPU-only image (Dockerfile.cpu), tagged <version>-cpu.
+CPU_ENVIRONMENTS = ("kind-cpu",)
+TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: str | None,
+        image: str = BASE_IMAGE) -> dict[Path, str]:
+    """The new text of every component kustomization whose `images` entry (or lack of one) needs a change."""
+    if not TAG.match(tag):
+        raise ScaleError(f"TAG '{tag}' is not a valid image tag")
+    for label, d in (("DIGEST", digest), ("CPU_DIGEST", cpu_digest)):
+        if d is not None and not DIGEST.match(d):
+            raise ScaleError(f"{label} '{d}' is not sha256:<64 hex digits>")
+    out: dict[Path, str] = {}
+    for kfile in sorted((root / "components").glob("*/kustomization.yaml")):
+        env = kfile.parent.name
+        f = YamlFile.load(kfile)
+        doc = f.docs[0]
+        if not isinstance(doc, CommentedMap):
+            continue
+        cpu = env in CPU_ENVIRONMENTS
+        want_tag, want_digest = (f"{tag}-cpu", cpu_digest) if cpu else (tag, digest)
+        images = doc.get("images")
+        if images is None:
+            images = CommentedSeq()
+            pos = list(doc).index("configMapGenerator") if "configMapGenerator" in doc else len(doc)
+            doc.insert(pos, "images", images)
+        entry = next((e for e in images if isinstance(e, dict) and e.get("name") == image), None)
+        if entry is None:
+            entry = CommentedMap([("name", image)])
+            images.append(entry)
+        if name and name != image:
+            entry["newName"] = name
+        elif "newName" in entry:
+            del entry["newName"]
+        entry["newTag"] = want_tag
+        if want_digest:
+            entry["digest"] = want_digest
+        elif "digest" in entry:
+            del entry["digest"]  # a digest from an older release would win over the new tag
+        text = f.dump()
+        if text != f.original:
+            out[kfile] = text
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m policies.pin_image", description=__doc__)
+    ap.add_argument("--tag", required=True, help="the released version, e.g. 0.2.0 (the CPU image is <tag>-cpu)")
+    ap.add_argument("--digest", help="sha256 digest of the GPU image")
+    ap.add_argument("--cpu-digest", help="sha256 digest of the CPU image")
+    ap.add_argument("--name", help="registry/repository the images were pushed to, if not " + BASE_IMAGE)
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    root = Path(args.root).resolve()
+    try:
+        changes = pin(root, args.tag, args.digest, args.cpu_digest, args.name)
+    except ScaleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path, text in changes.items():
+        if args.dry_run:
+            print(f"would change {rel(path)}")
+        else:
+            write_atomic(path, text)
+            print(f"pinned {args.tag} in {rel(path)}")
+    if not changes:
+        print(f"every environment already runs {args.tag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
