@@ -120,6 +120,8 @@ class Workload:
     facts: dict[str, Any] = field(default_factory=dict)
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
     secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Pods already worked out, by index: several rules look at the same few pods.
+    _pod_cache: dict[int, "Pod"] = field(default_factory=dict, repr=False)
 
     @property
     def pods(self) -> int:
@@ -133,6 +135,12 @@ class Workload:
 
     def pod(self, index: int) -> Pod:
         """The pod with global index `index` (0 = the first pod: Master, completion index 0, ordinal 0)."""
+        cached = self._pod_cache.get(index)
+        if cached is None:
+            cached = self._pod_cache[index] = self._make_pod(index)
+        return cached
+
+    def _make_pod(self, index: int) -> Pod:
         group, local = self.group_of(index)
         template = group.template or {}
         meta = template.get("metadata") or {}

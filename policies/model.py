@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
+from functools import cached_property
 from typing import Any
 
 ERROR = "error"
@@ -13,13 +14,14 @@ SEVERITIES = (ERROR, WARNING, INFO)
 
 @dataclass
 class Manifest:
-    """One Kubernetes object as rendered, with the file (or overlay folder) and document index it came from."""
+    """One Kubernetes object as rendered, with the file (or overlay folder) and document index it came from.
+    Its kind, name, namespace and ref are read once (objects are not changed after loading)."""
 
     obj: dict[str, Any]
     source: str
     index: int = 0
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return str(self.obj.get("kind") or "")
 
@@ -27,20 +29,20 @@ class Manifest:
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion") or "")
 
-    @property
+    @cached_property
     def metadata(self) -> dict[str, Any]:
         meta = self.obj.get("metadata")
         return meta if isinstance(meta, dict) else {}
 
-    @property
+    @cached_property
     def name(self) -> str:
         return str(self.metadata.get("name") or "")
 
-    @property
+    @cached_property
     def namespace(self) -> str:
         return str(self.metadata.get("namespace") or "")
 
-    @property
+    @cached_property
     def ref(self) -> str:
         """`Kind/namespace/name`, or `Kind/name` for objects without a namespace."""
         ns = self.namespace

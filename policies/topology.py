@@ -25,24 +25,71 @@ def quantity_cpu(value: Any) -> float | None:
         return None
 
 
-@dataclass
 class PodView:
-    """What torchrun sees in one pod: the pod, its torchrun invocation (if any) and the resolved settings."""
+    """What torchrun sees in one pod: the pod, its torchrun invocation (if any) and the resolved settings.
+    Settings are worked out when first read: the rules read all of them on pod 0, the node rank on the others."""
 
-    pod: Pod
-    inv: Invocation | None
-    nnodes: Setting
-    nproc: Setting
-    backend: Setting
-    endpoint: Setting
-    node_rank: Setting
-    rdzv_id: Setting
+    __slots__ = ("pod", "inv", "_cache")
+
+    def __init__(self, pod: Pod, inv: Invocation | None) -> None:
+        self.pod = pod
+        self.inv = inv
+        self._cache: dict[str, Setting] = {}
+
+    def _s(self, name: str) -> Setting:
+        return _at_source(self.inv.setting(name, self.pod.env, self.pod.env_fields), self.pod)  # type: ignore[union-attr]
+
+    def _get(self, key: str) -> Setting:
+        if key not in self._cache:
+            self._resolve(key)
+        return self._cache[key]
+
+    def _resolve(self, key: str) -> None:
+        c, pod = self._cache, self.pod
+        if self.inv is None:
+            # A script started directly reads env:// (WORLD_SIZE, RANK, MASTER_ADDR/PORT): one process per pod.
+            if key == "endpoint":
+                master = _env_setting(pod, "MASTER_ADDR", "")
+                port = _env_setting(pod, "MASTER_PORT", "")
+                c[key] = Setting(f"{master.value}:{port.value}" if master.value else "", master.origin, master.field)
+            else:
+                c[key] = {"nnodes": lambda: _env_setting(pod, "WORLD_SIZE", "1"),
+                          "nproc": lambda: Setting("1", "default"),
+                          "backend": lambda: Setting("env://", "default"),
+                          "node_rank": lambda: _env_setting(pod, "RANK", "0"),
+                          "rdzv_id": lambda: Setting("", "default")}[key]()
+            return
+        if key in ("nproc", "node_rank", "rdzv_id"):
+            c[key] = self._s({"nproc": "nproc_per_node"}.get(key, key))
+            return
+        backend = self._s("rdzv_backend")
+        standalone = self._s("standalone")
+        if standalone.value and standalone.value.lower() not in ("0", "false"):
+            c["backend"] = Setting("c10d (standalone)", standalone.origin, standalone.field)
+            c["endpoint"] = Setting("localhost:0", standalone.origin, standalone.field)
+            c["nnodes"] = Setting("1:1", standalone.origin, standalone.field)
+            return
+        c["backend"] = backend
+        c["nnodes"] = self._s("nnodes")
+        endpoint = self._s("rdzv_endpoint")
+        if backend.value == "static" and not endpoint.value:
+            addr, port = self._s("master_addr"), self._s("master_port")
+            origin = addr if addr.origin != "default" else port
+            endpoint = Setting(f"{addr.value}:{port.value}", origin.origin, addr.field or port.field)
+        c["endpoint"] = endpoint
+
+    nnodes = property(lambda self: self._get("nnodes"))
+    nproc = property(lambda self: self._get("nproc"))
+    backend = property(lambda self: self._get("backend"))
+    endpoint = property(lambda self: self._get("endpoint"))
+    node_rank = property(lambda self: self._get("node_rank"))
+    rdzv_id = property(lambda self: self._get("rdzv_id"))
 
 
 @dataclass
 class Topology:
     workload: Workload
-    views: list[PodView]
+    first_view: PodView
     torchrun: bool
     pods: int
     nnodes_min: int | None
@@ -64,9 +111,30 @@ class Topology:
     def manifest(self) -> Manifest:
         return self.workload.manifest
 
+    _views: list[PodView] | None = None
+
     @property
     def first(self) -> PodView:
-        return self.views[0]
+        return self.first_view
+
+    @property
+    def views(self) -> list[PodView]:
+        """Pod 0, pod 1 and the last pod (enough to see a rank that does not vary, or a last pod that differs);
+        the others are worked out only when a rule asks."""
+        if self._views is None:
+            self._views = [self.first_view] + [view(self.workload.pod(i)) for i in _sample(self.pods)[1:]]
+        return self._views
+
+    def distinct_pods(self) -> list[Pod]:
+        """One pod per pod template: PyTorchJob's Master and first Worker, one pod of every other launcher."""
+        if len(self.workload.groups) <= 1:
+            return [self.first_view.pod]
+        out, seen = [self.first_view.pod], {self.workload.groups[0].template_field}
+        for g in self.workload.groups[1:]:
+            if g.count and g.template_field not in seen:
+                seen.add(g.template_field)
+                out.append(self.workload.pod(g.offset))
+        return out
 
     @property
     def launcher(self) -> str:
@@ -109,30 +177,7 @@ def _env_setting(pod: Pod, name: str, default: str) -> Setting:
 
 def view(pod: Pod) -> PodView:
     argv, fields = pod.argv()
-    inv = find_invocation(argv, fields, pod.env)
-    if inv is None:
-        # A script started directly reads env:// (WORLD_SIZE, RANK, MASTER_ADDR/PORT): one process per pod.
-        master = _env_setting(pod, "MASTER_ADDR", "")
-        port = _env_setting(pod, "MASTER_PORT", "")
-        endpoint = Setting(f"{master.value}:{port.value}" if master.value else "", master.origin, master.field)
-        ws = _env_setting(pod, "WORLD_SIZE", "1")
-        return PodView(pod, None, ws, Setting("1", "default"), Setting("env://", "default"), endpoint,
-                       _env_setting(pod, "RANK", "0"), Setting("", "default"))
-    s = lambda name: _at_source(inv.setting(name, pod.env, pod.env_fields), pod)
-    backend = s("rdzv_backend")
-    standalone = s("standalone")
-    if standalone.value and standalone.value.lower() not in ("0", "false"):
-        backend = Setting("c10d (standalone)", standalone.origin, standalone.field)
-        endpoint = Setting("localhost:0", standalone.origin, standalone.field)
-        nnodes = Setting("1:1", standalone.origin, standalone.field)
-    else:
-        nnodes = s("nnodes")
-        endpoint = s("rdzv_endpoint")
-        if backend.value == "static" and not endpoint.value:
-            addr, port = s("master_addr"), s("master_port")
-            origin = addr if addr.origin != "default" else port
-            endpoint = Setting(f"{addr.value}:{port.value}", origin.origin, addr.field or port.field)
-    return PodView(pod, inv, nnodes, s("nproc_per_node"), backend, endpoint, s("node_rank"), s("rdzv_id"))
+    return PodView(pod, find_invocation(argv, fields, pod.env))
 
 
 def _at_source(setting: Setting, pod: Pod) -> Setting:
@@ -236,8 +281,7 @@ def compute(bundle: Bundle) -> tuple[list[Topology], list[Workload]]:
         if w.pods == 0 or not w.groups:
             unresolved.append(w)
             continue
-        views = [view(w.pod(i)) for i in _sample(w.pods)]
-        first = views[0]
+        first = view(w.pod(0))
         if not is_training(w, first):
             continue
         mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
@@ -253,7 +297,7 @@ def compute(bundle: Bundle) -> tuple[list[Topology], list[Workload]]:
         host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
         subdomain = first.pod.subdomain
         out.append(Topology(
-            workload=w, views=views, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
+            workload=w, first_view=first, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
             nproc=nproc, world_size=world, gpus=gpus, gpu_request=gpu_req, cpu_limit=cpu_lim, cpu_request=cpu_req,
             endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
             pg_backend=_pg_backend(first.pod, first.inv),

@@ -147,15 +147,8 @@ def env_problem(rule: str, ctx: Context, topo: Topology, pod: Any, name: str, me
 
 
 def distinct_pods(topo: Topology) -> list[Any]:
-    """One sampled pod per pod template (PyTorchJob Master and Worker, not two Workers)."""
-    seen: set[str] = set()
-    out = []
-    for v in topo.views:
-        key = v.pod.spec_field
-        if key not in seen:
-            seen.add(key)
-            out.append(v.pod)
-    return out
+    """One pod per pod template (PyTorchJob Master and Worker, not two Workers)."""
+    return topo.distinct_pods()
 
 
 _QUANTITY = re.compile(r"^([0-9.]+)([A-Za-z]*)$")

@@ -60,10 +60,6 @@ def _own(peer, labels_list, namespace) -> bool:
     return all(selects(sel, labels) for labels in labels_list)
 
 
-def _others(peers, labels_list, namespace) -> bool:
-    return not peers or any(not _own(p, labels_list, namespace) for p in peers)
-
-
 def _ports_text(ports) -> str:
     return ", ".join(str(p.get("port", "?")) for p in ports)
 
@@ -78,6 +74,17 @@ def check(ctx):
         ns = t.workload.namespace
         mine = [m for m in policies if m.namespace == ns and
                 all(selects((m.obj.get("spec") or {}).get("podSelector") or {}, lab) for lab in labels_list)]
+        memo: dict[int, bool] = {}
+
+        def own(peer) -> bool:
+            key = id(peer)
+            if key not in memo:
+                memo[key] = _own(peer, labels_list, ns)
+            return memo[key]
+
+        def others(peers) -> bool:
+            return not peers or any(not own(p) for p in peers)
+
         if not mine:
             yield problem(ID, t, "metadata", f"no NetworkPolicy selects the pods of {t.manifest.ref}: any pod in the "
                           "cluster can reach the rendezvous store and the collectives, which have no authentication",
@@ -89,7 +96,7 @@ def check(ctx):
                    for i, r in enumerate((m.obj.get("spec") or {}).get("ingress") or [])]
         if any("Ingress" in _types(m.obj.get("spec") or {}) for m in mine):
             own_rules = [(m, i, r) for m, i, r in ingress
-                         if not r.get("from") or any(_own(p, labels_list, ns) for p in r.get("from") or [])]
+                         if not r.get("from") or any(own(p) for p in r.get("from") or [])]
             all_ports = [x for x in own_rules if not x[2].get("ports")]
             first = mine[0]
             if not all_ports:
@@ -103,19 +110,19 @@ def check(ctx):
                                       f"pods: the rendezvous on {port} and the collectives are blocked",
                                       "admit ingress from a podSelector matching the training pods", severity=ERROR)
             for m, i, r in ingress:
-                if _others(r.get("from") or [], labels_list, ns):
+                if others(r.get("from") or []):
                     yield obj_problem(ID, m, f"spec.ingress[{i}]", "admits ingress from outside the job "
                                       f"({'any source' if not r.get('from') else 'other pods, namespaces or addresses'})",
                                       "admit only a podSelector matching the job's own pods", severity=WARNING)
         egress_pols = [m for m in mine if "Egress" in _types(m.obj.get("spec") or {})]
         if egress_pols:
             egress = [(m, i, r) for m in egress_pols for i, r in enumerate((m.obj.get("spec") or {}).get("egress") or [])]
-            own = any(not r.get("ports") and (not r.get("to") or any(_own(p, labels_list, ns) for p in r["to"]))
+            own_ok = any(not r.get("ports") and (not r.get("to") or any(own(p) for p in r["to"]))
                       for _, _, r in egress)
             dns = any(any(str(p.get("port")) in ("53", "dns", "dns-tcp") for p in r.get("ports") or []) or
-                      (not r.get("ports") and (not r.get("to") or _others(r["to"], labels_list, ns)))
+                      (not r.get("ports") and (not r.get("to") or others(r["to"])))
                       for _, _, r in egress)
-            if not own:
+            if not own_ok:
                 yield obj_problem(ID, egress_pols[0], "spec.egress", "egress to the job's own pods is blocked (or "
                                   "limited to some ports): the rendezvous and collectives cannot connect",
                                   "allow egress to a podSelector matching the training pods, on all ports",
