@@ -30,7 +30,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate diff scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
+.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,6 +59,9 @@ scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NO
 
 new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
 	@$(PY) -m policies.scale new-run "$(EXPLICIT_OVERLAY)" $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
+
+validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommitted changes touch: the pre-commit hook
+	@$(PY) -m policies.changed
 
 diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [FORMAT=text|markdown|json]: rendered objects and topology that change
 	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)

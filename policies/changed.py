@@ -1,0 +1,75 @@
+"""Validate only what a change touches: map changed files to the overlays that read them (through bases, components
+and patches) and validate those, plus argocd/ whenever an Application's target may have changed. The pre-commit hook
+runs this; so does `make validate-changed` without pre-commit."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .render import _inputs, find_overlays
+
+REPO = Path(__file__).resolve().parent.parent
+# A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).
+ARGO_INPUTS = ("base/", "components/", "overlays/", "argocd/", "gitops.yaml")
+
+
+def overlay_inputs(root: Path) -> dict[Path, set[Path]]:
+    """Every overlay under root/overlays and the files it reads."""
+    out: dict[Path, set[Path]] = {}
+    for folder in find_overlays(root / "overlays"):
+        files: list[Path] = []
+        _inputs(folder, set(), files)
+        out[folder] = {f.resolve() for f in files} | {folder.resolve()}
+    return out
+
+
+def affected(changed: list[str], root: Path) -> list[str]:
+    """The folders to validate for these changed files (paths relative to root), in a stable order."""
+    root = root.resolve()
+    paths = [(root / c).resolve() for c in changed]
+    targets: list[str] = []
+    for folder, inputs in sorted(overlay_inputs(root).items()):
+        # A file an overlay reads, or any file inside the overlay (a new patch not wired in yet still counts).
+        if any(p in inputs or folder.resolve() in p.parents for p in paths):
+            targets.append(str(folder.relative_to(root)))
+    rels = [str(p.relative_to(root)) if root in p.parents or p == root else str(p) for p in paths]
+    if (root / "argocd" / "kustomization.yaml").is_file() and any(r.startswith(ARGO_INPUTS) for r in rels):
+        targets.append("argocd")
+    return targets
+
+
+def git_changed(root: Path, staged: bool) -> list[str]:
+    args = ["diff", "--name-only", "--cached"] if staged else ["diff", "--name-only", "HEAD"]
+    names = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout.split()
+    if not staged:
+        names += subprocess.run(["git", "-C", str(root), "ls-files", "--others", "--exclude-standard"],
+                                capture_output=True, text=True).stdout.split()
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m policies.changed", description=__doc__)
+    ap.add_argument("files", nargs="*", help="changed files (default: git's uncommitted changes)")
+    ap.add_argument("--staged", action="store_true", help="the files staged for commit")
+    ap.add_argument("--list", action="store_true", help="print the folders that would be validated, validate nothing")
+    ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    root = Path(args.root).resolve()
+    files = args.files or git_changed(root, args.staged)
+    targets = affected(files, root)
+    if args.list:
+        print("\n".join(targets))
+        return 0
+    if not targets:
+        print("no overlay reads the changed files: nothing to validate")
+        return 0
+    print(f"validating {len(targets)} folder(s) the change touches: {' '.join(targets)}", file=sys.stderr)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-m", "policies.cli", "validate", *targets], cwd=root, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

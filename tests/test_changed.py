@@ -1,0 +1,68 @@
+"""The pre-commit hook (policies.changed): changed files map to the overlays that read them, and a broken change
+fails the commit with the same lines make validate prints."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO
+from policies.changed import affected
+
+
+@pytest.mark.parametrize("files, expected", [
+    (["base/indexed-job/job.yaml"], ["overlays/64x8-h100/indexed-job", "overlays/gke-t4/indexed-job",
+                                     "overlays/kind-cpu/indexed-job", "argocd"]),
+    (["components/gke-t4/patches/job.yaml"], ["overlays/gke-t4/indexed-job", "overlays/gke-t4/pytorchjob",
+                                              "overlays/gke-t4/statefulset", "overlays/gke-t4/trainjob", "argocd"]),
+    (["overlays/kind-cpu/trainjob/patches/set-run-id.yaml"], ["overlays/kind-cpu/trainjob", "argocd"]),
+    (["overlays/gke-t4/pytorchjob/patches/new-unwired.yaml"], ["overlays/gke-t4/pytorchjob", "argocd"]),
+    (["argocd/applicationset.yaml"], ["argocd"]),
+    (["README.md", "trainer/train.py"], []),
+])
+def test_changed_files_map_to_overlays(files, expected):
+    got = affected(files, REPO)
+    assert [t for t in got if t in expected or not t.startswith("overlays/")] == expected
+    assert set(expected) <= set(got)
+
+
+def test_a_broken_change_fails_the_hook(tmp_path):
+    root = tmp_path / "repo"
+    for d in ("base", "components", "overlays", "argocd"):
+        shutil.copytree(REPO / d, root / d)
+    shutil.copy(REPO / "gitops.yaml", root)
+    patch = root / "overlays/kind-cpu/indexed-job/patches/set-topology.yaml"
+    patch.write_text(patch.read_text().replace('value: "2"\n            - name: NPROC', 'value: "3"\n            - name: NPROC'))
+    proc = subprocess.run([sys.executable, "-m", "policies.changed", "--root", str(root),
+                           "overlays/kind-cpu/indexed-job/patches/set-topology.yaml"], cwd=REPO, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "validating 2 folder(s) the change touches: overlays/kind-cpu/indexed-job argocd" in proc.stderr
+    assert "error TOPO001" in proc.stdout and proc.stdout.splitlines()[-1].startswith("FAILED: 2 overlays")
+
+
+def test_nothing_to_validate():
+    proc = subprocess.run([sys.executable, "-m", "policies.changed", "README.md"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "nothing to validate" in proc.stdout
+
+
+def test_pre_commit_config_runs_the_same_checks():
+    doc = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    (repo,) = doc["repos"]
+    assert repo["repo"] == "local"
+    hooks = {h["id"]: h for h in repo["hooks"]}
+    assert all(h["language"] == "system" for h in hooks.values())
+    v = hooks["validate-changed-overlays"]
+    assert v["entry"] == ".venv/bin/python -m policies.changed" and v["pass_filenames"]
+    files = re.compile(v["files"])
+    for path in ("base/indexed-job/job.yaml", "components/gke-t4/kustomization.yaml", "argocd/appproject.yaml",
+                 "overlays/kind-cpu/trainjob/patches/set-topology.yaml", "gitops.yaml"):
+        assert files.search(path), path
+    assert not files.search("trainer/train.py") and not files.search("README.md")
+    assert "vendor.github-workflows" in hooks["lint-workflows"]["entry"]
+    assert "policies.cli docs" in hooks["rules-doc-up-to-date"]["entry"]
