@@ -30,7 +30,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu lint clean
+.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -91,6 +91,9 @@ schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version and ../
 
 docs: $(PY) ## Regenerate docs/rules.md from the rule registry
 	@$(PY) -m policies.cli docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
+
+kind-up: $(PY) ## Create the kind cluster (kind/cluster.yaml), install the kind-cpu launcher's operator at pinned versions, apply overlays/kind-cpu (needs Docker)
+	@scripts/kind-up.sh
 
 image: ## Build the trainer image (needs a Docker engine)
 	docker build -t $(IMAGE):$(TAG) .
