@@ -3,8 +3,8 @@
 An Application (written out, or made by an ApplicationSet's list generator) whose `source.path` names a folder
 that is missing, has no kustomization, fails to build or builds nothing cannot sync; with `prune: true` an empty
 render would even delete everything the Application synced before. Paths are checked for sources whose `repoURL`
-is this repository (`argocd.repoURL` in gitops.yaml); the folder is built with the same kustomize and options as
-Argo CD (gitops.yaml).
+is this repository (`argocd.repoURL` in gitops.yaml); a source in another repository is a warning, since nothing
+here can check it. The folder is built with the same kustomize and options as Argo CD (gitops.yaml).
 
 Fails: an ApplicationSet element `{env: gke-t4, launcher: statefulsett}` (no folder `overlays/gke-t4/statefulsett`);
 a path whose kustomization names a missing patch.
@@ -12,7 +12,8 @@ Passes: `path: overlays/gke-t4/indexed-job`, which renders.
 """
 from __future__ import annotations
 
-from ..argocd import applications, ensure_family, rel_source, targets
+from ..argocd import applications, ensure_family, rel_source, repo_url, same_repo, targets
+from ..model import WARNING
 from . import obj_problem
 
 ensure_family()
@@ -23,6 +24,13 @@ NAME = "app-path-renders"
 def check(ctx):
     apps, _ = applications(ctx.bundle.manifests)
     for app in apps:
+        for field, source in app.sources:
+            url = source.get("repoURL")
+            if source.get("path") is not None and not same_repo(url):
+                yield obj_problem(ID, app.manifest, app.at(f"{field}.repoURL"), f"{app.label()}: repository '{url}' "
+                                  f"is not this one ({repo_url()}, gitops.yaml argocd.repoURL), so the ARGO rules "
+                                  "cannot check what its path renders", "point it at this repository, or set "
+                                  "argocd.repoURL in gitops.yaml to the URL Argo CD clones", severity=WARNING)
         for field, source, t in targets(app, ctx.source):
             where = app.at(f"{field}.path")
             if t.error:
