@@ -19,6 +19,9 @@ PATHS   ?=
 # make diff: the git ref to compare the working tree with.
 BASE    ?= main
 FORMAT  ?= text
+# make validate: STRICT=1 fails on warnings too; POLICY_ENV=components/<env>/policy.yaml for files and stdin.
+STRICT  ?=
+POLICY_ENV ?=
 OVERLAY ?= overlays/kind-cpu/indexed-job
 SCALE_TO ?=
 DEADLINE ?=
@@ -50,9 +53,9 @@ setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubecon
 	@KUBECONFORM_VERSION=$(KUBECONFORM_VERSION) KUBECONFORM_SHA256=$(KUBECONFORM_SHA256) BIN=$(BIN) scripts/install-kubeconform.sh
 	@$(PY) -m policies.cli tools
 
-validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1]
 	@$(PY) -m policies.gitops --stderr
-	@$(PY) -m policies.cli validate --format $(FORMAT) $(or $(PATHS),overlays argocd)
+	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
 	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
