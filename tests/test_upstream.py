@@ -19,6 +19,10 @@ def test_runs_as_written_has_no_errors(path):
     assert " 0 errors" in proc.stdout
     for line in proc.stdout.splitlines()[:-1]:
         assert line.startswith(("warning ", "info ")), line  # warnings allowed; each says why
+    # ... and the file's header names each rule that warns, with the reason.
+    expected = re.search(r"^# warnings: (.+)$", path.read_text(), re.M).group(1).split()
+    warned = {line.split()[1] for line in proc.stdout.splitlines() if line.startswith("warning ")}
+    assert warned == set(expected), proc.stdout
 
 
 @pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.stem)
