@@ -171,11 +171,31 @@ def find_overlay(raw: str, root: Path = REPO) -> Overlay:
     else:
         raise ScaleError(f"OVERLAY '{raw}' is not an overlay folder (overlays/<environment>/<launcher> with a "
                          "kustomization.yaml)")
-    launcher, env = folder.name, folder.parent.name
-    if launcher not in LAUNCHERS or not (folder / "patches" / "set-topology.yaml").is_file():
-        raise ScaleError(f"{rel(folder)}: not an overlay make scale understands: it needs patches/set-topology.yaml "
-                         f"and a launcher folder name ({', '.join(LAUNCHERS)}), found '{launcher}'")
+    env = folder.parent.name
+    patch = folder / "patches" / "set-topology.yaml"
+    if not patch.is_file():
+        raise ScaleError(f"{rel(folder)}: not an overlay make scale understands: it has no patches/set-topology.yaml")
+    launcher = folder.name if folder.name in LAUNCHERS else _launcher_of(patch)
+    if launcher is None:
+        raise ScaleError(f"{rel(patch)}: patches a kind make scale does not understand (it edits an Indexed Job, a "
+                         f"StatefulSet, a PyTorchJob or a TrainJob)")
     return Overlay(folder, env, launcher)
+
+
+def _launcher_of(patch: Path) -> str | None:
+    """The launcher a set-topology.yaml patches, for overlays whose folder is not named after it."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(patch.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if isinstance(doc, dict):
+        return {"Job": "indexed-job", "StatefulSet": "statefulset", "TrainJob": "trainjob"}.get(str(doc.get("kind")))
+    if isinstance(doc, list) and any("/pytorchReplicaSpecs/" in str(op.get("path", "")) for op in doc
+                                     if isinstance(op, dict)):
+        return "pytorchjob"
+    return None
 
 
 @dataclass

@@ -124,6 +124,22 @@ def test_bad_input_is_one_line_and_touches_nothing(repo, args, message):
     assert snapshot(repo) == before
 
 
+def test_an_overlay_named_otherwise_is_recognised_by_its_patch(repo):
+    shutil.copytree(repo / "overlays/kind-cpu/statefulset", repo / "overlays/kind-cpu/sts-copy")
+    before = snapshot(repo)
+    proc = scale(repo, "scale", "kind-cpu/sts-copy", "--nodes", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "replicas: 3" in (repo / "overlays/kind-cpu/sts-copy/patches/set-topology.yaml").read_text()
+    assert {k for k, v in snapshot(repo).items() if before[k] != v} <= {
+        "overlays/kind-cpu/sts-copy/patches/set-topology.yaml", "overlays/kind-cpu/sts-copy/kustomization.yaml"}
+
+
+def test_an_overlay_without_set_topology_is_refused(repo):
+    (repo / "overlays/kind-cpu/statefulset/patches/set-topology.yaml").unlink()
+    proc = scale(repo, "scale", "kind-cpu/statefulset", "--nodes", "3")
+    assert proc.returncode == 2 and "has no patches/set-topology.yaml" in proc.stderr
+
+
 def test_an_overlay_it_does_not_understand_is_refused(repo):
     patch = repo / "overlays/gke-t4/indexed-job/patches/set-topology.yaml"
     patch.write_text(patch.read_text().replace("  completions: 4\n", ""))
