@@ -34,7 +34,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .report import FORMATS, Run
     from .trace import trace_all
 
+    from .render import share_renders
+
     start = time.perf_counter()
+    share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
     units = engine.collect(args.paths, DEFAULT_ROOT, env_file=args.env)
     validator = None if args.schema == "none" else _validator(args.schema)
     timings = engine.Timings()

@@ -111,6 +111,21 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
 def _cache_key(folder: Path) -> str | None:
     if os.environ.get("POLICIES_NO_CACHE"):
         return None
+    return _content_key(folder)
+
+
+# One validate run renders a folder once, even where several checks ask for it (an overlay and the Argo CD
+# Application that points at it): results by content key, for this process only, when share_renders() is on.
+_RUN_MEMO: dict[str, "Rendered"] | None = None
+
+
+def share_renders() -> None:
+    global _RUN_MEMO
+    if _RUN_MEMO is None:
+        _RUN_MEMO = {}
+
+
+def _content_key(folder: Path) -> str | None:
     files: list[Path] = []
     if not _inputs(folder, set(), files):
         return None
@@ -133,8 +148,23 @@ def render(folder: Path) -> Rendered:
     kfile = kustomization_file(folder)
     if kfile is None:
         return Rendered(source, [], f"{source}: no kustomization.yaml in this folder")
+    memo_key = None
+    if _RUN_MEMO is not None:
+        try:
+            memo_key = _content_key(folder)
+        except (OSError, InputError):
+            memo_key = None
+        if memo_key is not None and memo_key in _RUN_MEMO:
+            return _RUN_MEMO[memo_key]
+    rendered = _render_uncached_run(folder, source, kfile, memo_key)
+    if memo_key is not None and _RUN_MEMO is not None and not rendered.error:
+        _RUN_MEMO[memo_key] = rendered
+    return rendered
+
+
+def _render_uncached_run(folder: Path, source: str, kfile: Path, content_key: str | None = None) -> Rendered:
     try:
-        key = _cache_key(folder)
+        key = None if os.environ.get("POLICIES_NO_CACHE") else (content_key or _cache_key(folder))
     except (OSError, InputError):
         key = None
     cached = cache_dir() / f"{key}.yaml" if key else None
