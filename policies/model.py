@@ -25,7 +25,7 @@ class Manifest:
     def kind(self) -> str:
         return str(self.obj.get("kind") or "")
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion") or "")
 

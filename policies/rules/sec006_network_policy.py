@@ -65,15 +65,17 @@ def _ports_text(ports) -> str:
 
 
 def check(ctx):
-    policies = [m for m in ctx.bundle.manifests if m.kind == "NetworkPolicy"]
+    policies = [(m, m.obj.get("spec") or {}) for m in ctx.bundle.manifests if m.kind == "NetworkPolicy"]
+    policies = [(m, spec, _types(spec)) for m, spec in policies]
     for t in ctx.topologies:
         if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
             continue
         pods = distinct_pods(t)
         labels_list = [p.labels for p in pods]
         ns = t.workload.namespace
-        mine = [m for m in policies if m.namespace == ns and
-                all(selects((m.obj.get("spec") or {}).get("podSelector") or {}, lab) for lab in labels_list)]
+        selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
+                     all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
+        mine = [m for m, _, _ in selecting]
         memo: dict[int, bool] = {}
 
         def own(peer) -> bool:
@@ -92,9 +94,9 @@ def check(ctx):
                           severity=WARNING)
             continue
         port = t.endpoint_port or "the rendezvous port"
-        ingress = [(m, i, r) for m in mine if "Ingress" in _types(m.obj.get("spec") or {})
-                   for i, r in enumerate((m.obj.get("spec") or {}).get("ingress") or [])]
-        if any("Ingress" in _types(m.obj.get("spec") or {}) for m in mine):
+        ingress = [(m, i, r) for m, spec, types in selecting if "Ingress" in types
+                   for i, r in enumerate(spec.get("ingress") or [])]
+        if any("Ingress" in types for _, _, types in selecting):
             own_rules = [(m, i, r) for m, i, r in ingress
                          if not r.get("from") or any(own(p) for p in r.get("from") or [])]
             all_ports = [x for x in own_rules if not x[2].get("ports")]
@@ -114,9 +116,10 @@ def check(ctx):
                     yield obj_problem(ID, m, f"spec.ingress[{i}]", "admits ingress from outside the job "
                                       f"({'any source' if not r.get('from') else 'other pods, namespaces or addresses'})",
                                       "admit only a podSelector matching the job's own pods", severity=WARNING)
-        egress_pols = [m for m in mine if "Egress" in _types(m.obj.get("spec") or {})]
+        egress_pols = [m for m, _, types in selecting if "Egress" in types]
         if egress_pols:
-            egress = [(m, i, r) for m in egress_pols for i, r in enumerate((m.obj.get("spec") or {}).get("egress") or [])]
+            egress = [(m, i, r) for m, spec, types in selecting if "Egress" in types
+                      for i, r in enumerate(spec.get("egress") or [])]
             own_ok = any(not r.get("ports") and (not r.get("to") or any(own(p) for p in r["to"]))
                       for _, _, r in egress)
             dns = any(any(str(p.get("port")) in ("53", "dns", "dns-tcp") for p in r.get("ports") or []) or

@@ -12,7 +12,12 @@ Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernet
 """
 from __future__ import annotations
 
+from ..topology import view
 from . import problem
+
+# Rank sources that give pod i the rank i by construction: then pod 0 and the first pod of every other pod
+# template (PyTorchJob's Workers, each JobSet child Job) are enough to check.
+PER_POD = ("completion index", "pod index label", "hostname ordinal")
 
 ID = "TOPO009"
 NAME = "node-rank-per-pod"
@@ -33,7 +38,7 @@ def check(ctx):
         if not t.torchrun and not t.first.pod.env.get("MASTER_ADDR"):
             continue
         label = "--node-rank" if t.torchrun else "RANK"
-        for v in t.views:
+        for v in _views_to_check(t):
             value = v.node_rank.value
             if "$" in value:
                 break  # TOPO012
@@ -43,3 +48,14 @@ def check(ctx):
                               f"expected {v.pod.index} (rank source: {t.rank_source})",
                               "take the node rank from the completion index or the pod-index label")
                 break
+
+
+def _views_to_check(t):
+    source = t.rank_source
+    if not (source.startswith(PER_POD) or source.startswith(f"{t.manifest.kind} controller")):
+        return t.views  # pods 0, 1 and the last
+    out = [t.first]
+    for g in t.workload.groups[1:]:
+        if g.count:
+            out.append(view(t.workload.pod(g.offset)))
+    return out
