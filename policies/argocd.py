@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import sys
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Iterator
@@ -32,22 +31,6 @@ CLUSTER_SCOPED = {
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-
-def ensure_family() -> None:
-    """Register the ARGO family with the rule registry when it does not know it yet, so ARGO rule modules load
-    whatever the registry's family list says. A no-op once policies/rules/__init__.py lists ARGO itself."""
-    registry = sys.modules.get("policies.rules")
-    if registry is None:
-        return
-    fmt = getattr(registry, "ID_FORMAT", None)
-    if fmt is not None and not fmt.match("ARGO001"):
-        prefix, sep, rest = fmt.pattern.partition("(")
-        if sep:
-            registry.ID_FORMAT = re.compile(f"{prefix}(ARGO|{rest}")
-    families = getattr(registry, "FAMILIES", None)
-    if isinstance(families, dict):
-        families.setdefault("ARGO", "Argo CD delivery: what auto-sync does with these manifests")
 
 
 def group_of(api_version: str) -> str:

@@ -15,7 +15,7 @@ from ..model import ERROR, INFO, Manifest, Problem
 from ..podspecs import PodSite, pod_sites
 from ..topology import Topology
 
-ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC)\d{3}$")
+ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|ARGO)\d{3}$")
 FAMILIES = {
     "TOPO": "Topology: the torchrun world the launcher really forms",
     "RDZV": "Rendezvous robustness",
@@ -25,6 +25,7 @@ FAMILIES = {
     "NCCL": "NCCL",
     "IMG": "Images",
     "SEC": "Security",
+    "ARGO": "Argo CD delivery: what auto-sync does with these manifests",
 }
 
 

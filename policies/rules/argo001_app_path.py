@@ -12,11 +12,10 @@ Passes: `path: overlays/gke-t4/indexed-job`, which renders.
 """
 from __future__ import annotations
 
-from ..argocd import applications, ensure_family, rel_source, repo_url, same_repo, targets
+from ..argocd import applications, rel_source, repo_url, same_repo, targets
 from ..model import WARNING
 from . import obj_problem
 
-ensure_family()
 ID = "ARGO001"
 NAME = "app-path-renders"
 

@@ -11,10 +11,9 @@ Passes: the same Job without the TTL; a TTL under an Application without selfHea
 """
 from __future__ import annotations
 
-from ..argocd import applications, ensure_family, rel_source, targets
+from ..argocd import applications, rel_source, targets
 from ..model import Problem
 
-ensure_family()
 ID = "ARGO002"
 NAME = "no-ttl-under-selfheal"
 TTL_FIELDS = {

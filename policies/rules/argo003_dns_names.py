@@ -13,11 +13,10 @@ Passes: `ddp-train-run-001` with 64 completions.
 """
 from __future__ import annotations
 
-from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, applications, ensure_family
+from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, applications
 from ..launchers import as_int
 from . import obj_problem
 
-ensure_family()
 ID = "ARGO003"
 NAME = "dns-names"
 LABEL_KINDS = {"Namespace": DNS1123_LABEL, "Service": DNS1035_LABEL}

@@ -14,11 +14,10 @@ Passes: the repository's argocd/applicationset.yaml.
 """
 from __future__ import annotations
 
-from ..argocd import applications, ensure_family
+from ..argocd import applications
 from ..model import WARNING, Manifest
 from . import obj_problem
 
-ensure_family()
 ID = "ARGO004"
 NAME = "generated-apps-valid"
 _VALIDATOR = []

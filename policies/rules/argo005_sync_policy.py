@@ -13,10 +13,9 @@ Passes: the repository's ApplicationSet template (ServerSideApply, retry limit 5
 """
 from __future__ import annotations
 
-from ..argocd import applications, ensure_family
+from ..argocd import applications
 from . import obj_problem
 
-ensure_family()
 ID = "ARGO005"
 NAME = "sync-policy"
 

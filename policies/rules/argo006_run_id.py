@@ -15,10 +15,9 @@ Passes: `ddp-train-run-001` with `RUN_ID=run-001`; a Job `ddp-train` annotated `
 """
 from __future__ import annotations
 
-from ..argocd import WORKLOAD_KINDS, applications, ensure_family, rel_source, replace_opt_in, run_id_of, targets
+from ..argocd import WORKLOAD_KINDS, applications, rel_source, replace_opt_in, run_id_of, targets
 from ..model import Problem
 
-ensure_family()
 ID = "ARGO006"
 NAME = "run-id-names"
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 
-from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, applications, ensure_family, rel_source, sync_wave, targets
+from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, applications, rel_source, sync_wave, targets
 from ..model import WARNING, Problem
 
-ensure_family()
 ID = "ARGO007"
 NAME = "sync-waves"
 # Argo CD's order of kinds inside one wave (gitops-engine pkg/sync/sync_tasks.go); other kinds come after these.

@@ -12,10 +12,9 @@ Passes: the repository's argocd/ folder.
 """
 from __future__ import annotations
 
-from ..argocd import CLUSTER_SCOPED, applications, ensure_family, glob_match, group_of, permitted, projects, targets
+from ..argocd import CLUSTER_SCOPED, applications, glob_match, group_of, permitted, projects, targets
 from . import obj_problem
 
-ensure_family()
 ID = "ARGO008"
 NAME = "project-permits"
 
