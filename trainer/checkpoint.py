@@ -73,8 +73,9 @@ def check_writable(folder: Path) -> None:
     """Create the run folder and prove that a file can be written, synced and removed there."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / ".write-test", b"ok\n")
-        (folder / ".write-test").unlink()
+        probe = folder / f".write-test.{os.getpid()}"  # one per process: ranks sharing a folder must not race
+        atomic_write(probe, b"ok\n")
+        probe.unlink()
     except OSError as e:
         raise TrainerError(f"output folder {folder} is not writable: {e.strerror or e}") from None
 
