@@ -74,7 +74,7 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
 
     try:
         text = path.read_text(encoding="utf-8")
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as exc:
         return None, [err(f"cannot read the environment declaration: {exc.strerror or exc}")]
     except yaml.YAMLError as exc:

@@ -1,6 +1,7 @@
 """Find overlays and render them with the pinned kubectl's kustomize, several at a time."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
@@ -11,6 +12,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,6 +36,20 @@ def kubectl() -> str:
     return found
 
 
+_YAML_CACHE: dict[tuple[str, int, int], Any] = {}
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_yaml(path: Path) -> Any:
+    """A small YAML file (a kustomization), parsed once per process while it is unchanged; libyaml where present.
+    Raises OSError and yaml.YAMLError like yaml.safe_load."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _YAML_CACHE:
+        _YAML_CACHE[key] = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
+    return copy.deepcopy(_YAML_CACHE[key])
+
+
 def kustomization_file(folder: Path) -> Path | None:
     for name in KUSTOMIZATION_FILES:
         if (folder / name).is_file():
@@ -52,7 +68,7 @@ def _is_component(path: Path | None) -> bool:
     if path is None:
         return False
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = read_yaml(path)
     except (OSError, yaml.YAMLError):
         return False  # rendering it reports the problem
     return isinstance(doc, dict) and doc.get("kind") == "Component"
@@ -77,7 +93,7 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
         return False
     files.append(kfile)
     try:
-        doc = yaml.safe_load(kfile.read_text(encoding="utf-8")) or {}
+        doc = read_yaml(kfile) or {}
     except (OSError, yaml.YAMLError):
         return False
     if not isinstance(doc, dict) or doc.get("helmCharts") or doc.get("helmGlobals"):
