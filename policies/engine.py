@@ -105,8 +105,11 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     unit.topologies = topologies
     ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment)
     found: list[Problem] = []
+    present = {m.kind for m in unit.manifests}
     for rule_id in rules or RULES:
-        found.extend(RULES[rule_id].check(ctx))
+        rule = RULES[rule_id]
+        if rule.kinds is None or not rule.kinds.isdisjoint(present):
+            found.extend(rule.check(ctx))
     finish(unit, found)
 
 

@@ -42,6 +42,34 @@ class PodSite:
                     yield f"{self.field}.{key}[{i}]", c
 
 
+@dataclass
+class ContainerSite:
+    """One container (or init container) of a pod template, with the security contexts that apply to it."""
+
+    site: PodSite
+    field: str
+    container: dict[str, Any]
+    sc: dict[str, Any]   # the container's securityContext
+    psc: dict[str, Any]  # the pod's securityContext
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.site.manifest
+
+    @property
+    def name(self) -> Any:
+        return self.container.get("name")
+
+
+def container_sites(sites: list[PodSite]) -> list[ContainerSite]:
+    out: list[ContainerSite] = []
+    for site in sites:
+        psc = site.spec.get("securityContext") or {}
+        for field, c in site.containers():
+            out.append(ContainerSite(site, field, c, c.get("securityContext") or {}, psc))
+    return out
+
+
 def _dig(obj: Any, path: tuple[str, ...]) -> Any:
     for key in path:
         if not isinstance(obj, dict):

@@ -225,8 +225,11 @@ def describe_rank_source(v: PodView, workload: Workload) -> str:
     return f"constant {setting.value}" if setting.value.isdigit() else f"unresolved ({setting.value})"
 
 
+_ARG_FIELD = re.compile(r"\.(command|args)\[(\d+)\]$")
+
+
 def _raw_at(pod: Pod, field_path: str) -> str:
-    m = re.search(r"\.(command|args)\[(\d+)\]$", field_path)
+    m = _ARG_FIELD.search(field_path)
     if not m:
         return ""
     items = pod.container.get(m.group(1)) or []

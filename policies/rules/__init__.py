@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 from ..environment import Environment
 from ..launchers import Bundle, Workload
 from ..model import ERROR, INFO, Manifest, Problem
-from ..podspecs import PodSite, pod_sites
+from ..podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from ..topology import Topology
 
 ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|ARGO)\d{3}$")
@@ -40,6 +40,9 @@ class Context:
     source: str
     env: Environment | None = None
     _sites: list[PodSite] | None = dc_field(default=None, repr=False)
+    _containers: list[ContainerSite] | None = dc_field(default=None, repr=False)
+    # Values several rules derive from the same objects, worked out once per overlay (images, ...).
+    memo: dict[str, Any] = dc_field(default_factory=dict, repr=False)
 
     @property
     def sites(self) -> list[PodSite]:
@@ -47,6 +50,13 @@ class Context:
         if self._sites is None:
             self._sites = pod_sites(self.bundle.manifests)
         return self._sites
+
+    @property
+    def containers(self) -> list[ContainerSite]:
+        """Every container and init container of those pod templates, with their security contexts."""
+        if self._containers is None:
+            self._containers = container_sites(self.sites)
+        return self._containers
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,8 @@ class Rule:
     check: Callable[["Context"], Iterable[Problem]]
     # The environment declaration key the rule reads, if any.
     needs: str | None = None
+    # The kinds the rule reads: it is skipped for an overlay that has none of them (None: always runs).
+    kinds: frozenset[str] | None = None
 
     @property
     def title(self) -> str:
@@ -179,7 +191,8 @@ def _load() -> dict[str, Rule]:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         mod = importlib.import_module(f"{__name__}.{info.name}")
         rule = Rule(id=mod.ID, name=mod.NAME, severity=getattr(mod, "SEVERITY", ERROR), doc=mod.__doc__ or "",
-                    check=mod.check, needs=getattr(mod, "NEEDS", None))
+                    check=mod.check, needs=getattr(mod, "NEEDS", None),
+                    kinds=frozenset(mod.KINDS) if getattr(mod, "KINDS", None) else None)
         if not ID_FORMAT.match(rule.id):
             raise RuntimeError(f"rule id {rule.id} does not follow the family format {ID_FORMAT.pattern}")
         if rule.id in rules:

@@ -18,6 +18,8 @@ from . import obj_problem
 
 ID = "ARGO001"
 NAME = "app-path-renders"
+# Only Applications (written out or generated) are read: other overlays skip the rule.
+KINDS = ("Application", "ApplicationSet")
 
 
 def check(ctx):

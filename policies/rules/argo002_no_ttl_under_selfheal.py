@@ -16,6 +16,8 @@ from ..model import Problem
 
 ID = "ARGO002"
 NAME = "no-ttl-under-selfheal"
+# Only Applications (written out or generated) are read: other overlays skip the rule.
+KINDS = ("Application", "ApplicationSet")
 TTL_FIELDS = {
     "Job": ("spec", "ttlSecondsAfterFinished"),
     "JobSet": ("spec", "ttlSecondsAfterFinished"),

@@ -20,6 +20,8 @@ from . import obj_problem
 
 ID = "ARGO004"
 NAME = "generated-apps-valid"
+# Only Applications (written out or generated) are read: other overlays skip the rule.
+KINDS = ("Application", "ApplicationSet")
 _VALIDATOR = []
 
 

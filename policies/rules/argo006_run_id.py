@@ -20,6 +20,8 @@ from ..model import Problem
 
 ID = "ARGO006"
 NAME = "run-id-names"
+# Only Applications (written out or generated) are read: other overlays skip the rule.
+KINDS = ("Application", "ApplicationSet")
 
 
 def check(ctx):

@@ -23,6 +23,8 @@ from ..model import WARNING, Problem
 
 ID = "ARGO007"
 NAME = "sync-waves"
+# Only Applications (written out or generated) are read: other overlays skip the rule.
+KINDS = ("Application", "ApplicationSet")
 # Argo CD's order of kinds inside one wave (gitops-engine pkg/sync/sync_tasks.go); other kinds come after these.
 KIND_ORDER = ["Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy", "PodDisruptionBudget",
               "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass", "PersistentVolume",

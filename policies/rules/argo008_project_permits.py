@@ -17,6 +17,8 @@ from . import obj_problem
 
 ID = "ARGO008"
 NAME = "project-permits"
+# Only Applications (written out or generated) are read: other overlays skip the rule.
+KINDS = ("Application", "ApplicationSet")
 
 
 def _dest_ok(entries, dest) -> bool:

@@ -16,6 +16,7 @@ from . import problem
 
 ID = "ELASTIC001"
 NAME = "elastic-range"
+KINDS = ("PyTorchJob",)
 
 
 def check(ctx):

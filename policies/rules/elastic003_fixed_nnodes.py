@@ -13,6 +13,7 @@ from . import problem
 
 ID = "ELASTIC003"
 NAME = "elastic-no-fixed-nnodes"
+KINDS = ("PyTorchJob",)
 
 
 def check(ctx):

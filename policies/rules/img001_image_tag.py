@@ -29,17 +29,19 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return name, tag, digest or None
 
 
-def images(ctx):
-    """(object, field, image) for every image in the manifests."""
-    for site in ctx.sites:
-        for field, c in site.containers():
-            if c.get("image"):
-                yield site.manifest, f"{field}.image", str(c["image"])
-    for m in ctx.bundle.manifests:
-        if m.kind == "TrainJob":
-            image = ((m.obj.get("spec") or {}).get("trainer") or {}).get("image")
-            if image:
-                yield m, "spec.trainer.image", str(image)
+def images(ctx) -> list[tuple]:
+    """(object, field, image) for every image in the manifests (worked out once per overlay)."""
+    found = ctx.memo.get("images")
+    if found is None:
+        found = [(cs.manifest, f"{cs.field}.image", str(cs.container["image"]))
+                 for cs in ctx.containers if cs.container.get("image")]
+        for m in ctx.bundle.manifests:
+            if m.kind == "TrainJob":
+                image = ((m.obj.get("spec") or {}).get("trainer") or {}).get("image")
+                if image:
+                    found.append((m, "spec.trainer.image", str(image)))
+        ctx.memo["images"] = found
+    return found
 
 
 def check(ctx):

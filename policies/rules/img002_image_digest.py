@@ -21,7 +21,7 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def check(ctx):
-    found = list(images(ctx))
+    found = images(ctx)
     if not found:
         return
     if ctx.env is None:

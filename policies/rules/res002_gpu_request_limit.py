@@ -34,9 +34,10 @@ def _check(m, field, resources):
 
 
 def check(ctx):
-    for site in ctx.sites:
-        for field, c in site.containers():
-            yield from _check(site.manifest, f"{field}.resources", c.get("resources"))
+    for cs in ctx.containers:
+        resources = cs.container.get("resources")
+        if resources and resources.get("requests"):
+            yield from _check(cs.manifest, f"{cs.field}.resources", resources)
     for m in ctx.bundle.manifests:
         if m.kind == "TrainJob":
             trainer = (m.obj.get("spec") or {}).get("trainer") or {}

@@ -15,6 +15,7 @@ from . import obj_problem
 
 ID = "RESTART002"
 NAME = "pytorchjob-restart-policy"
+KINDS = ("PyTorchJob",)
 
 
 def check(ctx):

@@ -15,6 +15,7 @@ from . import obj_problem
 
 ID = "RESTART003"
 NAME = "pytorchjob-restart-bounds"
+KINDS = ("PyTorchJob",)
 SEVERITY = WARNING
 
 

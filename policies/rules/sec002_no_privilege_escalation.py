@@ -18,15 +18,14 @@ SEVERITY = WARNING
 
 
 def check(ctx):
-    for site in ctx.sites:
-        for field, c in site.containers():
-            sc = c.get("securityContext") or {}
-            if sc.get("privileged") is True:
-                yield obj_problem(ID, site.manifest, f"{field}.securityContext.privileged", f"container "
-                                  f"'{c.get('name')}' is privileged: it sees every device of the node and can take "
-                                  "it over", "remove privileged (GPUs come through the device plugin)",
-                                  severity=ERROR)
-            elif sc.get("allowPrivilegeEscalation") is not False:
-                yield obj_problem(ID, site.manifest, f"{field}.securityContext.allowPrivilegeEscalation",
-                                  f"container '{c.get('name')}' may gain privileges (setuid binaries)",
-                                  "set securityContext.allowPrivilegeEscalation: false", severity=WARNING)
+    for cs in ctx.containers:
+        sc, field = cs.sc, cs.field
+        if sc.get("privileged") is True:
+            yield obj_problem(ID, cs.manifest, f"{field}.securityContext.privileged", f"container "
+                              f"'{cs.name}' is privileged: it sees every device of the node and can take "
+                              "it over", "remove privileged (GPUs come through the device plugin)",
+                              severity=ERROR)
+        elif sc.get("allowPrivilegeEscalation") is not False:
+            yield obj_problem(ID, cs.manifest, f"{field}.securityContext.allowPrivilegeEscalation",
+                              f"container '{cs.name}' may gain privileges (setuid binaries)",
+                              "set securityContext.allowPrivilegeEscalation: false", severity=WARNING)

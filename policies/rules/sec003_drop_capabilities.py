@@ -20,17 +20,16 @@ SEVERITY = WARNING
 
 def check(ctx):
     allowed = set(ctx.env.allowed_capabilities) if ctx.env else set()
-    for site in ctx.sites:
-        for field, c in site.containers():
-            caps = (c.get("securityContext") or {}).get("capabilities") or {}
-            drop = {str(x).upper() for x in caps.get("drop") or []}
-            if "ALL" not in drop:
-                yield obj_problem(ID, site.manifest, f"{field}.securityContext.capabilities.drop", f"container "
-                                  f"'{c.get('name')}' keeps the runtime's default capabilities",
-                                  "set securityContext.capabilities.drop: [ALL]", severity=WARNING)
-            extra = [str(x).upper() for x in caps.get("add") or [] if str(x).upper() not in allowed]
-            if extra:
-                yield obj_problem(ID, site.manifest, f"{field}.securityContext.capabilities.add", f"container "
-                                  f"'{c.get('name')}' adds {', '.join(extra)}, which the environment does not allow",
-                                  "remove them, or declare them in the environment's allowedCapabilities",
-                                  severity=WARNING)
+    for cs in ctx.containers:
+        caps = cs.sc.get("capabilities") or {}
+        drop = caps.get("drop") or []
+        if "ALL" not in drop and "ALL" not in {str(x).upper() for x in drop}:
+            yield obj_problem(ID, cs.manifest, f"{cs.field}.securityContext.capabilities.drop", f"container "
+                              f"'{cs.name}' keeps the runtime's default capabilities",
+                              "set securityContext.capabilities.drop: [ALL]", severity=WARNING)
+        extra = [str(x).upper() for x in caps.get("add") or [] if str(x).upper() not in allowed]
+        if extra:
+            yield obj_problem(ID, cs.manifest, f"{cs.field}.securityContext.capabilities.add", f"container "
+                              f"'{cs.name}' adds {', '.join(extra)}, which the environment does not allow",
+                              "remove them, or declare them in the environment's allowedCapabilities",
+                              severity=WARNING)

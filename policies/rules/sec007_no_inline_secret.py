@@ -14,6 +14,7 @@ from . import obj_problem
 
 ID = "SEC007"
 NAME = "no-inline-secret"
+KINDS = ("Secret",)
 
 
 def check(ctx):
