@@ -62,10 +62,16 @@ class Pod:
         """The container's command + args after `$(VAR)` expansion, with the field path of each token."""
         out: list[str] = []
         fields: list[str] = []
+        env, cf = self.env, self.container_field
         for key in ("command", "args"):
-            for i, tok in enumerate(self.container.get(key) or []):
-                out.append(self.expand(str(tok)))
-                fields.append(f"{self.container_field}.{key}[{i}]")
+            tokens = self.container.get(key)
+            if not tokens:
+                continue
+            prefix = f"{cf}.{key}["
+            for i, tok in enumerate(tokens):
+                tok = str(tok)
+                out.append(_expand_k8s(tok, env) if "$" in tok else tok)
+                fields.append(f"{prefix}{i}]")
         return out, fields
 
 
@@ -184,14 +190,17 @@ class Workload:
             prefix = str(src.get("prefix") or "")
             ref = src.get("configMapRef") or src.get("secretRef") or {}
             store = self.configmaps if "configMapRef" in src else self.secrets
+            where = f"{cf}.envFrom[{i}]"
             for k, v in (store.get(str(ref.get("name"))) or {}).items():
                 env[prefix + k] = v
-                fields[prefix + k] = f"{cf}.envFrom[{i}]"
+                fields[prefix + k] = where
         for i, var in enumerate(c.get("env") or []):
             name = str(var.get("name"))
             fields[name] = f"{cf}.env[{i}]"
             if "value" in var:
-                env[name] = _expand_k8s(str(var.get("value") if var.get("value") is not None else ""), env)
+                value = var["value"]
+                value = "" if value is None else str(value)
+                env[name] = _expand_k8s(value, env) if "$" in value else value
             elif "valueFrom" in var:
                 env[name] = self._value_from(var["valueFrom"], pod)
             else:

@@ -65,72 +65,86 @@ def _ports_text(ports) -> str:
 
 
 def check(ctx):
-    policies = [(m, m.obj.get("spec") or {}) for m in ctx.bundle.manifests if m.kind == "NetworkPolicy"]
-    policies = [(m, spec, _types(spec)) for m, spec in policies]
-    for t in ctx.topologies:
-        if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
-            continue
-        pods = distinct_pods(t)
-        labels_list = [p.labels for p in pods]
+    workloads = [t for t in ctx.topologies if t.pods > 1 or (t.nnodes_max or 1) > 1]
+    if not workloads:
+        return
+    policies = [(m, spec, _types(spec)) for m, spec in
+                ((m, m.obj.get("spec") or {}) for m in ctx.bundle.manifests if m.kind == "NetworkPolicy")]
+    for t in workloads:
+        labels_list = [p.labels for p in distinct_pods(t)]
         ns = t.workload.namespace
         selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
                      all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
-        mine = [m for m, _, _ in selecting]
-        memo: dict[int, bool] = {}
-
-        def own(peer) -> bool:
-            key = id(peer)
-            if key not in memo:
-                memo[key] = _own(peer, labels_list, ns)
-            return memo[key]
-
-        def others(peers) -> bool:
-            return not peers or any(not own(p) for p in peers)
-
-        if not mine:
+        if not selecting:
             yield problem(ID, t, "metadata", f"no NetworkPolicy selects the pods of {t.manifest.ref}: any pod in the "
                           "cluster can reach the rendezvous store and the collectives, which have no authentication",
                           "add a NetworkPolicy: ingress only from the job's own pods, egress to them and to DNS",
                           severity=WARNING)
             continue
-        port = t.endpoint_port or "the rendezvous port"
-        ingress = [(m, i, r) for m, spec, types in selecting if "Ingress" in types
-                   for i, r in enumerate(spec.get("ingress") or [])]
-        if any("Ingress" in types for _, _, types in selecting):
-            own_rules = [(m, i, r) for m, i, r in ingress
-                         if not r.get("from") or any(own(p) for p in r.get("from") or [])]
-            all_ports = [x for x in own_rules if not x[2].get("ports")]
-            first = mine[0]
-            if not all_ports:
-                if own_rules:
-                    m, i, r = own_rules[0]
-                    yield obj_problem(ID, m, f"spec.ingress[{i}].ports", f"the job's own pods are admitted only on "
-                                      f"ports {_ports_text(r['ports'])}: gloo and NCCL connect on ephemeral ports",
-                                      "drop the ports from the rule that admits the job's own pods", severity=ERROR)
-                else:
-                    yield obj_problem(ID, first, "spec.ingress", f"NetworkPolicy admits no ingress from the job's own "
-                                      f"pods: the rendezvous on {port} and the collectives are blocked",
-                                      "admit ingress from a podSelector matching the training pods", severity=ERROR)
-            for m, i, r in ingress:
-                if others(r.get("from") or []):
-                    yield obj_problem(ID, m, f"spec.ingress[{i}]", "admits ingress from outside the job "
-                                      f"({'any source' if not r.get('from') else 'other pods, namespaces or addresses'})",
-                                      "admit only a podSelector matching the job's own pods", severity=WARNING)
-        egress_pols = [m for m, _, types in selecting if "Egress" in types]
-        if egress_pols:
-            egress = [(m, i, r) for m, spec, types in selecting if "Egress" in types
-                      for i, r in enumerate(spec.get("egress") or [])]
-            own_ok = any(not r.get("ports") and (not r.get("to") or any(own(p) for p in r["to"]))
-                      for _, _, r in egress)
-            dns = any(any(str(p.get("port")) in ("53", "dns", "dns-tcp") for p in r.get("ports") or []) or
-                      (not r.get("ports") and (not r.get("to") or others(r["to"])))
-                      for _, _, r in egress)
+        # One pass over the ingress rules: does one admit the job's own pods on every port, which admit others?
+        isolated, own_all_ports, own_some_ports, outside = False, False, None, []
+        for m, spec, types in selecting:
+            if "Ingress" not in types:
+                continue
+            isolated = True
+            for i, r in enumerate(spec.get("ingress") or []):
+                peers = r.get("from") or []
+                own = not peers
+                other = not peers
+                for peer in peers:
+                    if _own(peer, labels_list, ns):
+                        own = True
+                    else:
+                        other = True
+                if own:
+                    if r.get("ports"):
+                        own_some_ports = own_some_ports or (m, i, r)
+                    else:
+                        own_all_ports = True
+                if other:
+                    outside.append((m, i, r))
+        if isolated and not own_all_ports:
+            if own_some_ports:
+                m, i, r = own_some_ports
+                yield obj_problem(ID, m, f"spec.ingress[{i}].ports", f"the job's own pods are admitted only on "
+                                  f"ports {_ports_text(r['ports'])}: gloo and NCCL connect on ephemeral ports",
+                                  "drop the ports from the rule that admits the job's own pods", severity=ERROR)
+            else:
+                yield obj_problem(ID, selecting[0][0], "spec.ingress", "NetworkPolicy admits no ingress from the "
+                                  f"job's own pods: the rendezvous on {t.endpoint_port or 'the rendezvous port'} and "
+                                  "the collectives are blocked",
+                                  "admit ingress from a podSelector matching the training pods", severity=ERROR)
+        for m, i, r in outside:
+            yield obj_problem(ID, m, f"spec.ingress[{i}]", "admits ingress from outside the job "
+                              f"({'any source' if not r.get('from') else 'other pods, namespaces or addresses'})",
+                              "admit only a podSelector matching the job's own pods", severity=WARNING)
+        # Egress, where restricted: the job's own pods on every port, and DNS.
+        first_egress, own_ok, dns = None, False, False
+        for m, spec, types in selecting:
+            if "Egress" not in types:
+                continue
+            first_egress = first_egress or m
+            for r in spec.get("egress") or []:
+                ports = r.get("ports")
+                peers = r.get("to") or []
+                if ports:
+                    dns = dns or any(str(p.get("port")) in ("53", "dns", "dns-tcp") for p in ports)
+                    continue
+                if not peers:
+                    own_ok = dns = True
+                    continue
+                for peer in peers:
+                    if _own(peer, labels_list, ns):
+                        own_ok = True
+                    else:
+                        dns = True
+        if first_egress is not None:
             if not own_ok:
-                yield obj_problem(ID, egress_pols[0], "spec.egress", "egress to the job's own pods is blocked (or "
+                yield obj_problem(ID, first_egress, "spec.egress", "egress to the job's own pods is blocked (or "
                                   "limited to some ports): the rendezvous and collectives cannot connect",
                                   "allow egress to a podSelector matching the training pods, on all ports",
                                   severity=ERROR)
             if not dns:
-                yield obj_problem(ID, egress_pols[0], "spec.egress", "egress to DNS (port 53) is blocked: the "
+                yield obj_problem(ID, first_egress, "spec.egress", "egress to DNS (port 53) is blocked: the "
                                   "rendezvous endpoint's name does not resolve",
                                   "allow egress on port 53 (UDP and TCP) to the cluster DNS", severity=ERROR)
