@@ -151,3 +151,16 @@ def test_repository_overlays_report_clean_in_every_format():
         assert proc.returncode == 0, proc.stdout[-2000:]
     doc = json.loads(run_cli("validate", "--format", "sarif").stdout)
     assert doc["runs"][0]["results"] == []
+
+
+def test_ci_uploads_the_reports():
+    import yaml
+
+    doc = yaml.safe_load((REPO / ".github/workflows/ci.yaml").read_text())
+    job = doc["jobs"]["validate-and-test"]
+    assert job["permissions"]["security-events"] == "write"
+    steps = job["steps"]
+    script = next(s["run"] for s in steps if "FORMAT=sarif" in s.get("run", ""))
+    assert "FORMAT=junit" in script
+    sarif = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    assert sarif["with"]["sarif_file"] == "policies.sarif"
