@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from . import engine
+from .entry import guarded
 from .loader import InputError
 from .schema import ValidatorUnavailable
 from .model import ERROR
@@ -166,23 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     # `make validate PATHS="a b"` passes one word per path; a single quoted string with spaces splits the same way.
     if hasattr(args, "paths"):
         args.paths = [p for raw in args.paths for p in raw.split()]
-    try:
-        return args.func(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ValidatorUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:  # an internal fault: one line, the traceback only on request
-        if os.environ.get("POLICIES_DEBUG"):
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set POLICIES_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 3
+    return guarded(lambda: args.func(args), (InputError, ValidatorUnavailable))
 
 
 if __name__ == "__main__":

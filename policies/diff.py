@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from .entry import guarded
 from .loader import InputError, parse
 from .model import Manifest
 
@@ -390,11 +391,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--root", default=str(REPO), help="the repository (default: this one)")
     ap.add_argument("--output", help="also write the result to this file")
     args = ap.parse_args(list(argv) if argv is not None else None)
-    try:
-        diffs, base, head = run(Path(args.root), args.base, args.head)
-    except DiffError as exc:
-        print(f"error: make diff: {exc}", file=sys.stderr)
-        return 2
+    return guarded(lambda: report(args), (DiffError,), prefix="make diff: ")
+
+
+def report(args: argparse.Namespace) -> int:
+    diffs, base, head = run(Path(args.root), args.base, args.head)
     if args.format == "markdown":
         out = markdown(diffs, base, head)
     elif args.format == "json":

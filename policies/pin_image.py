@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from .entry import guarded
 from .scale import REPO, ScaleError, YamlFile, rel, write_atomic
 
 BASE_IMAGE = "ghcr.io/example/ddp-trainer"
@@ -68,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    return guarded(lambda: apply(args), (ScaleError,))
+
+
+def apply(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
-    try:
-        changes = pin(root, args.tag, args.digest, args.cpu_digest, args.name)
-    except ScaleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    changes = pin(root, args.tag, args.digest, args.cpu_digest, args.name)
     for path, text in changes.items():
         if args.dry_run:
             print(f"would change {rel(path)}")

@@ -19,6 +19,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
+from .entry import guarded
+
 REPO = Path(__file__).resolve().parent.parent
 GPU = "nvidia.com/gpu"
 LAUNCHERS = ("indexed-job", "statefulset", "pytorchjob", "trainjob")
@@ -554,11 +556,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except ScaleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return guarded(lambda: args.func(args), (ScaleError,))
 
 
 if __name__ == "__main__":

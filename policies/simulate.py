@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from .entry import guarded
 from . import engine
 from .launchers import Bundle, Pod, Workload, as_int, workloads
 from .model import ERROR, Manifest
@@ -590,18 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
     args = ap.parse_args(argv)
     run_dir = args.run_dir or REPO / ".sim" / re.sub(r"[^A-Za-z0-9._-]+", "_", args.overlay.strip("/"))
-    try:
-        return simulate(args.overlay, run_dir, args.deadline, args.scale_to)
-    except SimulationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # an internal fault: one line, the traceback only on request
-        if os.environ.get("POLICIES_DEBUG"):
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set POLICIES_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 3
+    return guarded(lambda: simulate(args.overlay, run_dir, args.deadline, args.scale_to), (SimulationError,))
 
 
 if __name__ == "__main__":

@@ -465,13 +465,17 @@ def main(argv: list[str] | None = None) -> int:
               "the group from the last checkpoint", file=sys.stderr)
         _hard_exit(EXIT_PEER_LOST)
     D.shutdown()
-    if code != 0:
-        # Leave without interpreter finalisation: it restores the default SIGTERM action, and torchrun
-        # SIGTERMs the ranks still on their way out once the first one has exited, which would turn
-        # their own exit code into -15.
-        _hard_exit(code)
     return code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Leave without interpreter finalisation, whatever the code:
+    # - gloo's worker thread may still be releasing the last collective's tensors (it needs the GIL to
+    #   drop their Python objects) while the interpreter finalises, and a thread that takes the GIL then
+    #   is cancelled mid-C++ frame: "terminate called without an active exception", SIGABRT, exit -6
+    #   after a run that finished (seen about 1 run in 6 on 2 loaded cores);
+    # - finalisation restores the default SIGTERM action, and torchrun SIGTERMs the ranks still on their
+    #   way out once the first one has exited, which would turn their own exit code into -15.
+    # Every file the trainer writes is closed by then (checkpoints and metrics.jsonl are written whole).
+    _hard_exit(main())
+
