@@ -7,8 +7,14 @@ cannot be told apart). A constant written into the command line gives every run 
 warning with etcd. Take it from the run id (`$(RUN_ID)`, which also names the trainer's checkpoint folder) or from
 the Job's uid label. The static backend ignores the id.
 
-Fails: `--rdzv-backend=etcd-v2` with no `--rdzv-id`; a c10d StatefulSet without an id (warning).
-Passes: `--rdzv-backend=c10d --rdzv-id=$(RUN_ID)`; static rendezvous.
+Two workloads of the same manifests (one overlay, one file) that meet at the same rendezvous endpoint with the same
+id join one rendezvous: the first to arrive fills it with pods of both, and neither forms its own world. That is an
+error whatever the backend. (Workloads synced from different overlays are not compared: each Argo CD Application
+deploys one overlay.)
+
+Fails: `--rdzv-backend=etcd-v2` with no `--rdzv-id`; a c10d StatefulSet without an id (warning); two StatefulSets
+on one etcd with the same `$(RUN_ID)`.
+Passes: `--rdzv-backend=c10d --rdzv-id=$(RUN_ID)`; static rendezvous; two workloads on one etcd with their own ids.
 """
 from __future__ import annotations
 
@@ -21,8 +27,17 @@ SEVERITY = WARNING
 
 
 def check(ctx):
+    yield from unset_or_constant(ctx)
+    yield from shared(ctx)
+
+
+def dynamic(t) -> bool:
+    return bool(t.torchrun and t.backend != "static" and not t.backend.startswith("c10d (standalone)"))
+
+
+def unset_or_constant(ctx):
     for t in ctx.topologies:
-        if not t.torchrun or t.backend == "static" or t.backend.startswith("c10d (standalone)"):
+        if not dynamic(t):
             continue
         if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
             continue
@@ -38,3 +53,23 @@ def check(ctx):
             yield problem(ID, t, where, f"rendezvous id is the constant '{s.value}': every run of this manifest "
                           "joins the same etcd rendezvous", "take it from the run id, e.g. --rdzv-id=$(RUN_ID)",
                           severity=WARNING)
+
+
+def shared(ctx):
+    """Workloads meeting at one endpoint under one id. A name without `.svc` is looked up in the pod's namespace
+    (its DNS search path), so it names the same host only for workloads of one namespace."""
+    seen: dict[tuple, object] = {}
+    for t in ctx.topologies:
+        if not dynamic(t) or not t.endpoint_host:
+            continue
+        host = t.endpoint_host.rstrip(".")
+        scope = "" if ".svc" in host or host.replace(".", "").isdigit() else t.manifest.namespace
+        key = (t.backend.split()[0], host, scope, t.endpoint_port, t.first.rdzv_id.value)
+        first = seen.setdefault(key, t)
+        if first is t:
+            continue
+        s = t.first.rdzv_id
+        where = s.field or ("spec.elasticPolicy.rdzvId" if t.launcher == "pytorchjob" else t.first.inv.field)
+        yield problem(ID, t, where, f"joins the same rendezvous as {first.manifest.ref} ({key[0]} at "
+                      f"{t.endpoint_host}:{t.endpoint_port}, id '{s.value}'): the pods of both fill one world",
+                      "give each workload its own --rdzv-id (or its own run id)", severity=ERROR)
