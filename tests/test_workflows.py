@@ -75,12 +75,31 @@ def test_no_untrusted_expression_in_a_script(path):
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_permissions_are_explicit_and_actions_pinned(path):
+    """A tag can be moved to other code: every action is pinned to a commit SHA, its version in a comment (the
+    form Dependabot updates)."""
     doc = load(path)
     assert "permissions" in doc, f"{path.name}: no top-level permissions (the default token can write)"
-    for job in doc["jobs"].values():
-        for step in job.get("steps", []):
-            if "uses" in step:
-                assert re.match(r"^[\w.-]+/[\w./-]+@(v\d+(\.\d+)*|[0-9a-f]{40})$", step["uses"]), step["uses"]
+    used = [step["uses"] for job in doc["jobs"].values() for step in job.get("steps", []) if "uses" in step]
+    assert used
+    for ref in used:
+        assert re.match(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$", ref), f"{path.name}: {ref} is not pinned to a commit SHA"
+    lines = [line for line in path.read_text().splitlines() if re.match(r"^\s*(- )?uses:", line)]
+    assert len(lines) == len(used)
+    for line in lines:
+        assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), f"{path.name}: {line.strip()} has no version comment"
+
+
+def test_dependabot_keeps_the_pinned_actions_current():
+    cmd = checker()
+    if cmd is None:
+        pytest.skip("check-jsonschema is not installed (requirements-dev.txt; run make setup)")
+    path = REPO / ".github/dependabot.yml"
+    env = dict(os.environ, HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="")
+    proc = subprocess.run([*cmd, "--builtin-schema", "vendor.dependabot", str(path)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ecosystems = {u["package-ecosystem"] for u in yaml.safe_load(path.read_text())["updates"]}
+    assert "github-actions" in ecosystems
 
 
 def test_ci_runs_the_make_targets_on_relevant_paths():
