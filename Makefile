@@ -44,10 +44,12 @@ $(PY): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
 	@touch $(PY)
 
-# libnss_wrapper and etcd for `make simulate` (Debian packages, where the machine allows); retried until present.
+# libnss_wrapper, libsocket_wrapper and etcd for `make simulate` (Debian packages, where the machine allows);
+# retried until present.
 $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 	@scripts/install-sim-deps.sh
-	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && command -v etcd >/dev/null; then touch $@; fi
+	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && compgen -G "/usr/lib/*/libsocket_wrapper.so" >/dev/null \
+	  && command -v etcd >/dev/null; then touch $@; fi
 
 setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@KUBECONFORM_VERSION=$(KUBECONFORM_VERSION) KUBECONFORM_SHA256=$(KUBECONFORM_SHA256) BIN=$(BIN) scripts/install-kubeconform.sh

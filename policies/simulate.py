@@ -1,6 +1,10 @@
 """`make simulate`: start every pod of an overlay on this machine as the controllers would create them, with the
-command, arguments and env written in the manifests, each pod under its own hostname and loopback address, and
-report whether the torchrun world formed and trained. Uses the launcher model the policies read (launchers.py)."""
+command, arguments and env written in the manifests, each pod under its own hostname and address, and report
+whether the torchrun world formed and trained. Uses the launcher model the policies read (launchers.py).
+
+Names resolve through libnss_wrapper. Where libsocket_wrapper is installed each pod also gets a network of its own:
+its sockets are Unix sockets named after its address, so a server listening on 0.0.0.0 in one pod answers only at
+that pod's address, as in a cluster. Without it every pod shares this machine's loopback network."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +31,10 @@ from .topology import compute
 REPO = Path(__file__).resolve().parent.parent
 NSS_WRAPPER = Path("/usr/lib/x86_64-linux-gnu/libnss_wrapper.so")
 NSS_WRAPPER_CANDIDATES = (NSS_WRAPPER, Path("/usr/lib/aarch64-linux-gnu/libnss_wrapper.so"), Path("/usr/lib/libnss_wrapper.so"))
+SOCKET_WRAPPER_CANDIDATES = tuple(Path(str(c).replace("libnss_wrapper", "libsocket_wrapper")) for c in NSS_WRAPPER_CANDIDATES)
+# socket_wrapper's interfaces 1..64 are the addresses 127.0.0.<id> and fd00::5357:5f<id, hex>; pods start at 11
+# (127.0.0.1 stays localhost).
+FIRST_IFACE, LAST_IFACE = 11, 64
 MAX_PODS = 8
 # Where the image keeps the repository (Dockerfile: WORKDIR /app, code in /app/trainer).
 IMAGE_ROOT = "/app"
@@ -35,6 +43,13 @@ GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
 
 class SimulationError(Exception):
     """The overlay cannot be simulated here: the message says why, in one line."""
+
+
+def socket_wrapper() -> Path | None:
+    """libsocket_wrapper where installed (Debian: libsocket-wrapper), unless SIM_HOST_NETWORK=1 asks for the host's."""
+    if os.environ.get("SIM_HOST_NETWORK") == "1":
+        return None
+    return next((p for p in SOCKET_WRAPPER_CANDIDATES if p.exists()), None)
 
 
 def nss_wrapper() -> Path:
@@ -58,6 +73,10 @@ class SimPod:
     cwd: Path
     log: Path
     ports: list[int] = field(default_factory=list)
+    # Where the simulator itself reaches the pod's ports: its own address on the host network, or (a pod inside
+    # socket_wrapper's network) None.
+    host_ip: str | None = None
+    iface: int = 0
     proc: subprocess.Popen[bytes] | None = None
     exit_code: int | None = None
     lines: list[str] = field(default_factory=list)
@@ -178,6 +197,9 @@ class Simulation:
         self.pods: list[SimPod] = []
         self.notes: list[str] = []
         self._lock = threading.Lock()
+        self.swrap = socket_wrapper()
+        self.swrap_dir: Path | None = None
+        self._relays: list[socket.socket] = []
 
     def say(self, text: str) -> None:
         with self._lock:
@@ -234,6 +256,20 @@ class Simulation:
         if not pods:
             raise SimulationError("no pods: nothing in these manifests starts a pod (Job, StatefulSet, PyTorchJob, "
                                   "TrainJob, JobSet)")
+        if self.swrap and len(pods) > LAST_IFACE - FIRST_IFACE + 1:
+            raise SimulationError(f"{len(pods)} pods: socket_wrapper gives at most {LAST_IFACE - FIRST_IFACE + 1} "
+                                  "addresses")
+        any_training = any(sp.training for sp in pods)
+        for k, sp in enumerate(pods):
+            if not self.swrap:
+                sp.host_ip = sp.ip
+                continue
+            sp.iface = FIRST_IFACE + k
+            sp.ip = f"127.0.0.{sp.iface}"
+            if any_training and not sp.training:
+                # A service pod (an etcd, say) may not call the C library for its sockets (Go does not), so it runs
+                # on the host network and the simulator relays its declared ports into the pods' network.
+                sp.host_ip = f"127.0.1.{k + 1}"
         dns = self._dns(pods)
         wrapper = nss_wrapper()
         for sp in pods:
@@ -272,25 +308,35 @@ class Simulation:
         # hands it to the workers as MASTER_ADDR), then its short hostname; then what cluster DNS would answer.
         ns = p.namespace or "default"
         own = f"{p.hostname}.{p.subdomain}.{ns}.svc.cluster.local {p.hostname}" if p.subdomain else p.hostname
-        lines = [f"{sp.ip} {own}", f"::ffff:{sp.ip} {own}"]
+        # torch's TCPStore client asks for IPv6 first, and libuv's server listens on "::": every name has both.
+        lines = [line for ip in (sp.ip,) for line in (f"{ip} {own}", f"{self._ipv6(ip)} {own}")]
         for name, ip in sorted(dns.items()):
-            lines += [f"{ip} {name}", f"::ffff:{ip} {name}"]  # torch's TCPStore client asks for IPv6 first
+            lines += [f"{ip} {name}", f"{self._ipv6(ip)} {name}"]
         lines.append("127.0.0.1 localhost")
         hosts.write_text("\n".join(lines) + "\n")
+        wrapped = self.swrap is not None and sp.host_ip is None
         env.update({
             "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
             "HOSTNAME": p.hostname,
-            "LD_PRELOAD": str(wrapper),
+            "LD_PRELOAD": f"{self.swrap} {wrapper}" if wrapped else str(wrapper),
             "NSS_WRAPPER_HOSTS": str(hosts),
             "NSS_WRAPPER_HOSTNAME": p.hostname,
             "PYTHONUNBUFFERED": "1",
             "LOGLEVEL": env.get("LOGLEVEL", "INFO"),
         })
+        if wrapped:
+            env["SOCKET_WRAPPER_DEFAULT_IFACE"] = str(sp.iface)  # SOCKET_WRAPPER_DIR: set when the run starts
         if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or
                                                                    t.startswith("--rdzv_conf") for t in sp.argv):
             env["PET_RDZV_CONF"] = f"join_timeout={self.rdzv_timeout},timeout={self.rdzv_timeout}"
         sp.env = env
         sp.ports = [as_int(port.get("containerPort"), 0) or 0 for port in p.container.get("ports") or []]
+
+    def _ipv6(self, ip: str) -> str:
+        """The IPv6 address of a pod: socket_wrapper's fd00::5357:5f<iface> for its network, else IPv4-mapped."""
+        if self.swrap and ip.startswith("127.0.0."):
+            return f"fd00::5357:5f{int(ip.rsplit('.', 1)[1]):02x}"
+        return f"::ffff:{ip}"
 
     def _runtime_value(self, p: Pod, name: str, sp: SimPod) -> str | None:
         for var in p.container.get("env") or []:
@@ -324,8 +370,8 @@ class Simulation:
         busy = []
         for sp in self.pods:
             for port in sp.ports:
-                if port and not _port_free(sp.ip, port):
-                    busy.append(f"{sp.ip}:{port} ({sp.name})")
+                if port and sp.host_ip and not _port_free(sp.host_ip, port):
+                    busy.append(f"{sp.host_ip}:{port} ({sp.name})")
         if busy:
             raise SimulationError(f"ports already in use on this machine: {', '.join(busy)}")
 
@@ -371,8 +417,73 @@ class Simulation:
             except subprocess.TimeoutExpired:
                 continue
 
+    # --- socket_wrapper's network ----------------------------------------------------------------------------
+
+    def _open_network(self) -> None:
+        """A folder for the pods' sockets (short: a Unix socket path has at most 107 bytes), and a relay from each
+        host-network pod's declared ports into it, at that pod's address."""
+        import tempfile
+        self.swrap_dir = Path(tempfile.mkdtemp(prefix="sim-net-"))
+        for sp in self.pods:
+            if sp.host_ip is None:
+                sp.env["SOCKET_WRAPPER_DIR"] = str(self.swrap_dir)
+                continue
+            for port in sp.ports:
+                for family in "TX":  # socket_wrapper's name for a TCP (IPv4, IPv6) socket: <type><iface><port>
+                    self._relay(self.swrap_dir / f"{family}{sp.iface:02X}{port:04X}", (sp.host_ip, port))
+
+    def _relay(self, path: Path, target: tuple[str, int]) -> None:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        listener.listen(64)
+        self._relays.append(listener)
+
+        def pipe(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def accept() -> None:
+            while True:
+                try:
+                    client, _ = listener.accept()
+                except OSError:
+                    return  # closed at the end of the run
+                try:
+                    upstream = socket.create_connection(target, timeout=5)
+                    upstream.settimeout(None)
+                except OSError:
+                    client.close()
+                    continue
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def _close_network(self) -> None:
+        for listener in self._relays:
+            listener.close()
+        if self.swrap_dir:
+            shutil.rmtree(self.swrap_dir, ignore_errors=True)
+
     def run(self) -> "Result":
         self._check_ports()
+        if self.swrap:
+            self._open_network()
+        try:
+            return self._run()
+        finally:
+            self._close_network()
+
+    def _run(self) -> "Result":
         start = time.monotonic()
         services = [sp for sp in self.pods if not sp.training]
         trainers = [sp for sp in self.pods if sp.training]
@@ -382,7 +493,8 @@ class Simulation:
             self._start(sp)
         for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
             for port in sp.ports:
-                while port and time.monotonic() - start < min(30.0, self.deadline) and not _port_open(sp.ip, port):
+                while (port and sp.host_ip and time.monotonic() - start < min(30.0, self.deadline)
+                       and not _port_open(sp.host_ip, port)):
                     if sp.proc and sp.proc.poll() is not None:
                         break
                     time.sleep(0.2)
@@ -574,13 +686,22 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     pods = sim.plan()
     print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
     print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
-          "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper to "
-          "127.0.1.x, only where a headless Service (or the launcher's own) publishes them", file=out)
+          "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper, only where "
+          "a headless Service (or the launcher's own) publishes them", file=out)
+    if sim.swrap:
+        print("simulate: network: each pod has its own address (libsocket_wrapper, 127.0.0.11 on): a port is open "
+              "only at the address of the pod that listens on it; pods that do not train (an etcd) run on the host "
+              "network and their declared ports are relayed to their address", file=out)
+    else:
+        print("simulate: network: every pod shares this machine's loopback network (libsocket_wrapper is not "
+              f"installed{' or SIM_HOST_NETWORK=1' if os.environ.get('SIM_HOST_NETWORK') == '1' else ''}): a port "
+              "open in one pod answers at every pod's address", file=out)
     print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1 and, where the "
           f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={sim.rdzv_timeout},timeout={sim.rdzv_timeout}"
           " (short rendezvous timeouts, so a world that cannot form fails inside the deadline)", file=out)
     for sp in pods:
-        print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}): "
+        where = f", on the host network at {sp.host_ip}, ports relayed" if sim.swrap and sp.host_ip else ""
+        print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}{where}): "
               f"{' '.join(sp.argv)[:200]}", file=out)
     result = sim.run()
     print(result.report(static_problems), file=out)

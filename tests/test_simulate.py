@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -14,20 +15,22 @@ import yaml
 
 from conftest import REPO, run_cli
 from policies.engine import collect
-from policies.simulate import NSS_WRAPPER_CANDIDATES
+from policies.simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES
 
 pytestmark = [
     pytest.mark.skipif(not any(p.exists() for p in NSS_WRAPPER_CANDIDATES),
-                       reason="libnss_wrapper is not installed (make setup installs Debian's libnss-wrapper as root)"),
+                       reason="libnss_wrapper is not installed (make setup installs Debian's libnss-wrapper)"),
 ]
+# With libsocket_wrapper every pod has a network of its own (make setup installs it); without, they share the host's.
+ISOLATED = any(p.exists() for p in SOCKET_WRAPPER_CANDIDATES)
 KIND = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays/kind-cpu").glob("*/kustomization.yaml"))
 
 
-def simulate(target, tmp_path, deadline=150, *extra):
+def simulate(target, tmp_path, deadline=150, *extra, env=None):
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "policies.simulate", str(target), "--deadline", str(deadline),
                            "--run-dir", str(tmp_path / "run"), *extra], cwd=REPO, capture_output=True, text=True,
-                          timeout=deadline + 120)
+                          timeout=deadline + 120, env={**os.environ, **(env or {})})
     return proc, time.monotonic() - start
 
 
@@ -36,13 +39,15 @@ def simulate(target, tmp_path, deadline=150, *extra):
 def test_kind_cpu_overlay_trains_to_completion(overlay, tmp_path):
     if "etcd" in str(overlay):
         if shutil.which("etcd") is None:
-            pytest.skip("etcd is not installed (make setup installs Debian's etcd-server as root)")
+            pytest.skip("etcd is not installed (make setup installs Debian's etcd-server)")
         if importlib.util.find_spec("etcd") is None:
             pytest.skip("python-etcd is not installed in the venv")
     proc, _ = simulate(REPO / overlay, tmp_path)
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr
     assert "\nPASSED: logs in " in out and "world size reached: 4" in out
+    if ISOLATED:  # the world formed with each pod at its own address (the etcd one through the relay)
+        assert "network: each pod has its own address" in out and "127.0.0.12" in out
     assert "[DONE] world=4 epochs=3" in out
     # The trainer really ran: checkpoints in the (mapped) output volume.
     assert list((tmp_path / "run").rglob("epoch-0003.pt")), "no checkpoint written"
@@ -78,6 +83,12 @@ def wrong_master_addr(objs):
     set_env(c, "MASTER_ADDR", addr.replace(".ddp-train", ".ddp-trainer"))  # a Service that does not exist
 
 
+def master_addr_names_pod_1(objs):
+    c = container(objs, "Job")
+    addr = next(e["value"] for e in c["env"] if e["name"] == "MASTER_ADDR")
+    set_env(c, "MASTER_ADDR", addr.replace("-0.", "-1.", 1))  # a pod of the job, but not the one with node rank 0
+
+
 def rank_not_from_pod_index(objs):
     set_env(container(objs, "StatefulSet"), "NODE_RANK", value_from={"fieldRef": {"fieldPath": "metadata.name"}})
 
@@ -99,6 +110,9 @@ MUTATIONS = {
                      ("2/3 clients joined", "wait timeout", "deadline reached")),
     "wrong-master-addr": ("overlays/kind-cpu/indexed-job", wrong_master_addr, True, "TOPO003",
                           ("Name or service not known", "deadline reached", "timed out")),
+    # Pod 1 exists and resolves, but the store listens on pod 0 (node rank 0): only a network per pod shows it.
+    "master-addr-names-pod-1": ("overlays/kind-cpu/indexed-job", master_addr_names_pod_1, ISOLATED, "TOPO003",
+                                ("No route to host", "Connection refused", "deadline reached", "timed out")),
     "rank-not-from-pod-index": ("overlays/kind-cpu/statefulset", rank_not_from_pod_index, True, "TOPO009",
                                 ("invalid int value",)),
     "service-selector-mismatch": ("overlays/kind-cpu/statefulset", selector_mismatch, True, "TOPO005",
@@ -129,6 +143,20 @@ def test_mutation_is_caught(name, tmp_path):
         assert proc.returncode == 0, proc.stdout[-2000:]
         assert "this machine cannot show:" in proc.stdout and f"error {rule}" in proc.stdout, proc.stdout[-2000:]
         assert "PASSED (the run only; make validate fails on the 1 above)" in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not ISOLATED, reason="libsocket_wrapper is not installed: there is only the host network")
+def test_on_the_host_network_a_master_addr_naming_pod_1_trains(tmp_path):
+    """Without a network per pod the store on pod 0 answers at pod 1's address too: what isolation adds."""
+    objs = rendered("overlays/kind-cpu/indexed-job")
+    master_addr_names_pod_1(objs)
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    proc, _ = simulate(path, tmp_path, 60, env={"SIM_HOST_NETWORK": "1"})
+    assert "network: every pod shares this machine's loopback network" in proc.stdout
+    assert "SIM_HOST_NETWORK=1" in proc.stdout and "127.0.1.2" in proc.stdout
+    assert proc.returncode == 0 and "PASSED (the run only" in proc.stdout, proc.stdout[-2000:]
 
 
 def test_gpu_overlay_is_refused_unless_scaled(tmp_path):
