@@ -12,6 +12,10 @@ PYTHON      ?= python3
 KUBECONFORM_VERSION ?= v0.8.0
 # sha256 of kubeconform-linux-amd64.tar.gz v0.8.0 (from the release CHECKSUMS as quoted by public scripts; this machine cannot download it to re-check)
 KUBECONFORM_SHA256  ?= 9bc2bffbf71f261128533edaf912153948b7ff238f9a531ae6d34466ec287883
+# actionlint lints .github/workflows in make test (tests/test_workflows.py); sha256 of actionlint_1.7.12_linux_amd64.tar.gz
+# from the release's checksums.txt as quoted by several public repositories (not re-checked here: no GitHub access).
+ACTIONLINT_VERSION ?= 1.7.12
+ACTIONLINT_SHA256  ?= 8aca8db96f1b94770f1b0d72b6dddcb1ebb8123cb3712530b08cc387b349a3d8
 # An extra index for the CPU build of torch==2.13.0 (CI sets https://download.pytorch.org/whl/cpu); empty = pip's own.
 TORCH_INDEX ?=
 
@@ -52,7 +56,12 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 	  && command -v etcd >/dev/null; then touch $@; fi
 
 setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubeconform and the simulator's packages where the machine allows
-	@KUBECONFORM_VERSION=$(KUBECONFORM_VERSION) KUBECONFORM_SHA256=$(KUBECONFORM_SHA256) BIN=$(BIN) scripts/install-kubeconform.sh
+	@BIN=$(BIN) scripts/install-release.sh kubeconform \
+	  https://github.com/yannh/kubeconform/releases/download/$(KUBECONFORM_VERSION)/kubeconform-linux-amd64.tar.gz \
+	  $(KUBECONFORM_SHA256) -v "the in-process validator will be used"
+	@BIN=$(BIN) scripts/install-release.sh actionlint \
+	  https://github.com/rhysd/actionlint/releases/download/v$(ACTIONLINT_VERSION)/actionlint_$(ACTIONLINT_VERSION)_linux_amd64.tar.gz \
+	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
 	@$(PY) -m policies.cli tools
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1]
