@@ -661,7 +661,8 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
         raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
     unit = units[0]
     if unit.failed_input:
-        raise SimulationError(unit.problems[0].line())
+        first = unit.problems[0]  # the input's own error (file and line), without the report's severity and rule
+        raise SimulationError(first.line().removeprefix(f"{first.severity} {first.rule} "))
     manifests = unit.manifests
     bundle = Bundle.of(manifests)
     reasons = needs_scaling(bundle)

@@ -192,3 +192,13 @@ def test_a_pod_that_is_not_torchrun_runs_as_written(tmp_path):
     assert proc.returncode == 0, proc.stdout
     assert "[hello-0] hello from 0 on hello-0" in proc.stdout
     assert "[hello-1] hello from 1 on hello-1" in proc.stdout
+
+
+def test_bad_input_is_one_line_naming_the_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1\n")
+    for target, expected in ((tmp_path / "missing", f"error: {tmp_path / 'missing'}: no such file or folder"),
+                             (bad, f"error: {bad}:2: invalid YAML")):
+        proc, _ = simulate(target, tmp_path, 30)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.startswith(expected) and proc.stderr.count("\n") == 1, proc.stderr
