@@ -126,3 +126,16 @@ def test_asking_for_kubeconform_where_it_is_missing_says_so(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: kubeconform not found") and "Traceback" not in proc.stderr
+
+
+def test_tools_says_what_runs_and_what_is_missing():
+    from policies.simulate import SOCKET_WRAPPER_CANDIDATES
+
+    proc = run_cli("tools")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("kubectl: ") and "Kustomize Version" in lines[0]
+    assert lines[1].startswith("schema validator for `make validate`: ")
+    assert lines[2].startswith("make simulate: names ")
+    swrap = next((str(p) for p in SOCKET_WRAPPER_CANDIDATES if p.exists()), None)
+    assert f"network per pod {swrap}" in lines[2] if swrap else "MISSING libsocket_wrapper" in lines[2]
