@@ -35,6 +35,7 @@ SOCKET_WRAPPER_CANDIDATES = tuple(Path(str(c).replace("libnss_wrapper", "libsock
 # socket_wrapper's interfaces 1..64 are the addresses 127.0.0.<id> and fd00::5357:5f<id, hex>; pods start at 11
 # (127.0.0.1 stays localhost).
 FIRST_IFACE, LAST_IFACE = 11, 64
+POD_TOKEN = "DDP_SIM_POD"
 MAX_PODS = 8
 # Where the image keeps the repository (Dockerfile: WORKDIR /app, code in /app/trainer).
 IMAGE_ROOT = "/app"
@@ -324,6 +325,8 @@ class Simulation:
             "PYTHONUNBUFFERED": "1",
             "LOGLEVEL": env.get("LOGLEVEL", "INFO"),
         })
+        # Marks every process of this pod, so that the simulator can stop all of them, wherever they were reparented.
+        env[POD_TOKEN] = f"{os.getpid()}-{id(self)}-{p.name}"
         if wrapped:
             env["SOCKET_WRAPPER_DEFAULT_IFACE"] = str(sp.iface)  # SOCKET_WRAPPER_DIR: set when the run starts
         if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or
@@ -404,18 +407,25 @@ class Simulation:
                 self.say(f"[{sp.name}] {line}")
 
     def _stop(self, sp: SimPod) -> None:
-        if sp.proc is None or sp.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        """SIGTERM to the pod's process group (as the kubelet stops a container), then SIGKILL; then SIGKILL to
+        whatever of the pod is left in other process groups: torchrun starts its workers in sessions of their own,
+        and a worker blocked in a collective does not act on SIGTERM."""
+        if sp.proc is not None and sp.proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(sp.proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    sp.proc.wait(wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):
             try:
-                os.killpg(sp.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                sp.proc.wait(wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     # --- socket_wrapper's network ----------------------------------------------------------------------------
 
@@ -533,6 +543,23 @@ class Simulation:
                     sp.exit_code = None  # still running at the end: killed
             time.sleep(0.1)
         return Result(self, timed_out, time.monotonic() - start)
+
+
+def _processes_with(name: str, value: str) -> list[int]:
+    """The processes whose environment holds name=value (children inherit it, whoever their parent is now)."""
+    if not value:
+        return []
+    needle = b"\0" + f"{name}={value}".encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in b"\0" + (entry / "environ").read_bytes() + b"\0":
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 _EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")

@@ -202,3 +202,23 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path):
         proc, _ = simulate(target, tmp_path, 30)
         assert proc.returncode == 2 and proc.stdout == ""
         assert proc.stderr.startswith(expected) and proc.stderr.count("\n") == 1, proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_processes_a_pod_left_in_other_sessions_are_stopped(tmp_path):
+    """torchrun's workers run in sessions of their own and a worker blocked in a collective ignores SIGTERM: at the
+    deadline every process of the pod goes, not only its process group."""
+    marker = "317.25"  # a sleep no other process on this machine runs
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "stuck"},
+        "spec": {"completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sh", "-c"],
+                            "args": [f"setsid sh -c 'trap \"\" TERM; exec sleep {marker}' & sleep {marker}"]}]}}},
+    }
+    path = tmp_path / "stuck.yaml"
+    path.write_text(yaml.safe_dump(job))
+    proc, seconds = simulate(path, tmp_path, 3)
+    assert proc.returncode == 1 and "deadline reached" in proc.stdout, proc.stdout
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
+    assert not left, f"processes left behind: {left}"
