@@ -53,6 +53,36 @@ def socket_wrapper() -> Path | None:
     return next((p for p in SOCKET_WRAPPER_CANDIDATES if p.exists()), None)
 
 
+SERIAL_SOURCE = Path(__file__).resolve().parent / "native" / "swrap_serial.c"
+
+
+def name_serializer() -> Path | None:
+    """policies/native/swrap_serial.c built for this machine (once, cached under .sim/.lib by the source's hash):
+    without it two processes of one pod can be given one port by libsocket_wrapper. None without a C compiler."""
+    import hashlib
+    import tempfile
+    digest = hashlib.sha256(SERIAL_SOURCE.read_bytes()).hexdigest()[:12]
+    out = REPO / ".sim" / ".lib" / f"swrap_serial-{digest}.so"
+    if out.exists():
+        return out
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".so.tmp")
+    os.close(fd)
+    try:
+        built = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", tmp, str(SERIAL_SOURCE), "-ldl", "-lpthread"],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            return None
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
 def nss_wrapper() -> Path:
     for p in NSS_WRAPPER_CANDIDATES:
         if p.exists():
@@ -199,6 +229,12 @@ class Simulation:
         self.notes: list[str] = []
         self._lock = threading.Lock()
         self.swrap = socket_wrapper()
+        self.serial = name_serializer() if self.swrap else None
+        if self.swrap is None:
+            self.host_network_reason = ("SIM_HOST_NETWORK=1" if os.environ.get("SIM_HOST_NETWORK") == "1"
+                                        else "libsocket_wrapper is not installed")
+        elif self.serial is None:
+            self.swrap, self.host_network_reason = None, "no C compiler to build policies/native/swrap_serial.c"
         self.swrap_dir: Path | None = None
         self._relays: list[socket.socket] = []
 
@@ -319,7 +355,7 @@ class Simulation:
         env.update({
             "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
             "HOSTNAME": p.hostname,
-            "LD_PRELOAD": f"{self.swrap} {wrapper}" if wrapped else str(wrapper),
+            "LD_PRELOAD": f"{self.serial} {self.swrap} {wrapper}" if wrapped else str(wrapper),
             "NSS_WRAPPER_HOSTS": str(hosts),
             "NSS_WRAPPER_HOSTNAME": p.hostname,
             "PYTHONUNBUFFERED": "1",
@@ -721,9 +757,8 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
               "only at the address of the pod that listens on it; pods that do not train (an etcd) run on the host "
               "network and their declared ports are relayed to their address", file=out)
     else:
-        print("simulate: network: every pod shares this machine's loopback network (libsocket_wrapper is not "
-              f"installed{' or SIM_HOST_NETWORK=1' if os.environ.get('SIM_HOST_NETWORK') == '1' else ''}): a port "
-              "open in one pod answers at every pod's address", file=out)
+        print(f"simulate: network: every pod shares this machine's loopback network ({sim.host_network_reason}): a "
+              "port open in one pod answers at every pod's address", file=out)
     print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1 and, where the "
           f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={sim.rdzv_timeout},timeout={sim.rdzv_timeout}"
           " (short rendezvous timeouts, so a world that cannot form fails inside the deadline)", file=out)

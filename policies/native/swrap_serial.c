@@ -1,0 +1,124 @@
+/*
+ * Preloaded by `make simulate` in front of libsocket_wrapper, which gives each simulated pod a network of its own.
+ *
+ * libsocket_wrapper names a socket after its address and port, and picks the port of a bind to port 0 (and of the
+ * implicit bind in connect() and listen()) as the first name that no file holds yet, then unlinks that path and
+ * binds it. Two processes of one pod doing so at the same moment can pick the same name, and the later one then
+ * takes the earlier one's listening socket away: a peer that connects to the earlier one reaches the wrong process
+ * or is refused. A kernel never hands one port to two listeners. This library makes the pick and the bind one step,
+ * under a lock file in SOCKET_WRAPPER_DIR (between processes) and a mutex (between threads); every other call goes
+ * straight to libsocket_wrapper.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static pthread_mutex_t names_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int lock_fd = -1;
+static pid_t lock_pid = 0;
+
+static void names_lock(void)
+{
+    pthread_mutex_lock(&names_mutex);
+    if (lock_fd < 0 || lock_pid != getpid()) { /* a forked child needs its own open file (flock is per open file) */
+        const char *dir = getenv("SOCKET_WRAPPER_DIR");
+        char path[PATH_MAX];
+        if (lock_fd >= 0) {
+            close(lock_fd);
+        }
+        lock_fd = -1;
+        if (dir != NULL && snprintf(path, sizeof(path), "%s/.names.lock", dir) < (int)sizeof(path)) {
+            lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        }
+        lock_pid = getpid();
+    }
+    if (lock_fd >= 0) {
+        while (flock(lock_fd, LOCK_EX) == -1 && errno == EINTR) {
+        }
+    }
+}
+
+static void names_unlock(void)
+{
+    if (lock_fd >= 0) {
+        flock(lock_fd, LOCK_UN);
+    }
+    pthread_mutex_unlock(&names_mutex);
+}
+
+static int is_inet(const struct sockaddr *addr, socklen_t len)
+{
+    return addr != NULL && len >= (socklen_t)sizeof(sa_family_t) &&
+           (addr->sa_family == AF_INET || addr->sa_family == AF_INET6);
+}
+
+static int port_zero(const struct sockaddr *addr, socklen_t len)
+{
+    if (!is_inet(addr, len)) {
+        return 0;
+    }
+    if (addr->sa_family == AF_INET) {
+        return len >= (socklen_t)sizeof(struct sockaddr_in) && ((const struct sockaddr_in *)addr)->sin_port == 0;
+    }
+    return len >= (socklen_t)sizeof(struct sockaddr_in6) && ((const struct sockaddr_in6 *)addr)->sin6_port == 0;
+}
+
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    static int (*next)(int, const struct sockaddr *, socklen_t);
+    int rc, saved;
+    if (next == NULL) {
+        next = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
+    }
+    if (!port_zero(addr, len)) {
+        return next(fd, addr, len);
+    }
+    names_lock();
+    rc = next(fd, addr, len);
+    saved = errno;
+    names_unlock();
+    errno = saved;
+    return rc;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    static int (*next)(int, const struct sockaddr *, socklen_t);
+    int rc, saved;
+    if (next == NULL) {
+        next = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "connect");
+    }
+    if (!is_inet(addr, len)) {
+        return next(fd, addr, len);
+    }
+    names_lock();
+    rc = next(fd, addr, len);
+    saved = errno;
+    names_unlock();
+    errno = saved;
+    return rc;
+}
+
+int listen(int fd, int backlog)
+{
+    static int (*next)(int, int);
+    int rc, saved;
+    if (next == NULL) {
+        next = (int (*)(int, int))dlsym(RTLD_NEXT, "listen");
+    }
+    names_lock();
+    rc = next(fd, backlog);
+    saved = errno;
+    names_unlock();
+    errno = saved;
+    return rc;
+}
