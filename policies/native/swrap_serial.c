@@ -72,53 +72,51 @@ static int port_zero(const struct sockaddr *addr, socklen_t len)
     return len >= (socklen_t)sizeof(struct sockaddr_in6) && ((const struct sockaddr_in6 *)addr)->sin6_port == 0;
 }
 
+/* Return the call's result with the name lock held around it, keeping the call's errno. */
+#define RETURN_LOCKED(call) \
+    do { \
+        int rc_, errno_; \
+        names_lock(); \
+        rc_ = (call); \
+        errno_ = errno; \
+        names_unlock(); \
+        errno = errno_; \
+        return rc_; \
+    } while (0)
+
+/* Each wrapper calls the next definition of its symbol: libsocket_wrapper's, preloaded after this library. */
+typedef int (*addr_call)(int, const struct sockaddr *, socklen_t);
+typedef int (*listen_call)(int, int);
+
 int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-    static int (*next)(int, const struct sockaddr *, socklen_t);
-    int rc, saved;
-    if (next == NULL) {
-        next = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
+    static addr_call next_;
+    if (next_ == NULL) {
+        next_ = (addr_call)dlsym(RTLD_NEXT, "bind");
     }
     if (!port_zero(addr, len)) {
-        return next(fd, addr, len);
+        return next_(fd, addr, len);
     }
-    names_lock();
-    rc = next(fd, addr, len);
-    saved = errno;
-    names_unlock();
-    errno = saved;
-    return rc;
+    RETURN_LOCKED(next_(fd, addr, len));
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-    static int (*next)(int, const struct sockaddr *, socklen_t);
-    int rc, saved;
-    if (next == NULL) {
-        next = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "connect");
+    static addr_call next_;
+    if (next_ == NULL) {
+        next_ = (addr_call)dlsym(RTLD_NEXT, "connect");
     }
     if (!is_inet(addr, len)) {
-        return next(fd, addr, len);
+        return next_(fd, addr, len);
     }
-    names_lock();
-    rc = next(fd, addr, len);
-    saved = errno;
-    names_unlock();
-    errno = saved;
-    return rc;
+    RETURN_LOCKED(next_(fd, addr, len));
 }
 
 int listen(int fd, int backlog)
 {
-    static int (*next)(int, int);
-    int rc, saved;
-    if (next == NULL) {
-        next = (int (*)(int, int))dlsym(RTLD_NEXT, "listen");
+    static listen_call next_;
+    if (next_ == NULL) {
+        next_ = (listen_call)dlsym(RTLD_NEXT, "listen");
     }
-    names_lock();
-    rc = next(fd, backlog);
-    saved = errno;
-    names_unlock();
-    errno = saved;
-    return rc;
+    RETURN_LOCKED(next_(fd, backlog));
 }
