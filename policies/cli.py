@@ -132,22 +132,19 @@ def cmd_tools(args: argparse.Namespace) -> int:
     out = subprocess.run([kubectl(), "version", "--client"], capture_output=True, text=True).stdout.split("\n")
     print(f"kubectl: {kubectl()} ({'; '.join(x.strip() for x in out if x.strip())})")
     print(f"schema validator for `make validate`: {_validator('auto').name}")
-    from .simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, name_serializer
+    from .simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
     import shutil
 
-    def first(paths: tuple[Path, ...]) -> str | None:
-        return next((str(c) for c in paths if c.exists()), None)
-
-    swrap = first(SOCKET_WRAPPER_CANDIDATES)
+    swrap = installed(SOCKET_WRAPPER_CANDIDATES)
     if swrap is None:
         network = "MISSING libsocket_wrapper (pods share the host network)"
     elif name_serializer() is None:
         network = f"{swrap}, but no C compiler for policies/native/swrap_serial.c (pods share the host network)"
     else:
-        network = swrap
+        network = str(swrap)
     print("make simulate: names "
-          f"{first(NSS_WRAPPER_CANDIDATES) or 'MISSING libnss_wrapper (make simulate cannot run)'}; network per pod "
+          f"{installed(NSS_WRAPPER_CANDIDATES) or 'MISSING libnss_wrapper (make simulate cannot run)'}; network per pod "
           f"{network}; etcd {shutil.which('etcd') or 'MISSING (the etcd variant is skipped)'}")
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,11 +48,16 @@ class SimulationError(Exception):
     """The overlay cannot be simulated here: the message says why, in one line."""
 
 
+def installed(candidates: tuple[Path, ...]) -> Path | None:
+    """The first of a library's usual paths that exists on this machine."""
+    return next((p for p in candidates if p.exists()), None)
+
+
 def socket_wrapper() -> Path | None:
     """libsocket_wrapper where installed (Debian: libsocket-wrapper), unless SIM_HOST_NETWORK=1 asks for the host's."""
     if os.environ.get("SIM_HOST_NETWORK") == "1":
         return None
-    return next((p for p in SOCKET_WRAPPER_CANDIDATES if p.exists()), None)
+    return installed(SOCKET_WRAPPER_CANDIDATES)
 
 
 SERIAL_SOURCE = Path(__file__).resolve().parent / "native" / "swrap_serial.c"
@@ -59,8 +66,6 @@ SERIAL_SOURCE = Path(__file__).resolve().parent / "native" / "swrap_serial.c"
 def name_serializer() -> Path | None:
     """policies/native/swrap_serial.c built for this machine (once, cached under .sim/.lib by the source's hash):
     without it two processes of one pod can be given one port by libsocket_wrapper. None without a C compiler."""
-    import hashlib
-    import tempfile
     digest = hashlib.sha256(SERIAL_SOURCE.read_bytes()).hexdigest()[:12]
     out = REPO / ".sim" / ".lib" / f"swrap_serial-{digest}.so"
     if out.exists():
@@ -77,6 +82,9 @@ def name_serializer() -> Path | None:
         if built.returncode != 0:
             return None
         os.replace(tmp, out)
+        for old in out.parent.glob("swrap_serial-*.so"):  # builds of earlier versions of the source
+            if old != out:
+                old.unlink(missing_ok=True)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -84,9 +92,9 @@ def name_serializer() -> Path | None:
 
 
 def nss_wrapper() -> Path:
-    for p in NSS_WRAPPER_CANDIDATES:
-        if p.exists():
-            return p
+    found = installed(NSS_WRAPPER_CANDIDATES)
+    if found:
+        return found
     raise SimulationError("libnss_wrapper is not installed (Debian: apt-get install libnss-wrapper; `make setup` "
                           "installs it where it can): pod DNS names cannot resolve on this machine")
 
@@ -468,7 +476,6 @@ class Simulation:
     def _open_network(self) -> None:
         """A folder for the pods' sockets (short: a Unix socket path has at most 107 bytes), and a relay from each
         host-network pod's declared ports into it, at that pod's address."""
-        import tempfile
         self.swrap_dir = Path(tempfile.mkdtemp(prefix="sim-net-"))
         for sp in self.pods:
             if sp.host_ip is None:

@@ -129,7 +129,7 @@ def test_asking_for_kubeconform_where_it_is_missing_says_so(tmp_path):
 
 
 def test_tools_says_what_runs_and_what_is_missing():
-    from policies.simulate import SOCKET_WRAPPER_CANDIDATES, name_serializer
+    from policies.simulate import SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
     proc = run_cli("tools")
     assert proc.returncode == 0, proc.stderr
@@ -137,7 +137,7 @@ def test_tools_says_what_runs_and_what_is_missing():
     assert lines[0].startswith("kubectl: ") and "Kustomize Version" in lines[0]
     assert lines[1].startswith("schema validator for `make validate`: ")
     assert lines[2].startswith("make simulate: names ")
-    swrap = next((str(p) for p in SOCKET_WRAPPER_CANDIDATES if p.exists()), None)
+    swrap = installed(SOCKET_WRAPPER_CANDIDATES)
     if swrap is None:
         assert "MISSING libsocket_wrapper" in lines[2]
     else:

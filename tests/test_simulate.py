@@ -15,15 +15,15 @@ import yaml
 
 from conftest import REPO, run_cli
 from policies.engine import collect
-from policies.simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, name_serializer
+from policies.simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
 pytestmark = [
-    pytest.mark.skipif(not any(p.exists() for p in NSS_WRAPPER_CANDIDATES),
+    pytest.mark.skipif(installed(NSS_WRAPPER_CANDIDATES) is None,
                        reason="libnss_wrapper is not installed (make setup installs Debian's libnss-wrapper)"),
 ]
 # With libsocket_wrapper (make setup installs it) and a C compiler for policies/native/swrap_serial.c every pod has
 # a network of its own; without, the pods share the host's.
-SWRAP = next((p for p in SOCKET_WRAPPER_CANDIDATES if p.exists()), None)
+SWRAP = installed(SOCKET_WRAPPER_CANDIDATES)
 ISOLATED = SWRAP is not None and name_serializer() is not None
 KIND = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays/kind-cpu").glob("*/kustomization.yaml"))
 
