@@ -8,7 +8,7 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import gitops
+from . import gitops, launchers
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -18,14 +18,14 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # fails on immutable fields.
 REPLACE_OPT_IN = ("Force=true", "Replace=true")
 # Workload kinds whose change means a new training run (their pod templates are immutable or not reconciled).
-WORKLOAD_KINDS = ("Job", "StatefulSet", "PyTorchJob", "TrainJob", "JobSet", "MPIJob")
+WORKLOAD_KINDS = launchers.workload_kinds() + ("MPIJob",)
 RUN_ID_ENV = "RUN_ID"
 # Cluster-scoped kinds the overlays may render (an AppProject's clusterResourceWhitelist must name them).
 CLUSTER_SCOPED = {
     ("", "Namespace"), ("", "PersistentVolume"), ("", "Node"), ("rbac.authorization.k8s.io", "ClusterRole"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
     ("scheduling.k8s.io", "PriorityClass"), ("storage.k8s.io", "StorageClass"), ("node.k8s.io", "RuntimeClass"),
-    ("trainer.kubeflow.org", "ClusterTrainingRuntime"), ("kueue.x-k8s.io", "ClusterQueue"),
+    *launchers.cluster_scoped(), ("kueue.x-k8s.io", "ClusterQueue"),
     ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"),
 }
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -329,11 +329,9 @@ def run_id_of(m: Manifest) -> tuple[list[str], str]:
 
 
 def _envs(m: Manifest) -> Iterator[tuple[str, list[Any]]]:
-    spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
-    if m.kind == "TrainJob":
-        env = (spec.get("trainer") or {}).get("env")
-        if isinstance(env, list):
-            yield "spec.trainer.env", env
+    launcher = launchers.of(m)
+    if launcher is not None:
+        yield from launcher.training_env(m)
         return
     from .podspecs import pod_sites
 

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from . import launchers
 from .entry import guarded
 from .loader import InputError, parse
 from .model import Manifest
@@ -188,14 +189,9 @@ def short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# Fields that cannot be changed in place, or whose change the controller does not apply to a running workload.
-IMMUTABLE = {
-    "Job": ("spec.template", "spec.selector", "spec.completionMode", "spec.completions"),
-    "StatefulSet": ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy"),
-    "PyTorchJob": ("spec",),
-    "TrainJob": ("spec.trainer", "spec.runtimeRef"),
-    "JobSet": ("spec.replicatedJobs",),
-}
+# Fields that cannot be changed in place, or whose change the controller does not apply to a running workload:
+# each launcher module says which (Launcher.immutable).
+IMMUTABLE = {launcher.kind: launcher.immutable for launcher in launchers.LAUNCHERS if launcher.immutable}
 
 
 def immutable_hits(kind: str, diffs: list[tuple[str, Any, Any]]) -> list[str]:

@@ -1,27 +1,26 @@
-"""Every pod template in a set of manifests, whatever kind holds it (Pod, Job, StatefulSet, PyTorchJob, JobSet,
-a TrainJob's runtime ...), with the object and field path a problem about it points at. Security and image rules
+"""Every pod template in a set of manifests, whatever kind holds it (a Pod, a Deployment, any kind a launcher module
+models ...), with the object and field path a problem about it points at. Security and image rules
 read these; they apply to every pod in git, not only to training pods."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from . import launchers
 from .model import Manifest
 
-# kind -> path of the pod template (the object with metadata + spec), for kinds with exactly one.
+# Kinds no launcher module models -> path of their one pod template (the modelled kinds say where theirs are:
+# Launcher.pod_templates).
 _TEMPLATE_PATHS = {
     "Deployment": ("spec", "template"),
     "ReplicaSet": ("spec", "template"),
-    "StatefulSet": ("spec", "template"),
     "DaemonSet": ("spec", "template"),
-    "Job": ("spec", "template"),
     "ReplicationController": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-# Kubeflow training-operator v1 kinds: spec.<x>ReplicaSpecs.<type>.template.
-_REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
-                  "XGBoostJob": "xgbReplicaSpecs", "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs"}
-RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+# Other Kubeflow training-operator v1 kinds: spec.<x>ReplicaSpecs.<type>.template.
+_REPLICA_SPECS = {"TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "XGBoostJob": "xgbReplicaSpecs",
+                  "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs"}
 
 
 @dataclass
@@ -88,32 +87,6 @@ def _site(m: Manifest, template: Any, field: str) -> PodSite | None:
     return PodSite(m, f"{field}.spec", spec, meta.get("labels") or {}, meta.get("annotations") or {})
 
 
-TRAINER_STEP = ("trainer.kubeflow.org/trainjob-ancestor-step", "trainer")
-
-
-def job_templates(m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(field path, Job spec) of the Jobs an object stands for: a Job itself, each JobSet replicated Job, each
-    replicated Job of a training runtime (only its trainer step with `trainer_only`)."""
-    spec = m.obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    if m.kind == "Job":
-        yield "spec", spec
-    elif m.kind == "JobSet":
-        for i, rj in enumerate(spec.get("replicatedJobs") or []):
-            js = _dig(rj, ("template", "spec"))
-            if isinstance(js, dict):
-                yield f"spec.replicatedJobs[{i}].template.spec", js
-    elif m.kind in RUNTIME_KINDS:
-        for i, rj in enumerate(_dig(spec, ("template", "spec", "replicatedJobs")) or []):
-            labels = _dig(rj, ("template", "metadata", "labels")) or {}
-            if trainer_only and labels.get(TRAINER_STEP[0]) != TRAINER_STEP[1]:
-                continue
-            js = _dig(rj, ("template", "spec"))
-            if isinstance(js, dict):
-                yield f"spec.template.spec.replicatedJobs[{i}].template.spec", js
-
-
 def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
     out: list[PodSite] = []
     for m in manifests:
@@ -124,6 +97,11 @@ def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
             if isinstance(spec, dict):
                 out.append(PodSite(m, "spec", spec, m.metadata.get("labels") or {},
                                    m.metadata.get("annotations") or {}))
+        elif launchers.of(m) is not None:
+            for field, template in launchers.of(m).pod_templates(m):
+                site = _site(m, template, field)
+                if site:
+                    out.append(site)
         elif kind in _TEMPLATE_PATHS:
             path = _TEMPLATE_PATHS[kind]
             site = _site(m, _dig(m.obj, path), ".".join(path))
@@ -133,11 +111,6 @@ def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
             key = _REPLICA_SPECS[kind]
             for rtype, rspec in (_dig(m.obj, ("spec", key)) or {}).items():
                 site = _site(m, _dig(rspec, ("template",)), f"spec.{key}.{rtype}.template")
-                if site:
-                    out.append(site)
-        elif kind == "JobSet" or kind in RUNTIME_KINDS:
-            for field, js in job_templates(m):
-                site = _site(m, js.get("template"), f"{field}.template")
                 if site:
                     out.append(site)
     return out

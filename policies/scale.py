@@ -19,11 +19,13 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
+from . import launchers
 from .entry import guarded
 
 REPO = Path(__file__).resolve().parent.parent
 GPU = "nvidia.com/gpu"
-LAUNCHERS = ("indexed-job", "statefulset", "pytorchjob", "trainjob")
+# The launchers make scale can edit: those whose module says where a patch holds the topology.
+LAUNCHERS = {launcher.id: launcher for launcher in launchers.LAUNCHERS if launcher.scale is not None}
 RUN_ID = re.compile(r"run-(\d+)")
 
 
@@ -179,25 +181,38 @@ def find_overlay(raw: str, root: Path = REPO) -> Overlay:
         raise ScaleError(f"{rel(folder)}: not an overlay make scale understands: it has no patches/set-topology.yaml")
     launcher = folder.name if folder.name in LAUNCHERS else _launcher_of(patch)
     if launcher is None:
-        raise ScaleError(f"{rel(patch)}: patches a kind make scale does not understand (it edits an Indexed Job, a "
-                         f"StatefulSet, a PyTorchJob or a TrainJob)")
+        raise ScaleError(f"{rel(patch)}: patches a kind make scale does not understand (it edits "
+                         f"{', '.join(sorted(l.kind for l in LAUNCHERS.values()))})")
     return Overlay(folder, env, launcher)
 
 
+def _pointer(path: tuple[Any, ...]) -> str:
+    return "/" + "/".join(str(k) for k in path)
+
+
 def _launcher_of(patch: Path) -> str | None:
-    """The launcher a set-topology.yaml patches, for overlays whose folder is not named after it."""
+    """The launcher a set-topology.yaml patches, for overlays whose folder is not named after it: a strategic-merge
+    patch names its kind; a JSON patch is recognised by the paths its launcher's ScaleSpec edits."""
     import yaml
 
     try:
         doc = yaml.safe_load(patch.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
-    if isinstance(doc, dict):
-        return {"Job": "indexed-job", "StatefulSet": "statefulset", "TrainJob": "trainjob"}.get(str(doc.get("kind")))
-    if isinstance(doc, list) and any("/pytorchReplicaSpecs/" in str(op.get("path", "")) for op in doc
-                                     if isinstance(op, dict)):
-        return "pytorchjob"
+    for launcher in LAUNCHERS.values():
+        if isinstance(doc, dict) and str(doc.get("kind")) == launcher.kind:
+            return launcher.id
+        if isinstance(doc, list) and any(
+                _matches(str(op.get("path", "")), path) for op in doc if isinstance(op, dict)
+                for path, _ in launcher.scale.pods):
+            return launcher.id
     return None
+
+
+def _matches(pointer: str, path: tuple[Any, ...]) -> bool:
+    """A JSON-patch path against a ScaleSpec path (`*` matches any one key)."""
+    parts = pointer.strip("/").split("/")
+    return len(parts) == len(path) and all(p == "*" or str(p) == q for p, q in zip(path, parts))
 
 
 @dataclass
@@ -308,48 +323,83 @@ def _env(env: Any, p: Plan, path: Path) -> None:
         set_scalar(names[name], "value", value)
 
 
+def _walk(node: Any, path: tuple[Any, ...]) -> list[tuple[Any, Any]]:
+    """(parent, key) of every place `path` reaches in a strategic-merge patch (`*`: every key of a mapping)."""
+    places: list[tuple[Any, Any, Any]] = [(None, None, node)]
+    for key in path:
+        nxt = []
+        for _, _, cur in places:
+            if key == "*" and isinstance(cur, dict):
+                nxt += [(cur, k, cur[k]) for k in cur]
+            elif isinstance(key, int) and isinstance(cur, list) and key < len(cur):
+                nxt.append((cur, key, cur[key]))
+            elif isinstance(key, str) and isinstance(cur, dict) and key in cur:
+                nxt.append((cur, key, cur[key]))
+        places = nxt
+    return [(parent, key) for parent, key, _ in places]
+
+
 def edit_topology(f: YamlFile, launcher: str, p: Plan) -> None:
+    """Write the plan into a topology patch where the launcher module's ScaleSpec says the pod count, processes per
+    pod, container env and resources live: a strategic-merge patch (a mapping) or a JSON patch (a list of ops)."""
+    spec = LAUNCHERS[launcher].scale if launcher in LAUNCHERS else None
+    if spec is None:
+        raise ScaleError(f"make scale does not understand launcher '{launcher}'")
     doc = f.docs[0]
     path = f.path
-    if launcher in ("indexed-job", "statefulset"):
-        if not isinstance(doc, CommentedMap):
-            raise ScaleError(f"{rel(path)}: expected a strategic-merge patch (a mapping)")
-        spec = _need(doc, "spec", path, "spec")
-        keys = ("completions", "parallelism") if launcher == "indexed-job" else ("replicas",)
-        for k in keys:
-            _need(spec, f"spec.{k}", path, k)
-            set_scalar(spec, k, p.nodes)
-        containers = _need(spec, "spec.template.spec.containers", path, "template", "spec", "containers")
-        c = containers[0]
-        _env(c.get("env"), p, path)
-        _resources(_need(c, "container resources", path, "resources"), p, path)
-    elif launcher == "trainjob":
-        trainer = _need(doc, "spec.trainer", path, "spec", "trainer")
-        for k, v in (("numNodes", p.nodes), ("numProcPerNode", p.nproc)):
-            _need(trainer, f"spec.trainer.{k}", path, k)
-            set_scalar(trainer, k, v)
-        _resources(_need(trainer, "spec.trainer.resourcesPerNode", path, "resourcesPerNode"), p, path)
-    elif launcher == "pytorchjob":
-        if not isinstance(doc, CommentedSeq):
-            raise ScaleError(f"{rel(path)}: expected a JSON patch (a list of operations)")
+    pods = [(loc, p.nodes + offset) for loc, offset in spec.pods]
+    if isinstance(doc, CommentedSeq):
         seen = set()
         for op in doc:
             target = str(op.get("path", ""))
-            if target == "/spec/nprocPerNode":
-                set_scalar(op, "value", p.nproc)
-            elif target == "/spec/pytorchReplicaSpecs/Worker/replicas":
-                set_scalar(op, "value", p.nodes - 1)
-            elif target.endswith("/containers/0/resources"):
-                _resources(op["value"], p, path)
-            else:
-                continue
-            seen.add(target.rsplit("/", 1)[-1] if "resources" not in target else "resources")
-        for need in ("nprocPerNode", "replicas", "resources"):
+            for loc, value in pods:
+                if _matches(target, loc):
+                    set_scalar(op, "value", value)
+                    seen.add("replicas")
+            for loc in spec.nproc:
+                if _matches(target, loc):
+                    set_scalar(op, "value", p.nproc)
+                    seen.add(str(loc[-1]))
+            for loc in spec.resources:
+                if _matches(target, loc):
+                    _resources(op["value"], p, path)
+                    seen.add("resources")
+        needs = ["replicas"] + [str(loc[-1]) for loc in spec.nproc] + (["resources"] if spec.resources else [])
+        for need in needs:
             if need not in seen:
                 raise ScaleError(f"{rel(path)}: has no operation for {need}; make scale edits the layout the "
                                  "repository's overlays use")
-    else:
-        raise ScaleError(f"make scale does not understand launcher '{launcher}'")
+        return
+    if not isinstance(doc, CommentedMap):
+        raise ScaleError(f"{rel(path)}: expected a strategic-merge patch (a mapping) or a JSON patch (a list)")
+    for loc, value in pods:
+        places = _walk(doc, loc)
+        if not places:
+            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
+                             "the repository's overlays use")
+        for parent, key in places:
+            set_scalar(parent, key, value)
+    for loc in spec.nproc:
+        places = _walk(doc, loc)
+        if not places:
+            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
+                             "the repository's overlays use")
+        for parent, key in places:
+            set_scalar(parent, key, p.nproc)
+    if spec.env_container is not None:
+        places = _walk(doc, spec.env_container)
+        if not places:
+            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in spec.env_container)}; make scale edits "
+                             "the layout the repository's overlays use")
+        parent, key = places[0]
+        _env(parent[key].get("env"), p, path)
+    for loc in spec.resources:
+        places = _walk(doc, loc)
+        if not places:
+            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
+                             "the repository's overlays use")
+        for parent, key in places:
+            _resources(parent[key], p, path)
 
 
 def edit_shm(f: YamlFile, p: Plan) -> None:

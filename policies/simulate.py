@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from .entry import guarded
 from . import engine
+from . import launchers
 from .launchers import Bundle, Pod, Workload, as_int, workloads
 from .model import ERROR, Manifest
 from .topology import compute
@@ -41,7 +42,6 @@ POD_TOKEN = "DDP_SIM_POD"
 MAX_PODS = 8
 # Where the image keeps the repository (Dockerfile: WORKDIR /app, code in /app/trainer).
 IMAGE_ROOT = "/app"
-GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
 
 
 class SimulationError(Exception):
@@ -153,37 +153,17 @@ def scale_down(manifests: list[Manifest], nodes: int) -> tuple[list[Manifest], l
     bundle = Bundle.of(out)
     training = {id(t.manifest.obj) for t in compute(bundle)[0]}
     for m in out:
-        spec = m.obj.get("spec") or {}
         if id(m.obj) not in training:
             if m.kind == "ConfigMap" and (m.obj.get("data") or {}).get("DIST_BACKEND") == "nccl":
                 m.obj["data"]["DIST_BACKEND"] = "gloo"
                 changes.append(f"{m.ref}: DIST_BACKEND nccl -> gloo")
             continue
-        if m.kind == "Job":
-            spec["completions"] = spec["parallelism"] = nodes
-            changes.append(f"{m.ref}: completions, parallelism -> {nodes}")
-        elif m.kind == "StatefulSet":
-            spec["replicas"] = nodes
-            changes.append(f"{m.ref}: replicas -> {nodes}")
-        elif m.kind == "PyTorchJob":
-            specs = spec.get("pytorchReplicaSpecs") or {}
-            if "Worker" in specs:
-                specs["Worker"]["replicas"] = nodes - (1 if "Master" in specs else 0)
-            spec["nprocPerNode"] = "1"
-            changes.append(f"{m.ref}: Worker replicas -> {nodes - (1 if 'Master' in specs else 0)}, nprocPerNode -> 1")
-        elif m.kind == "TrainJob":
-            tr = spec.setdefault("trainer", {})
-            tr["numNodes"], tr["numProcPerNode"] = nodes, 1
-            for key in ("limits", "requests"):
-                for g in GPU_KEYS:
-                    ((tr.get("resourcesPerNode") or {}).get(key) or {}).pop(g, None)
-            for v in tr.get("env") or []:
-                if v.get("name") == "DIST_BACKEND":
-                    v["value"] = "gloo"
-            changes.append(f"{m.ref}: numNodes -> {nodes}, numProcPerNode -> 1, GPUs removed")
+        launcher = launchers.of(m)
+        if launcher is not None:
+            changes += launcher.scale_down(m, nodes)
         for c in _containers(m.obj):
             for key in ("limits", "requests"):
-                for g in GPU_KEYS:
+                for g in launchers.GPU_RESOURCES:
                     if ((c.get("resources") or {}).get(key) or {}).pop(g, None) is not None:
                         changes.append(f"{m.ref}: container {c.get('name')} {key}.{g} removed")
             for v in c.get("env") or []:
@@ -256,9 +236,9 @@ class Simulation:
         for sp in pods:
             p, w = sp.pod, sp.workload
             ns = p.namespace or "default"
-            if w.launcher == "pytorchjob":
-                bases = [p.name]  # the operator's per-replica Service
-            elif p.subdomain and (w.managed_dns or self._service_selects(p)):
+            if w.managed_dns:
+                bases = [w.controller.address(w, p)]  # the controller's own Services
+            elif p.subdomain and self._service_selects(p):
                 bases = [f"{p.hostname}.{p.subdomain}"]
             else:
                 bases = []
@@ -299,8 +279,8 @@ class Simulation:
                             argv=[], env={}, cwd=REPO, log=self.run_dir / "logs" / f"{pod.name}.log")
                 pods.append(sp)
         if not pods:
-            raise SimulationError("no pods: nothing in these manifests starts a pod (Job, StatefulSet, PyTorchJob, "
-                                  "TrainJob, JobSet)")
+            raise SimulationError("no pods: nothing in these manifests starts a pod (" +
+                                  ", ".join(k for k in launchers.workload_kinds()) + ")")
         if self.swrap and len(pods) > LAST_IFACE - FIRST_IFACE + 1:
             raise SimulationError(f"{len(pods)} pods: socket_wrapper gives at most {LAST_IFACE - FIRST_IFACE + 1} "
                                   "addresses")

@@ -6,11 +6,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Pod, Workload, as_int, workloads
+from .launchers import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Pod, Workload, as_int, workloads
 from .model import Manifest
 from .torchrun import Invocation, Setting, find_invocation, split_endpoint, split_nnodes
 
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -262,7 +261,7 @@ def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:
 
 def is_training(w: Workload, first: PodView) -> bool:
     """Launchers made for training always count; a Job or StatefulSet counts when it runs torchrun or reads env://."""
-    if w.launcher in ("pytorchjob", "trainjob"):
+    if w.controller.for_training:
         return True
     if first.inv is not None:
         return True
@@ -281,7 +280,7 @@ def compute(bundle: Bundle) -> tuple[list[Topology], list[Workload]]:
     out: list[Topology] = []
     unresolved: list[Workload] = []
     for w in workloads(bundle):
-        if w.pods == 0 or not w.groups:
+        if w.pods == 0 or not w.groups or w.facts.get("unresolved"):
             unresolved.append(w)
             continue
         first = view(w.pod(0))

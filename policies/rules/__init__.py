@@ -104,27 +104,18 @@ def launcher_field(topo: Topology, setting_field: str | None, name: str) -> str 
     """Point a setting the controller injected back at the field the user wrote."""
     if setting_field and not setting_field.endswith("controller"):
         return setting_field
-    fields = {
-        ("pytorchjob", "nproc"): "spec.nprocPerNode",
-        ("pytorchjob", "nnodes"): "spec.pytorchReplicaSpecs",
-        ("trainjob", "nproc"): "spec.trainer.numProcPerNode",
-        ("trainjob", "nnodes"): "spec.trainer.numNodes",
-    }
-    return fields.get((topo.launcher, name), setting_field)
+    return topo.workload.controller.setting_field(topo.workload, name) or setting_field
 
 
 def pods_field(topo: Topology) -> str:
-    return {"indexed-job": "spec.completions", "job": "spec.parallelism", "statefulset": "spec.replicas",
-            "pytorchjob": "spec.pytorchReplicaSpecs", "trainjob": "spec.trainer.numNodes",
-            "jobset": "spec.replicatedJobs"}.get(topo.launcher, "spec")
+    return topo.workload.controller.pods_field(topo.workload)
 
 
 def at(ctx: Context, topo: Topology, field: str | None) -> tuple[Manifest, str | None]:
     """The object and field a problem about `field` of a workload's pods belongs to: a TrainJob's pod template
     lives in its runtime, so `(runtime) spec...` points at the runtime object where it is in the manifests."""
     if field and field.startswith("(runtime) "):
-        f = topo.workload.facts
-        runtime = ctx.bundle.runtimes.get((str(f.get("runtime_kind")), str(f.get("runtime_name"))))
+        runtime = topo.workload.facts.get("runtime")
         if runtime is not None:
             return runtime, field[len("(runtime) "):]
     return topo.manifest, field

@@ -11,6 +11,7 @@ Passes: the same Job without the TTL; a TTL under an Application without selfHea
 """
 from __future__ import annotations
 
+from .. import launchers
 from ..argocd import applications, rel_source, targets
 from ..model import Problem
 
@@ -18,12 +19,13 @@ ID = "ARGO002"
 NAME = "no-ttl-under-selfheal"
 # Only Applications (written out or generated) are read: other overlays skip the rule.
 KINDS = ("Application", "ApplicationSet")
-TTL_FIELDS = {
-    "Job": ("spec", "ttlSecondsAfterFinished"),
-    "JobSet": ("spec", "ttlSecondsAfterFinished"),
-    "PyTorchJob": ("spec", "runPolicy", "ttlSecondsAfterFinished"),
-    "MPIJob": ("spec", "runPolicy", "ttlSecondsAfterFinished"),
-}
+# Kinds no launcher module models (the modelled ones say where their TTL is: Launcher.ttl_field).
+OTHER_TTL_FIELDS = {"MPIJob": ("spec", "runPolicy", "ttlSecondsAfterFinished")}
+
+
+def ttl_field(m):
+    launcher = launchers.of(m)
+    return launcher.ttl_field if launcher is not None else OTHER_TTL_FIELDS.get(m.kind)
 
 
 def _dig(obj, path):
@@ -41,7 +43,7 @@ def check(ctx):
             continue
         for _, _, t in targets(app, ctx.source):
             for m in t.manifests:
-                path = TTL_FIELDS.get(m.kind)
+                path = ttl_field(m)
                 ttl = _dig(m.obj, path) if path else None
                 if ttl is None:
                     continue

@@ -14,7 +14,7 @@ Passes: `ddp-train-run-001` with 64 completions.
 from __future__ import annotations
 
 from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, applications
-from ..launchers import as_int
+from .. import launchers
 from . import obj_problem
 
 ID = "ARGO003"
@@ -33,22 +33,10 @@ def _why(name: str, pattern, limit: int) -> str | None:
 
 
 def _derived(m):
-    """(derived name, what it is, pattern) for the names a controller makes from this object's name."""
-    spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
-    name = m.name
-    if m.kind == "Job" and spec.get("completionMode") == "Indexed":
-        last = max((as_int(spec.get("completions"), 1) or 1) - 1, 0)
-        yield f"{name}-{last}", f"the hostname of pod {last}", DNS1123_LABEL, "spec.completions"
-    elif m.kind == "StatefulSet":
-        last = max((as_int(spec.get("replicas"), 1) or 1) - 1, 0)
-        yield f"{name}-{last}", f"the hostname of pod {last}", DNS1123_LABEL, "spec.replicas"
-    elif m.kind == "PyTorchJob":
-        for rtype, rspec in (spec.get("pytorchReplicaSpecs") or {}).items():
-            last = max((as_int((rspec or {}).get("replicas"), 1) or 1) - 1, 0)
-            yield (f"{name}-{str(rtype).lower()}-{last}", f"the operator's Service for {rtype} {last}", DNS1035_LABEL,
-                   f"spec.pytorchReplicaSpecs.{rtype}.replicas")
-    elif m.kind in ("TrainJob", "JobSet"):
-        yield name, "the headless Service the controller creates", DNS1035_LABEL, "metadata.name"
+    """(derived name, what it is, pattern, field) for the names a controller makes from this object's name."""
+    launcher = launchers.of(m)
+    for field, name, what, service in (launcher.dns_names(m) if launcher else []):
+        yield name, what, DNS1035_LABEL if service else DNS1123_LABEL, field
 
 
 def check(ctx):

@@ -10,24 +10,23 @@ Passes: `minReplicas: 1, maxReplicas: 4` with 2 Worker replicas and no `--nnodes
 """
 from __future__ import annotations
 
-from ..launchers import as_int
+from ..launchers import pytorchjob
+
 from ..torchrun import split_nnodes
 from . import problem
 
 ID = "ELASTIC001"
 NAME = "elastic-range"
-KINDS = ("PyTorchJob",)
+KINDS = (pytorchjob.KIND,)
 
 
 def check(ctx):
     for t in ctx.topologies:
-        if t.launcher != "pytorchjob":
-            continue
         elastic = t.workload.facts.get("elastic")
         if not isinstance(elastic, dict):
             continue
-        mn = as_int(elastic.get("minReplicas"), t.pods)
-        mx = as_int(elastic.get("maxReplicas"), t.pods)
+        mn, mx = t.workload.facts["elastic_range"]
+        mn, mx = (t.pods if mn is None else mn), (t.pods if mx is None else mx)
         if mn < 1 or mn > mx:
             yield problem(ID, t, "spec.elasticPolicy", f"elastic range minReplicas {mn} .. maxReplicas {mx} is empty "
                           "or below one node", "set 1 <= minReplicas <= maxReplicas")

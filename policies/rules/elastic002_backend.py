@@ -19,7 +19,7 @@ def check(ctx):
     for t in ctx.topologies:
         if not t.torchrun:
             continue
-        policy = t.launcher == "pytorchjob" and isinstance(t.workload.facts.get("elastic"), dict)
+        policy = isinstance(t.workload.facts.get("elastic"), dict)
         if not (t.elastic or policy) or t.backend != "static":
             continue
         s = t.first.backend

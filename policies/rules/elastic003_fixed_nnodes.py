@@ -9,16 +9,18 @@ Passes: the same job whose command has no `--nnodes` (torchrun reads `PET_NNODES
 """
 from __future__ import annotations
 
+from ..launchers import pytorchjob
+
 from . import problem
 
 ID = "ELASTIC003"
 NAME = "elastic-no-fixed-nnodes"
-KINDS = ("PyTorchJob",)
+KINDS = (pytorchjob.KIND,)
 
 
 def check(ctx):
     for t in ctx.topologies:
-        if t.launcher != "pytorchjob" or not isinstance(t.workload.facts.get("elastic"), dict) or not t.torchrun:
+        if not isinstance(t.workload.facts.get("elastic"), dict) or not t.torchrun:
             continue
         s = t.first.nnodes
         if s.origin == "flag" and t.nnodes_min is not None and t.nnodes_min == t.nnodes_max:

@@ -10,6 +10,8 @@ Passes: `ghcr.io/example/ddp-trainer:0.1.0`; `...@sha256:<digest>`.
 """
 from __future__ import annotations
 
+from .. import launchers
+
 from ..model import WARNING
 from . import obj_problem
 
@@ -36,10 +38,9 @@ def images(ctx) -> list[tuple]:
         found = [(cs.manifest, f"{cs.field}.image", str(cs.container["image"]))
                  for cs in ctx.containers if cs.container.get("image")]
         for m in ctx.bundle.manifests:
-            if m.kind == "TrainJob":
-                image = ((m.obj.get("spec") or {}).get("trainer") or {}).get("image")
-                if image:
-                    found.append((m, "spec.trainer.image", str(image)))
+            launcher = launchers.of(m)
+            for field, image in launcher.container_settings(m, "image") if launcher else []:
+                found.append((m, field, str(image)))
         ctx.memo["images"] = found
     return found
 

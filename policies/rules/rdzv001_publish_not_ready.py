@@ -25,12 +25,10 @@ def check(ctx):
     for t in ctx.topologies:
         if t.pods <= 1:
             continue
-        if t.launcher == "jobset":
-            net = (t.manifest.obj.get("spec") or {}).get("network") or {}
-            if net.get("publishNotReadyAddresses") is False:
-                yield problem(ID, t, "spec.network.publishNotReadyAddresses", "JobSet publishes only Ready pods: "
-                              "peers cannot resolve pod 0 until it is Ready", "remove it, or set it to true",
-                              severity=WARNING)
+        if t.workload.managed_dns:
+            c = t.workload.controller.publishes_not_ready(t.workload)
+            if c is not None:
+                yield problem(ID, t, c.field, c.message, c.hint, severity=WARNING)
             continue
         if t.service is None:
             continue

@@ -43,7 +43,7 @@ def unset_or_constant(ctx):
             continue
         s = t.first.rdzv_id
         etcd = t.backend.startswith("etcd")
-        where = s.field or ("spec.elasticPolicy.rdzvId" if t.launcher == "pytorchjob" else t.first.inv.field)
+        where = s.field or t.workload.controller.setting_field(t.workload, "rdzv_id") or t.first.inv.field
         if s.value in ("", "none"):
             yield problem(ID, t, where, f"rendezvous id is unset (torchrun's default 'none') with the {t.backend} "
                           "backend" + (": every job on this etcd, and every re-run, joins the same rendezvous" if etcd
@@ -69,7 +69,7 @@ def shared(ctx):
         if first is t:
             continue
         s = t.first.rdzv_id
-        where = s.field or ("spec.elasticPolicy.rdzvId" if t.launcher == "pytorchjob" else t.first.inv.field)
+        where = s.field or t.workload.controller.setting_field(t.workload, "rdzv_id") or t.first.inv.field
         yield problem(ID, t, where, f"joins the same rendezvous as {first.manifest.ref} ({key[0]} at "
                       f"{t.endpoint_host}:{t.endpoint_port}, id '{s.value}'): the pods of both fill one world",
                       "give each workload its own --rdzv-id (or its own run id)", severity=ERROR)

@@ -9,6 +9,8 @@ Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.
 """
 from __future__ import annotations
 
+from .. import launchers
+
 from ..launchers import as_int
 from ..topology import GPU_RESOURCES
 from . import obj_problem
@@ -39,6 +41,6 @@ def check(ctx):
         if resources and resources.get("requests"):
             yield from _check(cs.manifest, f"{cs.field}.resources", resources)
     for m in ctx.bundle.manifests:
-        if m.kind == "TrainJob":
-            trainer = (m.obj.get("spec") or {}).get("trainer") or {}
-            yield from _check(m, "spec.trainer.resourcesPerNode", trainer.get("resourcesPerNode"))
+        launcher = launchers.of(m)
+        for field, resources in launcher.container_settings(m, "resources") if launcher else []:
+            yield from _check(m, field, resources)

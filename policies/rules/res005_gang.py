@@ -26,14 +26,9 @@ def gang_admitted(ctx, t) -> str | None:
     labels = t.manifest.metadata.get("labels") or {}
     if labels.get(QUEUE_LABEL):
         return "kueue"
-    spec = t.manifest.obj.get("spec") or {}
-    if t.launcher == "pytorchjob" and (spec.get("runPolicy") or {}).get("schedulingPolicy"):
-        return "schedulingPolicy"
-    if t.launcher == "trainjob":
-        f = t.workload.facts
-        runtime = ctx.bundle.runtimes.get((str(f.get("runtime_kind")), str(f.get("runtime_name"))))
-        if runtime is not None and (runtime.obj.get("spec") or {}).get("podGroupPolicy"):
-            return "podGroupPolicy"
+    declared = t.workload.controller.gang_scheduler(t.workload)
+    if declared:
+        return declared
     pod = t.first.pod
     if any(pod.labels.get(k) for k in POD_GROUP_LABELS) or any(pod.annotations.get(k) for k in POD_GROUP_ANNOTATIONS):
         return "pod group"

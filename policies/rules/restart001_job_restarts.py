@@ -17,7 +17,6 @@ trainer's exit codes.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from ..podspecs import job_templates
 from . import obj_problem
 
 ID = "RESTART001"
@@ -25,30 +24,19 @@ NAME = "job-fails-as-a-whole"
 DEFAULT_BACKOFF = 6
 
 
-def _job_sites(ctx, t):
-    if t.launcher == "indexed-job" or t.launcher == "jobset":
-        return t.manifest, list(job_templates(t.manifest))
-    if t.launcher == "trainjob":
-        f = t.workload.facts
-        runtime = ctx.bundle.runtimes.get((str(f.get("runtime_kind")), str(f.get("runtime_name"))))
-        if runtime is not None:
-            return runtime, list(job_templates(runtime, trainer_only=True))
-    return None, []
-
-
 def check(ctx):
     done = set()
     for t in ctx.topologies:
-        owner, sites = _job_sites(ctx, t)
-        if owner is None or t.pods <= 1 or owner.ref in done:
+        jobs = t.workload.controller.jobs(t.workload)
+        if jobs is None or t.pods <= 1 or jobs[0].ref in done:
             continue
+        owner, sites, default_policy = jobs
         done.add(owner.ref)
-        jobset_defaults = owner.kind != "Job"
         for field, js in sites:
             pod_spec = ((js.get("template") or {}).get("spec")) or {}
             backoff = js.get("backoffLimit")
             retries = backoff if isinstance(backoff, int) else DEFAULT_BACKOFF
-            policy = pod_spec.get("restartPolicy") or ("OnFailure" if jobset_defaults else None)
+            policy = pod_spec.get("restartPolicy") or default_policy
             if js.get("backoffLimitPerIndex") is not None:
                 yield obj_problem(ID, owner, f"{field}.backoffLimitPerIndex", "backoffLimitPerIndex retries one "
                                   "index alone while the other ranks wait in their collectives",

@@ -10,17 +10,20 @@ Passes: Master and Worker both `restartPolicy: OnFailure` (Kubeflow's examples) 
 """
 from __future__ import annotations
 
+from .. import launchers
+from ..launchers import pytorchjob
+
 from ..model import ERROR, WARNING
 from . import obj_problem
 
 ID = "RESTART002"
 NAME = "pytorchjob-restart-policy"
-KINDS = ("PyTorchJob",)
+KINDS = (pytorchjob.KIND,)
 
 
 def check(ctx):
     for m in ctx.bundle.manifests:
-        if m.kind != "PyTorchJob":
+        if pytorchjob.LAUNCHER is not launchers.of(m):
             continue
         specs = (m.obj.get("spec") or {}).get("pytorchReplicaSpecs") or {}
         policies = {rtype: (rs or {}).get("restartPolicy") for rtype, rs in specs.items()}

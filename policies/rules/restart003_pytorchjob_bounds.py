@@ -10,18 +10,21 @@ Passes: `runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 86400}`.
 """
 from __future__ import annotations
 
+from .. import launchers
+from ..launchers import pytorchjob
+
 from ..model import WARNING
 from . import obj_problem
 
 ID = "RESTART003"
 NAME = "pytorchjob-restart-bounds"
-KINDS = ("PyTorchJob",)
+KINDS = (pytorchjob.KIND,)
 SEVERITY = WARNING
 
 
 def check(ctx):
     for m in ctx.bundle.manifests:
-        if m.kind != "PyTorchJob":
+        if pytorchjob.LAUNCHER is not launchers.of(m):
             continue
         spec = m.obj.get("spec") or {}
         run = spec.get("runPolicy") or {}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import posixpath
 
 from ..model import WARNING
-from ..podspecs import job_templates
 from . import problem_at
 
 ID = "RESTART004"
@@ -42,34 +41,7 @@ def restart_reasons(ctx, t) -> list[str]:
             why.append(f"torchrun --max-restarts {mr}")
     if t.elastic:
         why.append("an elastic node range")
-    spec = t.manifest.obj.get("spec") or {}
-    if t.launcher == "pytorchjob":
-        if spec.get("elasticPolicy"):
-            why.append("elasticPolicy")
-        backoff = (spec.get("runPolicy") or {}).get("backoffLimit")
-        policies = {(rs or {}).get("restartPolicy") or "OnFailure" for rs in (spec.get("pytorchReplicaSpecs") or {}).values()}
-        restarting = sorted(policies - {"Never"})
-        if restarting and backoff != 0:
-            why.append(f"restartPolicy {restarting[0]}")
-    elif t.launcher == "statefulset":
-        why.append("a StatefulSet restarts its pods")
-    elif t.launcher in ("indexed-job", "jobset", "trainjob"):
-        owner = t.manifest
-        if t.launcher == "trainjob":
-            f = t.workload.facts
-            owner = ctx.bundle.runtimes.get((str(f.get("runtime_kind")), str(f.get("runtime_name"))))
-            if owner is None:
-                return why
-        for _, js in job_templates(owner, trainer_only=True):
-            backoff = js.get("backoffLimit")
-            if not isinstance(backoff, int) or backoff > 0:
-                why.append(f"backoffLimit {backoff if backoff is not None else '6 (default)'}")
-                break
-        fp = (owner.obj.get("spec") or {})
-        fp = ((fp.get("template") or {}).get("spec") or {}) if owner.kind != "JobSet" else fp
-        max_restarts = (fp.get("failurePolicy") or {}).get("maxRestarts")
-        if isinstance(max_restarts, int) and max_restarts > 0:
-            why.append(f"failurePolicy.maxRestarts {max_restarts}")
+    why += t.workload.controller.restarts(t.workload, ctx.bundle)
     return why
 
 

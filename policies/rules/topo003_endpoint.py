@@ -27,7 +27,7 @@ _LOCAL = {"", "localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 def pod0_names(t) -> tuple[str, re.Pattern[str]]:
     pod = t.first.pod
-    base = pod.hostname if t.launcher == "pytorchjob" or not pod.subdomain else f"{pod.hostname}.{pod.subdomain}"
+    base = t.workload.controller.address(t.workload, pod)
     ns = re.escape(pod.namespace) if pod.namespace else r"[a-z0-9-]+"
     return base, re.compile(rf"^{re.escape(base)}(\.{ns}(\.svc(\.cluster\.local)?)?)?\.?$")
 

@@ -1,0 +1,55 @@
+"""The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
+`jobset`, `indexed_job`, `statefulset`), each a `Launcher` (see `base.py`) that every consumer asks instead of
+branching on kinds, and a registry keyed by API group and kind. Adding a controller is adding one module here and
+its conformance fixtures under tests/conformance/."""
+from __future__ import annotations
+
+from ..model import Manifest
+from . import indexed_job, jobset, pytorchjob, statefulset, trainjob
+from .base import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Check, ContainerEnv, Launcher, Pod, PodGroup,
+                   ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
+
+# Every modelled kind, in the order `make plan` lists launchers.
+LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
+                                   statefulset.LAUNCHER, trainjob.RUNTIME)
+REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
+BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
+# The kinds that hold pod templates, whatever their group (podspecs and Argo CD read these by kind alone).
+BY_KIND: dict[str, Launcher] = {kind: launcher for (_, kind), launcher in REGISTRY.items()}
+
+
+def group_of(api_version: str) -> str:
+    return api_version.split("/")[0] if "/" in api_version else ""
+
+
+def of(m: Manifest) -> Launcher | None:
+    """The launcher that owns this object's group and kind, if any."""
+    return REGISTRY.get((group_of(m.api_version), m.kind))
+
+
+def workload_kinds() -> tuple[str, ...]:
+    """The kinds whose objects start pods (Argo CD's workload checks)."""
+    return tuple(kind for (_, kind), launcher in REGISTRY.items() if launcher.starts_pods)
+
+
+def cluster_scoped() -> tuple[tuple[str, str], ...]:
+    return tuple(gk for launcher in LAUNCHERS for gk in launcher.cluster_scoped)
+
+
+def workloads(bundle: Bundle) -> list[Workload]:
+    """Every object in the bundle that starts pods through one of the modelled controllers."""
+    out: list[Workload] = []
+    for m in bundle.manifests:
+        launcher = of(m)
+        if launcher is None or not launcher.starts_pods:
+            continue
+        w = launcher.build(m, bundle)
+        w.configmaps = bundle.configmaps
+        w.secrets = bundle.secrets
+        out.append(w)
+    return out
+
+
+__all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "ContainerEnv", "Launcher", "Pod",
+           "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
+           "REGISTRY", "BY_ID", "BY_KIND", "of", "workloads", "workload_kinds", "group_of", "cluster_scoped"]

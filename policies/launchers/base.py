@@ -1,0 +1,506 @@
+"""What every launcher module shares: the pods a controller creates (Pod, PodGroup), the workload that stands for
+them, the bundle of objects they are looked up in, and the protocol (Launcher) every consumer asks instead of
+branching on kinds."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterator
+
+from ..model import Manifest
+
+# Labels and annotations more than one controller reads or writes (the Job controller's index is used by JobSet and
+# the Trainer too). Each controller's own constants live in its module.
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+POD_INDEX = "apps.kubernetes.io/pod-index"
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+
+# How an injected variable meets one the user wrote in the same container.
+OVERRIDE = "override"    # appended after the user's env: the kubelet takes the last definition (the controller wins)
+IF_ABSENT = "if-absent"  # added only when the container does not define it (the user wins)
+
+
+def as_int(value: Any, default: int | None = None) -> int | None:
+    if value is None or isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return default
+
+
+def dig(obj: Any, *path: Any) -> Any:
+    """obj[path[0]][path[1]]...; None where a step is missing or of the wrong type."""
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(obj, list) or not -len(obj) <= key < len(obj):
+                return None
+        elif not isinstance(obj, dict):
+            return None
+        obj = obj[key] if isinstance(key, int) else obj.get(key)
+    return obj
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass
+class Injected:
+    """One env variable a controller adds to a container: a value, or a downward-API fieldRef resolved per pod."""
+
+    name: str
+    value: str | None = None
+    field_ref: str | None = None
+    mode: str = OVERRIDE
+
+
+@dataclass
+class ContainerEnv:
+    """One container (or init container) of a pod, with the env the kubelet would give it."""
+
+    name: str
+    field: str
+    container: dict[str, Any]
+    init: bool
+    env: dict[str, str | None] = field(default_factory=dict)
+    env_fields: dict[str, str] = field(default_factory=dict)
+    injected: set[str] = field(default_factory=set)
+    # Added by the controller (PyTorchJob's init container), not written by the user.
+    added: bool = False
+
+
+@dataclass
+class Pod:
+    """One pod as the controller would create it. `container`, `env`, `env_fields` and `injected` are those of its
+    training container; `containers` and `init_containers` hold every container with its env."""
+
+    index: int
+    name: str
+    hostname: str
+    subdomain: str | None
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    spec: dict[str, Any]
+    spec_field: str
+    containers: list[ContainerEnv]
+    init_containers: list[ContainerEnv]
+    training: int  # index into containers
+
+    @property
+    def main(self) -> ContainerEnv:
+        if self.containers:
+            return self.containers[self.training]
+        return ContainerEnv("", f"{self.spec_field}.containers", {}, False)
+
+    @property
+    def container(self) -> dict[str, Any]:
+        return self.main.container
+
+    @property
+    def container_field(self) -> str:
+        return self.main.field
+
+    @property
+    def env(self) -> dict[str, str | None]:
+        return self.main.env
+
+    @property
+    def env_fields(self) -> dict[str, str]:
+        return self.main.env_fields
+
+    @property
+    def injected(self) -> set[str]:
+        return self.main.injected
+
+    def expand(self, text: str) -> str:
+        """Kubernetes `$(VAR)` expansion in command and args, against this container's env; `$$` escapes."""
+        return expand_k8s(text, self.env)
+
+    def argv(self, c: ContainerEnv | None = None) -> tuple[list[str], list[str]]:
+        """A container's command + args after `$(VAR)` expansion, with the field path of each token."""
+        c = c or self.main
+        out: list[str] = []
+        fields: list[str] = []
+        for key in ("command", "args"):
+            for i, tok in enumerate(listing(c.container.get(key))):
+                tok = str(tok)
+                out.append(expand_k8s(tok, c.env) if "$" in tok else tok)
+                fields.append(f"{c.field}.{key}[{i}]")
+        return out, fields
+
+
+_K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
+
+
+def expand_k8s(text: str, env: dict[str, str | None]) -> str:
+    if "$" not in text:
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        value = env.get(m.group(1))
+        return m.group(0) if value is None else value
+
+    return _K8S_VAR.sub(sub, text)
+
+
+def _none(i: int) -> dict[str, str]:
+    return {}
+
+
+@dataclass
+class PodGroup:
+    """Pods made from one template: a PyTorchJob replica type, a Job's pods, a JobSet child Job.
+    Everything a controller adds or forces is a function of the pod's index within the group."""
+
+    role: str
+    count: int
+    offset: int
+    template: dict[str, Any]
+    template_field: str
+    name: Callable[[int], str]
+    # The hostname the pod gets: forced (Indexed Job, StatefulSet) or only where the template sets none.
+    hostname: Callable[[int], str]
+    hostname_forced: bool = False
+    subdomain: str | None = None
+    subdomain_forced: bool = False
+    labels: Callable[[int], dict[str, str]] = _none
+    annotations: Callable[[int], dict[str, str]] = _none
+    # Env added per (pod index, container name, is init container).
+    inject: Callable[[int, str, bool], list[Injected]] = lambda i, c, init: []
+    # Init containers the controller adds before the template's own.
+    init_containers: Callable[[int], list[dict[str, Any]]] = lambda i: []
+    # Ports the controller adds to a container: (container name) -> ports.
+    ports: Callable[[str], list[dict[str, Any]]] = lambda c: []
+    container_name: str | None = None
+    # The template's containers after the controller merged the workload's settings into them (TrainJob).
+    containers: list[dict[str, Any]] | None = None
+    container_fields: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class Workload:
+    """An object that starts pods through a modelled controller, and the pods it stands for."""
+
+    manifest: Manifest
+    controller: "Launcher"
+    groups: list[PodGroup]
+    namespace: str
+    notes: list[str] = field(default_factory=list)
+    # Facts the controller's module and its rules share (completions vs parallelism, the elastic policy ...).
+    facts: dict[str, Any] = field(default_factory=dict)
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    _pod_cache: dict[int, Pod] = field(default_factory=dict, repr=False)
+
+    @property
+    def launcher(self) -> str:
+        return self.controller.id
+
+    @property
+    def managed_dns(self) -> bool:
+        return self.controller.managed_dns
+
+    @property
+    def pods(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    def group_of(self, index: int) -> tuple[PodGroup, int]:
+        for g in self.groups:
+            if g.offset <= index < g.offset + g.count:
+                return g, index - g.offset
+        raise IndexError(index)
+
+    def pod(self, index: int) -> Pod:
+        """The pod with global index `index` (0 = the first pod: Master, completion index 0, ordinal 0)."""
+        cached = self._pod_cache.get(index)
+        if cached is None:
+            cached = self._pod_cache[index] = self._make_pod(index)
+        return cached
+
+    def _make_pod(self, index: int) -> Pod:
+        group, local = self.group_of(index)
+        template = mapping(group.template)
+        meta = mapping(template.get("metadata"))
+        spec = mapping(template.get("spec"))
+        labels = {str(k): str(v) for k, v in mapping(meta.get("labels")).items()}
+        labels.update(group.labels(local))
+        annotations = {str(k): str(v) for k, v in mapping(meta.get("annotations")).items()}
+        annotations.update(group.annotations(local))
+        hostname = group.hostname(local) if group.hostname_forced else (spec.get("hostname") or group.hostname(local))
+        subdomain = group.subdomain if group.subdomain_forced else (spec.get("subdomain") or group.subdomain)
+        raw = group.containers if group.containers is not None else listing(spec.get("containers"))
+        training = pick_container(raw, group.container_name)
+        pod = Pod(index=index, name=group.name(local), hostname=str(hostname), subdomain=subdomain or None,
+                  namespace=self.namespace, labels=labels, annotations=annotations, spec=spec,
+                  spec_field=f"{group.template_field}.spec", containers=[], init_containers=[], training=training)
+        for i, c in enumerate(group.init_containers(local)):
+            pod.init_containers.append(ContainerEnv(str(c.get("name")), f"(controller) initContainers[{i}]", c, True,
+                                                    added=True))
+        for i, c in enumerate(listing(spec.get("initContainers"))):
+            if isinstance(c, dict):
+                pod.init_containers.append(ContainerEnv(str(c.get("name")), f"{pod.spec_field}.initContainers[{i}]",
+                                                        c, True))
+        for i, c in enumerate(raw):
+            c = mapping(c)
+            extra = group.ports(str(c.get("name")))
+            if extra:
+                have = {p.get("containerPort") for p in listing(c.get("ports")) if isinstance(p, dict)}
+                c = {**c, "ports": listing(c.get("ports")) + [p for p in extra if p.get("containerPort") not in have]}
+            pod.containers.append(ContainerEnv(str(c.get("name")),
+                                               group.container_fields.get(i, f"{pod.spec_field}.containers[{i}]"),
+                                               c, False))
+        for ce in pod.init_containers + pod.containers:
+            self._fill_env(pod, ce, group.inject(local, ce.name, ce.init))
+        return pod
+
+    def _fill_env(self, pod: Pod, ce: ContainerEnv, injected: list[Injected]) -> None:
+        env, fields, c, cf = ce.env, ce.env_fields, ce.container, ce.field
+        for i, src in enumerate(listing(c.get("envFrom"))):
+            src = mapping(src)
+            prefix = str(src.get("prefix") or "")
+            ref = mapping(src.get("configMapRef") or src.get("secretRef"))
+            store = self.configmaps if "configMapRef" in src else self.secrets
+            for k, v in (store.get(str(ref.get("name"))) or {}).items():
+                env[prefix + k] = v
+                fields[prefix + k] = f"{cf}.envFrom[{i}]"
+        for i, var in enumerate(listing(c.get("env"))):
+            var = mapping(var)
+            name = str(var.get("name"))
+            fields[name] = f"{cf}.env[{i}]"
+            if "value" in var:
+                value = "" if var["value"] is None else str(var["value"])
+                env[name] = expand_k8s(value, env) if "$" in value else value
+            elif "valueFrom" in var:
+                env[name] = self._value_from(mapping(var["valueFrom"]), pod)
+            else:
+                env[name] = ""
+        # Controllers append their variables after the user's (so a user's `$(VAR)` in an env value cannot see
+        # them; command and args can): the kubelet keeps the last definition of a name.
+        defined = {str(mapping(v).get("name")) for v in listing(c.get("env"))}
+        for j in injected:
+            if j.mode == OVERRIDE or j.name not in defined:
+                self._inject(pod, ce, j)
+
+    def _inject(self, pod: Pod, ce: ContainerEnv, j: Injected) -> None:
+        ce.env[j.name] = downward(j.field_ref, pod) if j.field_ref else j.value
+        ce.env_fields[j.name] = f"{self.manifest.kind} controller"
+        ce.injected.add(j.name)
+
+    def _value_from(self, source: dict[str, Any], pod: Pod) -> str | None:
+        """Resolve a downward-API, ConfigMap or Secret reference the way the kubelet would, where it can be known."""
+        if "fieldRef" in source:
+            return downward(str(mapping(source.get("fieldRef")).get("fieldPath") or ""), pod)
+        if "configMapKeyRef" in source:
+            ref = mapping(source["configMapKeyRef"])
+            return (self.configmaps.get(str(ref.get("name"))) or {}).get(str(ref.get("key")))
+        if "secretKeyRef" in source:
+            ref = mapping(source["secretKeyRef"])
+            return (self.secrets.get(str(ref.get("name"))) or {}).get(str(ref.get("key")))
+        return None
+
+
+_SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\[['\"]([^'\"]+)['\"]\]$")
+
+
+def downward(path: str, pod: Pod) -> str | None:
+    """The value a downward-API `fieldRef.fieldPath` takes in `pod`; None where only the running cluster knows it."""
+    if path == "metadata.name":
+        return pod.name
+    if path == "metadata.namespace":
+        return pod.namespace or "default"
+    m = _SUBSCRIPT.match(path)
+    if m:
+        table = pod.labels if m.group(1) == "labels" else pod.annotations
+        return table.get(m.group(2))
+    return None  # status.podIP, spec.nodeName, metadata.uid ...
+
+
+_LAUNCH_WORDS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate")
+
+
+def pick_container(containers: list[Any], preferred: str | None) -> int:
+    """The training container: the one named `preferred`, else the first that starts a launcher, else the first."""
+    for i, c in enumerate(containers):
+        if preferred and mapping(c).get("name") == preferred:
+            return i
+    for i, c in enumerate(containers):
+        c = mapping(c)
+        text = " ".join(str(t) for t in listing(c.get("command")) + listing(c.get("args")))
+        if any(w in text for w in _LAUNCH_WORDS):
+            return i
+    return 0
+
+
+@dataclass
+class Bundle:
+    """The rendered objects of one overlay (or one file), indexed the way the launchers look things up."""
+
+    manifests: list[Manifest]
+    services: dict[tuple[str, str], Manifest] = field(default_factory=dict)
+    by_kind: dict[tuple[str, str], Manifest] = field(default_factory=dict)
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, manifests: list[Manifest]) -> "Bundle":
+        b = cls(manifests)
+        for m in manifests:
+            kind = m.kind
+            b.by_kind.setdefault((kind, m.name), m)
+            if kind == "Service":
+                b.services[(m.namespace, m.name)] = m
+            elif kind == "ConfigMap":
+                b.configmaps[m.name] = {str(k): str(v) for k, v in mapping(m.obj.get("data")).items()}
+            elif kind == "Secret":
+                b.secrets[m.name] = {str(k): str(v) for k, v in mapping(m.obj.get("stringData")).items()}
+        return b
+
+    def find(self, kind: str, name: str) -> Manifest | None:
+        return self.by_kind.get((kind, name))
+
+
+@dataclass
+class Check:
+    """A finding a controller's own admission (webhook, defaulter) or semantics yields about a workload: the rule
+    that reports it decides its id and severity."""
+
+    field: str | None
+    message: str
+    hint: str
+    obj: Manifest | None = None
+
+
+@dataclass
+class ScaleSpec:
+    """Where a patch of this launcher holds the topology `make scale` changes: paths into the patched object, with
+    `*` for any key. The pod count is written `nodes + offset` at each `pods` path."""
+
+    pods: list[tuple[tuple[Any, ...], int]]
+    nproc: list[tuple[Any, ...]] = field(default_factory=list)
+    # The container whose NNODES / NPROC_PER_NODE env the repository's bases read, where torchrun gets flags.
+    env_container: tuple[Any, ...] | None = None
+    resources: list[tuple[Any, ...]] = field(default_factory=list)
+    nproc_quoted: bool = False
+
+
+class Launcher:
+    """One controller: the kinds it owns, the pods it creates and where a user sets what it reads. Subclasses live
+    one per module in this package; consumers (rules, plan, simulate, scale, diff, Argo CD) ask these methods."""
+
+    id: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # The kinds among `kinds` that are cluster-scoped.
+    cluster_scoped: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # Creates pods itself (a TrainingRuntime only holds templates another kind uses).
+    starts_pods: ClassVar[bool] = True
+    # Made for training: always counted as a training workload (others count when they start a launcher).
+    for_training: ClassVar[bool] = False
+    # The controller creates the DNS records its pods are reached at (its own Services).
+    managed_dns: ClassVar[bool] = False
+    # Fields the API server or the controller refuses to change in place (make diff, ARGO006).
+    immutable: ClassVar[tuple[str, ...]] = ()
+    # Where a finished workload's TTL lives (ARGO002).
+    ttl_field: ClassVar[tuple[str, ...] | None] = None
+    scale: ClassVar[ScaleSpec | None] = None
+
+    def owns(self, m: Manifest) -> bool:
+        group = m.api_version.split("/")[0] if "/" in m.api_version else ""
+        return (group, m.kind) in self.kinds
+
+    @property
+    def kind(self) -> str:
+        return self.kinds[0][1]
+
+    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+        raise NotImplementedError
+
+    # --- where a user sets what the controller reads
+    def pods_field(self, w: Workload) -> str:
+        return "spec"
+
+    def setting_field(self, w: Workload, name: str) -> str | None:
+        """The field that sets a torchrun setting the controller injects (`nproc`, `nnodes`, `rdzv_id`)."""
+        return None
+
+    def dns_field(self, w: Workload, pod: Pod) -> str:
+        """The field that names the Service the pods are published under."""
+        return f"{pod.spec_field}.subdomain"
+
+    def address(self, w: Workload, pod: Pod) -> str:
+        """The name other pods reach `pod` at, short form (without the namespace)."""
+        return f"{pod.hostname}.{pod.subdomain}" if pod.subdomain else pod.hostname
+
+    def dns_names(self, m: Manifest) -> list[tuple[str, str, str, bool]]:
+        """(field, name, what it is, is a Service name) for every DNS name the controller derives from this object's
+        name, the longest of each kind (ARGO003): Service names must be DNS-1035 labels, hostnames DNS-1123 labels."""
+        return []
+
+    def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(field path of the template, template) for every pod template this object holds."""
+        return iter(())
+
+    def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(field path, Job spec) of the batch Jobs this object stands for."""
+        return iter(())
+
+    def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
+        """The batch Jobs the workload's pods run in, the object they are written in, and the pod restartPolicy that
+        object's controller defaults to (None: the API server's); None where no Job runs them."""
+        return None
+
+    def depends_on(self, m: Manifest) -> list[tuple[str, str, str]]:
+        """(kind, name, field) of objects this one needs to exist when it is admitted (a TrainJob's runtime)."""
+        return []
+
+    def container_settings(self, m: Manifest, key: str) -> list[tuple[str, Any]]:
+        """(field, value) of the container settings (`image`, `resources`) this object sets outside any pod
+        template, which the controller writes into the pods (a TrainJob's spec.trainer)."""
+        return []
+
+    def training_env(self, m: Manifest) -> Iterator[tuple[str, list[Any]]]:
+        """(field, env list) of the training containers' env as written in this object."""
+        for field_path, tmpl in self.pod_templates(m):
+            for i, c in enumerate(listing(dig(tmpl, "spec", "containers"))):
+                if isinstance(mapping(c).get("env"), list):
+                    yield f"{field_path}.spec.containers[{i}].env", c["env"]
+
+    # --- admission and semantics
+    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        """What the controller's webhook refuses, or what it does that breaks a torchrun world (TOPO011); `torchrun`
+        says whether the training container starts a launcher."""
+        return []
+
+    def gang_scheduler(self, w: Workload) -> str | None:
+        """The gang scheduling the workload itself declares, in words (RES005)."""
+        return None
+
+    def startup(self, w: Workload) -> Check | None:
+        """Why not every pod of the world starts at once, where the controller's settings say so (TOPO010)."""
+        return None
+
+    def publishes_not_ready(self, w: Workload) -> Check | None:
+        """With managed DNS: why the controller's Service hides pods that are not Ready, if it does (RDZV001)."""
+        return None
+
+    def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
+        """What restarts the world after a failure, in words (empty: nothing does) (RESTART004)."""
+        return []
+
+    def describe(self, w: Workload) -> str:
+        """The controller's DNS, in words (plan)."""
+        return "controller" if self.managed_dns else ""
+
+    def scale_down(self, m: Manifest, nodes: int) -> list[str]:
+        """Set the object (a deep copy) to `nodes` pods of one process each, for a CPU simulation; what changed."""
+        return []

@@ -1,0 +1,145 @@
+"""The Kubernetes Job controller (batch/v1 Job, kubernetes v1.36.0, pkg/controller/job/): the pods of an Indexed or
+a NonIndexed Job, with the completion index it gives each pod of an Indexed one."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from ..model import Manifest
+from .base import (COMPLETION_INDEX, IF_ABSENT, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload,
+                   as_int, mapping)
+
+KIND = "Job"
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
+INDEXED = "Indexed"
+
+
+def indexed(job_spec: dict[str, Any]) -> bool:
+    return job_spec.get("completionMode") == INDEXED
+
+
+def job_pods(job_spec: dict[str, Any]) -> int:
+    """How many pods make up the Job's work: completions where set (Indexed needs it), else parallelism (default 1)."""
+    completions = as_int(job_spec.get("completions"))
+    return completions if completions is not None else as_int(job_spec.get("parallelism"), 1) or 0
+
+
+def job_group(job_spec: dict[str, Any], job_name: str, template_field: str, role: str, offset: int,
+              labels: Callable[[int], dict[str, str]] | None = None,
+              annotations: Callable[[int], dict[str, str]] | None = None) -> PodGroup:
+    """The pods the Job controller creates for one Job (also a JobSet's child Jobs).
+
+    Indexed mode (job_controller.go manageJob, indexed_job_utils.go at v1.36.0): each pod gets the
+    `batch.kubernetes.io/job-completion-index` annotation and label, its hostname forced to `<job>-<index>`, a
+    generated name `<job>-<index>-<random>`, and `JOB_COMPLETION_INDEX` (a fieldRef to that label) appended to every
+    container and init container that does not define it already (addCompletionIndexEnvVariable)."""
+    is_indexed = indexed(job_spec)
+    extra_labels = labels or (lambda i: {})
+    extra_annotations = annotations or (lambda i: {})
+
+    def pod_labels(i: int) -> dict[str, str]:
+        out = {k: job_name for k in JOB_NAME_LABELS}
+        if is_indexed:
+            out[COMPLETION_INDEX] = str(i)
+        out.update(extra_labels(i))
+        return out
+
+    def pod_annotations(i: int) -> dict[str, str]:
+        out = {COMPLETION_INDEX: str(i)} if is_indexed else {}
+        out.update(extra_annotations(i))
+        return out
+
+    def inject(i: int, container: str, init: bool) -> list[Injected]:
+        if not is_indexed:
+            return []
+        return [Injected(COMPLETION_INDEX_ENV, field_ref=f"metadata.labels['{COMPLETION_INDEX}']", mode=IF_ABSENT)]
+
+    return PodGroup(
+        role=role,
+        count=job_pods(job_spec),
+        offset=offset,
+        template=mapping(job_spec.get("template")),
+        template_field=template_field,
+        name=(lambda i: f"{job_name}-{i}-<random>") if is_indexed else (lambda i: f"{job_name}-<random>"),
+        hostname=(lambda i: f"{job_name}-{i}") if is_indexed else (lambda i: f"{job_name}-<random>"),
+        hostname_forced=is_indexed,
+        labels=pod_labels,
+        annotations=pod_annotations,
+        inject=inject,
+    )
+
+
+def backoff_restarts(job_specs: Iterator[tuple[str, dict[str, Any]]]) -> list[str]:
+    """A Job whose backoffLimit (default 6) is above 0 recreates failed pods."""
+    for _, js in job_specs:
+        backoff = js.get("backoffLimit")
+        if not isinstance(backoff, int) or backoff > 0:
+            return [f"backoffLimit {backoff if backoff is not None else '6 (default)'}"]
+    return []
+
+
+class JobLauncher(Launcher):
+    id = "indexed-job"
+    title = "Indexed Job + headless Service"
+    kinds = (("batch", KIND),)
+    immutable = ("spec.template", "spec.selector", "spec.completionMode", "spec.completions")
+    ttl_field = ("spec", "ttlSecondsAfterFinished")
+    scale = ScaleSpec(pods=[(("spec", "completions"), 0), (("spec", "parallelism"), 0)],
+                      env_container=("spec", "template", "spec", "containers", 0),
+                      resources=[("spec", "template", "spec", "containers", 0, "resources")])
+
+    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+        spec = mapping(m.obj.get("spec"))
+        w = Workload(m, self, [job_group(spec, m.name, "spec.template", "pod", 0)], m.namespace)
+        w.facts.update(completions=as_int(spec.get("completions")), parallelism=as_int(spec.get("parallelism"), 1),
+                       completion_mode=spec.get("completionMode") or "NonIndexed")
+        return w
+
+    def pods_field(self, w: Workload) -> str:
+        return "spec.completions" if indexed(mapping(w.manifest.obj.get("spec"))) else "spec.parallelism"
+
+    def dns_names(self, m: Manifest) -> list[tuple[str, str, str, bool]]:
+        spec = mapping(m.obj.get("spec"))
+        if not indexed(spec):
+            return []
+        n = max((as_int(spec.get("completions"), 1) or 1) - 1, 0)
+        return [("spec.completions", f"{m.name}-{n}", f"the hostname of pod {n}", False)]
+
+    def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
+        tmpl = mapping(m.obj.get("spec")).get("template")
+        if isinstance(tmpl, dict):
+            yield "spec.template", tmpl
+
+    def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+        spec = m.obj.get("spec")
+        if isinstance(spec, dict):
+            yield "spec", spec
+
+    def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
+        return w.manifest, list(self.job_specs(w.manifest)), None
+
+    def startup(self, w: Workload) -> Check | None:
+        """Fewer pods running at once than the world needs (the Job controller runs at most `parallelism`), or a
+        NonIndexed Job whose pods have no index to take a rank from."""
+        f = w.facts
+        if f.get("completion_mode") != INDEXED:
+            if w.pods > 1:
+                return Check("spec.completionMode", f"completionMode is {f.get('completion_mode')}: the {w.pods} "
+                             "pods get no index and no stable hostname", "set completionMode: Indexed")
+            return None
+        comp, par = f.get("completions"), f.get("parallelism")
+        if comp is not None and par is not None and par < comp:
+            return Check("spec.parallelism", f"parallelism is {par} but completions is {comp}: not every rank runs "
+                         "at the same time", f"set parallelism and completions both to {comp}")
+        return None
+
+    def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
+        return backoff_restarts(self.job_specs(w.manifest))
+
+    def scale_down(self, m: Manifest, nodes: int) -> list[str]:
+        spec = m.obj.setdefault("spec", {})
+        spec["completions"] = spec["parallelism"] = nodes
+        return [f"{m.ref}: completions, parallelism -> {nodes}"]
+
+
+LAUNCHER = JobLauncher()
