@@ -80,8 +80,8 @@ validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommi
 diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [FORMAT=text|markdown|json]: rendered objects and topology that change
 	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
-plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...")
-	@$(PY) -m policies.cli plan $(PATHS)
+plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
+	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(PATHS)
 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies.cli render $(PATHS)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -11,7 +10,6 @@ from . import engine
 from .entry import guarded
 from .loader import InputError
 from .schema import ValidatorUnavailable
-from .model import ERROR
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO / "overlays"
@@ -52,52 +50,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if engine.failed(units, args.strict) else 0
 
 
-PLAN_COLUMNS = ("workload", "launcher", "pods", "nnodes", "proc/pod", "world", "GPU/pod", "GPUs", "rank source",
-                "rendezvous", "DNS")
-
-
-def plan_rows(unit: engine.Unit) -> list[tuple[str, ...]]:
-    rows = []
-    for t in unit.topologies:
-        nnodes = (f"{t.nnodes_min}" if t.nnodes_min == t.nnodes_max else f"{t.nnodes_min}:{t.nnodes_max}") \
-            if t.torchrun and t.nnodes_min is not None else (t.first.nnodes.value if t.torchrun else "-")
-        nproc = str(t.nproc) if t.nproc is not None else t.first.nproc.value
-        world = str(t.world_size) if t.world_size is not None else "?"
-        total = str(t.gpus * t.pods) if t.gpus else "0"
-        rdzv = f"{t.backend} {t.endpoint_host}:{t.endpoint_port}" if t.endpoint_host else t.backend
-        dns = (f"Service {t.service.name}" if t.service else
-               ("controller" if t.workload.managed_dns else "none"))
-        rows.append((f"{t.manifest.kind}/{t.manifest.name}", t.launcher, str(t.pods), nnodes, nproc, world,
-                     str(t.gpus), total, t.rank_source, rdzv, dns))
-    return rows
-
-
-def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
-    return "\n".join([fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)])
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
+    from . import plan
+
     units = engine.collect(args.paths, DEFAULT_ROOT)
     engine.validate(units, None)
-    bad = 0
-    for u in units:
-        print(f"### {_rel(u.source)}")
-        if u.failed_input:
-            bad += 1
-            for p in u.problems:
-                print(f"cannot plan: {p.message}")
-        elif not u.topologies:
-            print("no training workload")
-        else:
-            print(table(plan_rows(u), PLAN_COLUMNS))
-            errors = [p for p in u.problems if p.severity == ERROR]
-            if errors:
-                print(f"{len(errors)} topology errors: run `make validate` for details")
-            for note in (n for t in u.topologies for n in t.notes):
-                print(f"note: {note}")
-        print()
+    if args.format == "json":
+        print(plan.to_json(units))
+        return 1 if any(u.failed_input for u in units) else 0
+    text, bad = plan.text(units, pods=args.pods)
+    sys.stdout.write(text)
     return 1 if bad else 0
 
 
@@ -162,8 +124,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--env", metavar="POLICY_YAML",
                    help="environment declaration for inputs that bring none (files, standard input)")
     v.set_defaults(func=cmd_validate)
-    p = sub.add_parser("plan", help="table of each overlay's effective topology")
+    p = sub.add_parser("plan", help="each overlay's effective topology, its pods, or one JSON document")
     p.add_argument("paths", nargs="*")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (a table per overlay) or json (every workload, pod, container and env)")
+    p.add_argument("--pods", action="store_true", help="with text: list every pod, its labels and each container's env")
     p.set_defaults(func=cmd_plan)
     r = sub.add_parser("render", help="print rendered manifests")
     r.add_argument("paths", nargs="*")

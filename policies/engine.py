@@ -9,7 +9,7 @@ from typing import Iterable, Protocol
 
 from . import environment
 from .environment import Environment
-from .launchers import Bundle
+from .launchers import Bundle, Workload, workloads
 from .loader import InputError, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .render import find_overlays, kustomization_file, render_all
@@ -35,6 +35,8 @@ class Unit:
     manifests: list[Manifest] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     topologies: list[Topology] = field(default_factory=list)
+    # Every object a modelled controller starts pods for (training or not).
+    workloads: list[Workload] = field(default_factory=list)
     failed_input: bool = False
     environment: Environment | None = None
     # Problems an annotation suppressed: not counted, still reported.
@@ -101,9 +103,10 @@ def _input_error(source: str, kind: str, message: str) -> Unit:
 
 def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     bundle = Bundle.of(unit.manifests)
-    topologies, unresolved = compute(bundle)
+    unit.workloads = workloads(bundle)
+    topologies, unresolved = compute(bundle, unit.workloads)
     unit.topologies = topologies
-    ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment)
+    ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads)
     found: list[Problem] = []
     present = {m.kind for m in unit.manifests}
     for rule_id in rules or RULES:

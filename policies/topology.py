@@ -126,10 +126,11 @@ class Topology:
 
     def distinct_pods(self) -> list[Pod]:
         """One pod per pod template: PyTorchJob's Master and first Worker, one pod of every other launcher."""
-        if len(self.workload.groups) <= 1:
+        groups = self.workload.world_groups
+        if len(groups) <= 1:
             return [self.first_view.pod]
-        out, seen = [self.first_view.pod], {self.workload.groups[0].template_field}
-        for g in self.workload.groups[1:]:
+        out, seen = [self.first_view.pod], {groups[0].template_field}
+        for g in groups[1:]:
             if g.count and g.template_field not in seen:
                 seen.add(g.template_field)
                 out.append(self.workload.pod(g.offset))
@@ -275,12 +276,13 @@ def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest |
     return bundle.services.get((namespace, name))
 
 
-def compute(bundle: Bundle) -> tuple[list[Topology], list[Workload]]:
-    """Topologies of the training workloads in `bundle`, and the workloads whose topology could not be worked out."""
+def compute(bundle: Bundle, ws: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
+    """Topologies of the training workloads in `bundle` (or among `ws`, its workloads worked out already), and the
+    workloads whose topology could not be worked out."""
     out: list[Topology] = []
     unresolved: list[Workload] = []
-    for w in workloads(bundle):
-        if w.pods == 0 or not w.groups or w.facts.get("unresolved"):
+    for w in workloads(bundle) if ws is None else ws:
+        if w.pods == 0 or w.facts.get("unresolved"):
             unresolved.append(w)
             continue
         first = view(w.pod(0))

@@ -177,7 +177,7 @@ class PodGroup:
     annotations: Callable[[int], dict[str, str]] = _none
     # Env added per (pod index, container name, is init container).
     inject: Callable[[int, str, bool], list[Injected]] = lambda i, c, init: []
-    # Init containers the controller adds before the template's own.
+    # Init containers the controller appends to the template's own.
     init_containers: Callable[[int], list[dict[str, Any]]] = lambda i: []
     # Ports the controller adds to a container: (container name) -> ports.
     ports: Callable[[str], list[dict[str, Any]]] = lambda c: []
@@ -185,6 +185,8 @@ class PodGroup:
     # The template's containers after the controller merged the workload's settings into them (TrainJob).
     containers: list[dict[str, Any]] | None = None
     container_fields: dict[int, str] = field(default_factory=dict)
+    # Pods the workload creates outside the training world (a TrainJob's initializers): listed, not ranked.
+    aux: bool = False
 
 
 @dataclass
@@ -210,25 +212,47 @@ class Workload:
     def managed_dns(self) -> bool:
         return self.controller.managed_dns
 
+    # Set when the controller creates no pods until the workload is resumed (spec.suspend, Kueue's admission).
+    suspended: bool = False
+
     @property
     def pods(self) -> int:
+        """The pods of the training world (auxiliary pods such as initializers not counted)."""
+        return sum(g.count for g in self.groups if not g.aux)
+
+    @property
+    def world_groups(self) -> list[PodGroup]:
+        return [g for g in self.groups if not g.aux]
+
+    @property
+    def all_pods(self) -> int:
         return sum(g.count for g in self.groups)
 
     def group_of(self, index: int) -> tuple[PodGroup, int]:
         for g in self.groups:
-            if g.offset <= index < g.offset + g.count:
+            if not g.aux and g.offset <= index < g.offset + g.count:
                 return g, index - g.offset
         raise IndexError(index)
 
     def pod(self, index: int) -> Pod:
-        """The pod with global index `index` (0 = the first pod: Master, completion index 0, ordinal 0)."""
+        """The pod with world index `index` (0 = the first pod: Master, completion index 0, ordinal 0)."""
         cached = self._pod_cache.get(index)
         if cached is None:
-            cached = self._pod_cache[index] = self._make_pod(index)
+            group, local = self.group_of(index)
+            cached = self._pod_cache[index] = self._make_pod(group, local, index)
         return cached
 
-    def _make_pod(self, index: int) -> Pod:
-        group, local = self.group_of(index)
+    def every_pod(self, limit: int | None = None) -> Iterator[Pod]:
+        """Every pod the workload creates, auxiliary ones included, in the controller's order."""
+        n = 0
+        for g in self.groups:
+            for local in range(g.count):
+                if limit is not None and n >= limit:
+                    return
+                n += 1
+                yield self.pod(g.offset + local) if not g.aux else self._make_pod(g, local, -1)
+
+    def _make_pod(self, group: PodGroup, local: int, index: int) -> Pod:
         template = mapping(group.template)
         meta = mapping(template.get("metadata"))
         spec = mapping(template.get("spec"))
@@ -243,13 +267,13 @@ class Workload:
         pod = Pod(index=index, name=group.name(local), hostname=str(hostname), subdomain=subdomain or None,
                   namespace=self.namespace, labels=labels, annotations=annotations, spec=spec,
                   spec_field=f"{group.template_field}.spec", containers=[], init_containers=[], training=training)
-        for i, c in enumerate(group.init_containers(local)):
-            pod.init_containers.append(ContainerEnv(str(c.get("name")), f"(controller) initContainers[{i}]", c, True,
-                                                    added=True))
         for i, c in enumerate(listing(spec.get("initContainers"))):
             if isinstance(c, dict):
                 pod.init_containers.append(ContainerEnv(str(c.get("name")), f"{pod.spec_field}.initContainers[{i}]",
                                                         c, True))
+        for i, c in enumerate(group.init_containers(local)):  # appended after the user's
+            pod.init_containers.append(ContainerEnv(str(c.get("name")), f"(controller) initContainers[{i}]", c, True,
+                                                    added=True))
         for i, c in enumerate(raw):
             c = mapping(c)
             extra = group.ports(str(c.get("name")))
@@ -495,6 +519,10 @@ class Launcher:
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         """What restarts the world after a failure, in words (empty: nothing does) (RESTART004)."""
+        return []
+
+    def services(self, w: Workload) -> list[dict[str, Any]]:
+        """The Services the controller creates for the workload's pods (name, clusterIP, selector, ...)."""
         return []
 
     def describe(self, w: Workload) -> str:

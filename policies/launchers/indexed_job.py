@@ -6,12 +6,17 @@ from typing import Any, Callable, Iterator
 
 from ..model import Manifest
 from .base import (COMPLETION_INDEX, IF_ABSENT, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload,
-                   as_int, mapping)
+                   as_int, dig, mapping)
 
 KIND = "Job"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
+INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 INDEXED = "Indexed"
+# pkg/apis/batch/validation/validation.go: maxParallelismForIndexedJob and maxCompletionsForIndexedJob
+MAX_INDEXED = 100000
+# names.MaxGeneratedNameLength: 63 minus the 5 random characters generateName appends.
+MAX_GENERATED_NAME = 58
 
 
 def indexed(job_spec: dict[str, Any]) -> bool:
@@ -19,9 +24,21 @@ def indexed(job_spec: dict[str, Any]) -> bool:
 
 
 def job_pods(job_spec: dict[str, Any]) -> int:
-    """How many pods make up the Job's work: completions where set (Indexed needs it), else parallelism (default 1)."""
+    """How many pods run at once: the Job controller keeps `min(parallelism, completions - succeeded)` active
+    (job_controller.go manageJob), and the API server defaults parallelism to 1."""
+    parallelism = as_int(job_spec.get("parallelism"), 1) or 0
     completions = as_int(job_spec.get("completions"))
-    return completions if completions is not None else as_int(job_spec.get("parallelism"), 1) or 0
+    return min(parallelism, completions) if completions is not None else parallelism
+
+
+def generate_name(job: str, index: int | None) -> str:
+    """The pod's generateName (podGenerateNameWithIndex): `<job>-<index>-`, the job name cut so that the prefix
+    keeps within 58 characters; `<job>-` for a NonIndexed Job (the apiserver's generateName truncation alike)."""
+    suffix = f"-{index}-" if index is not None else "-"
+    prefix = job + suffix
+    if len(prefix) > MAX_GENERATED_NAME:
+        prefix = prefix[:MAX_GENERATED_NAME - len(suffix)] + suffix
+    return prefix + "<random>"
 
 
 def job_group(job_spec: dict[str, Any], job_name: str, template_field: str, role: str, offset: int,
@@ -44,8 +61,12 @@ def job_group(job_spec: dict[str, Any], job_name: str, template_field: str, role
         out.update(extra_labels(i))
         return out
 
+    per_index = job_spec.get("backoffLimitPerIndex") is not None
+
     def pod_annotations(i: int) -> dict[str, str]:
         out = {COMPLETION_INDEX: str(i)} if is_indexed else {}
+        if is_indexed and per_index:
+            out[INDEX_FAILURE_COUNT] = "0"  # addIndexFailureCountAnnotation, on the first pod of each index
         out.update(extra_annotations(i))
         return out
 
@@ -60,8 +81,8 @@ def job_group(job_spec: dict[str, Any], job_name: str, template_field: str, role
         offset=offset,
         template=mapping(job_spec.get("template")),
         template_field=template_field,
-        name=(lambda i: f"{job_name}-{i}-<random>") if is_indexed else (lambda i: f"{job_name}-<random>"),
-        hostname=(lambda i: f"{job_name}-{i}") if is_indexed else (lambda i: f"{job_name}-<random>"),
+        name=(lambda i: generate_name(job_name, i)) if is_indexed else (lambda i: generate_name(job_name, None)),
+        hostname=(lambda i: f"{job_name}-{i}") if is_indexed else (lambda i: generate_name(job_name, None)),
         hostname_forced=is_indexed,
         labels=pod_labels,
         annotations=pod_annotations,
@@ -76,6 +97,27 @@ def backoff_restarts(job_specs: Iterator[tuple[str, dict[str, Any]]]) -> list[st
         if not isinstance(backoff, int) or backoff > 0:
             return [f"backoffLimit {backoff if backoff is not None else '6 (default)'}"]
     return []
+
+
+def job_validation(js: dict[str, Any], field: str) -> list[Check]:
+    """What the API server's Job validation refuses that the schema cannot say (pkg/apis/batch/validation/
+    validation.go validateJobSpec at v1.36.0)."""
+    out: list[Check] = []
+    if indexed(js):
+        if js.get("completions") is None:
+            out.append(Check(f"{field}.completions", "an Indexed Job without completions: the API server refuses it "
+                             "(completions is required when completion mode is Indexed)",
+                             "set completions to the number of pods"))
+        for key in ("completions", "parallelism"):
+            value = as_int(js.get(key))
+            if value is not None and value > MAX_INDEXED:
+                out.append(Check(f"{field}.{key}", f"{key} {value} is above {MAX_INDEXED}: the API server refuses "
+                                 "an Indexed Job that large", f"keep {key} at most {MAX_INDEXED}"))
+    policy = dig(js, "template", "spec", "restartPolicy")
+    if js.get("podFailurePolicy") is not None and policy != "Never":
+        out.append(Check(f"{field}.template.spec.restartPolicy", f"restartPolicy is {policy or 'unset'} with a "
+                         "podFailurePolicy: the API server accepts only Never there", "set restartPolicy: Never"))
+    return out
 
 
 class JobLauncher(Launcher):
@@ -114,6 +156,9 @@ class JobLauncher(Launcher):
         spec = m.obj.get("spec")
         if isinstance(spec, dict):
             yield "spec", spec
+
+    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        return job_validation(mapping(w.manifest.obj.get("spec")), "spec")
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         return w.manifest, list(self.job_specs(w.manifest)), None

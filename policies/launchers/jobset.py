@@ -3,6 +3,8 @@ each run by the Job controller, labelled and annotated by the JobSet controller 
 Service (pkg/controllers/jobset_controller.go, pkg/webhooks/jobset_webhook.go)."""
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any, Callable, Iterator
 
 from ..model import Manifest
@@ -15,14 +17,25 @@ PREFIX = "jobset.sigs.k8s.io/"
 JOBSET_NAME = PREFIX + "jobset-name"
 REPLICATED_JOB_NAME = PREFIX + "replicatedjob-name"
 REPLICATED_JOB_REPLICAS = PREFIX + "replicatedjob-replicas"
+GLOBAL_REPLICAS = PREFIX + "global-replicas"
 JOB_INDEX = PREFIX + "job-index"
 JOB_GLOBAL_INDEX = PREFIX + "job-global-index"
+JOB_KEY = PREFIX + "job-key"
+GROUP_NAME = PREFIX + "group-name"
+GROUP_REPLICAS = PREFIX + "group-replicas"
+JOB_GROUP_INDEX = PREFIX + "job-group-index"
 RESTART_ATTEMPT = PREFIX + "restart-attempt"
 COORDINATOR = PREFIX + "coordinator"
+# pod_webhook.go Default: every JobSet pod with a priority gets it as a label (not with the node-selector strategy).
+PRIORITY = PREFIX + "priority"
+EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
+DEFAULT_GROUP = "default"
 
 
 def subdomain_of(name: str, spec: dict[str, Any]) -> str | None:
-    """The subdomain the pods get: `network.subdomain`, else the JobSet's name; None with DNS hostnames off."""
+    """The subdomain the pods get: `network.subdomain`, else the JobSet's name; None with DNS hostnames off
+    (jobset_controller.go constructJob, dnsHostnamesEnabled: the webhook defaults enableDNSHostnames to true)."""
     network = mapping(spec.get("network"))
     if network.get("enableDNSHostnames") is False:
         return None
@@ -30,8 +43,8 @@ def subdomain_of(name: str, spec: dict[str, Any]) -> str | None:
 
 
 def coordinator_endpoint(name: str, spec: dict[str, Any]) -> str | None:
-    """`<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>` of `spec.coordinator` (jobset_controller.go
-    coordinatorEndpoint), None when no coordinator is set."""
+    """`<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>` of `spec.coordinator` (CoordinatorEndpoint),
+    None when no coordinator is set."""
     coord = spec.get("coordinator")
     if not isinstance(coord, dict):
         return None
@@ -40,46 +53,186 @@ def coordinator_endpoint(name: str, spec: dict[str, Any]) -> str | None:
             f"{as_int(coord.get('podIndex'), 0)}.{sub}")
 
 
-def child_groups(spec: dict[str, Any], name: str, field_prefix: str,
-                 select: Callable[[dict[str, Any]], bool] = lambda rjob: True,
+def child_meta(name: str, namespace: str, spec: dict[str, Any], annotations: dict[str, Any],
+               replicas: Callable[[dict[str, Any]], int]) -> list[list[tuple[dict[str, str], dict[str, str]]]]:
+    """(labels, annotations) the JobSet controller puts on each child Job's pods, per replicated Job and Job index
+    (labelAndAnnotateObject at v0.12.0). The jobset-uid is known only in the cluster and left out;
+    job-restart-attempt only comes with the RestartJob feature gate, off by default."""
+    rjobs = [mapping(r) for r in listing(spec.get("replicatedJobs"))]
+    counts = [replicas(r) for r in rjobs]
+    groups = [str(r.get("groupName") or DEFAULT_GROUP) for r in rjobs]
+    coordinator = coordinator_endpoint(name, spec)
+    out = []
+    seen = 0
+    for ri, rjob in enumerate(rjobs):
+        rname = str(rjob.get("name"))
+        group = groups[ri]
+        before_in_group = sum(c for c, g in zip(counts[:ri], groups[:ri]) if g == group)
+        per_job = []
+        for j in range(counts[ri]):
+            child = f"{name}-{rname}-{j}"
+            common = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rname, RESTART_ATTEMPT: "0",
+                      REPLICATED_JOB_REPLICAS: str(counts[ri]), GLOBAL_REPLICAS: str(sum(counts)),
+                      JOB_INDEX: str(j), JOB_KEY: hashlib.sha1(f"{namespace}/{child}".encode()).hexdigest(),
+                      JOB_GLOBAL_INDEX: str(seen + j), GROUP_NAME: group,
+                      GROUP_REPLICAS: str(sum(c for c, g in zip(counts, groups) if g == group)),
+                      JOB_GROUP_INDEX: str(before_in_group + j)}
+            if coordinator:
+                common[COORDINATOR] = coordinator
+            notes = dict(common)
+            rjob_annotations = mapping(dig(rjob, "template", "metadata", "annotations"))
+            for source in (annotations, rjob_annotations):
+                if EXCLUSIVE in source:
+                    notes[EXCLUSIVE] = str(source[EXCLUSIVE])
+                    if NODE_SELECTOR_STRATEGY in source:
+                        notes[NODE_SELECTOR_STRATEGY] = str(source[NODE_SELECTOR_STRATEGY])
+            per_job.append((common, notes))
+        out.append(per_job)
+        seen += counts[ri]
+    return out
+
+
+def pod_priority(pod_spec: dict[str, Any], priorities: dict[str, str]) -> str | None:
+    """The pod's spec.priority after the Priority admission plugin: its own, its PriorityClass's value (where the
+    class is among the manifests), 0 without a class (no globalDefault class on a default cluster); None where only
+    the cluster knows it."""
+    if pod_spec.get("priority") is not None:
+        return str(pod_spec["priority"])
+    cls = pod_spec.get("priorityClassName")
+    if not cls:
+        return "0"
+    return priorities.get(str(cls))
+
+
+def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: str,
+                 annotations: dict[str, Any] | None = None,
+                 aux: Callable[[dict[str, Any]], bool] = lambda rjob: False,
                  inject: Callable[[str, int, int, str, bool], list[Injected]] | None = None,
                  replicas: Callable[[dict[str, Any]], int] | None = None,
-                 job_spec: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[PodGroup]:
-    """The pods of every child Job of a JobSet spec, in replicated-Job order. The JobSet controller labels and
-    annotates each Job and its pod template with the JobSet, replicated Job, Job index and global Job index, and
-    forces the pod template's subdomain to the JobSet's; the webhook defaults completionMode to Indexed only where it
-    is unset. `inject(rjob, job_index, pod_index, container, init)` adds a caller's env (the Trainer's)."""
+                 priorities: dict[str, str] | None = None) -> list[PodGroup]:
+    """The pods of every child Job of a JobSet spec, in replicated-Job order (jobset_controller.go constructJobs):
+    child Job `<jobset>-<replicatedJob>-<index>`, its pod template labelled and annotated by the JobSet controller
+    and its subdomain forced to the JobSet's where DNS hostnames are on; the webhook defaults completionMode to
+    Indexed only where it is unset. `aux(rjob)` marks pods outside the training world; `inject(rjob, job_index,
+    pod_index, container, init)` adds a caller's env (the Trainer's)."""
+    count_of = replicas or (lambda r: as_int(r.get("replicas"), 1) or 0)
     subdomain = subdomain_of(name, spec)
-    coordinator = coordinator_endpoint(name, spec)
+    metas = child_meta(name, namespace, spec, annotations or {}, count_of)
     groups: list[PodGroup] = []
     offset = 0
-    global_index = 0
     for ri, rjob in enumerate(listing(spec.get("replicatedJobs"))):
         rjob = mapping(rjob)
         rname = str(rjob.get("name"))
-        count = replicas(rjob) if replicas else (as_int(rjob.get("replicas"), 1) or 0)
-        js = dict(job_spec(rjob) if job_spec else mapping(dig(rjob, "template", "spec")))
+        js = dict(mapping(dig(rjob, "template", "spec")))
         js.setdefault("completionMode", indexed_job.INDEXED)
-        chosen = select(rjob)
-        for j in range(count):
-            meta = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rname, REPLICATED_JOB_REPLICAS: str(count),
-                    JOB_INDEX: str(j), JOB_GLOBAL_INDEX: str(global_index + j), RESTART_ATTEMPT: "0"}
-            if coordinator:
-                meta[COORDINATOR] = coordinator
-            if not chosen:
-                continue
+        is_aux = aux(rjob)
+        priority = pod_priority(mapping(dig(js, "template", "spec")), priorities or {})
+        for j in range(count_of(rjob)):
+            labels, notes = metas[ri][j]
+            if priority is not None and NODE_SELECTOR_STRATEGY not in notes:
+                labels = {**labels, PRIORITY: priority}
             child = f"{name}-{rname}-{j}"
             g = indexed_job.job_group(js, child, f"{field_prefix}.replicatedJobs[{ri}].template.spec.template", rname,
-                                      offset, labels=lambda i, meta=meta: meta, annotations=lambda i, meta=meta: meta)
-            g.subdomain, g.subdomain_forced = subdomain, True
+                                      offset, labels=lambda i, m=labels: m, annotations=lambda i, m=notes: m)
+            g.subdomain, g.subdomain_forced, g.aux = subdomain, True, is_aux
+            if not indexed_job.indexed(js):
+                g.hostname = lambda i, g=g: g.name(i)  # no stable hostname: the generated pod name
             if inject is not None:
                 base = g.inject
                 g.inject = (lambda i, c, init, base=base, rname=rname, j=j:
                             base(i, c, init) + inject(rname, j, i, c, init))
             groups.append(g)
-            offset += g.count
-        global_index += count
+            if not is_aux:
+                offset += g.count
     return groups
+
+
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _dns1035(value: str) -> str | None:
+    if len(value) > 63:
+        return f"'{value}' is {len(value)} characters, more than 63"
+    if not DNS1035.match(value):
+        return f"'{value}' is not a DNS-1035 label (lowercase letters, digits and '-', starting with a letter)"
+    return None
+
+
+def validation(name: str, spec: dict[str, Any], prefix: str = "spec") -> list[Check]:
+    """What the JobSet webhook refuses (pkg/webhooks/jobset_webhook.go ValidateCreate at v0.12.0), after its
+    defaulting (completionMode Indexed where unset): subdomain, group, Job and pod names that are not DNS-1035
+    labels of at most 63 characters, a coordinator that names no pod, or one whose label value is invalid."""
+    out: list[Check] = []
+    network = mapping(spec.get("network"))
+    if network.get("subdomain"):
+        why = _dns1035(str(network["subdomain"]))
+        if why:
+            out.append(Check(f"{prefix}.network.subdomain", f"subdomain {why}: the JobSet webhook refuses it "
+                             "(it names the headless Service)", "use a shorter lowercase subdomain"))
+    rjobs = [mapping(r) for r in listing(spec.get("replicatedJobs"))]
+    for ri, rjob in enumerate(rjobs):
+        where = f"{prefix}.replicatedJobs[{ri}]"
+        group = str(rjob.get("groupName") or DEFAULT_GROUP)
+        why = _dns1035(group)
+        if why:
+            out.append(Check(f"{where}.groupName", f"groupName {why}: the JobSet webhook refuses it",
+                             "use a lowercase group name of at most 63 characters"))
+        replicas = as_int(rjob.get("replicas"), 1) or 1
+        job = f"{name}-{rjob.get('name')}-{replicas - 1}"
+        why = _dns1035(job)
+        if why:
+            out.append(Check(f"{where}.name", f"child Job name {why}: the JobSet webhook refuses it",
+                             "shorten the JobSet or replicated Job name"))
+        js = mapping(dig(rjob, "template", "spec"))
+        completions = as_int(js.get("completions"))
+        if (js.get("completionMode") or indexed_job.INDEXED) == indexed_job.INDEXED and completions is not None:
+            pod = f"{job}-{completions - 1}-abcde"
+            why = _dns1035(pod)
+            if why:
+                out.append(Check(f"{where}.name", f"pod name {why}: the JobSet webhook refuses it",
+                                 "shorten the JobSet or replicated Job name"))
+        out += indexed_job.job_validation(js, f"{where}.template.spec")
+    coord = spec.get("coordinator")
+    if isinstance(coord, dict):
+        target = next((r for r in rjobs if r.get("name") == coord.get("replicatedJob")), None)
+        job_index, pod_index = as_int(coord.get("jobIndex"), 0) or 0, as_int(coord.get("podIndex"), 0) or 0
+        why = None
+        if target is None:
+            why = f"coordinator replicatedJob {coord.get('replicatedJob')} does not exist"
+        elif not 0 <= job_index < (as_int(target.get("replicas"), 1) or 1):
+            why = f"coordinator job index {job_index} is invalid for replicatedJob {target.get('name')}"
+        else:
+            tjs = mapping(dig(target, "template", "spec"))
+            completions = as_int(tjs.get("completions"))
+            if completions is None or (tjs.get("completionMode") or indexed_job.INDEXED) != indexed_job.INDEXED:
+                why = "job for coordinator pod must be indexed completion mode, and completions number must be set"
+            elif not 0 <= pod_index < completions:
+                why = f"coordinator pod index {pod_index} is invalid for replicatedJob {target.get('name')}"
+        if why is None:
+            endpoint = coordinator_endpoint(name, spec) or ""
+            if len(endpoint) > 63 or not LABEL_VALUE.match(endpoint):
+                why = f"coordinator endpoint '{endpoint}' is not a valid label value (at most 63 characters)"
+        if why:
+            out.append(Check(f"{prefix}.coordinator", f"{why}: the JobSet webhook refuses it",
+                             "point the coordinator at an existing pod, with names short enough"))
+    return out
+
+
+def priority_classes(bundle: Bundle) -> dict[str, str]:
+    return {m.name: str(m.obj.get("value")) for m in bundle.manifests
+            if m.kind == "PriorityClass" and m.obj.get("value") is not None}
+
+
+def service(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The headless Service the controller creates when DNS hostnames are on (jobset_controller.go createHeadless
+    SvcIfNecessary): named after the subdomain, selecting the JobSet's pods by its name."""
+    sub = subdomain_of(name, spec)
+    if sub is None:
+        return []
+    publish = mapping(spec.get("network")).get("publishNotReadyAddresses")
+    return [{"name": sub, "clusterIP": "None", "selector": {JOBSET_NAME: name},
+             "publishNotReadyAddresses": publish is not False}]
 
 
 class JobSetLauncher(Launcher):
@@ -98,9 +251,14 @@ class JobSetLauncher(Launcher):
 
     def build(self, m: Manifest, bundle: Bundle) -> Workload:
         spec = mapping(m.obj.get("spec"))
-        w = Workload(m, self, child_groups(spec, m.name, "spec"), m.namespace)
+        w = Workload(m, self, child_groups(spec, m.name, m.namespace, "spec", m.metadata.get("annotations") or {},
+                                           priorities=priority_classes(bundle)), m.namespace)
         w.facts.update(subdomain=subdomain_of(m.name, spec))
+        w.suspended = spec.get("suspend") is True
         return w
+
+    def services(self, w: Workload) -> list[dict[str, Any]]:
+        return service(w.manifest.name, mapping(w.manifest.obj.get("spec")))
 
     def pods_field(self, w: Workload) -> str:
         return "spec.replicatedJobs"
@@ -124,6 +282,9 @@ class JobSetLauncher(Launcher):
             js = dig(rj, "template", "spec")
             if isinstance(js, dict):
                 yield f"spec.replicatedJobs[{i}].template.spec", js
+
+    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        return validation(w.manifest.name, mapping(w.manifest.obj.get("spec")))
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         return w.manifest, list(self.job_specs(w.manifest)), "OnFailure"

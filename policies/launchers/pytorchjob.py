@@ -3,6 +3,7 @@ repository under its new name): pods `<job>-<replica type>-<index>`, one Service
 (pkg/controller.v1/pytorch/envvar.go, elastic.go, master.go; pkg/apis/kubeflow.org/v1/pytorch_defaults.go)."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from ..model import Manifest
@@ -16,6 +17,9 @@ DEFAULT_PORT = 23456
 LABEL_PREFIX = "training.kubeflow.org/"
 OPERATOR_NAME = "pytorchjob-controller"
 INIT_CONTAINER = "init-pytorch"
+# common_types.go: the managedBy values the webhook accepts (ValidateRunPolicy).
+MANAGED_BY = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def replica_specs(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -39,6 +43,18 @@ def container_port(rspec: dict[str, Any]) -> int:
     return DEFAULT_PORT
 
 
+def default_port(rspec: dict[str, Any]) -> Any:
+    """pytorch_defaults.go setPyTorchDefaultPort: `pytorchjob-port` 23456 on the `pytorch` container (container 0
+    where none is named so) when it has no port of that name."""
+    containers = [mapping(c) for c in listing(dig(rspec, "template", "spec", "containers"))]
+    names = [c.get("name") for c in containers]
+    target = CONTAINER if CONTAINER in names else (names[0] if names else None)
+    have = any(mapping(p).get("name") == PORT_NAME for c in containers if c.get("name") == target
+               for p in listing(c.get("ports")))
+    port = {"name": PORT_NAME, "containerPort": DEFAULT_PORT, "protocol": "TCP"}
+    return lambda c: [port] if (c == target and not have) else []
+
+
 def elastic_range(spec: dict[str, Any], specs: dict[str, dict[str, Any]]) -> tuple[int | None, int | None]:
     """`elasticPolicy` min and max replicas after the defaulter (pytorch_defaults.go setElasticPolicy): a missing one
     is set from the other, both missing from the Worker replicas."""
@@ -51,11 +67,22 @@ def elastic_range(spec: dict[str, Any], specs: dict[str, dict[str, Any]]) -> tup
 
 
 def nproc_per_node(spec: dict[str, Any]) -> str:
-    """`spec.nprocPerNode`, else the deprecated `elasticPolicy.nProcPerNode`, else the default `auto`."""
-    if spec.get("nprocPerNode") is not None:
-        return str(spec["nprocPerNode"])
+    """The processes per node torchrun is told (PET_NPROC_PER_NODE): the deprecated `elasticPolicy.nProcPerNode`
+    where set (elastic.go appends it after `spec.nprocPerNode`'s, so it wins), else `spec.nprocPerNode`, which the
+    defaulter sets to `auto` (pytorch_defaults.go setDefaultNprocPerNode)."""
     legacy = mapping(spec.get("elasticPolicy")).get("nProcPerNode")
-    return str(legacy) if legacy is not None else "auto"
+    if legacy is not None:
+        return str(legacy)
+    return str(spec["nprocPerNode"]) if spec.get("nprocPerNode") is not None else "auto"
+
+
+def init_container(job: str) -> dict[str, Any]:
+    """initcontainer.go's template at v1.9.4 (image and tries from config.go's defaults)."""
+    master = f"{job}-master-0"
+    return {"name": INIT_CONTAINER, "image": "alpine:3.10", "imagePullPolicy": "IfNotPresent",
+            "resources": {"limits": {"cpu": "100m", "memory": "20Mi"}, "requests": {"cpu": "50m", "memory": "10Mi"}},
+            "command": ["sh", "-c", f"err=1;for i in $(seq 100); do if nslookup {master}; then err=0 && break; fi;"
+                        "echo waiting for master; sleep 2; done; exit $err"]}
 
 
 class PyTorchJobLauncher(Launcher):
@@ -78,50 +105,64 @@ class PyTorchJobLauncher(Launcher):
         order = replica_order(specs)
         counts = {t: as_int(specs[t].get("replicas"), 1) or 0 for t in order}
         total = sum(counts.values())
-        nproc = nproc_per_node(spec)
         elastic = spec.get("elasticPolicy") if isinstance(spec.get("elasticPolicy"), dict) else None
+        legacy_nproc = mapping(elastic).get("nProcPerNode")
+        # setDefaultNprocPerNode: spec.nprocPerNode becomes "auto" unless the deprecated elastic field is set.
+        spec_nproc = spec.get("nprocPerNode")
+        if spec_nproc is None and legacy_nproc is None:
+            spec_nproc = "auto"
+        nproc = nproc_per_node(spec)
         has_master = MASTER in specs
         master_port = container_port(specs[MASTER]) if has_master else DEFAULT_PORT
-        nproc_int = as_int(nproc)
-        world = total * nproc_int if nproc_int is not None else total
+        # envvar.go getNprocPerNodeInt: WORLD_SIZE reads spec.nprocPerNode only, a non-integer counting as 1.
+        world = total * (as_int(spec_nproc, 1) or 1) if spec_nproc is not None else total
         mn, mx = elastic_range(spec, specs) if elastic is not None else (None, None)
 
-        def env(i: int, rtype: str, offset: int) -> list[Injected]:
+        def env(rank: int) -> list[Injected]:
+            """envvar.go setPodEnv at v1.9.4, in its order, appended to every container."""
             out = [Injected("PYTHONUNBUFFERED", "1")]
             if has_master:
-                rank = i + offset
                 out += [Injected("MASTER_PORT", str(master_port)), Injected("PET_MASTER_PORT", str(master_port)),
                         Injected("MASTER_ADDR", f"{name}-master-0"), Injected("PET_MASTER_ADDR", f"{name}-master-0"),
                         Injected("WORLD_SIZE", str(world)), Injected("RANK", str(rank)),
                         Injected("PET_NODE_RANK", str(rank))]
-            out.append(Injected("PET_NPROC_PER_NODE", nproc))
+            if spec_nproc is not None:
+                out.append(Injected("PET_NPROC_PER_NODE", str(spec_nproc)))
             if elastic is None:
                 out.append(Injected("PET_NNODES", str(total)))
-            else:
-                host = elastic.get("rdzvHost") or f"{name}-worker-0"
-                port = elastic.get("rdzvPort") or container_port(specs.get(WORKER, {}))
-                out += [Injected("PET_RDZV_ENDPOINT", f"{host}:{port}"),
-                        Injected("PET_RDZV_BACKEND", str(elastic.get("rdzvBackend") or "c10d")),
-                        Injected("PET_NNODES", f"{mn}:{mx}")]
-                if elastic.get("maxRestarts") is not None:
-                    out.append(Injected("PET_MAX_RESTARTS", str(elastic["maxRestarts"])))
-                if elastic.get("rdzvId"):
-                    out.append(Injected("PET_RDZV_ID", str(elastic["rdzvId"])))
-                conf = [f"{mapping(c).get('key')}={mapping(c).get('value')}" for c in listing(elastic.get("rdzvConf"))]
+                return out
+            # elastic.go Generate
+            host = elastic.get("rdzvHost") or f"{name}-worker-0"
+            port = elastic.get("rdzvPort") or container_port(specs.get(WORKER, {}))
+            out += [Injected("PET_RDZV_ENDPOINT", f"{host}:{port}"),
+                    Injected("PET_RDZV_BACKEND", str(elastic.get("rdzvBackend") or "c10d")),
+                    Injected("PET_NNODES", f"{mn}:{mx}")]
+            if elastic.get("maxRestarts") is not None:
+                out.append(Injected("PET_MAX_RESTARTS", str(elastic["maxRestarts"])))
+            if legacy_nproc is not None:
+                out.append(Injected("PET_NPROC_PER_NODE", str(legacy_nproc)))
+            if elastic.get("rdzvId") is not None:
+                out.append(Injected("PET_RDZV_ID", str(elastic["rdzvId"])))
+            if isinstance(elastic.get("rdzvConf"), list):
+                conf = [f"{mapping(c).get('key')}={mapping(c).get('value')}" for c in elastic["rdzvConf"]]
                 if conf:
                     out.append(Injected("PET_RDZV_CONF", ",".join(conf)))
+            if elastic.get("standalone") is True:
+                out.append(Injected("PET_STANDALONE", ""))
             return out
 
         groups: list[PodGroup] = []
         offset = 0
         for rtype in order:
             rt = rtype.lower()
-            rank_offset = offset if (rtype != WORKER or has_master) else 0
+            # RANK counts the Master first: a Worker's rank is its index + 1 (only set when a Master exists).
+            rank_offset = 1 if (rtype == WORKER and has_master) else 0
 
-            def labels(i: int, rt: str = rt) -> dict[str, str]:
+            def labels(i: int, rtype: str = rtype, rt: str = rt) -> dict[str, str]:
                 out = {LABEL_PREFIX + "job-name": name, LABEL_PREFIX + "operator-name": OPERATOR_NAME,
                        LABEL_PREFIX + "replica-type": rt, LABEL_PREFIX + "replica-index": str(i)}
-                if rt == "master":
+                # IsMasterRole: the Master, or Worker 0 of a job without one.
+                if rtype == MASTER or (not has_master and rtype == WORKER and i == 0):
                     out[LABEL_PREFIX + "job-role"] = "master"
                 return out
 
@@ -134,17 +175,32 @@ class PyTorchJobLauncher(Launcher):
                 name=lambda i, rt=rt: f"{name}-{rt}-{i}",
                 hostname=lambda i, rt=rt: f"{name}-{rt}-{i}",
                 labels=labels,
-                inject=lambda i, c, init, rtype=rtype, o=rank_offset: [] if init else env(i, rtype, o),
-                init_containers=(lambda i: [{"name": INIT_CONTAINER, "command": [
-                    "sh", "-c", f"until nslookup {name}-master-0; do echo waiting for master; sleep 2; done"]}])
-                if (rtype == WORKER and has_master) else (lambda i: []),
+                inject=lambda i, c, init, o=rank_offset: [] if init else env(i + o),
+                init_containers=(lambda i: [init_container(name)]) if (rtype == WORKER and has_master)
+                else (lambda i: []),
                 container_name=CONTAINER,
+                ports=default_port(specs[rtype]),
             ))
             offset += counts[rtype]
         w = Workload(m, self, groups, m.namespace)
+        w.suspended = mapping(spec.get("runPolicy")).get("suspend") is True
         w.facts.update(nproc_per_node=nproc, elastic=elastic, master_port=master_port, replica_counts=counts,
                        elastic_range=(mn, mx))
         return w
+
+    def services(self, w: Workload) -> list[dict[str, Any]]:
+        """common/service.go: one headless Service per replica, named like its pod, selecting it by job name,
+        replica type and index."""
+        out = []
+        for g in w.groups:
+            for i in range(min(g.count, 1024)):
+                labels = g.labels(i)
+                out.append({"name": g.name(i), "clusterIP": "None",
+                            "selector": {k: labels[k] for k in (LABEL_PREFIX + "job-name",
+                                                                LABEL_PREFIX + "operator-name",
+                                                                LABEL_PREFIX + "replica-type",
+                                                                LABEL_PREFIX + "replica-index")}})
+        return out
 
     def pods_field(self, w: Workload) -> str:
         return "spec.pytorchReplicaSpecs"
@@ -170,16 +226,49 @@ class PyTorchJobLauncher(Launcher):
                 yield f"spec.pytorchReplicaSpecs.{rtype}.template", rspec["template"]
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        """pkg/webhooks/pytorch/pytorchjob_webhook.go validatePyTorchJob at v1.9.4 (it runs before the defaulter:
+        an omitted Master `replicas` is refused), and what breaks a world the webhook lets through."""
         out: list[Check] = []
-        counts = w.facts.get("replica_counts") or {}
-        if MASTER in counts and counts[MASTER] != 1:
-            out.append(Check(f"spec.pytorchReplicaSpecs.{MASTER}.replicas", f"Master replicas is {counts[MASTER]}, "
-                             "expected 1", "use 1 Master and N-1 Workers"))
-        for g in w.groups:
-            names = [mapping(c).get("name") for c in listing(dig(g.template, "spec", "containers"))]
+        m = w.manifest
+        spec = mapping(m.obj.get("spec"))
+        if m.name and (not DNS1035.match(m.name) or len(m.name) > 63):
+            out.append(Check("metadata.name", f"name '{m.name}' is not a DNS-1035 label: the webhook refuses it",
+                             "use lowercase letters, digits and '-', starting with a letter"))
+        managed_by = mapping(spec.get("runPolicy")).get("managedBy")
+        if managed_by is not None and managed_by not in MANAGED_BY:
+            out.append(Check("spec.runPolicy.managedBy", f"managedBy '{managed_by}' is not one the webhook accepts "
+                             f"({', '.join(MANAGED_BY)})", "remove it, or use one of those"))
+        elastic = spec.get("elasticPolicy")
+        specs = replica_specs(spec)
+        if isinstance(elastic, dict):
+            if WORKER not in specs:
+                out.append(Check("spec.pytorchReplicaSpecs", "an elasticPolicy without a Worker replica spec: the "
+                                 "webhook refuses it", "add a Worker replica spec"))
+            if elastic.get("nProcPerNode") is not None and spec.get("nprocPerNode") is not None:
+                out.append(Check("spec.elasticPolicy.nProcPerNode", "elasticPolicy.nProcPerNode (deprecated) and "
+                                 "spec.nprocPerNode are both set: the webhook refuses it",
+                                 "keep spec.nprocPerNode only"))
+        for rtype, rspec in specs.items():
+            where = f"spec.pytorchReplicaSpecs.{rtype}"
+            if rtype not in (MASTER, WORKER):
+                out.append(Check(where, f"replica type '{rtype}' is not Master or Worker: the webhook refuses it",
+                                 "name the replica types Master and Worker"))
+            containers = [mapping(c) for c in listing(dig(rspec, "template", "spec", "containers"))]
+            for i, c in enumerate(containers):
+                if not c.get("image"):
+                    out.append(Check(f"{where}.template.spec.containers[{i}].image", f"container {i} of {rtype} has "
+                                     "no image: the webhook refuses it", "set the image"))
+            names = [c.get("name") for c in containers]
             if CONTAINER not in names:
-                out.append(Check(f"{g.template_field}.spec.containers", f"no container named '{CONTAINER}' in "
-                                 f"{g.role} (found {names})", f"name the training container {CONTAINER}"))
+                out.append(Check(f"{where}.template.spec.containers", f"no container named '{CONTAINER}' in "
+                                 f"{rtype} (found {names})", f"name the training container {CONTAINER}"))
+            replicas = as_int(rspec.get("replicas"))
+            if rtype == MASTER and replicas != 1:
+                out.append(Check(f"{where}.replicas", f"Master replicas is {rspec.get('replicas', 'unset')}, expected "
+                                 "1 (the webhook refuses anything else, unset included)", "use 1 Master and N-1 Workers"))
+            elif rtype != MASTER and replicas is not None and replicas < 1:
+                out.append(Check(f"{where}.replicas", f"{rtype} replicas is {replicas}: the webhook requires at least "
+                                 "1", "set replicas to 1 or more, or remove the replica type"))
         nproc = w.facts.get("nproc_per_node")
         if not torchrun and str(nproc).isdigit() and int(nproc) > 1:
             # envvar.go: WORLD_SIZE counts replicas x nprocPerNode while each pod starts one process.

@@ -19,6 +19,11 @@ KIND = "TrainJob"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER_STEP = "trainer"
+# builder.go: the Jobs of these steps run as one replica each.
+ANCESTORS = ("dataset-initializer", "model-initializer", TRAINER_STEP)
+# The initializer steps, their container's name, and the TrainJob field that configures them.
+INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
+TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 NODE = "node"  # the trainer container's (and replicated Job's) name the Trainer looks for
 MASTER_PORT = 29500  # constants.ContainerTrainerPort
 # constants.JobCompletionIndexFieldPath: PET_NODE_RANK reads the Job controller's annotation.
@@ -95,8 +100,54 @@ def upsert_env(env: list[Any], updates: list[Any]) -> list[Any]:
     return out
 
 
+def ancestor(rjob: dict[str, Any]) -> str | None:
+    value = mapping(dig(rjob, "template", "metadata", "labels")).get(ANCESTOR_LABEL)
+    return str(value) if value is not None else None
+
+
+# Merge keys of the lists a runtime patch reaches (the patchMergeKey tags of the JobSet and core/v1 Go types);
+# any other list is replaced whole, as a strategic merge patch does with an atomic list.
+MERGE_KEYS = {"replicatedJobs": "name", "containers": "name", "initContainers": "name", "env": "name",
+              "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name"}
+
+
+def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
+    """k8s.io/apimachinery strategicpatch.StrategicMergePatch for the shapes a runtime patch has: mappings merged
+    key by key, lists of named items merged by their merge key, everything else replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = strategic_merge(base.get(k), v, str(k)) if k in base else copy.deepcopy(v)
+        return out
+    merge_key = MERGE_KEYS.get(key or "")
+    if merge_key and isinstance(base, list) and isinstance(patch, list):
+        out = [copy.deepcopy(x) for x in base]
+        for item in patch:
+            at = next((i for i, x in enumerate(out) if isinstance(x, dict) and isinstance(item, dict)
+                       and x.get(merge_key) == item.get(merge_key)), None)
+            if at is None:
+                out.append(copy.deepcopy(item))
+            else:
+                out[at] = strategic_merge(out[at], item)
+        return out
+    return copy.deepcopy(patch)
+
+
+def apply_runtime_patches(template: dict[str, Any], patches: list[Any]) -> dict[str, Any]:
+    """trainingruntime.go mergeRuntimePatches at v2.3.0: each `spec.runtimePatches[].trainingRuntimeSpec.template.
+    spec` is merged into the JobSet spec in turn; the replicated Jobs keep the runtime's order."""
+    order = {mapping(r).get("name"): i for i, r in enumerate(listing(template.get("replicatedJobs")))}
+    for p in patches:
+        spec = dig(p, "trainingRuntimeSpec", "template", "spec")
+        if isinstance(spec, dict):
+            template = strategic_merge(template, spec)
+    jobs = listing(template.get("replicatedJobs"))
+    template["replicatedJobs"] = sorted(jobs, key=lambda r: order.get(mapping(r).get("name"), len(order)))
+    return template
+
+
 def is_trainer_step(rjob: dict[str, Any]) -> bool:
-    return mapping(dig(rjob, "template", "metadata", "labels")).get(ANCESTOR_LABEL) == TRAINER_STEP
+    return ancestor(rjob) == TRAINER_STEP
 
 
 class TrainJobLauncher(Launcher):
@@ -128,7 +179,8 @@ class TrainJobLauncher(Launcher):
         runtime_obj, runtime, kind, rname = self.runtime(m, bundle)
         w = Workload(m, self, [], m.namespace)
         w.facts.update(runtime_kind=kind, runtime_name=rname, runtime_found=runtime_obj is not None,
-                       runtime_source=runtime.source if runtime else None, runtime=runtime)
+                       runtime_source=runtime.source if runtime else None, runtime=runtime,
+                       runtime_obj=runtime_obj)
         if runtime_obj is None:
             w.facts["unresolved"] = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: "
                                           "the topology cannot be worked out",
@@ -142,7 +194,24 @@ class TrainJobLauncher(Launcher):
         ml = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
         torch_policy = mapping(ml).get("torch") if ml is not None else None
         nodes = as_int(trainer.get("numNodes"), as_int(mapping(ml).get("numNodes"), 1)) or 0
-        template = copy.deepcopy(mapping(dig(rspec, "template", "spec")))
+        template = apply_runtime_patches(copy.deepcopy(mapping(dig(rspec, "template", "spec"))),
+                                         listing(spec.get("runtimePatches")))
+        initializer = mapping(spec.get("initializer"))
+        for rjob in listing(template.get("replicatedJobs")):
+            step = ancestor(mapping(rjob))
+            source = mapping(initializer.get(INITIALIZERS.get(step or ""))) if step in INITIALIZERS else {}
+            if not source:
+                continue
+            # builder.go Initializer: the initializer container of that step gets STORAGE_URI, the TrainJob's env
+            # (upserted) and its Secret as envFrom.
+            for c in listing(dig(rjob, "template", "spec", "template", "spec", "containers")):
+                if mapping(c).get("name") != step:
+                    continue
+                updates = ([{"name": "STORAGE_URI", "value": source["storageUri"]}] if source.get("storageUri")
+                           else []) + listing(source.get("env"))
+                c["env"] = upsert_env(listing(c.get("env")), updates)
+                if mapping(source.get("secretRef")).get("name"):
+                    c["envFrom"] = listing(c.get("envFrom")) + [{"secretRef": {"name": source["secretRef"]["name"]}}]
 
         runtime_resources: dict[str, Any] = {}
         for rjob in listing(template.get("replicatedJobs")):
@@ -164,7 +233,6 @@ class TrainJobLauncher(Launcher):
         for rjob in listing(template.get("replicatedJobs")):
             if not is_trainer_step(mapping(rjob)):
                 continue
-            rjob["replicas"] = 1  # builder.go Trainer: the trainer step is one Job
             pod_spec = mapping(dig(rjob, "template", "spec", "template", "spec"))
             containers = listing(pod_spec.get("containers"))
             for k, c in enumerate(containers):
@@ -184,24 +252,52 @@ class TrainJobLauncher(Launcher):
                 js = rjob.setdefault("template", {}).setdefault("spec", {})
                 js["parallelism"] = js["completions"] = nodes
 
-        def inject(rjob: str, j: int, i: int, container: str, init: bool) -> list[Injected]:
-            if torch_policy is None or not trainer_set or init or container != NODE:
-                return []
-            return [Injected("PET_NNODES", str(nodes)), Injected("PET_NPROC_PER_NODE", nproc),
-                    Injected("PET_NODE_RANK", field_ref=NODE_RANK_FIELD),
-                    Injected("PET_MASTER_ADDR", f"{name}-{NODE}-0-0.{name}"),
-                    Injected("PET_MASTER_PORT", str(MASTER_PORT))]
+        torchtune = listing(trainer.get("command")) == TORCHTUNE_ENTRYPOINT
+        pet = [Injected("PET_NNODES", str(nodes)), Injected("PET_NPROC_PER_NODE", nproc),
+               Injected("PET_NODE_RANK", field_ref=NODE_RANK_FIELD)]
+        master = [Injected("PET_MASTER_ADDR", f"{name}-{NODE}-0-0.{name}"),
+                  Injected("PET_MASTER_PORT", str(MASTER_PORT))]
+        targets = {(str(mapping(t).get("jobName")), str(c)) for t in listing(mapping(
+            mapping(torch_policy).get("envInjection")).get("targets")) for c in listing(mapping(t).get("containerNames"))}
 
-        groups = jobset.child_groups(template, name, "(runtime) spec.template.spec",
-                                     select=is_trainer_step, inject=inject)
+        def inject(rjob: str, j: int, i: int, container: str, init: bool) -> list[Injected]:
+            """torch.go EnforceMLPolicy: PET_* (and, unless the command is torchtune's, the master address) into the
+            trainer step's `node` container when spec.trainer is set; PET_* and the master into every envInjection
+            target container, init containers included."""
+            if torch_policy is None:
+                return []
+            out: list[Injected] = []
+            if trainer_set and not init and container == NODE and rjob in trainer_jobs:
+                out += pet + ([] if torchtune else master)
+            if (rjob, container) in targets:
+                out += pet + master
+            return out
+
+        trainer_jobs = {str(mapping(r).get("name")) for r in listing(template.get("replicatedJobs"))
+                        if is_trainer_step(mapping(r))}
+        groups = jobset.child_groups(template, name, m.namespace, "(runtime) spec.template.spec",
+                                     aux=lambda rjob: not is_trainer_step(rjob), inject=inject,
+                                     replicas=lambda rjob: 1 if ancestor(rjob) in ANCESTORS else
+                                     (as_int(rjob.get("replicas"), 1) or 0),
+                                     priorities=jobset.priority_classes(bundle))
         for g in groups:
+            if g.aux:
+                continue
             g.container_name = NODE
             g.containers = listing(dig(g.template, "spec", "containers"))
             g.container_fields = dict(fields)
             if torch_policy is not None and trainer_set:
                 g.ports = lambda c: [{"containerPort": MASTER_PORT}] if c == NODE else []
         w.groups = groups
+        w.suspended = spec.get("suspend") is True
+        if torchtune:
+            w.notes.append("the command is torchtune's `tune run`: the Trainer adds the rendezvous endpoint and the "
+                           "recipe to it (not modelled here) instead of PET_MASTER_ADDR/PORT")
         return w
+
+    def services(self, w: Workload) -> list[dict[str, Any]]:
+        spec = mapping(dig(w.facts.get("runtime_obj") or {}, "spec", "template", "spec"))
+        return jobset.service(w.manifest.name, spec) if w.facts.get("runtime_obj") else []
 
     def pods_field(self, w: Workload) -> str:
         return "spec.trainer.numNodes"
@@ -235,6 +331,40 @@ class TrainJobLauncher(Launcher):
         if not f.get("torch_policy"):
             out.append(Check("spec.runtimeRef", f"runtime '{f.get('runtime_name')}' has no mlPolicy.torch: the "
                              "Trainer injects no PET_* env", "use a torch runtime"))
+        runtime_obj = w.facts.get("runtime_obj") or {}
+        template = mapping(dig(runtime_obj, "spec", "template", "spec"))
+        containers = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
+                      for r in listing(template.get("replicatedJobs"))
+                      for key in ("containers", "initContainers")
+                      for c in listing(dig(r, "template", "spec", "template", "spec", key))}
+        policy = mapping(dig(runtime_obj, "spec", "mlPolicy", "torch", "envInjection"))
+        for t in listing(policy.get("targets")):
+            for c in listing(mapping(t).get("containerNames")):
+                if (str(mapping(t).get("jobName")), str(c)) not in containers:
+                    out.append(Check("spec.runtimeRef", f"the runtime's envInjection names container '{c}' of "
+                                     f"'{mapping(t).get('jobName')}', which its template does not have: the Trainer "
+                                     "refuses the TrainJob", "fix mlPolicy.torch.envInjection.targets in the runtime"))
+        # jobset.go ValidateObjects: a runtime patch may only reach replicated Jobs and containers the runtime has,
+        # and may not set env on the node or initializer containers.
+        jobs = {name for name, _ in containers}
+        for pi, patch in enumerate(listing(dig(w.manifest.obj, "spec", "runtimePatches"))):
+            where = f"spec.runtimePatches[{pi}]"
+            for rjob in listing(dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")):
+                rname = str(mapping(rjob).get("name"))
+                if rname not in jobs:
+                    out.append(Check(where, f"a runtime patch names replicated Job '{rname}', which the runtime does "
+                                     "not have: the Trainer refuses it", "patch only the runtime's replicated Jobs"))
+                    continue
+                for key in ("containers", "initContainers"):
+                    for c in listing(dig(rjob, "template", "spec", "template", "spec", key)):
+                        cname = str(mapping(c).get("name"))
+                        if (rname, cname) not in containers:
+                            out.append(Check(where, f"a runtime patch names container '{cname}' of '{rname}', which "
+                                             "the runtime does not have: the Trainer refuses it",
+                                             "patch only the runtime's containers"))
+                        elif key == "containers" and cname in (NODE, *INITIALIZERS) and mapping(c).get("env"):
+                            out.append(Check(where, f"a runtime patch sets env on the '{cname}' container: the "
+                                             "Trainer refuses it", "set the trainer's env in spec.trainer.env"))
         for i, var in enumerate(listing(dig(w.manifest.obj, "spec", "trainer", "env"))):
             if str(mapping(var).get("name", "")) in RESERVED_ENV:
                 out.append(Check(f"spec.trainer.env[{i}]", f"{var.get('name')} is set by hand; the Trainer sets it "

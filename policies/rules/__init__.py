@@ -39,6 +39,8 @@ class Context:
     unresolved: list[Workload]
     source: str
     env: Environment | None = None
+    # Every workload of a modelled controller, training or not (admission checks read them all).
+    workloads: list[Workload] = dc_field(default_factory=list)
     _sites: list[PodSite] | None = dc_field(default=None, repr=False)
     _containers: list[ContainerSite] | None = dc_field(default=None, repr=False)
     # Values several rules derive from the same objects, worked out once per overlay (images, ...).

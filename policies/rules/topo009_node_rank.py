@@ -55,7 +55,7 @@ def _views_to_check(t):
     if not (source.startswith(PER_POD) or source.startswith(f"{t.manifest.kind} controller")):
         return t.views  # pods 0, 1 and the last
     out = [t.first]
-    for g in t.workload.groups[1:]:
+    for g in t.workload.world_groups[1:]:
         if g.count:
             out.append(view(t.workload.pod(g.offset)))
     return out

@@ -13,7 +13,6 @@ Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingR
 from __future__ import annotations
 
 from ..model import Problem
-from . import problem
 
 ID = "TOPO011"
 NAME = "launcher-requirements"
@@ -25,6 +24,9 @@ def check(ctx):
         if c is not None:
             m = w.manifest
             yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint)
-    for t in ctx.topologies:
-        for c in t.workload.controller.admission(t.workload, ctx.bundle, t.torchrun):
-            yield problem(ID, t, c.field, c.message, c.hint)
+    topologies = {id(t.workload): t for t in ctx.topologies}
+    for w in ctx.workloads:
+        t = topologies.get(id(w))
+        for c in w.controller.admission(w, ctx.bundle, t.torchrun if t else False):
+            m = c.obj or w.manifest
+            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint)

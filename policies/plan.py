@@ -1,0 +1,148 @@
+"""`make plan`: what each overlay's controllers will create, from the launcher modules. A table of topologies (text),
+every pod with its hostname, labels and the env each container sees (`PODS=1`), or one JSON document (`FORMAT=json`):
+the view a user reads to answer "what will pod 3 get?", and what the conformance fixtures assert on."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .engine import Unit
+from .launchers import ContainerEnv, Pod, Workload
+from .model import ERROR
+from .report import _problem_json, rel
+from .topology import Topology
+
+# At most this many pods of one workload are listed (a 100,000-pod Job is described, not enumerated).
+MAX_PODS = 1024
+
+PLAN_COLUMNS = ("workload", "launcher", "pods", "nnodes", "proc/pod", "world", "GPU/pod", "GPUs", "rank source",
+                "rendezvous", "DNS")
+
+
+def _nnodes(t: Topology) -> str:
+    if not t.torchrun:
+        return "-"
+    if t.nnodes_min is not None:
+        return f"{t.nnodes_min}" if t.nnodes_min == t.nnodes_max else f"{t.nnodes_min}:{t.nnodes_max}"
+    return t.first.nnodes.value
+
+
+def _dns(t: Topology) -> str:
+    return f"Service {t.service.name}" if t.service else ("controller" if t.workload.managed_dns else "none")
+
+
+def plan_rows(unit: Unit) -> list[tuple[str, ...]]:
+    rows = []
+    for t in unit.topologies:
+        nproc = str(t.nproc) if t.nproc is not None else t.first.nproc.value
+        world = str(t.world_size) if t.world_size is not None else "?"
+        total = str(t.gpus * t.pods) if t.gpus else "0"
+        rdzv = f"{t.backend} {t.endpoint_host}:{t.endpoint_port}" if t.endpoint_host else t.backend
+        rows.append((f"{t.manifest.kind}/{t.manifest.name}", t.launcher, str(t.pods), _nnodes(t), nproc, world,
+                     str(t.gpus), total, t.rank_source, rdzv, _dns(t)))
+    return rows
+
+
+def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    return "\n".join([fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)])
+
+
+def _container(c: ContainerEnv) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": c.name, "env": dict(c.env)}
+    if c.added:
+        out["added_by_controller"] = True
+    if c.container.get("resources"):
+        out["resources"] = c.container["resources"]
+    if c.container.get("ports"):
+        out["ports"] = c.container["ports"]
+    return out
+
+
+def pod_doc(p: Pod) -> dict[str, Any]:
+    return {"name": p.name, "hostname": p.hostname, "subdomain": p.subdomain, "labels": dict(p.labels),
+            "annotations": dict(p.annotations), "initContainers": [_container(c) for c in p.init_containers],
+            "containers": [_container(c) for c in p.containers]}
+
+
+def topology_doc(t: Topology) -> dict[str, Any]:
+    return {"pods": t.pods, "torchrun": t.torchrun, "nnodes": _nnodes(t) if t.torchrun else t.first.nnodes.value,
+            "nproc_per_node": str(t.nproc) if t.nproc is not None else t.first.nproc.value,
+            "world_size": t.world_size, "gpus_per_pod": t.gpus, "rank_source": t.rank_source,
+            "rendezvous": {"backend": t.backend,
+                           "endpoint": f"{t.endpoint_host}:{t.endpoint_port}" if t.endpoint_host else None},
+            "dns": _dns(t)}
+
+
+def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
+    n = w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
+    out: dict[str, Any] = {"object": f"{w.manifest.kind}/{w.manifest.name}", "namespace": w.manifest.namespace or None,
+                           "launcher": w.launcher, "topology": topology_doc(t) if t else None,
+                           "pod_count": n, "pods": [pod_doc(p) for p in w.every_pod(MAX_PODS)],
+                           "services": w.controller.services(w),
+                           "training_env": dict(w.pod(0).env) if n else {}}
+    if w.all_pods > MAX_PODS:
+        out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
+    if w.suspended:
+        out["suspended"] = True  # the controller creates these pods only once the workload is resumed
+    if w.notes:
+        out["notes"] = list(w.notes)
+    return out
+
+
+def unit_doc(u: Unit) -> dict[str, Any]:
+    by_obj = {id(t.workload): t for t in u.topologies}
+    return {"path": rel(u.source), "workloads": [workload_doc(w, by_obj.get(id(w))) for w in u.workloads],
+            "problems": [_problem_json(p, u) for p in u.problems]}
+
+
+def to_json(units: list[Unit]) -> str:
+    return json.dumps({"overlays": [unit_doc(u) for u in units]}, indent=2, sort_keys=False)
+
+
+def pods_text(u: Unit) -> str:
+    """Every pod of every workload: name, hostname, labels, annotations and each container's env."""
+    lines: list[str] = []
+    for w in u.workloads:
+        lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher}): {w.all_pods} pods"
+                     + (" (suspended: created once resumed)" if w.suspended else ""))
+        for i, p in enumerate(w.every_pod(MAX_PODS)):
+            fqdn = f"{p.hostname}.{p.subdomain}" if p.subdomain else p.hostname
+            lines.append(f"  pod {i}: {p.name}  hostname {fqdn}")
+            for title, table_ in (("labels", p.labels), ("annotations", p.annotations)):
+                if table_:
+                    lines.append(f"    {title}: " + ", ".join(f"{k}={v}" for k, v in sorted(table_.items())))
+            for c in p.init_containers + p.containers:
+                kind = "init container" if c.init else "container"
+                lines.append(f"    {kind} {c.name}" + (" (added by the controller)" if c.added else "") + ":")
+                for k, v in c.env.items():
+                    origin = " (controller)" if k in c.injected else ""
+                    lines.append(f"      {k}={'<known only in the cluster>' if v is None else v}{origin}")
+        if w.all_pods > MAX_PODS:
+            lines.append(f"  ... {w.all_pods - MAX_PODS} more pods")
+    return "\n".join(lines)
+
+
+def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
+    """The text plan and the number of inputs that could not be planned."""
+    out: list[str] = []
+    bad = 0
+    for u in units:
+        out.append(f"### {rel(u.source)}")
+        if u.failed_input:
+            bad += 1
+            out += [f"cannot plan: {p.message}" for p in u.problems]
+        else:
+            if not u.topologies:
+                out.append("no training workload")
+            else:
+                out.append(table(plan_rows(u), PLAN_COLUMNS))
+                errors = [p for p in u.problems if p.severity == ERROR]
+                if errors:
+                    out.append(f"{len(errors)} topology errors: run `make validate` for details")
+                out += [f"note: {n}" for t in u.topologies for n in t.notes]
+            if pods and u.workloads:
+                out.append(pods_text(u))
+        out.append("")
+    return "\n".join(out) + "\n", bad
