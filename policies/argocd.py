@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import gitops, launchers
+from .podspecs import pod_sites
+from .render import kustomization_file, render
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+GROUP = "argoproj.io"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # The one explicit opt-in that lets a training workload keep its name across runs: Argo CD deletes and re-creates it
 # (kubectl replace --force) on every change, which ends a running training. Plain Replace=true is a PUT and still
@@ -199,9 +202,9 @@ def applications(manifests: list[Manifest]) -> tuple[list[App], list[tuple[Manif
     apps: list[App] = []
     failed: list[tuple[Manifest, str]] = []
     for m in manifests:
-        if m.api_version.startswith("argoproj.io/") and m.kind == "Application":
+        if m.api_version.startswith(GROUP + "/") and m.kind == "Application":
             apps.append(App(m.obj, m, "spec", "spec"))
-        elif m.api_version.startswith("argoproj.io/") and m.kind == "ApplicationSet":
+        elif m.api_version.startswith(GROUP + "/") and m.kind == "ApplicationSet":
             try:
                 apps.extend(expand(m))
             except ExpandError as exc:
@@ -210,7 +213,7 @@ def applications(manifests: list[Manifest]) -> tuple[list[App], list[tuple[Manif
 
 
 def projects(manifests: list[Manifest]) -> dict[str, Manifest]:
-    return {m.name: m for m in manifests if m.kind == "AppProject" and m.api_version.startswith("argoproj.io/")}
+    return {m.name: m for m in manifests if m.kind == "AppProject" and m.api_version.startswith(GROUP + "/")}
 
 
 # ---------------------------------------------------------------- where an Application's path leads
@@ -248,28 +251,14 @@ class Target:
     error: str | None = None
 
 
-_RENDERED: dict[tuple[str, str], tuple[tuple[Manifest, ...], str | None]] = {}
-
-
-def _render(folder: Path) -> tuple[tuple[Manifest, ...], str | None]:
-    """Render a folder once per process and content (several ARGO rules read the same target)."""
-    from .render import _cache_key, kustomization_file, render
-
+def _render(folder: Path) -> tuple[list[Manifest], str | None]:
+    """Render a folder an Application names, through the one render (and its cache) make validate uses."""
     if not folder.is_dir():
-        return (), "does not exist in the repository"
+        return [], "does not exist in the repository"
     if kustomization_file(folder) is None:
-        return (), "has no kustomization.yaml (Argo CD would apply its YAML files as plain manifests)"
-    try:
-        key = _cache_key(folder)
-    except OSError:
-        key = None
-    if key is not None and (str(folder), key) in _RENDERED:
-        return _RENDERED[(str(folder), key)]
+        return [], "has no kustomization.yaml (Argo CD would apply its YAML files as plain manifests)"
     r = render(folder)
-    out = (tuple(r.manifests), r.error)
-    if key is not None:
-        _RENDERED[(str(folder), key)] = out
-    return out
+    return r.manifests, r.error
 
 
 def target(app: App, source: dict[str, Any], start: str) -> Target | None:
@@ -291,6 +280,24 @@ def targets(app: App, start: str) -> Iterator[tuple[str, dict[str, Any], Target]
         t = target(app, source, start)
         if t is not None:
             yield field, source, t
+
+
+@dataclass
+class Delivery:
+    """Argo CD's view of one unit, resolved before the rules run: its Applications (generated ones included), the
+    ApplicationSets that could not be expanded, and what each Application's sources render to."""
+
+    apps: list[App] = dc_field(default_factory=list)
+    failed: list[tuple[Manifest, str]] = dc_field(default_factory=list)
+    resolved: dict[int, list[tuple[str, dict[str, Any], Target]]] = dc_field(default_factory=dict)
+
+    def targets(self, app: App) -> list[tuple[str, dict[str, Any], Target]]:
+        return self.resolved.get(id(app), [])
+
+
+def resolve(manifests: list[Manifest], start: str) -> Delivery:
+    apps, failed = applications(manifests)
+    return Delivery(apps, failed, {id(a): list(targets(a, start)) for a in apps})
 
 
 def rel_source(folder: Path) -> str:
@@ -333,8 +340,6 @@ def _envs(m: Manifest) -> Iterator[tuple[str, list[Any]]]:
     if launcher is not None:
         yield from launcher.training_env(m)
         return
-    from .podspecs import pod_sites
-
     for site in pod_sites([m]):
         for cfield, c in site.containers():
             if isinstance(c.get("env"), list) and ".initContainers[" not in cfield:

@@ -87,7 +87,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from .render import kubectl
+    from .gitops import kubectl
 
     import subprocess
 

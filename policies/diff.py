@@ -20,7 +20,6 @@ import yaml
 
 from . import launchers
 from .entry import guarded
-from .loader import InputError, parse
 from .model import Manifest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,30 +97,18 @@ def folders(root: Path) -> list[str]:
 
 
 def render_side(side: Side) -> Side:
-    from .render import kubectl
-
-    opts = build_options(side.root)
-    exe = kubectl()
-
-    def one(rel: str) -> tuple[str, list[Manifest] | None, str | None]:
-        proc = subprocess.run([exe, "kustomize", *opts, str(side.root / rel)], capture_output=True, text=True,
-                              timeout=180)
-        if proc.returncode != 0:
-            return rel, None, " ".join(proc.stderr.split())[:300]
-        try:
-            return rel, parse(proc.stdout, rel), None
-        except InputError as exc:
-            return rel, None, str(exc)
+    """Render every folder of one side through the one render (and its cache), with that side's build options."""
+    from .render import render_all
 
     todo = folders(side.root)
-    with ThreadPoolExecutor(max_workers=max(2, min(8, len(todo) or 1))) as pool:
-        for rel, manifests, error in pool.map(one, todo):
-            if error is not None:
-                side.errors[rel] = error
-                continue
-            if rel == "argocd":
-                manifests = manifests + generated_apps(manifests, side)
-            side.objects[rel] = {key(m): m for m in manifests}
+    for rel, r in zip(todo, render_all([side.root / rel for rel in todo], options=build_options(side.root))):
+        if r.error is not None:
+            side.errors[rel] = r.error
+            continue
+        manifests = [Manifest(m.obj, rel, m.index) for m in r.manifests]
+        if rel == "argocd":
+            manifests = manifests + generated_apps(manifests, side)
+        side.objects[rel] = {key(m): m for m in manifests}
     return side
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Protocol
 
-from . import environment
+from . import argocd, environment
 from .environment import Environment
 from .launchers import Bundle, Workload, workloads
 from .loader import InputError, read
@@ -107,6 +107,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     topologies, unresolved = compute(bundle, unit.workloads)
     unit.topologies = topologies
     ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads)
+    if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
+        ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     found: list[Problem] = []
     present = {m.kind for m in unit.manifests}
     for rule_id in rules or RULES:

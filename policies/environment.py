@@ -11,6 +11,8 @@ from typing import Any
 import yaml
 
 from .model import ERROR, SEVERITIES, Problem
+from .render import _inputs, kustomization_file
+from .rules import RULES
 
 FILE_NAME = "policy.yaml"
 API_VERSION = "policies.ddp/v1"
@@ -102,8 +104,6 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
             problems.append(err(f"spec.{key} is {value!r}, expected a {typ.__name__}", _line_of(text, key)))
             continue
         setattr(env, attr, value)
-    from .rules import RULES  # the registry imports the rules, which may import this module
-
     for rule_id, level in list(env.severity.items()):
         if rule_id not in RULES:
             problems.append(err(f"severity for unknown rule {rule_id}", _line_of(text, str(rule_id)),
@@ -117,8 +117,6 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
 
 def declarations_for(folder: Path) -> list[Path]:
     """The `policy.yaml` files beside the kustomizations an overlay reads (its own, its bases', its components')."""
-    from .render import _inputs, kustomization_file
-
     files: list[Path] = []
     _inputs(folder, set(), files)
     seen: list[Path] = []

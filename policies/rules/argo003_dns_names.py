@@ -13,9 +13,9 @@ Passes: `ddp-train-run-001` with 64 completions.
 """
 from __future__ import annotations
 
-from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, applications
+from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
 from .. import launchers
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "ARGO003"
 NAME = "dns-names"
@@ -56,7 +56,7 @@ def check(ctx):
                 yield obj_problem(ID, m, field if field != "metadata.name" else "metadata.name",
                                   f"{what} would be '{derived}', which {why}",
                                   "shorten the name" + ("" if pat is DNS1123_LABEL else " and start it with a letter"))
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     for app in apps:
         if app.element is None:
             continue  # a written-out Application's own name is checked with the other objects above

@@ -14,9 +14,8 @@ Passes: the repository's argocd/applicationset.yaml.
 """
 from __future__ import annotations
 
-from ..argocd import applications
 from ..model import WARNING, Manifest
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "ARGO004"
 NAME = "generated-apps-valid"
@@ -34,7 +33,7 @@ def _validator():
 
 
 def check(ctx):
-    apps, failed = applications(ctx.bundle.manifests)
+    apps, failed = ctx.argo.apps, ctx.argo.failed
     for m, why in failed:
         where, sep, text = why.partition(": ")
         field = where if sep and where.startswith("spec.") else "spec.generators"

@@ -13,8 +13,7 @@ Passes: the repository's ApplicationSet template (ServerSideApply, retry limit 5
 """
 from __future__ import annotations
 
-from ..argocd import applications
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "ARGO005"
 NAME = "sync-policy"
@@ -23,7 +22,7 @@ KINDS = ("Application", "ApplicationSet")
 
 
 def check(ctx):
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     seen: set[tuple[str, str, str]] = set()
     for app in apps:
         # A generated Application's policy comes from the shared template: report it once per set.

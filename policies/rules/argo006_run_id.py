@@ -15,7 +15,7 @@ Passes: `ddp-train-run-001` with `RUN_ID=run-001`; a Job `ddp-train` annotated `
 """
 from __future__ import annotations
 
-from ..argocd import WORKLOAD_KINDS, applications, rel_source, replace_opt_in, run_id_of, targets
+from ..argocd import WORKLOAD_KINDS, rel_source, replace_opt_in, run_id_of
 from ..model import Problem
 
 ID = "ARGO006"
@@ -25,12 +25,12 @@ KINDS = ("Application", "ApplicationSet")
 
 
 def check(ctx):
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     done: set[tuple[str, str]] = set()
     for app in apps:
         if app.automated is None:
             continue
-        for _, _, t in targets(app, ctx.source):
+        for _, _, t in ctx.argo.targets(app):
             source = rel_source(t.folder)
             for m in t.manifests:
                 if m.kind not in WORKLOAD_KINDS or (source, m.ref) in done or replace_opt_in(m):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, applications, rel_source, sync_wave, targets
+from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, rel_source, sync_wave
 from ..model import WARNING, Problem
 
 ID = "ARGO007"
@@ -36,10 +36,10 @@ ANNOTATION_FIELD = f"metadata.annotations[{SYNC_WAVE}]"
 
 
 def check(ctx):
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     done: set[str] = set()
     for app in apps:
-        for _, _, t in targets(app, ctx.source):
+        for _, _, t in ctx.argo.targets(app):
             source = rel_source(t.folder)
             if source in done:
                 continue

@@ -12,8 +12,8 @@ Passes: the repository's argocd/ folder.
 """
 from __future__ import annotations
 
-from ..argocd import CLUSTER_SCOPED, applications, glob_match, group_of, permitted, projects, targets
-from . import obj_problem
+from ..argocd import CLUSTER_SCOPED, glob_match, group_of, permitted, projects
+from ..rulekit import obj_problem
 
 ID = "ARGO008"
 NAME = "project-permits"
@@ -35,7 +35,7 @@ def _dest_ok(entries, dest) -> bool:
 
 
 def check(ctx):
-    apps, _ = applications(ctx.bundle.manifests)
+    apps, _ = ctx.argo.apps, ctx.argo.failed
     projs = projects(ctx.bundle.manifests)
     seen: set[tuple[str, str]] = set()
     for app in apps:
@@ -54,7 +54,7 @@ def check(ctx):
             yield obj_problem(ID, app.manifest, app.at("spec.destination"), f"{app.label()}: destination "
                               f"{dest.get('name') or dest.get('server')}/{dest.get('namespace')} is not among "
                               f"AppProject {proj.name}'s destinations", f"add it to {proj.ref} spec.destinations")
-        for _, _, t in targets(app, ctx.source):
+        for _, _, t in ctx.argo.targets(app):
             for m in t.manifests:
                 group, kind = group_of(m.api_version), m.kind
                 if (group, kind) in CLUSTER_SCOPED:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..launchers import pytorchjob
 
 from ..torchrun import split_nnodes
-from . import problem
+from ..rulekit import problem
 
 ID = "ELASTIC001"
 NAME = "elastic-range"

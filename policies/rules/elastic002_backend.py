@@ -9,7 +9,7 @@ Passes: `--nnodes=1:4 --rdzv-backend=c10d --rdzv-endpoint=...`; a fixed `--nnode
 """
 from __future__ import annotations
 
-from . import problem
+from ..rulekit import problem
 
 ID = "ELASTIC002"
 NAME = "elastic-dynamic-backend"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..launchers import pytorchjob
 
-from . import problem
+from ..rulekit import problem
 
 ID = "ELASTIC003"
 NAME = "elastic-no-fixed-nnodes"

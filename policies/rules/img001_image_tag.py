@@ -13,7 +13,7 @@ from __future__ import annotations
 from .. import launchers
 
 from ..model import WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "IMG001"
 NAME = "image-tag-not-latest"

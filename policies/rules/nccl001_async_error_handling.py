@@ -10,7 +10,7 @@ Passes: `TORCH_NCCL_ASYNC_ERROR_HANDLING: "1"`, or unset.
 """
 from __future__ import annotations
 
-from . import distinct_pods, env_problem, training_uses_nccl
+from ..rulekit import distinct_pods, env_problem, training_uses_nccl
 
 ID = "NCCL001"
 NAME = "nccl-async-error-handling"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from . import distinct_pods, env_problem, problem_at, training_uses_nccl
+from ..rulekit import distinct_pods, env_problem, problem_at, training_uses_nccl
 
 ID = "NCCL002"
 NAME = "nccl-socket-ifname"

@@ -14,7 +14,7 @@ Passes: `clusterIP: None` with `publishNotReadyAddresses: true`; a JobSet with t
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import problem, service_problem
+from ..rulekit import problem, service_problem
 
 ID = "RDZV001"
 NAME = "publish-not-ready-addresses"

@@ -19,7 +19,7 @@ Passes: `--rdzv-backend=c10d --rdzv-id=$(RUN_ID)`; static rendezvous; two worklo
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import problem
+from ..rulekit import problem
 
 ID = "RDZV002"
 NAME = "rdzv-id-per-run"

@@ -12,7 +12,7 @@ Passes: `PET_RDZV_CONF=timeout=1800,join_timeout=1800` on 64 pods; any job of 16
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import env_problem, problem
+from ..rulekit import env_problem, problem
 
 ID = "RDZV003"
 NAME = "explicit-rdzv-timeout"

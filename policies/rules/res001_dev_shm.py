@@ -13,7 +13,7 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import distinct_pods, problem_at, quantity_bytes
+from ..rulekit import distinct_pods, problem_at, quantity_bytes
 
 ID = "RES001"
 NAME = "dev-shm"

@@ -13,7 +13,7 @@ from .. import launchers
 
 from ..launchers import as_int
 from ..topology import GPU_RESOURCES
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "RES002"
 NAME = "gpu-request-equals-limit"

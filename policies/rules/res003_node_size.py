@@ -10,7 +10,7 @@ Passes: `nvidia.com/gpu: 8` there.
 from __future__ import annotations
 
 from ..topology import _resources
-from . import distinct_pods, not_run, problem_at
+from ..rulekit import distinct_pods, not_run, problem_at
 
 ID = "RES003"
 NAME = "gpus-fit-node"

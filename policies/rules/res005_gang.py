@@ -12,7 +12,7 @@ Passes: the same Job labelled `kueue.x-k8s.io/queue-name: h100`; a 4-pod job.
 """
 from __future__ import annotations
 
-from . import not_run, problem
+from ..rulekit import not_run, problem
 
 ID = "RES005"
 NAME = "gang-admission"

@@ -17,7 +17,7 @@ trainer's exit codes.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "RESTART001"
 NAME = "job-fails-as-a-whole"

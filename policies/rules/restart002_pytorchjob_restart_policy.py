@@ -14,7 +14,7 @@ from .. import launchers
 from ..launchers import pytorchjob
 
 from ..model import ERROR, WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "RESTART002"
 NAME = "pytorchjob-restart-policy"

@@ -14,7 +14,7 @@ from .. import launchers
 from ..launchers import pytorchjob
 
 from ..model import WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "RESTART003"
 NAME = "pytorchjob-restart-bounds"

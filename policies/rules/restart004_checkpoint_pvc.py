@@ -21,7 +21,7 @@ from __future__ import annotations
 import posixpath
 
 from ..model import WARNING
-from . import problem_at
+from ..rulekit import problem_at
 
 ID = "RESTART004"
 NAME = "checkpoint-on-pvc"

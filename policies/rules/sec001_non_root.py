@@ -12,7 +12,7 @@ Passes: pod `securityContext: {runAsNonRoot: true, runAsUser: 1000}`.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "SEC001"
 NAME = "run-as-non-root"

@@ -10,7 +10,7 @@ Passes: `securityContext: {allowPrivilegeEscalation: false}`.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "SEC002"
 NAME = "no-privilege-escalation"

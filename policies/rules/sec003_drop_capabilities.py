@@ -11,7 +11,7 @@ Passes: `securityContext: {capabilities: {drop: [ALL]}}`.
 from __future__ import annotations
 
 from ..model import WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "SEC003"
 NAME = "drop-all-capabilities"

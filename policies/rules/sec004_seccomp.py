@@ -10,7 +10,7 @@ Passes: pod `securityContext: {seccompProfile: {type: RuntimeDefault}}`.
 from __future__ import annotations
 
 from ..model import WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "SEC004"
 NAME = "seccomp-runtime-default"

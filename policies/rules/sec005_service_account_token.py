@@ -13,7 +13,7 @@ used by the pods.
 from __future__ import annotations
 
 from ..model import WARNING
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "SEC005"
 NAME = "no-service-account-token"

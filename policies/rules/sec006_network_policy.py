@@ -15,7 +15,7 @@ ports, egress to that selector and to port 53.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from . import distinct_pods, obj_problem, problem
+from ..rulekit import distinct_pods, obj_problem, problem
 
 ID = "SEC006"
 NAME = "network-policy"

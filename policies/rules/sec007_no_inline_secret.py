@@ -10,7 +10,7 @@ Passes: `envFrom: [{secretRef: {name: hf-token, optional: true}}]` and no Secret
 """
 from __future__ import annotations
 
-from . import obj_problem
+from ..rulekit import obj_problem
 
 ID = "SEC007"
 NAME = "no-inline-secret"

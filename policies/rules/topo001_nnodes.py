@@ -11,7 +11,7 @@ Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator
 """
 from __future__ import annotations
 
-from . import launcher_field, pods_field, problem
+from ..rulekit import launcher_field, pods_field, problem
 
 ID = "TOPO001"
 NAME = "nnodes-matches-pods"

@@ -13,7 +13,7 @@ Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8`; 2 processes with `cpu: "2
 from __future__ import annotations
 
 from ..model import WARNING
-from . import launcher_field, problem
+from ..rulekit import launcher_field, problem
 
 ID = "TOPO002"
 NAME = "nproc-matches-devices"

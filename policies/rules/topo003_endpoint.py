@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from . import problem
+from ..rulekit import problem
 
 ID = "TOPO003"
 NAME = "endpoint-is-pod-0"

@@ -11,7 +11,7 @@ Passes: rendezvous on 29500, Service port 29500 (or targetPort 29500).
 from __future__ import annotations
 
 from ..model import WARNING
-from . import service_problem
+from ..rulekit import service_problem
 
 ID = "TOPO006"
 NAME = "service-exposes-port"

@@ -9,7 +9,7 @@ Passes: `DIST_BACKEND=gloo` without GPUs, `nccl` with them, or no statement at a
 """
 from __future__ import annotations
 
-from . import problem
+from ..rulekit import problem
 
 ID = "TOPO007"
 NAME = "backend-matches-hardware"

@@ -13,7 +13,7 @@ Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernet
 from __future__ import annotations
 
 from ..topology import view
-from . import problem
+from ..rulekit import problem
 
 # Rank sources that give pod i the rank i by construction: then pod 0 and the first pod of every other pod
 # template (PyTorchJob's Workers, each JobSet child Job) are enough to check.

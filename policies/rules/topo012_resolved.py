@@ -10,7 +10,7 @@ Passes: every `$(VAR)` defined in the container's env.
 from __future__ import annotations
 
 from ..model import Problem
-from . import problem
+from ..rulekit import problem
 
 ID = "TOPO012"
 NAME = "topology-resolved"
