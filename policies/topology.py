@@ -10,6 +10,7 @@ from .launchers import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Pod, 
 from .model import Manifest
 from .torchrun import Invocation, Setting, find_invocation, split_endpoint, split_nnodes
 
+MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -105,6 +106,9 @@ class Topology:
     pg_backend: tuple[str, str] | None
     service: Manifest | None
     notes: list[str] = field(default_factory=list)
+    # The script initialises the `mpi` process group without mpirun: each process is an MPI world of one (torch
+    # takes rank and size from MPI, not from WORLD_SIZE/RANK).
+    mpi_world_of_one: bool = False
 
     @property
     def manifest(self) -> Manifest:
@@ -177,7 +181,9 @@ def _env_setting(pod: Pod, name: str, default: str) -> Setting:
 
 def view(pod: Pod) -> PodView:
     argv, fields = pod.argv()
-    return PodView(pod, find_invocation(argv, fields, pod.env))
+    # A shell in the container also sees HOSTNAME, which the container runtime sets to the pod's hostname.
+    shell_env = pod.env if "HOSTNAME" in pod.env else {"HOSTNAME": pod.hostname, **pod.env}
+    return PodView(pod, find_invocation(argv, fields, shell_env))
 
 
 def _at_source(setting: Setting, pod: Pod) -> Setting:
@@ -247,13 +253,13 @@ def _fieldref(pod: Pod, name: str) -> str | None:
 
 def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:
     """The process-group backend the training script will use, where the manifest states it."""
-    if inv is not None:
-        args = inv.script_args
+    args = inv.script_args if inv is not None else pod.argv()[0][1:]
+    if args:
         for i, tok in enumerate(args):
             if tok.startswith("--backend="):
-                return tok.split("=", 1)[1], inv.field
+                return tok.split("=", 1)[1], inv.field if inv else pod.container_field
             if tok == "--backend" and i + 1 < len(args):
-                return args[i + 1], inv.field
+                return args[i + 1], inv.field if inv else pod.container_field
     for name in ("DIST_BACKEND", "TORCH_DISTRIBUTED_BACKEND", "PG_BACKEND"):
         if pod.env.get(name):
             return str(pod.env[name]), pod.env_fields.get(name, "")
@@ -290,22 +296,30 @@ def compute(bundle: Bundle, ws: list[Workload] | None = None) -> tuple[list[Topo
             continue
         mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
         if first.inv is None:
-            ws = as_int(first.nnodes.value)
             mn = mx = None
             nproc = 1
-            world = ws
-        else:
-            nproc = as_int(first.nproc.value)
-            world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
+            world = as_int(first.nnodes.value)
         gpus, gpu_req, cpu_lim, cpu_req = _resources(first.pod.container)
+        if first.inv is not None:
+            nproc = as_int(first.nproc.value)
+            if nproc is None and first.nproc.value in ("auto", "gpu") and gpus:
+                nproc = gpus  # torchrun counts the GPUs the device plugin exposes: the pod's GPU limit
+            world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
         host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
         subdomain = first.pod.subdomain
+        pg = _pg_backend(first.pod, first.inv)
+        mpi_alone = False
+        if first.inv is None and pg is not None and pg[0].lower() == "mpi":
+            if any(tok.rsplit("/", 1)[-1] in MPI_LAUNCHERS for tok in first.pod.argv()[0]):
+                w.notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
+            else:
+                mpi_alone = True
         out.append(Topology(
             workload=w, first_view=first, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
             nproc=nproc, world_size=world, gpus=gpus, gpu_request=gpu_req, cpu_limit=cpu_lim, cpu_request=cpu_req,
             endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
-            pg_backend=_pg_backend(first.pod, first.inv),
+            pg_backend=pg,
             service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
-            notes=list(w.notes),
+            notes=list(w.notes), mpi_world_of_one=mpi_alone,
         ))
     return out, unresolved

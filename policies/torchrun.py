@@ -2,6 +2,7 @@
 a `sh -c` script) and work out each torchrun setting the way torchrun does: flag, else `PET_<NAME>` env, else default."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -46,6 +47,15 @@ class Invocation:
     script_args: list[str] = field(default_factory=list)
     field: str = ""
     in_shell: bool = False
+    # The command that launches the workers: torchrun (also `python -m torch.distributed.run`) or
+    # `accelerate launch`, whose flags are mapped onto torchrun's settings and which reads no PET_* env.
+    launcher: str = "torchrun"
+    reads_pet_env: bool = True
+    # The flag as the launcher spells it, by torchrun setting (accelerate's --num_machines for nnodes).
+    spelled: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def flag(self, name: str) -> str:
+        return self.spelled.get(name, "--" + name.replace("_", "-"))
 
     def setting(self, name: str, env: dict[str, str | None], env_fields: dict[str, str]) -> Setting:
         """Resolve one setting as torchrun does: command-line flag, then `PET_<NAME>` env, then torchrun's default."""
@@ -53,7 +63,7 @@ class Invocation:
             value, where = self.flags[name]
             return Setting(value, "flag", where)
         pet = "PET_" + name.upper()
-        if env.get(pet) is not None:
+        if self.reads_pet_env and env.get(pet) is not None:
             return Setting(str(env[pet]), "env", env_fields.get(pet))
         return Setting(DEFAULTS.get(name, ""), "default", None)
 
@@ -63,17 +73,22 @@ def _dest(flag: str) -> str:
 
 
 def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
-    """Parse `torchrun ...` (argv[0] is torchrun or python with -m torch.distributed.run); None if it is not one."""
+    """Parse `torchrun ...` (argv[0] is torchrun or python with -m torch.distributed.run) or `accelerate launch
+    ...`; None if it is neither."""
     if not argv:
         return None
     head = argv[0].rsplit("/", 1)[-1]
     i = 1
     if head in ("torchrun", "torchrun.exe"):
         pass
+    elif head == "accelerate" and len(argv) > 1 and argv[1] == "launch":
+        return parse_accelerate(argv, fields, 2)
     elif head.startswith("python"):
         # python [-u ...] -m torch.distributed.run ...
         while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
             i += 1
+        if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _ACCELERATE_MODULES:
+            return parse_accelerate(argv, fields, i + 2)
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES:
             i += 2
         else:
@@ -107,6 +122,60 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
     return inv
 
 
+# accelerate launch (accelerate/commands/launch.py): options that take no value; every other option takes one.
+_ACCELERATE_BOOLEAN = {"cpu", "multi_gpu", "tpu", "ipex", "use_xpu", "use_deepspeed", "use_fsdp", "use_megatron_lm",
+                       "same_network", "debug", "quiet", "q", "module", "m", "no_python", "tpu_use_cluster",
+                       "tpu_use_sudo", "enable_cpu_affinity"}
+_ACCELERATE_MODULES = {"accelerate.commands.launch"}
+# accelerate's flag -> the torchrun setting it becomes (multi_gpu_launcher / prepare_multi_gpu_env).
+_ACCELERATE_FLAGS = {"num_machines": "nnodes", "machine_rank": "node_rank", "main_process_ip": "master_addr",
+                     "main_process_port": "master_port", "rdzv_backend": "rdzv_backend", "max_restarts": "max_restarts"}
+
+
+def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
+    """`accelerate launch [options] script.py ...`: accelerate starts torch's elastic launcher with
+    `--nnodes num_machines --node_rank machine_rank --nproc_per_node num_processes/num_machines
+    --master_addr main_process_ip --master_port main_process_port` (static rendezvous by default); it reads its own
+    flags and config file, not PET_* env. A value only its config file gives stays at torchrun's default here."""
+    inv = Invocation(field=fields[0] if fields else "", launcher="accelerate launch", reads_pet_env=False)
+    raw: dict[str, tuple[str, str]] = {}
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            i += 1
+            break
+        if not tok.startswith("-") or tok == "-":
+            break
+        if "=" in tok:
+            name, value = tok.split("=", 1)
+            raw[_dest(name)] = (value, fields[i])
+            i += 1
+            continue
+        dest = _dest(tok)
+        if dest in _ACCELERATE_BOOLEAN:
+            raw[dest] = ("true", fields[i])
+            i += 1
+            continue
+        raw[dest] = (argv[i + 1] if i + 1 < len(argv) else "", fields[i + 1] if i + 1 < len(argv) else fields[i])
+        i += 2
+    for flag, dest in _ACCELERATE_FLAGS.items():
+        inv.spelled[dest] = f"--{flag}"
+        if flag in raw:
+            inv.flags[dest] = raw[flag]
+    inv.spelled["nproc_per_node"] = "--num_processes / --num_machines"
+    if "num_processes" in raw:
+        total, where = raw["num_processes"]
+        machines = raw.get("num_machines", ("1", where))[0]
+        if total.isdigit() and machines.isdigit() and int(machines) > 0:
+            inv.flags["nproc_per_node"] = (str(int(total) // int(machines)), where)
+        else:
+            inv.flags["nproc_per_node"] = (f"{total}/{machines}", where)
+    if i < len(argv):
+        inv.script = argv[i]
+        inv.script_args = argv[i + 1:]
+    return inv
+
+
 _SHELL_VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>##\*-|#\*-|:-[^}]*)?\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 
 
@@ -129,15 +198,32 @@ def expand_shell(text: str, env: dict[str, str | None]) -> str:
     return _SHELL_VAR.sub(sub, text)
 
 
+def strip_comment(line: str) -> str:
+    """The line without its comment: as in sh, `#` starts one only at the start of a word and outside quotes, so
+    `${HOSTNAME##*-}` and `a#b` are kept."""
+    quote = None
+    prev = " "
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (prev.isspace() or prev in ";&|()"):
+            return line[:i]
+        prev = ch
+    return line
+
+
 def _shell_commands(script: str) -> list[list[str]]:
     """Split a shell script into simple commands (lines, `&&`, `;`, `|`), joined across backslash newlines."""
     script = script.replace("\\\n", " ")
     commands: list[list[str]] = []
     for line in script.splitlines():
         try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lexer = shlex.shlex(strip_comment(line), posix=True, punctuation_chars=";&|")
             lexer.whitespace_split = True
-            lexer.commenters = "#"
+            lexer.commenters = ""
             tokens = list(lexer)
         except ValueError:
             continue
@@ -154,6 +240,9 @@ def _shell_commands(script: str) -> list[list[str]]:
     return commands
 
 
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
 def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | None]) -> Invocation | None:
     """Find torchrun in a container's command+args (Kubernetes `$(VAR)` already expanded), also inside `sh -c`."""
     inv = parse_argv(argv, fields)
@@ -165,10 +254,26 @@ def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | Non
             tok = argv[i]
             if tok.startswith("-") and "c" in tok[1:]:
                 script_field = fields[i + 1]
+                # The script's own variables (`RANK=${HOSTNAME##*-}`, `export NODE_RANK=...`) as sh sets them.
+                shell_env = dict(env)
                 for cmd in _shell_commands(argv[i + 1]):
-                    while cmd and ("=" in cmd[0] and not cmd[0].startswith("-") or cmd[0] in ("exec", "env", "time")):
-                        cmd = cmd[1:]  # `exec torchrun`, `VAR=1 torchrun`
-                    expanded = [expand_shell(t, env) for t in cmd]
+                    if cmd and cmd[0] in ("export", "readonly", "declare", "local"):
+                        cmd = [t for t in cmd[1:] if not t.startswith("-")]
+                        if all(_ASSIGNMENT.match(t) for t in cmd):
+                            cmd = cmd + [""]  # only assignments: keep them below
+                    assigned = []
+                    while cmd and _ASSIGNMENT.match(cmd[0]):
+                        assigned.append(cmd.pop(0))
+                    if not cmd or cmd == [""]:
+                        for a in assigned:
+                            name, _, value = a.partition("=")
+                            shell_env[name] = expand_shell(value, shell_env)
+                        continue
+                    while cmd and cmd[0] in ("exec", "env", "time"):
+                        cmd = cmd[1:]  # `exec torchrun`, `env VAR=1 torchrun`
+                        while cmd and _ASSIGNMENT.match(cmd[0]):
+                            cmd = cmd[1:]
+                    expanded = [expand_shell(t, shell_env) for t in cmd]
                     inv = parse_argv(expanded, [script_field] * len(expanded))
                     if inv is not None:
                         inv.in_shell = True

@@ -1,7 +1,9 @@
 """Finding torchrun in container command lines and resolving its settings as torchrun does."""
 from __future__ import annotations
 
-from policies.torchrun import expand_shell, find_invocation, split_endpoint, split_nnodes
+import pytest
+
+from policies.torchrun import expand_shell, find_invocation, parse_argv, split_endpoint, split_nnodes, strip_comment
 
 
 def inv_of(argv, env=None):
@@ -55,3 +57,33 @@ def test_split_helpers():
     assert split_endpoint("host:29500") == ("host", "29500")
     assert split_endpoint("host") == ("host", "29400")
     assert split_endpoint("[::1]:1234") == ("::1", "1234")
+
+
+@pytest.mark.parametrize("line,kept", [
+    ("torchrun --node-rank=${HOSTNAME##*-} train.py # start", "torchrun --node-rank=${HOSTNAME##*-} train.py "),
+    ("echo a#b '# not a comment' \"#x\"", "echo a#b '# not a comment' \"#x\""),
+    ("# only a comment", ""),
+    ("x=1;# after a separator", "x=1;"),
+])
+def test_a_hash_starts_a_comment_only_at_the_start_of_a_word(line, kept):
+    assert strip_comment(line) == kept
+
+
+def test_shell_variables_the_script_sets_are_expanded():
+    script = "RANK=${HOSTNAME##*-}\nexport NN=4\nexec torchrun --nnodes=$NN --node-rank $RANK train.py # static"
+    inv = find_invocation(["sh", "-c", script], ["c0", "c1", "c2"], {"HOSTNAME": "ddp-3"})
+    assert inv.flags["node_rank"][0] == "3" and inv.flags["nnodes"][0] == "4" and inv.script == "train.py"
+
+
+def test_accelerate_launch_maps_to_torchrun_settings():
+    argv = ["accelerate", "launch", "--multi_gpu", "--num_machines", "2", "--num_processes=16", "--machine_rank", "1",
+            "--main_process_ip", "head", "--main_process_port", "29500", "train.py", "--lr", "1"]
+    inv = parse_argv(argv, [f"f{i}" for i in range(len(argv))])
+    assert inv.launcher == "accelerate launch" and not inv.reads_pet_env
+    assert {k: v for k, (v, _) in inv.flags.items()} == {
+        "nnodes": "2", "node_rank": "1", "master_addr": "head", "master_port": "29500", "nproc_per_node": "8"}
+    assert inv.script == "train.py" and inv.script_args == ["--lr", "1"]
+    # accelerate reads no PET_* env: the operator's PET_NNODES does not reach it
+    assert inv.setting("rdzv_id", {"PET_RDZV_ID": "x"}, {}).origin == "default"
+    assert inv.flag("nnodes") == "--num_machines"
+    assert parse_argv(["python", "-m", "accelerate.commands.launch", "t.py"], ["a", "b", "c", "d"]).script == "t.py"

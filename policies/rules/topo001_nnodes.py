@@ -3,10 +3,12 @@
 torchrun waits until `--nnodes` agents have joined. With fewer pods than that the rendezvous never completes
 (every GPU idles until the join timeout); with more, the extra pods form worlds of their own or fail. A torchrun
 given no `--nnodes` (or `PET_NNODES`) defaults to `1:1`: each pod trains alone, which looks like training but is not
-distributed at all. An elastic range `MIN:MAX` must contain the pod count.
+distributed at all. An elastic range `MIN:MAX` must contain the pod count. The same holds for `accelerate launch`
+(`--num_machines`). A script that initialises the `mpi` process group without `mpirun` is an MPI world of one in
+every pod, whatever WORLD_SIZE says.
 
 Fails: a Job with `completions: 4` whose container runs `torchrun --nnodes=2 ...`, or JobSet's resnet example,
-4 pods whose torchrun has no `--nnodes`.
+4 pods whose torchrun has no `--nnodes`; 2 pods running `python train.py --backend mpi`.
 Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator sets `PET_NNODES` to its replicas.
 """
 from __future__ import annotations
@@ -19,6 +21,13 @@ NAME = "nnodes-matches-pods"
 
 def check(ctx):
     for t in ctx.topologies:
+        if t.mpi_world_of_one and t.pods > 1:
+            b = t.pg_backend
+            yield problem(ID, t, b[1] if b else t.first.pod.container_field,
+                          f"the script initialises the mpi backend without mpirun: each of the {t.pods} pods is an "
+                          "MPI world of one (torch takes rank and size from MPI, not WORLD_SIZE)",
+                          "start the script with mpirun across the pods, or use torchrun with gloo or nccl")
+            continue
         if not t.torchrun or t.nnodes_min is None:
             continue
         s = t.first.nnodes
@@ -35,6 +44,8 @@ def check(ctx):
             msg = (f"torchrun gets no --nnodes (default 1:1) but {t.launcher} creates {t.pods} pods: "
                    f"each pod forms a world of one")
         else:
-            msg = f"--nnodes is {s.value} ({s.origin}) but {t.launcher} creates {t.pods} pods"
+            msg = f"{t.first.inv.flag('nnodes')} is {s.value} ({s.origin}) but {t.launcher} creates {t.pods} pods"
+        inv = t.first.inv
         yield problem(ID, t, where, msg,
-                      f"set --nnodes (or PET_NNODES) to {t.pods}, or set {pods_field(t)} to {t.nnodes_max}")
+                      f"set {inv.flag('nnodes')}{' (or PET_NNODES)' if inv.reads_pet_env else ''} to {t.pods}, "
+                      f"or set {pods_field(t)} to {t.nnodes_max}")

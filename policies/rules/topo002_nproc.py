@@ -1,14 +1,15 @@
-"""Processes per node equal the GPUs per pod on GPU pods, and fit the CPU limit on CPU pods.
+"""Processes per node fit the GPUs per pod on GPU pods, and the CPU limit on CPU pods.
 
-`--nproc-per-node` (`nprocPerNode`, `numProcPerNode`) starts that many workers in each pod. On GPUs it must be an
-integer equal to the `nvidia.com/gpu` limit: fewer leaves GPUs idle, more puts two processes on one device (NCCL
-refuses duplicate GPUs). `auto`, `gpu` and `cpu` are not allowed: their meaning depends on what the node shows at run
-time (a TrainJob's `auto` without GPUs silently becomes the CPU count). On CPU pods the processes must fit the CPU
-limit; with no CPU limit or request the check cannot run and says so (a warning).
+`--nproc-per-node` (`nprocPerNode`, `numProcPerNode`) starts that many workers in each pod. On GPUs, more processes
+than the `nvidia.com/gpu` limit put two processes on one device, which NCCL refuses: an error. Fewer leave GPUs idle
+(a warning: the job runs, slower). `auto` (and `gpu`) on a GPU pod counts the GPUs the device plugin exposes, the
+limit, as torchrun does. On CPU pods `auto` means the node's cores, whatever the CPU limit (a TrainJob's `auto`
+becomes its CPU request instead), and more processes than the CPU limit share cores: both only cost speed, so
+warnings; with no CPU limit or request the check cannot run and says so (a warning).
 
-Fails: `nvidia.com/gpu: 8` with `--nproc-per-node=4`; a PyTorchJob without `nprocPerNode` (default `auto`);
-2 processes in a pod limited to 1.5 CPUs.
-Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8`; 2 processes with `cpu: "2"`.
+Fails: `nvidia.com/gpu: 1` with `--nproc-per-node=2` (error); `nvidia.com/gpu: 8` with 4 processes, `auto` on a CPU
+pod, 4 processes in a pod limited to 2 CPUs (warnings).
+Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8` or `auto`; 2 processes with `cpu: "2"`.
 """
 from __future__ import annotations
 
@@ -29,13 +30,19 @@ def check(ctx):
             continue  # TOPO012 reports what could not be resolved
         if t.nproc is None:
             expected = f"{t.gpus} (the GPU limit)" if t.gpus else "an integer within the CPU limit"
-            yield problem(ID, t, where, f"processes per node is '{s.value}', expected {expected}",
-                          "write the number of processes per pod explicitly")
+            yield problem(ID, t, where, f"processes per node is '{s.value}', expected {expected}: on a CPU pod it "
+                          "depends on the node's cores", "write the number of processes per pod explicitly",
+                          severity=WARNING if not t.gpus else ERROR)
             continue
         if t.gpus:
-            if t.nproc != t.gpus:
-                yield problem(ID, t, where, f"{t.nproc} processes per pod but {t.gpus} GPUs per pod",
-                              f"set processes per node to {t.gpus}, or the nvidia.com/gpu limit to {t.nproc}")
+            if t.nproc > t.gpus:
+                yield problem(ID, t, where, f"{t.nproc} processes per pod but {t.gpus} GPUs per pod: two processes "
+                              "would share a GPU", f"set processes per node to {t.gpus}, or the nvidia.com/gpu limit "
+                              f"to {t.nproc}")
+            elif t.nproc < t.gpus:
+                yield problem(ID, t, where, f"{t.nproc} processes per pod but {t.gpus} GPUs per pod: "
+                              f"{t.gpus - t.nproc} GPUs stay idle", f"set processes per node to {t.gpus}, or the "
+                              f"nvidia.com/gpu limit to {t.nproc}", severity=WARNING)
             continue
         cpus = t.cpu_limit if t.cpu_limit is not None else t.cpu_request
         if cpus is None and t.nproc > 1:
@@ -44,5 +51,6 @@ def check(ctx):
                           f"set resources.limits.cpu to at least {t.nproc}", severity=WARNING)
         elif cpus is not None and t.nproc > cpus:
             yield problem(ID, t, where, f"{t.nproc} processes per pod but only {cpus:g} CPUs "
-                          f"({'limit' if t.cpu_limit is not None else 'request'})",
-                          f"set resources.limits.cpu to at least {t.nproc}, or processes per node to {int(cpus) or 1}")
+                          f"({'limit' if t.cpu_limit is not None else 'request'}): they share cores",
+                          f"set resources.limits.cpu to at least {t.nproc}, or processes per node to {int(cpus) or 1}",
+                          severity=WARNING)
