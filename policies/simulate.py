@@ -1,6 +1,6 @@
 """`make simulate`: start every pod of an overlay on this machine as the controllers would create them, with the
 command, arguments and env written in the manifests, each pod under its own hostname and address, and report
-whether the torchrun world formed and trained. Uses the launcher model the policies read (launchers.py).
+whether the torchrun world formed and trained. Uses the launcher model the policies read (policies/launchers/).
 
 Names resolve through libnss_wrapper. Where libsocket_wrapper is installed each pod also gets a network of its own:
 its sockets are Unix sockets named after its address, so a server listening on 0.0.0.0 in one pod answers only at

@@ -1,13 +1,20 @@
-"""The launcher's own requirements hold: what its controller or webhook needs before it injects anything.
+"""The controller admits the workload: what its webhook (or the API server) refuses, and what it needs first.
 
-PyTorchJob (training-operator v1): exactly one Master replica (the webhook rejects others), a container named
-`pytorch` (its port `pytorchjob-port` sets MASTER_PORT), and torchrun whenever `nprocPerNode` is above 1 (the operator
-counts WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2): the runtime it names is in
-the manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else no PET_* env is injected) and a
-trainer step; users may not set PET_* in `spec.trainer.env` (the webhook rejects it).
+Each launcher module says what its admission refuses, from the upstream source at the pinned tag, for every
+workload whether it trains or not. PyTorchJob (training-operator v1.9.4 webhook): a DNS-1035 name, replica types
+Master and Worker only, exactly one Master (`replicas` written: the webhook runs before the defaulter), a container
+named `pytorch` with an image in every replica type, an `elasticPolicy` only with Workers, never both
+`nprocPerNode` fields, a known `managedBy`; and torchrun whenever `nprocPerNode` is above 1 (the operator counts
+WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
+manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else no PET_* env is injected); the five
+reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
+the runtime's Jobs and containers and set no env on `node` or the initializers. JobSet (v0.12.0 webhook): child Job
+and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod.
+Job (API server validation at v1.36.0): an Indexed Job states `completions`, within 100000, and a
+`podFailurePolicy` comes with `restartPolicy: Never`.
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; a TrainJob naming a
-runtime that is not in git.
+runtime that is not in git; an Indexed Job without completions.
 Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
 """
 from __future__ import annotations
