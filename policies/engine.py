@@ -114,7 +114,9 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     for rule_id in rules or RULES:
         rule = RULES[rule_id]
         if rule.kinds is None or not rule.kinds.isdisjoint(present):
-            found.extend(rule.check(ctx))
+            for p in rule.check(ctx):
+                p.severity = p.severity or rule.severity
+                found.append(p)
     finish(unit, found)
 
 

@@ -9,9 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from .argocd import Delivery
 from .launchers import Bundle, Workload
-from .model import ERROR, INFO, Manifest, Problem
+from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from .topology import Topology
+
+# A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
+RULE_DEFAULT = ""
 
 if TYPE_CHECKING:  # pragma: no cover
     from .environment import Environment
@@ -52,7 +55,7 @@ class Context:
 
 
 def obj_problem(rule: str, m: Manifest, field: str | None, message: str, hint: str,
-                severity: str = ERROR) -> Problem:
+                severity: str = RULE_DEFAULT) -> Problem:
     return Problem(rule=rule, message=message, source=m.source, obj=m.ref, field=field, hint=hint, severity=severity)
 
 
@@ -63,7 +66,7 @@ def not_run(rule: str, ctx: Context, needs: str) -> Problem:
                    extra={"not_run": needs})
 
 
-def problem(rule: str, topo: Topology, field: str | None, message: str, hint: str, severity: str = ERROR) -> Problem:
+def problem(rule: str, topo: Topology, field: str | None, message: str, hint: str, severity: str = RULE_DEFAULT) -> Problem:
     m = topo.manifest
     return Problem(rule=rule, message=message, source=m.source, obj=m.ref, field=field, hint=hint, severity=severity)
 
@@ -97,7 +100,7 @@ def at(ctx: Context, topo: Topology, field: str | None) -> tuple[Manifest, str |
 
 
 def problem_at(rule: str, ctx: Context, topo: Topology, field: str | None, message: str, hint: str,
-               severity: str = ERROR) -> Problem:
+               severity: str = RULE_DEFAULT) -> Problem:
     m, f = at(ctx, topo, field)
     return obj_problem(rule, m, f, message, hint, severity)
 
@@ -110,7 +113,7 @@ def find_object(ctx: Context, kind: str, name: str) -> Manifest | None:
 
 
 def env_problem(rule: str, ctx: Context, topo: Topology, pod: Any, name: str, message: str, hint: str,
-                severity: str = ERROR) -> Problem:
+                severity: str = RULE_DEFAULT) -> Problem:
     """A problem about env variable `name`: at the ConfigMap key when it came through envFrom (where the user
     edits it), else at the container's env entry."""
     field = pod.env_fields.get(name)

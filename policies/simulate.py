@@ -123,9 +123,21 @@ class SimPod:
     finished_at: float | None = None
     last_words: list[str] = field(default_factory=list)
 
+    # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
+    suffix: str = ""
+
     @property
     def name(self) -> str:
-        return self.pod.name
+        return self.pod.name.replace("<random>", self.suffix)
+
+
+# The API server's generateName alphabet (k8s.io/apimachinery/pkg/util/rand: no vowels, no confusable digits).
+_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generated_suffix(seed: str) -> str:
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in digest[:5])
 
 
 # --- scaling an overlay down, only on request --------------------------------------------------------------------
@@ -276,7 +288,9 @@ class Simulation:
                 n += 1
                 pod = w.pod(i)
                 sp = SimPod(pod=pod, workload=w, training=id(w.manifest.obj) in training, ip=f"127.0.1.{n}",
-                            argv=[], env={}, cwd=REPO, log=self.run_dir / "logs" / f"{pod.name}.log")
+                            argv=[], env={}, cwd=REPO, log=REPO,
+                            suffix=generated_suffix(f"{w.manifest.ref}/{i}"))
+                sp.log = self.run_dir / "logs" / f"{sp.name}.log"
                 pods.append(sp)
         if not pods:
             raise SimulationError("no pods: nothing in these manifests starts a pod (" +
@@ -304,7 +318,7 @@ class Simulation:
 
     def _prepare(self, sp: SimPod, dns: dict[str, str], wrapper: Path) -> None:
         p = sp.pod
-        pod_dir = self.run_dir / "pods" / p.name
+        pod_dir = self.run_dir / "pods" / sp.name
         mapping: dict[str, Path] = {IMAGE_ROOT: REPO}
         volumes = {v.get("name"): v for v in p.spec.get("volumes") or []}
         for vm in p.container.get("volumeMounts") or []:
@@ -324,9 +338,9 @@ class Simulation:
             if v is None:
                 v = self._runtime_value(p, k, sp)
             if v is not None:
-                env[k] = self._rewrite(str(v), mapping)
+                env[k] = self._rewrite(str(v).replace("<random>", sp.suffix), mapping)
         argv, _ = p.argv()
-        sp.argv = [self._rewrite(t, mapping) for t in argv]
+        sp.argv = [self._rewrite(t.replace("<random>", sp.suffix), mapping) for t in argv]
         hosts = pod_dir / "hosts"
         hosts.parent.mkdir(parents=True, exist_ok=True)
         # Like the kubelet's /etc/hosts: the pod's own FQDN first (socket.getfqdn() answers with it, and c10d
@@ -350,7 +364,7 @@ class Simulation:
             "LOGLEVEL": env.get("LOGLEVEL", "INFO"),
         })
         # Marks every process of this pod, so that the simulator can stop all of them, wherever they were reparented.
-        env[POD_TOKEN] = f"{os.getpid()}-{id(self)}-{p.name}"
+        env[POD_TOKEN] = f"{os.getpid()}-{id(self)}-{sp.name}"
         if wrapped:
             env["SOCKET_WRAPPER_DEFAULT_IFACE"] = str(sp.iface)  # SOCKET_WRAPPER_DIR: set when the run starts
         if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or

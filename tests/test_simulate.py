@@ -2,6 +2,8 @@
 their deadline with a diagnosis naming the problem; each mutation is also checked against `make validate`."""
 from __future__ import annotations
 
+import re
+
 import copy
 import importlib.util
 import os
@@ -192,8 +194,9 @@ def test_a_pod_that_is_not_torchrun_runs_as_written(tmp_path):
     path.write_text(yaml.safe_dump(job))
     proc, _ = simulate(path, tmp_path, 60)
     assert proc.returncode == 0, proc.stdout
-    assert "[hello-0] hello from 0 on hello-0" in proc.stdout
-    assert "[hello-1] hello from 1 on hello-1" in proc.stdout
+    # Pods are named as the Job controller's generateName does: `<job>-<index>-` and five random characters.
+    assert re.search(r"^\[hello-0-[b-z2-9]{5}\] hello from 0 on hello-0$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^\[hello-1-[b-z2-9]{5}\] hello from 1 on hello-1$", proc.stdout, re.M), proc.stdout
 
 
 def test_bad_input_is_one_line_naming_the_file(tmp_path):

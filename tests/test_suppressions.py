@@ -34,7 +34,7 @@ def test_suppressed_problem_does_not_fail_and_stays_visible(tmp_path):
     path = with_annotation(tmp_path, "SEC007=a dummy token for the tokenizer tests")
     proc = run_cli("validate", str(path))
     assert proc.returncode == 0, proc.stdout
-    assert "error SEC007" not in proc.stdout
+    assert "warning SEC007" not in proc.stdout and "error SEC007" not in proc.stdout
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("suppressed SEC007"))
     assert "Secret/hf-token" in line and "(reason: a dummy token for the tokenizer tests)" in line
     assert "1 suppressed (SEC007)" in proc.stdout.splitlines()[-1]
@@ -54,7 +54,7 @@ def test_suppressed_problem_does_not_fail_and_stays_visible(tmp_path):
 def test_a_suppression_without_reason_is_an_error_and_not_applied(tmp_path, value):
     proc = run_cli("validate", str(with_annotation(tmp_path, value)))
     assert proc.returncode == 1
-    assert "error SEC007" in proc.stdout  # still reported
+    assert "warning SEC007" in proc.stdout  # still reported
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("error SUPPRESS"))
     assert "gives no reason" in line and f"metadata.annotations[{SUPPRESS_ANNOTATION}]" in line
 
@@ -68,5 +68,5 @@ def test_unknown_rule_and_unused_suppression(tmp_path):
 def test_a_suppression_covers_its_own_object_only(tmp_path):
     # On the Job, SEC007=... does not hide the Secret's problem.
     proc = run_cli("validate", str(with_annotation(tmp_path, "SEC007=not here", kind="Job")))
-    assert proc.returncode == 1 and "error SEC007" in proc.stdout
+    assert proc.returncode == 0 and "warning SEC007" in proc.stdout
     assert "suppresses SEC007, which finds nothing on this object" in proc.stdout

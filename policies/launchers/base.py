@@ -402,6 +402,8 @@ class Check:
     message: str
     hint: str
     obj: Manifest | None = None
+    # None: the reporting rule's default severity.
+    severity: str | None = None
 
 
 @dataclass

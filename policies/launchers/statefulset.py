@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..model import Manifest
-from .base import POD_INDEX, Bundle, Check, Launcher, PodGroup, ScaleSpec, Workload, as_int, mapping
+from ..model import ERROR, WARNING
+from .base import POD_INDEX, Bundle, Check, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing, mapping
 
 KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -69,12 +70,25 @@ class StatefulSetLauncher(Launcher):
             yield "spec.template", tmpl
 
     def startup(self, w: Workload) -> Check | None:
+        """OrderedReady (the default) creates pod N+1 only once pod N is Running and Ready (stateful_set_control.go
+        at v1.36.0). Without a readiness probe a pod is Ready once its containers start, so the pods only start one
+        after another (a warning); a probe the trainer must answer (exec, httpGet, grpc) keeps pod 0 unready while it
+        waits in rendezvous for pod 1, which is never created (an error)."""
         policy = w.facts.get("pod_management_policy")
-        if w.pods > 1 and policy != PARALLEL:
-            return Check("spec.podManagementPolicy", f"podManagementPolicy is {policy}: pod 1 waits for pod 0 to be "
-                         "Ready while pod 0 waits in rendezvous for pod 1",
-                         "set podManagementPolicy: Parallel (immutable: recreate the StatefulSet)")
-        return None
+        if w.pods <= 1 or policy == PARALLEL:
+            return None
+        hint = "set podManagementPolicy: Parallel (immutable: recreate the StatefulSet)"
+        probes = [(c.get("name"), kind) for c in (mapping(x) for x in listing(dig(w.groups[0].template, "spec",
+                                                                                   "containers")))
+                  for probe in ("readinessProbe", "startupProbe") if isinstance(c.get(probe), dict)
+                  for kind in ("exec", "httpGet", "grpc") if kind in c[probe]]
+        if probes:
+            name, kind = probes[0]
+            return Check("spec.podManagementPolicy", f"podManagementPolicy is {policy} and container '{name}' has an "
+                         f"{kind} probe: pod 1 is created only once pod 0 is Ready, while pod 0 waits in rendezvous "
+                         "for pod 1", hint, severity=ERROR)
+        return Check("spec.podManagementPolicy", f"podManagementPolicy is {policy}: the {w.pods} pods are created one "
+                     "after another, each once the one before runs", hint, severity=WARNING)
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         return ["a StatefulSet restarts its pods"]

@@ -9,12 +9,15 @@ Passes: the same job whose command has no `--nnodes` (torchrun reads `PET_NNODES
 """
 from __future__ import annotations
 
+from ..model import WARNING
+
 from ..launchers import pytorchjob
 
 from ..rulekit import problem
 
 ID = "ELASTIC003"
 NAME = "elastic-no-fixed-nnodes"
+SEVERITY = WARNING
 KINDS = (pytorchjob.KIND,)
 
 

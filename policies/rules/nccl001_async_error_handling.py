@@ -10,10 +10,13 @@ Passes: `TORCH_NCCL_ASYNC_ERROR_HANDLING: "1"`, or unset.
 """
 from __future__ import annotations
 
+from ..model import WARNING
+
 from ..rulekit import distinct_pods, env_problem, training_uses_nccl
 
 ID = "NCCL001"
 NAME = "nccl-async-error-handling"
+SEVERITY = WARNING
 NAMES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ..model import WARNING
 from ..rulekit import distinct_pods, env_problem, problem_at, training_uses_nccl
 
 ID = "NCCL002"
@@ -54,4 +55,4 @@ def check(ctx):
                 why = "hostNetwork: true shows it every NIC of the node" if host else f"{nets[0]} attaches several networks"
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.env", f"NCCL_SOCKET_IFNAME is unset and {why}: "
                                  "NCCL may pick an interface the other nodes cannot reach",
-                                 "set NCCL_SOCKET_IFNAME to the node-to-node interface (e.g. eth0)")
+                                 "set NCCL_SOCKET_IFNAME to the node-to-node interface (e.g. eth0)", severity=WARNING)

@@ -28,7 +28,7 @@ def check(ctx):
         if t.workload.managed_dns:
             c = t.workload.controller.publishes_not_ready(t.workload)
             if c is not None:
-                yield problem(ID, t, c.field, c.message, c.hint, severity=WARNING)
+                yield problem(ID, t, c.field, c.message, c.hint, severity=c.severity or WARNING)
             continue
         if t.service is None:
             continue

@@ -16,11 +16,12 @@ trainer's exit codes.
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
+from ..model import WARNING
 from ..rulekit import obj_problem
 
 ID = "RESTART001"
 NAME = "job-fails-as-a-whole"
+SEVERITY = WARNING
 DEFAULT_BACKOFF = 6
 
 
@@ -46,7 +47,7 @@ def check(ctx):
                 note = " (JobSet's default)" if not pod_spec.get("restartPolicy") else ""
                 yield obj_problem(ID, owner, where, f"restartPolicy is OnFailure{note}: the kubelet restarts a "
                                   "failed rank in place, alone" + (f", up to {retries} times" if retries else ""),
-                                  "set restartPolicy: Never", severity=ERROR if retries else WARNING)
+                                  "set restartPolicy: Never", severity=WARNING)
             if backoff is None:
                 yield obj_problem(ID, owner, f"{field}.backoffLimit", f"backoffLimit is unset: a failed pod is "
                                   f"re-created alone up to {DEFAULT_BACKOFF} times while the others hang",
@@ -63,7 +64,7 @@ def check(ctx):
                                                                ": every failure, preemption included, ends the run "
                                                                "as BackoffLimitExceeded with no reason given"),
                                       "add podFailurePolicy rules: FailJob onExitCodes of the trainer (NotIn [0]), "
-                                      "Ignore onPodConditions DisruptionTarget", severity=ERROR if retries else WARNING)
+                                      "Ignore onPodConditions DisruptionTarget", severity=WARNING)
             elif not fail_job and retries:
                 yield obj_problem(ID, owner, f"{field}.podFailurePolicy.rules", "podFailurePolicy has no FailJob rule "
                                   f"on exit codes: a failed rank is still retried alone up to {retries} times",

@@ -13,11 +13,12 @@ from __future__ import annotations
 from .. import launchers
 from ..launchers import pytorchjob
 
-from ..model import ERROR, WARNING
+from ..model import WARNING
 from ..rulekit import obj_problem
 
 ID = "RESTART002"
 NAME = "pytorchjob-restart-policy"
+SEVERITY = WARNING
 KINDS = (pytorchjob.KIND,)
 
 
@@ -32,7 +33,7 @@ def check(ctx):
             found = ", ".join(f"{r} {p or '(unset: OnFailure)'}" for r, p in policies.items())
             yield obj_problem(ID, m, "spec.pytorchReplicaSpecs", f"replica types restart differently ({found}): "
                               "part of the world restarts while the rest has stopped or hangs",
-                              "give every replica type the same restartPolicy", severity=ERROR)
+                              "give every replica type the same restartPolicy")
             continue
         for rtype, policy in policies.items():
             if not policy:

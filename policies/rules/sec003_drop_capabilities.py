@@ -30,6 +30,8 @@ def check(ctx):
         extra = [str(x).upper() for x in caps.get("add") or [] if str(x).upper() not in allowed]
         if extra:
             yield obj_problem(ID, cs.manifest, f"{cs.field}.securityContext.capabilities.add", f"container "
-                              f"'{cs.name}' adds {', '.join(extra)}, which the environment does not allow",
+                              f"'{cs.name}' adds {', '.join(extra)}, "
+                              + (f"which {ctx.env.name}'s allowedCapabilities does not list" if ctx.env else
+                                 "and no environment declaration allows capabilities"),
                               "remove them, or declare them in the environment's allowedCapabilities",
                               severity=WARNING)

@@ -10,10 +10,13 @@ Passes: `envFrom: [{secretRef: {name: hf-token, optional: true}}]` and no Secret
 """
 from __future__ import annotations
 
+from ..model import WARNING
+
 from ..rulekit import obj_problem
 
 ID = "SEC007"
 NAME = "no-inline-secret"
+SEVERITY = WARNING
 KINDS = ("Secret",)
 
 

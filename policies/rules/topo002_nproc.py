@@ -13,7 +13,7 @@ Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8` or `auto`; 2 processes wit
 """
 from __future__ import annotations
 
-from ..model import WARNING
+from ..model import ERROR, WARNING
 from ..rulekit import launcher_field, problem
 
 ID = "TOPO002"

@@ -15,6 +15,7 @@ from ..rulekit import service_problem
 
 ID = "TOPO006"
 NAME = "service-exposes-port"
+SEVERITY = WARNING
 
 
 def check(ctx):

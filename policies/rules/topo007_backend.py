@@ -9,6 +9,7 @@ Passes: `DIST_BACKEND=gloo` without GPUs, `nccl` with them, or no statement at a
 """
 from __future__ import annotations
 
+from ..model import WARNING
 from ..rulekit import problem
 
 ID = "TOPO007"
@@ -25,5 +26,5 @@ def check(ctx):
             yield problem(ID, t, where, "process-group backend is nccl but the pods request no GPUs",
                           "use gloo on CPU pods, or request nvidia.com/gpu")
         elif b == "gloo" and t.gpus:
-            yield problem(ID, t, where, f"process-group backend is gloo on pods with {t.gpus} GPUs each",
-                          "use nccl on GPU pods")
+            yield problem(ID, t, where, f"process-group backend is gloo on pods with {t.gpus} GPUs each: "
+                          "collectives go through host memory", "use nccl on GPU pods", severity=WARNING)

@@ -20,4 +20,4 @@ def check(ctx):
     for t in ctx.topologies:
         c = t.workload.controller.startup(t.workload)
         if c is not None:
-            yield problem(ID, t, c.field, c.message, c.hint)
+            yield problem(ID, t, c.field, c.message, c.hint, severity=c.severity or "")

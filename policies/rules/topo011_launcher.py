@@ -30,10 +30,10 @@ def check(ctx):
         c = w.facts.get("unresolved")
         if c is not None:
             m = w.manifest
-            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint)
+            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     topologies = {id(t.workload): t for t in ctx.topologies}
     for w in ctx.workloads:
         t = topologies.get(id(w))
         for c in w.controller.admission(w, ctx.bundle, t.torchrun if t else False):
             m = c.obj or w.manifest
-            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint)
+            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
