@@ -100,7 +100,7 @@ bench-validate: $(PY) ## Time make validate and the schema and policy stages, up
 bench-trainer: $(PY) ## Samples/s of the trainer on 1 and 2 CPU processes; an MNIST-shaped epoch on a GPU if present
 	@$(PY) bench/bench_trainer.py
 
-schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version and ../shared/crds
+schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py
 
 docs: $(PY) ## Regenerate docs/rules.md from the rule registry

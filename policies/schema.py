@@ -111,11 +111,12 @@ def _triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Prob
             if not _API_VERSION.match(api):
                 hint = "apiVersion is `<group>/<version>` or `<version>` (e.g. `batch/v1`, `v1`)"
             elif _builtin_group(group):
-                hint = (f"fix apiVersion/kind; or, if Kubernetes v{kubernetes_version(root)} serves {api} {kind}, add "
-                        f"(\"{group}\", \"{api.split('/')[-1]}\", \"{kind}\") to KINDS in scripts/gen_schemas.py "
-                        "and run make schemas")
+                hint = (f"Kubernetes v{kubernetes_version(root)} serves no {api} {kind} (schemas/SOURCES.md lists every "
+                        "kind it serves): correct apiVersion/kind, or, for a custom resource, copy its upstream CRD "
+                        f"into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run make schemas")
             else:
-                hint = "add the CRD to ../shared/crds (with its SOURCES.md row) and run make schemas, or remove the object"
+                hint = (f"copy the upstream CRD into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run "
+                        "make schemas, or remove the object")
             problems.append((i, Problem(RULE_MISSING, f"no schema for apiVersion {api} kind {kind}", m.source,
                                         obj=m.ref, field="kind", hint=hint)))
             continue

