@@ -103,21 +103,39 @@ def _input_error(source: str, kind: str, message: str) -> Unit:
 
 def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     bundle = Bundle.of(unit.manifests)
-    unit.workloads = workloads(bundle)
-    topologies, unresolved = compute(bundle, unit.workloads)
+    broken: list[tuple[Manifest, Exception]] = []
+    unit.workloads = workloads(bundle, broken)
+    topologies, unresolved = compute(bundle, unit.workloads, broken)
+    # A workload the model could not read drops out of the rules (each needs its pods), said once per object.
+    broken_ids = {id(m.obj) for m, _ in broken}
+    unit.workloads = [w for w in unit.workloads if id(w.manifest.obj) not in broken_ids]
+    found: list[Problem] = [_internal(m, f"the {m.kind} could not be modelled", exc) for m, exc in broken]
     unit.topologies = topologies
     ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
-    found: list[Problem] = []
     present = {m.kind for m in unit.manifests}
     for rule_id in rules or RULES:
         rule = RULES[rule_id]
         if rule.kinds is None or not rule.kinds.isdisjoint(present):
-            for p in rule.check(ctx):
-                p.severity = p.severity or rule.severity
-                found.append(p)
+            try:
+                for p in rule.check(ctx):
+                    p.severity = p.severity or rule.severity
+                    found.append(p)
+            except Exception as exc:  # noqa: BLE001 - one rule that cannot read the input is a line, not a crash
+                found.append(Problem(INTERNAL, f"{rule_id} could not run: {type(exc).__name__}: {exc}", unit.source,
+                                     hint=INTERNAL_HINT))
     finish(unit, found)
+
+
+# A rule or the launcher model met something it cannot read: said as one error line (never a traceback), which is
+# a bug in the model unless the schema stage reports the same object malformed.
+INTERNAL = "INTERNAL"
+INTERNAL_HINT = "fix the schema errors above if any; otherwise this is a bug in policies/, please report it"
+
+
+def _internal(m: Manifest, what: str, exc: Exception) -> Problem:
+    return Problem(INTERNAL, f"{what}: {type(exc).__name__}: {exc}", m.source, m.ref, hint=INTERNAL_HINT)
 
 
 def finish(unit: Unit, found: list[Problem]) -> None:

@@ -282,44 +282,55 @@ def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest |
     return bundle.services.get((namespace, name))
 
 
-def compute(bundle: Bundle, ws: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
+def compute(bundle: Bundle, ws: list[Workload] | None = None,
+            failed: list[tuple[Manifest, Exception]] | None = None) -> tuple[list[Topology], list[Workload]]:
     """Topologies of the training workloads in `bundle` (or among `ws`, its workloads worked out already), and the
-    workloads whose topology could not be worked out."""
+    workloads whose topology could not be worked out. With `failed`, a workload whose pods cannot be read (a
+    malformed field) is listed there instead of raising."""
     out: list[Topology] = []
     unresolved: list[Workload] = []
     for w in workloads(bundle) if ws is None else ws:
-        if w.pods == 0 or w.facts.get("unresolved"):
-            unresolved.append(w)
-            continue
-        first = view(w.pod(0))
-        if not is_training(w, first):
-            continue
-        mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
-        if first.inv is None:
-            mn = mx = None
-            nproc = 1
-            world = as_int(first.nnodes.value)
-        gpus, gpu_req, cpu_lim, cpu_req = _resources(first.pod.container)
-        if first.inv is not None:
-            nproc = as_int(first.nproc.value)
-            if nproc is None and first.nproc.value in ("auto", "gpu") and gpus:
-                nproc = gpus  # torchrun counts the GPUs the device plugin exposes: the pod's GPU limit
-            world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
-        host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
-        subdomain = first.pod.subdomain
-        pg = _pg_backend(first.pod, first.inv)
-        mpi_alone = False
-        if first.inv is None and pg is not None and pg[0].lower() == "mpi":
-            if any(tok.rsplit("/", 1)[-1] in MPI_LAUNCHERS for tok in first.pod.argv()[0]):
-                w.notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
-            else:
-                mpi_alone = True
-        out.append(Topology(
-            workload=w, first_view=first, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
-            nproc=nproc, world_size=world, gpus=gpus, gpu_request=gpu_req, cpu_limit=cpu_lim, cpu_request=cpu_req,
-            endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
-            pg_backend=pg,
-            service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
-            notes=list(w.notes), mpi_world_of_one=mpi_alone,
-        ))
+        try:
+            _compute_one(bundle, w, out, unresolved)
+        except Exception as exc:  # noqa: BLE001 - reported by the engine as INTERNAL, never a crash
+            if failed is None:
+                raise
+            failed.append((w.manifest, exc))
     return out, unresolved
+
+
+def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: list[Workload]) -> None:
+    if w.pods == 0 or w.facts.get("unresolved"):
+        unresolved.append(w)
+        return
+    first = view(w.pod(0))
+    if not is_training(w, first):
+        return
+    mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
+    if first.inv is None:
+        mn = mx = None
+        nproc = 1
+        world = as_int(first.nnodes.value)
+    gpus, gpu_req, cpu_lim, cpu_req = _resources(first.pod.container)
+    if first.inv is not None:
+        nproc = as_int(first.nproc.value)
+        if nproc is None and first.nproc.value in ("auto", "gpu") and gpus:
+            nproc = gpus  # torchrun counts the GPUs the device plugin exposes: the pod's GPU limit
+        world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
+    host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
+    subdomain = first.pod.subdomain
+    pg = _pg_backend(first.pod, first.inv)
+    mpi_alone = False
+    if first.inv is None and pg is not None and pg[0].lower() == "mpi":
+        if any(tok.rsplit("/", 1)[-1] in MPI_LAUNCHERS for tok in first.pod.argv()[0]):
+            w.notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
+        else:
+            mpi_alone = True
+    out.append(Topology(
+        workload=w, first_view=first, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
+        nproc=nproc, world_size=world, gpus=gpus, gpu_request=gpu_req, cpu_limit=cpu_lim, cpu_request=cpu_req,
+        endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
+        pg_backend=pg,
+        service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
+        notes=list(w.notes), mpi_world_of_one=mpi_alone,
+    ))

@@ -36,14 +36,21 @@ def cluster_scoped() -> tuple[tuple[str, str], ...]:
     return tuple(gk for launcher in LAUNCHERS for gk in launcher.cluster_scoped)
 
 
-def workloads(bundle: Bundle) -> list[Workload]:
-    """Every object in the bundle that starts pods through one of the modelled controllers."""
+def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = None) -> list[Workload]:
+    """Every object in the bundle that starts pods through one of the modelled controllers. With `failed`, an object
+    the model cannot read (a malformed field the schema stage also reports) is listed there instead of raising."""
     out: list[Workload] = []
     for m in bundle.manifests:
         launcher = of(m)
         if launcher is None or not launcher.starts_pods:
             continue
-        w = launcher.build(m, bundle)
+        try:
+            w = launcher.build(m, bundle)
+        except Exception as exc:  # noqa: BLE001 - reported by the engine as INTERNAL, never a crash
+            if failed is None:
+                raise
+            failed.append((m, exc))
+            continue
         w.configmaps = bundle.configmaps
         w.secrets = bundle.secrets
         out.append(w)
