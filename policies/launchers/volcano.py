@@ -184,7 +184,8 @@ class VolcanoJobLauncher(Launcher):
     kinds = ((GROUP, KIND),)
     for_training = False  # a Volcano Job counts when it runs torchrun or reads env:// (the pytorch plugin's env)
     managed_dns = True    # the svc plugin's Service `<job>` (the webhook adds svc with pytorch)
-    # validate_job.go validateJobUpdate: only minAvailable, tasks[*].replicas and priorityClassName may change.
+    # admit_job.go validateJobUpdate: only minAvailable, tasks[*].replicas/minAvailable and priorityClassName may
+    # change; a changed tasks[*].replicas is applied, but the running pods keep the WORLD_SIZE they were created with.
     immutable = ("spec.tasks", "spec.plugins", "spec.queue", "spec.policies", "spec.volumes")
     ttl_field = ("spec", "ttlSecondsAfterFinished")
     # No base of this repository uses it: `make scale` has no patch layout to follow.
