@@ -178,11 +178,12 @@ def short(value: Any) -> str:
 
 # Fields that cannot be changed in place, or whose change the controller does not apply to a running workload:
 # each launcher module says which (Launcher.immutable).
-IMMUTABLE = {launcher.kind: launcher.immutable for launcher in launchers.LAUNCHERS if launcher.immutable}
+# Keyed by API group and kind: two groups can share a kind (batch Job, Volcano's Job).
+IMMUTABLE = {gk: launcher.immutable for launcher in launchers.LAUNCHERS for gk in launcher.kinds if launcher.immutable}
 
 
-def immutable_hits(kind: str, diffs: list[tuple[str, Any, Any]]) -> list[str]:
-    prefixes = IMMUTABLE.get(kind, ())
+def immutable_hits(api_version: str, kind: str, diffs: list[tuple[str, Any, Any]]) -> list[str]:
+    prefixes = IMMUTABLE.get((launchers.group_of(api_version), kind), ())
     return sorted({p.split("[")[0] for p, _, _ in diffs if any(p == x or p.startswith(x + ".") or
                                                              p.startswith(x + "[") for x in prefixes)})
 
@@ -244,7 +245,7 @@ def compare(base: Side, head: Side) -> list[OverlayDiff]:
             diffs = changes(old[k].obj, new[k].obj)
             if diffs:
                 d.changed.append((k, diffs, unified_yaml(old[k].obj, new[k].obj, ref(k))))
-                hits = immutable_hits(k[1], diffs)
+                hits = immutable_hits(k[0], k[1], diffs)
                 if hits and app:
                     more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
                     d.warnings.append(f"{ref(k)} changes {', '.join(hits[:3])}{more} under the same name: Argo CD cannot "
@@ -253,7 +254,8 @@ def compare(base: Side, head: Side) -> list[OverlayDiff]:
         if d.status == "unchanged" and (d.added or d.removed or d.changed):
             d.status = "changed"
         d.topology = topology_change(world_of(old) if old else None, world_of(new) if new else None)
-        renamed = [(a, r) for a in d.added for r in d.removed if a[:3] == r[:3] and a[1] in IMMUTABLE]
+        renamed = [(a, r) for a in d.added for r in d.removed if a[:3] == r[:3]
+                   and (launchers.group_of(a[0]), a[1]) in IMMUTABLE]
         for a, r in renamed:
             d.topology.append(f"new run: {ref(r)} -> {a[3]}")
         out.append(d)

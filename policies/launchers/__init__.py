@@ -1,21 +1,23 @@
 """The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
-`jobset`, `indexed_job`, `statefulset`), each a `Launcher` (see `base.py`) that every consumer asks instead of
-branching on kinds, and a registry keyed by API group and kind. Adding a controller is adding one module here and
+`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`), each a `Launcher` (see `base.py`) that every
+consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is adding one module here and
 its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 
 from ..model import Manifest
-from . import indexed_job, jobset, pytorchjob, statefulset, trainjob
+from . import indexed_job, jobset, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
 from .base import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Check, ContainerEnv, Launcher, Pod, PodGroup,
                    ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
 
 # Every modelled kind, in the order `make plan` lists launchers.
 LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
-                                   statefulset.LAUNCHER, trainjob.RUNTIME)
+                                   statefulset.LAUNCHER, trainjob.RUNTIME, volcano.LAUNCHER,
+                                   leaderworkerset.LAUNCHER)
 REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
 BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
 # The kinds that hold pod templates, whatever their group (podspecs and Argo CD read these by kind alone).
-BY_KIND: dict[str, Launcher] = {kind: launcher for (_, kind), launcher in REGISTRY.items()}
+# A kind two groups share (batch Job, Volcano's batch.volcano.sh Job) keeps its first launcher here.
+BY_KIND: dict[str, Launcher] = {kind: launcher for (_, kind), launcher in reversed(REGISTRY.items())}
 
 
 def group_of(api_version: str) -> str:

@@ -11,7 +11,10 @@ reserved PET_* variables are not set by hand, `envInjection` names existing cont
 the runtime's Jobs and containers and set no env on `node` or the initializers. JobSet (v0.12.0 webhook): child Job
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod.
 Job (API server validation at v1.36.0): an Indexed Job states `completions`, within 100000, and a
-`podFailurePolicy` comes with `restartPolicy: Never`.
+`podFailurePolicy` comes with `restartPolicy: Never`. Volcano Job (v1.15.1 webhook): at least one task, unique task
+names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
+`pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
+name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1.
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; a TrainJob naming a
 runtime that is not in git; an Indexed Job without completions.

@@ -1,0 +1,276 @@
+"""LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, kubernetes-sigs/lws v0.10.0): `replicas` groups of `size` pods.
+The leader StatefulSet `<lws>` makes each group's leader `<lws>-<group>`; per leader, a worker StatefulSet
+`<lws>-<group>` (ordinals from 1) makes its workers `<lws>-<group>-<worker>`; the pod webhook labels them and puts
+LWS_LEADER_ADDRESS, LWS_GROUP_SIZE and LWS_WORKER_INDEX first in every container's env
+(pkg/controllers/leaderworkerset_controller.go, pod_controller.go, pkg/webhooks/pod_webhook.go,
+pkg/utils/pod/pod_utils.go).
+
+A training world is one group: its leader is rank 0 and hosts the rendezvous (LWS_LEADER_ADDRESS), its `size` pods
+are torchrun's nnodes (LWS_GROUP_SIZE) and LWS_WORKER_INDEX is the node rank, as upstream's multi-node examples
+(docs/examples/sglang/lws.yaml: `--dist-init-addr $(LWS_LEADER_ADDRESS):20000 --nnodes $(LWS_GROUP_SIZE)
+--node-rank $(LWS_WORKER_INDEX)`) start them. The groups are identical by construction (same templates, only the
+group index differs), so group 0 is the world the rules check and the other `replicas - 1` groups are listed as
+pods outside it: independent worlds of the same shape, not one world of `replicas x size` pods."""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Iterator
+
+from ..model import Manifest
+from . import statefulset
+from .base import (POD_INDEX, Bundle, Check, ContainerEnv, Injected, Launcher, Pod, PodGroup, Workload, as_int, dig,
+                   expand_k8s, listing, mapping)
+
+GROUP = "leaderworkerset.x-k8s.io"
+KIND = "LeaderWorkerSet"
+
+# api/leaderworkerset/v1/leaderworkerset_types.go
+PREFIX = "leaderworkerset.sigs.k8s.io/"
+SET_NAME = PREFIX + "name"
+GROUP_INDEX = PREFIX + "group-index"
+WORKER_INDEX = PREFIX + "worker-index"
+SIZE = PREFIX + "size"
+GROUP_KEY = PREFIX + "group-key"
+LEADER_NAME = PREFIX + "leader-name"
+EXCLUSIVE = PREFIX + "exclusive-topology"
+SUBDOMAIN_POLICY = PREFIX + "subdomainPolicy"
+SUBGROUP_SIZE = PREFIX + "subgroup-size"
+SUBGROUP_TYPE = PREFIX + "subgroup-policy-type"
+SHARED = "Shared"
+UNIQUE_PER_REPLICA = "UniquePerReplica"
+LEADER_EXCLUDED = "LeaderExcluded"
+LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
+GROUP_SIZE = "LWS_GROUP_SIZE"
+WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
+
+# How the pod webhook adds its env (pod_utils.go addEnvVarsIfNotExists): first in the list, and a variable of the
+# same name the user wrote is dropped (so the webhook's value wins, and the user's later env can use `$(VAR)`).
+FIRST = "first"
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+MAX_INT32 = 2**31 - 1
+
+
+def settings(spec: dict[str, Any]) -> tuple[int, int, str]:
+    """(replicas, size, subdomain policy) after the CRD defaults (replicas 1, size 1) and the webhook's
+    (leaderworkerset_webhook.go Default: subdomainPolicy Shared)."""
+    lwt = mapping(spec.get("leaderWorkerTemplate"))
+    replicas = as_int(spec.get("replicas"), 1)
+    size = as_int(lwt.get("size"), 1)
+    policy = mapping(spec.get("networkConfig")).get("subdomainPolicy") or SHARED
+    return (1 if replicas is None else replicas), (1 if size is None else size), str(policy)
+
+
+def group_key(namespace: str, leader: str) -> str:
+    """pod_webhook.go genGroupUniqueKey: sha1 of `<namespace>/<leader pod>`, hex."""
+    return hashlib.sha1(f"{namespace}/{leader}".encode()).hexdigest()
+
+
+class LWSWorkload(Workload):
+    """A Workload whose controller env comes first in the container's env (see FIRST)."""
+
+    def _fill_env(self, pod: Pod, ce: ContainerEnv, injected: list[Injected]) -> None:
+        first = [j for j in injected if j.mode == FIRST]
+        if not first:
+            super()._fill_env(pod, ce, injected)
+            return
+        env, fields, c, cf = ce.env, ce.env_fields, ce.container, ce.field
+        for i, src in enumerate(listing(c.get("envFrom"))):  # envFrom first, the env list over it (kubelet)
+            src = mapping(src)
+            prefix = str(src.get("prefix") or "")
+            ref = mapping(src.get("configMapRef") or src.get("secretRef"))
+            store = self.configmaps if "configMapRef" in src else self.secrets
+            for k, v in (store.get(str(ref.get("name"))) or {}).items():
+                env[prefix + k] = v
+                fields[prefix + k] = f"{cf}.envFrom[{i}]"
+        names = {j.name for j in first}
+        for j in first:
+            self._inject(pod, ce, j)
+        for i, var in enumerate(listing(c.get("env"))):
+            var = mapping(var)
+            name = str(var.get("name"))
+            if name in names:
+                continue  # dropped by addEnvVarsIfNotExists
+            fields[name] = f"{cf}.env[{i}]"
+            if "value" in var:
+                value = "" if var["value"] is None else str(var["value"])
+                env[name] = expand_k8s(value, env) if "$" in value else value
+            elif "valueFrom" in var:
+                env[name] = self._value_from(mapping(var["valueFrom"]), pod)
+            else:
+                env[name] = ""
+        super()._fill_env(pod, ContainerEnv(ce.name, ce.field, {}, ce.init, env, fields, ce.injected),
+                          [j for j in injected if j.mode != FIRST])
+
+
+class LeaderWorkerSetLauncher(Launcher):
+    id = "leaderworkerset"
+    title = "LeaderWorkerSet"
+    kinds = ((GROUP, KIND),)
+    for_training = False  # counts when a pod starts torchrun or reads env:// (LWS serves inference too)
+    managed_dns = True    # the controller's headless Service(s)
+    # leaderworkerset_webhook.go ValidateUpdate: subGroupSize can be neither changed, added nor removed.
+    immutable = ("spec.leaderWorkerTemplate.subGroupPolicy",)
+
+    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+        spec = mapping(m.obj.get("spec"))
+        lwt = mapping(spec.get("leaderWorkerTemplate"))
+        name = m.name
+        namespace = m.namespace or "default"  # the pods' metadata.namespace once applied (kubectl's default)
+        replicas, size, policy = settings(spec)
+        unique = policy == UNIQUE_PER_REPLICA
+        lws_annotations = mapping(m.metadata.get("annotations"))
+        leader_field = ("spec.leaderWorkerTemplate.leaderTemplate" if isinstance(lwt.get("leaderTemplate"), dict)
+                        else "spec.leaderWorkerTemplate.workerTemplate")
+        leader_tmpl = mapping(lwt.get("leaderTemplate")) or mapping(lwt.get("workerTemplate"))
+        worker_tmpl = mapping(lwt.get("workerTemplate"))
+        sub_policy = mapping(lwt.get("subGroupPolicy"))
+
+        def common_notes() -> dict[str, str]:
+            out = {SIZE: str(size)}
+            if lws_annotations.get(EXCLUSIVE):
+                out[EXCLUSIVE] = str(lws_annotations[EXCLUSIVE])
+            if sub_policy.get("subGroupSize") is not None:
+                if sub_policy.get("type"):
+                    out[SUBGROUP_TYPE] = str(sub_policy["type"])
+                out[SUBGROUP_SIZE] = str(sub_policy["subGroupSize"])
+            return out
+
+        def env(g: int, worker: int, subdomain: str) -> list[Injected]:
+            # pod_utils.go AddLWSVariables, into every container and init container.
+            return [Injected(LEADER_ADDRESS, f"{name}-{g}.{subdomain}.{namespace}", mode=FIRST),
+                    Injected(GROUP_SIZE, str(size), mode=FIRST),
+                    Injected(WORKER_INDEX_ENV, str(worker), mode=FIRST)]
+
+        groups: list[PodGroup] = []
+        for g in range(max(replicas, 0)):
+            leader = f"{name}-{g}"
+            # Shared: both StatefulSets' serviceName is the LWS; UniquePerReplica: the webhook sets the leader's
+            # subdomain to its own name, and its worker StatefulSet's serviceName is the leader's name.
+            subdomain = leader if unique else name
+            key = group_key(namespace, leader)
+            leader_notes = common_notes()
+            if unique:
+                leader_notes[SUBDOMAIN_POLICY] = UNIQUE_PER_REPLICA
+            groups.append(PodGroup(
+                role="leader", count=1, offset=0, template=leader_tmpl,
+                template_field=leader_field,
+                name=lambda i, leader=leader: leader,
+                hostname=lambda i, leader=leader: leader, hostname_forced=True,
+                subdomain=subdomain, subdomain_forced=True,
+                labels=lambda i, g=g, leader=leader, key=key: {
+                    WORKER_INDEX: "0", SET_NAME: name, GROUP_INDEX: str(g), GROUP_KEY: key,
+                    statefulset.POD_NAME_LABEL: leader, POD_INDEX: str(g)},
+                annotations=lambda i, n=leader_notes: dict(n),
+                inject=lambda i, c, init, g=g, s=subdomain: env(g, 0, s),
+                aux=g > 0,
+            ))
+            worker_notes = {**common_notes(), LEADER_NAME: leader}
+            groups.append(PodGroup(
+                role="worker", count=max(size - 1, 0), offset=1, template=worker_tmpl,
+                template_field="spec.leaderWorkerTemplate.workerTemplate",
+                name=lambda i, leader=leader: f"{leader}-{i + 1}",
+                hostname=lambda i, leader=leader: f"{leader}-{i + 1}", hostname_forced=True,
+                subdomain=subdomain, subdomain_forced=True,
+                labels=lambda i, g=g, leader=leader, key=key: {
+                    SET_NAME: name, GROUP_INDEX: str(g), GROUP_KEY: key, WORKER_INDEX: str(i + 1),
+                    statefulset.POD_NAME_LABEL: f"{leader}-{i + 1}", POD_INDEX: str(i + 1)},
+                annotations=lambda i, n=worker_notes: dict(n),
+                inject=lambda i, c, init, g=g, s=subdomain: env(g, i + 1, s),
+                aux=g > 0,
+            ))
+        w = LWSWorkload(m, self, groups, m.namespace)
+        w.facts.update(replicas=replicas, size=size, subdomain_policy=policy)
+        if replicas > 1:
+            w.notes.append(f"{replicas} groups of {size} pods: each group is its own torchrun world; group 0 is "
+                           "checked, the others are the same templates")
+        return w
+
+    def services(self, w: Workload) -> list[dict[str, Any]]:
+        """Shared: one headless Service `<lws>` selecting the set's pods (leaderworkerset_controller.go
+        reconcileHeadlessServices); UniquePerReplica: one per group, `<lws>-<group>`, selecting the group
+        (pod_controller.go Reconcile). Both publish pods that are not Ready (controller_utils.go)."""
+        name = w.manifest.name
+        if w.facts.get("subdomain_policy") == UNIQUE_PER_REPLICA:
+            return [{"name": f"{name}-{g}", "clusterIP": "None", "selector": {SET_NAME: name, GROUP_INDEX: str(g)},
+                     "publishNotReadyAddresses": True} for g in range(min(w.facts.get("replicas") or 0, 1024))]
+        return [{"name": name, "clusterIP": "None", "selector": {SET_NAME: name}, "publishNotReadyAddresses": True}]
+
+    def pods_field(self, w: Workload) -> str:
+        return "spec.leaderWorkerTemplate.size"
+
+    def setting_field(self, w: Workload, name: str) -> str | None:
+        return {"nnodes": "spec.leaderWorkerTemplate.size"}.get(name)
+
+    def dns_field(self, w: Workload, pod: Any) -> str:
+        return "metadata.name"
+
+    def dns_names(self, m: Manifest) -> list[tuple[str, str, str, bool]]:
+        replicas, size, policy = settings(mapping(m.obj.get("spec")))
+        last = f"{m.name}-{max(replicas - 1, 0)}"
+        out = [("spec.leaderWorkerTemplate.size", f"{last}-{size - 1}" if size > 1 else last,
+                "the hostname of the last pod", False)]
+        out.append(("metadata.name", last if policy == UNIQUE_PER_REPLICA else m.name,
+                    "the controller's headless Service", True))
+        return out
+
+    def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
+        lwt = mapping(dig(m.obj, "spec", "leaderWorkerTemplate"))
+        for key in ("leaderTemplate", "workerTemplate"):
+            if isinstance(lwt.get(key), dict):
+                yield f"spec.leaderWorkerTemplate.{key}", lwt[key]
+
+    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        """pkg/webhooks/leaderworkerset_webhook.go generalValidate at v0.10.0 (after Default)."""
+        out: list[Check] = []
+        m = w.manifest
+        spec = mapping(m.obj.get("spec"))
+        replicas, size, _ = settings(spec)
+        if m.name and (len(m.name) > 63 or not DNS1035.match(m.name)):
+            out.append(Check("metadata.name", f"name '{m.name}' is not a DNS-1035 label (it names the headless "
+                             "Service): the LeaderWorkerSet webhook refuses it",
+                             "use lowercase letters, digits and '-', starting with a letter"))
+        if replicas < 0 or replicas > 1000000:
+            out.append(Check("spec.replicas", f"replicas {replicas} is outside 0..1000000: the LeaderWorkerSet "
+                             "webhook refuses it", "set replicas between 0 and 1000000"))
+        if size < 1:
+            out.append(Check("spec.leaderWorkerTemplate.size", f"size {size}: size must be equal or greater than 1",
+                             "set size to the pods of one group"))
+        if replicas * size > MAX_INT32:
+            out.append(Check("spec.replicas", f"the product of replicas and worker replicas must not exceed "
+                             f"{MAX_INT32}", "lower replicas or size"))
+        sub = mapping(dig(spec, "leaderWorkerTemplate", "subGroupPolicy"))
+        if sub.get("subGroupSize") is not None:
+            sg = as_int(sub.get("subGroupSize"), 0) or 0
+            field_path = "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
+            why = []
+            if sg < 1:
+                why.append("subGroupSize must be equal or greater than 1")
+            elif size % sg != 0 and (size - 1) % sg != 0:
+                why.append("size or size - 1 must be divisible by subGroupSize")
+            if sg >= 1 and size < sg:
+                why.append("subGroupSize cannot be larger than size")
+            if sg >= 1 and sub.get("type") == LEADER_EXCLUDED and (size - 1) % sg != 0:
+                why.append("size-1 must be divisible by subGroupSize when using LeaderExcluded")
+            out += [Check(field_path, f"{y} (size {size}, subGroupSize {sg}): the LeaderWorkerSet webhook refuses "
+                          "it", "pick a subGroupSize that divides size or size - 1") for y in why]
+        return out
+
+    def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
+        policy = dig(w.manifest.obj, "spec", "leaderWorkerTemplate", "restartPolicy") or "RecreateGroupOnPodRestart"
+        why = ["a StatefulSet restarts its pods"]
+        if policy == "RecreateGroupOnPodRestart":
+            why.append("restartPolicy RecreateGroupOnPodRestart recreates the whole group")
+        return why
+
+    def describe(self, w: Workload) -> str:
+        return "controller"
+
+    def scale_down(self, m: Manifest, nodes: int) -> list[str]:
+        spec = m.obj.setdefault("spec", {})
+        spec["replicas"] = 1
+        spec.setdefault("leaderWorkerTemplate", {})["size"] = nodes
+        return [f"{m.ref}: replicas -> 1, size -> {nodes}"]
+
+
+LAUNCHER = LeaderWorkerSetLauncher()
