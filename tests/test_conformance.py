@@ -15,7 +15,7 @@ from policies.schema import BuiltinValidator
 
 ROOT = Path(__file__).parent / "conformance"
 FIXTURES = sorted(ROOT.glob("*/*.yaml"))
-CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset")
+CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset", "volcano", "leaderworkerset")
 SOURCE_KEYS = ("repo", "tag", "file", "test", "pinned_by")
 
 

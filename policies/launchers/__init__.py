@@ -1,7 +1,7 @@
 """The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
 `jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`), each a `Launcher` (see `base.py`) that every
-consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is adding one module here and
-its conformance fixtures under tests/conformance/."""
+consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
+adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 
 from ..model import Manifest
@@ -15,9 +15,6 @@ LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobse
                                    leaderworkerset.LAUNCHER)
 REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
 BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
-# The kinds that hold pod templates, whatever their group (podspecs and Argo CD read these by kind alone).
-# A kind two groups share (batch Job, Volcano's batch.volcano.sh Job) keeps its first launcher here.
-BY_KIND: dict[str, Launcher] = {kind: launcher for (_, kind), launcher in reversed(REGISTRY.items())}
 
 
 def group_of(api_version: str) -> str:
@@ -30,8 +27,8 @@ def of(m: Manifest) -> Launcher | None:
 
 
 def workload_kinds() -> tuple[str, ...]:
-    """The kinds whose objects start pods (Argo CD's workload checks)."""
-    return tuple(kind for (_, kind), launcher in REGISTRY.items() if launcher.starts_pods)
+    """The kinds whose objects start pods (Argo CD's workload checks), each once."""
+    return tuple(dict.fromkeys(kind for (_, kind), launcher in REGISTRY.items() if launcher.starts_pods))
 
 
 def cluster_scoped() -> tuple[tuple[str, str], ...]:
@@ -61,4 +58,4 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
 
 __all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "ContainerEnv", "Launcher", "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
-           "REGISTRY", "BY_ID", "BY_KIND", "of", "workloads", "workload_kinds", "group_of", "cluster_scoped"]
+           "REGISTRY", "BY_ID", "of", "workloads", "workload_kinds", "group_of", "cluster_scoped"]
