@@ -400,6 +400,7 @@ class Trainer:
                 offset_s = float(progress.partial["train_s"])
             progress.partial = None
             t_epoch = t_interval = t_vote = time.perf_counter()
+            cpu_epoch = time.process_time()  # this process's CPU time, all its threads (gloo's included)
             vote_step = progress.step
             stop_at_epoch_end = False
 
@@ -463,8 +464,9 @@ class Trainer:
             if device.type == "cuda":  # once per epoch, so that the epoch's time covers its GPU work
                 torch.cuda.synchronize(device)
             train_seconds = max(offset_s + time.perf_counter() - t_epoch, 1e-9)
+            cpu_seconds = time.process_time() - cpu_epoch
             self._end_epoch(progress, epoch, complete, epoch_loss, epoch_samples, train_seconds, partial,
-                            stop_at_epoch_end)
+                            stop_at_epoch_end, cpu_seconds)
             train_time += train_seconds - offset_s  # this process's own training time
             if not complete:
                 break
@@ -472,15 +474,16 @@ class Trainer:
 
     def _end_epoch(self, progress: Progress, epoch: int, complete: bool, epoch_loss: torch.Tensor,
                    epoch_samples: int, train_seconds: float, partial: dict[str, Any] | None = None,
-                   stop_agreed: bool = False) -> None:
+                   stop_agreed: bool = False, cpu_seconds: float = 0.0) -> None:
         """Validation over all ranks, checkpoint, [EPOCH] line, and the stop vote at the epoch's end."""
         args, device = self.args, self.device
         val = engine.evaluate(self.model, self.data.val_x, self.data.val_y, self.val_idx, args.batch_size,
                               self.amp, self.channels_last)
         stats = torch.cat([torch.stack([epoch_loss.double(), torch.tensor(float(epoch_samples), device=device,
                                                                           dtype=torch.float64)]),
-                           val, torch.tensor([float(self.stop.requested)], device=device, dtype=torch.float64)])
-        loss_sum, samples, val_loss_sum, correct, count, stop = D.all_reduce_sum(stats).tolist()
+                           val, torch.tensor([float(self.stop.requested), cpu_seconds], device=device,
+                                             dtype=torch.float64)])
+        loss_sum, samples, val_loss_sum, correct, count, stop, cpu_sum = D.all_reduce_sum(stats).tolist()
         stop = stop or stop_agreed
         val_loss, val_acc = val_loss_sum / count, correct / count
         # An epoch resumed from a checkpoint that kept no training figures (written before they were saved)
@@ -489,7 +492,7 @@ class Trainer:
                    "train_loss": loss_sum / samples if samples else None,
                    "val_loss": val_loss, "val_acc": val_acc,
                    "samples_per_s": samples / train_seconds if samples else None,
-                   "train_s": round(train_seconds, 3)}
+                   "train_s": round(train_seconds, 3), "cpu_s": round(cpu_sum, 3)}
         is_best = not progress.best or val_loss < progress.best["val_loss"]
         if is_best:
             progress.best = {"val_loss": val_loss, "val_acc": val_acc, "epoch": epoch + 1, "step": progress.step}
@@ -502,7 +505,8 @@ class Trainer:
         saved = self._save(progress, name, is_best, metrics, partial)
         self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=args.epochs, step=progress.step,
                       train_loss=metrics["train_loss"], val_loss=val_loss, val_acc=val_acc,
-                      samples_per_s=metrics["samples_per_s"], train_s=metrics["train_s"], checkpoint=saved,
+                      samples_per_s=metrics["samples_per_s"], train_s=metrics["train_s"], cpu_s=metrics["cpu_s"],
+                      checkpoint=saved,
                       best=is_best)
         if stop:
             self.log.emit("CKPT", "checkpoint", file=saved, epoch=epoch + 1, step=progress.step, reason="SIGTERM")
