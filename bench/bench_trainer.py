@@ -1,8 +1,22 @@
 #!/usr/bin/env python3
-"""Trainer throughput: samples/s of 1 and 2 CPU processes under real torchrun and their scaling ratio; with
-CUDA, the training time of one MNIST-shaped epoch (60,000 random 28x28 images, the MNIST CNN) on that GPU.
+"""Trainer throughput on the CPU, measured so that the figures mean something, and with CUDA the training
+time of one MNIST-shaped epoch (60,000 random 28x28 images, the MNIST CNN) on that GPU.
 
-    .venv/bin/python bench/bench_trainer.py                 # what `make bench-trainer` runs
+CPU part: the synthetic task's MLP, the same per-rank batch everywhere, in these configurations, interleaved
+(each repetition runs all of them, in a rotated order) so that drifting machine load hits all alike:
+
+    loop 1x2     a plain DataLoader training loop (same model, batch, optimiser), 1 process x 2 threads: the anchor
+    trainer 1x1  the trainer under torchrun (c10d, gloo), 1 process x 1 thread
+    trainer 1x2  1 process x 2 threads            } the same 2 cores: which way of using them trains faster
+    trainer 2x1  2 processes x 1 thread each      }
+
+Each measurement trains for several seconds (epochs after the first, which warms up); its figure is samples
+over training seconds. Beside the wall-clock rate: the CPU seconds all its processes spent (the trainer's
+`cpu_s`, summed over ranks, and the loop's own process time) per training second ("cores busy") and per
+sample, and for the whole run (start-up included) wall and CPU seconds from getrusage(RUSAGE_CHILDREN).
+The summary quotes the median of the repetitions and their spread (min-max, and max/min - 1).
+
+    .venv/bin/python bench/bench_trainer.py                 # what `make bench-trainer` runs (about 3 minutes)
     .venv/bin/python bench/bench_trainer.py --reps 5 --json out.json
 """
 
@@ -13,6 +27,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -31,9 +46,24 @@ from trainer import engine  # noqa: E402
 from trainer.idx import encode_idx  # noqa: E402
 from trainer.tasks.models import MnistCNN  # noqa: E402
 
-EPOCH_RE = re.compile(r"^\[EPOCH\] .*?samples/s=(\d+)")
 TRAIN_S_RE = re.compile(r"^\[EPOCH\] .*?train_s=([\d.]+)")
+FIELD_RE = re.compile(r"(\w+(?:/s)?)=(\S+)")
 GPU_TARGET_S = 1.0  # issue 3: an MNIST-shaped epoch on one H100 in under a second
+FEATURES, CLASSES, SEED = 128, 4, 42
+
+# name -> (kind, processes, threads per process)
+CONFIGS = {
+    "loop 1x2": ("loop", 1, 2),
+    "trainer 1x1": ("trainer", 1, 1),
+    "trainer 1x2": ("trainer", 1, 2),
+    "trainer 2x1": ("trainer", 2, 1),
+}
+RATIOS = [  # (label, numerator, denominator)
+    ("trainer 2x1 / trainer 1x2 (same 2 cores: processes or threads)", "trainer 2x1", "trainer 1x2"),
+    ("trainer 2x1 / trainer 1x1 (a second process on a second core)", "trainer 2x1", "trainer 1x1"),
+    ("trainer 1x2 / trainer 1x1 (a second thread on a second core)", "trainer 1x2", "trainer 1x1"),
+    ("trainer 1x2 / loop 1x2 (the trainer against a plain loop)", "trainer 1x2", "loop 1x2"),
+]
 
 
 def torchrun() -> str:
@@ -47,10 +77,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def epoch_rates(output: str, skip_first: bool = True) -> list[float]:
-    """Global samples/s of each [EPOCH] line; the first epoch (warm-up) is left out when there are more."""
-    rates = [float(m.group(1)) for line in output.splitlines() if (m := EPOCH_RE.match(line))]
-    return rates[1:] if skip_first and len(rates) > 1 else rates
+def epoch_figures(output: str, skip_first: bool = True) -> list[dict[str, float]]:
+    """samples (rate x time), train_s and cpu_s of each [EPOCH] line; the first epoch (warm-up) is left out
+    when there are more."""
+    rows = []
+    for line in output.splitlines():
+        if line.startswith("[EPOCH] "):
+            f = dict(FIELD_RE.findall(line))
+            train_s = float(f["train_s"])
+            rows.append({"samples": float(f["samples/s"]) * train_s, "train_s": train_s,
+                         "cpu_s": float(f.get("cpu_s", "nan"))})
+    return rows[1:] if skip_first and len(rows) > 1 else rows
+
+
+def summarise(rows: list[dict[str, float]]) -> dict[str, float]:
+    samples = sum(r["samples"] for r in rows)
+    train_s = sum(r["train_s"] for r in rows)
+    cpu_s = sum(r["cpu_s"] for r in rows)
+    return {"samples_per_s": samples / train_s, "train_s": train_s, "cpu_s": cpu_s,
+            "cores_busy": cpu_s / train_s, "cpu_us_per_sample": 1e6 * cpu_s / samples}
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_measured(cmd: list[str], env: dict[str, str], timeout: float = 300) -> tuple[str, float, float]:
+    """(stdout, wall s, CPU s of the process and all its descendants) of one command."""
+    cpu0, t0 = _child_cpu(), time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+    wall, cpu = time.perf_counter() - t0, _child_cpu() - cpu0
+    if proc.returncode != 0:
+        sys.exit(f"failed ({' '.join(cmd)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout, wall, cpu
+
+
+def _env(threads: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    env.update({"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(threads)})
+    return env
 
 
 def run_trainer(nproc: int, trainer_args: list[str], out_dir: Path, env_extra: dict[str, str],
@@ -58,41 +125,87 @@ def run_trainer(nproc: int, trainer_args: list[str], out_dir: Path, env_extra: d
     cmd = [torchrun(), "--nnodes", "1", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
            "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(ROOT / "trainer" / "train.py"),
            *trainer_args, "--out-dir", str(out_dir)]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env.update({"PYTHONUNBUFFERED": "1", **env_extra})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
-    if proc.returncode != 0:
-        sys.exit(f"trainer failed ({' '.join(cmd)}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-    return proc.stdout
+    env = _env(1)
+    env.pop("OMP_NUM_THREADS")
+    env.update(env_extra)
+    return run_measured(cmd, env, timeout)[0]
 
 
-def cpu_scaling(args: argparse.Namespace) -> dict:
-    """Median global samples/s for 1 and 2 processes, one thread each, same per-rank batch (weak scaling).
+def measure(name: str, args: argparse.Namespace, batch: int, out_dir: Path, tag: str) -> dict:
+    kind, nproc, threads = CONFIGS[name]
+    common = ["--samples", str(args.samples), "--epochs", str(args.epochs), "--batch-size", str(batch)]
+    if kind == "trainer":
+        cmd = [torchrun(), "--nnodes", "1", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+               "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(ROOT / "trainer" / "train.py"),
+               "--task", "synthetic", "--features", str(FEATURES), "--classes", str(CLASSES), "--seed", str(SEED),
+               "--log-interval", "1000000", "--backend", "gloo", "--out-dir", str(out_dir), "--run-id", tag, *common]
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--loop-worker", *common]
+    out, wall, cpu = run_measured(cmd, _env(threads))
+    fig = summarise(epoch_figures(out))
+    fig.update(run_wall_s=wall, run_cpu_s=cpu)
+    return fig
 
-    Each step all-reduces the MLP's ~100k gradients whatever the batch, so the ratio shows how much compute
-    per step it takes to hide that communication: it is measured for each per-rank batch size given.
-    """
-    result: dict = {"data": f"synthetic task: {args.samples} samples x 128 features, 4 classes, seed 42 "
-                            f"(generated in memory by trainer/tasks/synthetic.py)",
-                    "epochs": args.epochs, "threads_per_process": 1, "batches": {}}
+
+def loop_worker(args: argparse.Namespace) -> int:
+    """The anchor: the textbook loop (TensorDataset, DataLoader with shuffle, the same MLP and AdamW), one
+    process, printing [EPOCH] lines the way the trainer does."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from trainer.tasks.models import MLP
+    from trainer.tasks.synthetic import make
+
+    torch.manual_seed(SEED)
+    data = make(args.samples, FEATURES, CLASSES, SEED)
+    model = MLP(FEATURES, CLASSES)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    loader = DataLoader(TensorDataset(data.train_x, data.train_y), batch_size=args.batch_sizes[0], shuffle=True)
+    for epoch in range(args.epochs):
+        t0, c0, seen = time.perf_counter(), time.process_time(), 0
+        for x, y in loader:
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            seen += x.shape[0]
+        train_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        print(f"[EPOCH] epoch={epoch + 1}/{args.epochs} loss={loss.item():.4f} samples/s={seen / train_s:.0f} "
+              f"train_s={train_s:.4f} cpu_s={cpu_s:.4f}", flush=True)
+    return 0
+
+
+def cpu_comparison(args: argparse.Namespace) -> dict:
+    names = list(CONFIGS)
+    result: dict = {"data": f"synthetic task: {args.samples} samples x {FEATURES} features, {CLASSES} classes, "
+                            f"seed {SEED} (generated in memory by trainer/tasks/synthetic.py)",
+                    "epochs": args.epochs, "configs": {n: {"kind": CONFIGS[n][0], "processes": CONFIGS[n][1],
+                                                          "threads": CONFIGS[n][2]} for n in names},
+                    "batches": {}}
     with tempfile.TemporaryDirectory(prefix="bench-trainer-") as tmp:
         for bs in args.batch_sizes:
-            trainer_args = ["--task", "synthetic", "--samples", str(args.samples), "--features", "128",
-                            "--classes", "4", "--epochs", str(args.epochs), "--batch-size", str(bs),
-                            "--log-interval", "1000000", "--backend", "gloo", "--seed", "42"]
-            runs: dict[str, list[float]] = {"1": [], "2": []}
+            runs: dict[str, list[dict]] = {n: [] for n in names}
             for rep in range(args.reps):
-                for nproc in (1, 2):  # interleaved, so drifting machine load hits both alike
-                    out = run_trainer(nproc, trainer_args + ["--run-id", f"b{bs}-p{nproc}-r{rep}"], Path(tmp),
-                                      {"OMP_NUM_THREADS": "1"})
-                    rates = epoch_rates(out)
-                    runs[str(nproc)].append(statistics.median(rates))
-                    print(f"  cpu batch={bs} nproc={nproc} rep={rep + 1}/{args.reps}: "
-                          f"{statistics.median(rates):,.0f} samples/s (epochs after the first: "
-                          f"{', '.join(f'{r:,.0f}' for r in rates)})", flush=True)
-            med = {n: statistics.median(v) for n, v in runs.items()}
-            result["batches"][str(bs)] = {"runs": runs, "median_samples_per_s": med,
-                                          "scaling_2_over_1": med["2"] / med["1"]}
+                order = names[rep % len(names):] + names[:rep % len(names)]  # rotated: no fixed position
+                for name in order:
+                    fig = measure(name, args, bs, Path(tmp), f"b{bs}-{name.replace(' ', '-')}-r{rep}")
+                    runs[name].append(fig)
+                    print(f"  batch={bs} {name} rep={rep + 1}/{args.reps}: {fig['samples_per_s']:,.0f} samples/s "
+                          f"over {fig['train_s']:.1f} s, {fig['cores_busy']:.2f} cores busy; run "
+                          f"{fig['run_wall_s']:.1f} s wall, {fig['run_cpu_s']:.1f} s CPU", flush=True)
+            rows = {}
+            for name, figs in runs.items():
+                rates = [f["samples_per_s"] for f in figs]
+                med = statistics.median(rates)
+                rows[name] = {"runs": figs, "median_samples_per_s": med, "min": min(rates), "max": max(rates),
+                              "spread": max(rates) / min(rates) - 1,
+                              "median_cores_busy": statistics.median(f["cores_busy"] for f in figs),
+                              "median_cpu_us_per_sample": statistics.median(f["cpu_us_per_sample"] for f in figs),
+                              "median_train_s": statistics.median(f["train_s"] for f in figs),
+                              "median_run_wall_s": statistics.median(f["run_wall_s"] for f in figs),
+                              "median_run_cpu_s": statistics.median(f["run_cpu_s"] for f in figs)}
+            ratios = {label: rows[a]["median_samples_per_s"] / rows[b]["median_samples_per_s"]
+                      for label, a, b in RATIOS}
+            result["batches"][str(bs)] = {"rows": rows, "ratios": ratios}
     return result
 
 
@@ -172,44 +285,60 @@ def _int_list(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
 
+def print_cpu(c: dict, reps: int) -> None:
+    print(f"data: {c['data']}; {c['epochs']} epochs per run, the first one warm-up")
+    for bs, b in c["batches"].items():
+        print(f"batch {bs} per process; median of {reps} interleaved runs; spread = max/min - 1")
+        print(f"{'config':<12} {'procs x threads':>15} {'samples/s':>10} {'min-max':>17} {'spread':>7} "
+              f"{'train s':>8} {'cores busy':>10} {'CPU us/sample':>13} {'run wall s':>10} {'run CPU s':>9}")
+        for name, r in b["rows"].items():
+            cfg = c["configs"][name]
+            print(f"{name:<12} {str(cfg['processes']) + ' x ' + str(cfg['threads']):>15} "
+                  f"{r['median_samples_per_s']:>10,.0f} {r['min']:>8,.0f}-{r['max']:<8,.0f} {r['spread']:>6.1%} "
+                  f"{r['median_train_s']:>8.1f} {r['median_cores_busy']:>10.2f} {r['median_cpu_us_per_sample']:>13.1f} "
+                  f"{r['median_run_wall_s']:>10.1f} {r['median_run_cpu_s']:>9.1f}")
+        for label, v in b["ratios"].items():
+            print(f"  {v:.2f}x  {label}")
+    print("(samples/s: training time only, epochs after the first; cores busy: CPU seconds of all the run's "
+          "processes per training second; run wall/CPU s: the whole run, start-up included, from getrusage)")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=3, help="repetitions of each CPU configuration (median is quoted)")
-    p.add_argument("--samples", type=int, default=65536, help="synthetic samples per epoch (CPU part)")
-    p.add_argument("--batch-sizes", type=_int_list, default=[256, 2048], help="per-rank batches (CPU part)")
+    p.add_argument("--samples", type=int, default=262144, help="synthetic samples per epoch (CPU part)")
+    p.add_argument("--batch-sizes", type=_int_list, default=[512], help="per-process batches (CPU part)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per CPU run; the first is warm-up")
     p.add_argument("--gpu-batch-sizes", type=_int_list, default=[256, 1024])
     p.add_argument("--gpu-epochs", type=int, default=3, help="timed epochs per GPU configuration, after 1 warm-up")
     p.add_argument("--skip-cpu", action="store_true")
+    p.add_argument("--loop-worker", action="store_true", help=argparse.SUPPRESS)  # one run of the anchor loop
+    p.add_argument("--batch-size", type=int, help=argparse.SUPPRESS)
     p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args(argv)
+    if args.loop_worker:
+        args.batch_sizes = [args.batch_size or args.batch_sizes[0]]
+        return loop_worker(args)
 
     print(f"bench_trainer: torch {torch.__version__}, python {platform.python_version()}, {os.cpu_count()} CPUs, "
-          f"CUDA {'available: ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'not available'}",
+          f"load average {os.getloadavg()[0]:.2f}, CUDA "
+          f"{'available: ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'not available'}",
           flush=True)
-    results: dict = {"torch": torch.__version__, "cpus": os.cpu_count()}
+    results: dict = {"torch": torch.__version__, "cpus": os.cpu_count(), "load_average_start": os.getloadavg()[0]}
     t0 = time.perf_counter()
     if not args.skip_cpu:
-        print(f"CPU: real torchrun (c10d, gloo), {args.reps} reps x 1 and 2 processes ...", flush=True)
-        results["cpu"] = cpu_scaling(args)
+        print(f"CPU: {', '.join(CONFIGS)}; {args.reps} interleaved reps ...", flush=True)
+        results["cpu"] = cpu_comparison(args)
     if torch.cuda.is_available():
         print("GPU: MNIST-shaped epochs ...", flush=True)
         results["gpu"] = gpu_epochs(args)
         results["gpu"]["trainer"] = gpu_trainer_epoch(args)
     results["wall_s"] = round(time.perf_counter() - t0, 1)
+    results["load_average_end"] = os.getloadavg()[0]
 
     print("\n== trainer benchmark ==")
     if "cpu" in results:
-        c = results["cpu"]
-        print(f"data: {c['data']}")
-        print(f"{'batch/rank':>10} {'processes':>10} {'samples/s (median)':>19} {'scaling 2/1':>12}   runs")
-        for bs, b in c["batches"].items():
-            for n in ("1", "2"):
-                scaling = f"{b['scaling_2_over_1']:.2f}x" if n == "2" else ""
-                runs = ", ".join(f"{r:,.0f}" for r in b["runs"][n])
-                print(f"{bs:>10} {n:>10} {b['median_samples_per_s'][n]:>19,.0f} {scaling:>12}   {runs}")
-        print(f"(ideal scaling 2.00x; {c['threads_per_process']} thread per process, {os.cpu_count()} CPUs, "
-              f"median of {args.reps} runs, each the median of its epochs after the first)")
+        print_cpu(results["cpu"], args.reps)
     if "gpu" in results:
         gp = results["gpu"]
         print(f"GPU {gp['device']}: data: {gp['data']}; target < {GPU_TARGET_S:.1f} s per epoch")
@@ -222,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{t['median_after_first_s']:.3f} s/epoch median after warm-up ({', '.join(f'{s:.3f}' for s in t['epochs_train_s'])})")
     else:
         print("GPU: not measured (torch.cuda.is_available() is False on this machine)")
-    print(f"wall time: {results['wall_s']} s")
+    print(f"wall time: {results['wall_s']} s; load average {results['load_average_start']:.2f} at the start, "
+          f"{results['load_average_end']:.2f} at the end")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0

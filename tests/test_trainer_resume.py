@@ -158,7 +158,7 @@ def test_sigterm_saves_a_checkpoint_and_the_next_run_resumes_mid_epoch(tmp_path)
     ckpts = [d for d in tagged(out, "CKPT") if d.get("reason") == "SIGTERM"]
     assert len(ckpts) == 1, out[-3000:]
     step = int(ckpts[0]["step"])
-    assert 32 <= step < STEPS_PER_EPOCH and step % 16 == 0  # saved at the next agreement point, mid-epoch
+    assert 32 <= step < STEPS_PER_EPOCH  # saved at the next agreement point (timed, or a log line), mid-epoch
     run_dir = tmp_path / "preempted"
     pointer = json.loads((run_dir / "latest").read_text())
     assert pointer["file"] == ckpts[0]["file"] == f"step-{step:08d}.pt"

@@ -267,3 +267,143 @@ def test_best_only_save_leaves_latest_alone(tmp_path):
     assert json.loads((tmp_path / "latest").read_text())["file"] == "epoch-0001.pt"
     assert torch.load(tmp_path / "best.pt", weights_only=True)["step"] == 20
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-0001.pt"]
+
+
+# ---------------------------------------------------------------- resume, stop vote, threads, process-group timeout
+def test_best_is_never_behind_what_latest_records_whatever_write_fails(tmp_path, monkeypatch):
+    """A crash between any two of save()'s writes must not leave best.pt behind the best metrics recorded in
+    the checkpoint `latest` names (it was written after `latest` before)."""
+    real_write = ckpt.atomic_write
+    for crash_at in range(4):  # epoch-0002.pt, best.pt, latest (in some order), then nothing fails
+        folder = tmp_path / f"crash-{crash_at}"
+        folder.mkdir()
+        first = state(step=10, marker=1.0)
+        first["best"] = {"val_loss": 0.5, "step": 10}
+        ckpt.save(folder, first, ckpt.epoch_name(1), is_best=True)
+        calls = []
+
+        def failing(path, data, crash_at=crash_at):
+            calls.append(path.name)
+            if len(calls) == crash_at + 1:
+                raise OSError("simulated crash")
+            real_write(path, data)
+
+        monkeypatch.setattr(ckpt, "atomic_write", failing)
+        second = state(step=20, epoch=2, marker=2.0)
+        second["best"] = {"val_loss": 0.4, "step": 20}
+        try:
+            ckpt.save(folder, second, ckpt.epoch_name(2), is_best=True)
+        except OSError:
+            pass
+        monkeypatch.setattr(ckpt, "atomic_write", real_write)
+        _, resumed, _ = ckpt.find_resume(folder)
+        best = torch.load(folder / "best.pt", weights_only=True)
+        assert best["step"] >= resumed["best"]["step"], (crash_at, calls)
+
+
+def _adamw_after_steps(lr, fused, steps=2):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, fused=fused)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+    return model, opt
+
+
+def test_resumed_optimizer_keeps_moments_and_takes_this_runs_hyperparameters():
+    from trainer.engine import load_optimizer_state
+
+    _, saved_opt = _adamw_after_steps(3e-3, fused=False)
+    saved = saved_opt.state_dict()
+    model, _ = _adamw_after_steps(3e-3, fused=False)
+    # this run: another lr, weight decay and betas, and the fused implementation (as on a GPU)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.1, betas=(0.8, 0.99), fused=True)
+    changes = load_optimizer_state(opt, saved)
+    group = opt.param_groups[0]
+    assert (group["lr"], group["weight_decay"], group["betas"], group["fused"]) == (1e-5, 0.1, (0.8, 0.99), True)
+    assert "lr 0.003->1e-05" in changes and "fused False->True" in changes
+    assert any(c.startswith("weight_decay 0->0.1") for c in changes) and any(c.startswith("betas") for c in changes)
+    for i, p in enumerate(model.parameters()):  # moments and step counts are the checkpoint's
+        st, old = opt.state[p], saved["state"][i]
+        assert float(st["step"]) == 2.0 and st["step"].device == p.device
+        assert torch.equal(st["exp_avg"], old["exp_avg"]) and torch.equal(st["exp_avg_sq"], old["exp_avg_sq"])
+    model(torch.randn(8, 4)).sum().backward()
+    opt.step()  # the fused step accepts the converted state
+    assert float(opt.state[next(iter(model.parameters()))]["step"]) == 3.0
+    # and back: a fused checkpoint resumed unfused keeps its step count on the CPU
+    model2, _ = _adamw_after_steps(3e-3, fused=False)
+    opt2 = torch.optim.AdamW(model2.parameters(), lr=3e-3, weight_decay=0.0, fused=False)
+    assert load_optimizer_state(opt2, opt.state_dict())[0].startswith("lr 1e-05->0.003")
+    assert opt2.param_groups[0]["fused"] is False
+    opt2.step()
+
+
+def test_stop_vote_interval_follows_the_grace_period():
+    from trainer.train import stop_check_seconds, steps_until_next_check
+
+    assert stop_check_seconds(30) == 5.0 and stop_check_seconds(600) == 5.0  # at most every 5 s
+    assert stop_check_seconds(6) == 1.0 and stop_check_seconds(0.01) == 0.05
+    assert steps_until_next_check(0.5, 5.0) == 10  # 0.5 s steps: vote every 10 steps, whatever --log-interval
+    assert steps_until_next_check(9.0, 5.0) == 1 and steps_until_next_check(0.0, 5.0) == 1
+
+
+def test_grace_period_and_pg_timeout_flags(monkeypatch):
+    monkeypatch.setenv("TERMINATION_GRACE_PERIOD_SECONDS", "12")
+    monkeypatch.setenv("PG_TIMEOUT", "45")
+    a = parse_args([])
+    assert (a.grace_period, a.pg_timeout) == (12.0, 45.0)
+    assert parse_args(["--pg-timeout", "5", "--grace-period", "8"]).pg_timeout == 5.0
+    monkeypatch.delenv("PG_TIMEOUT")
+    assert parse_args([]).pg_timeout == 600.0
+    with pytest.raises(SystemExit):
+        parse_args(["--pg-timeout", "0"])
+
+
+def test_pg_timeout_reaches_init_process_group(monkeypatch):
+    from datetime import timedelta
+
+    import trainer.distributed as D
+
+    seen = {}
+    monkeypatch.setattr(D.dist, "init_process_group", lambda **kw: seen.update(kw))
+    for k, v in {"WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    D.init("gloo", 7)
+    assert seen["timeout"] == timedelta(seconds=7) and seen["backend"] == "gloo"
+
+
+def _cgroup(tmp_path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("files,proc,cpus,local,expected", [
+    ({"cpu.max": "200000 100000\n"}, "0::/\n", 16, 1, 2),  # cgroup v2, 2 CPUs, one process
+    ({"cpu.max": "400000 100000\n"}, "0::/\n", 16, 2, 2),  # 4 CPUs shared by 2 processes
+    ({"cpu.max": "150000 100000\n"}, "0::/\n", 16, 1, 1),  # 1.5 CPUs: rounded down
+    ({"cpu.max": "max 100000\n"}, "0::/\n", 6, 1, 6),  # no limit: the affinity mask
+    ({"cpu.max": "800000 100000\n"}, "0::/\n", 3, 1, 3),  # a limit above the affinity mask
+    ({"kubepods/pod1/cpu.max": "300000 100000\n", "kubepods/cpu.max": "max 100000\n"},
+     "0::/kubepods/pod1\n", 32, 1, 3),  # no cgroup namespace: this process's own cgroup
+    ({"cpu/cpu.cfs_quota_us": "200000\n", "cpu/cpu.cfs_period_us": "100000\n"},
+     "4:cpu,cpuacct:/\n", 64, 1, 2),  # cgroup v1
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, "4:cpu,cpuacct:/\n", 4, 3, 1),
+])
+def test_threads_from_the_containers_cpu_limit(tmp_path, files, proc, cpus, local, expected):
+    from trainer.threads import choose_threads
+
+    threads, why = choose_threads({}, local, root=_cgroup(tmp_path, files), proc_cgroup=proc, cpus=cpus)
+    assert threads == expected, why
+
+
+def test_explicit_omp_num_threads_wins(tmp_path):
+    from trainer.threads import choose_threads
+
+    root = _cgroup(tmp_path, {"cpu.max": "200000 100000\n"})
+    assert choose_threads({"OMP_NUM_THREADS": "3"}, 1, root=root, proc_cgroup="0::/\n", cpus=8) == \
+        (None, "OMP_NUM_THREADS=3")

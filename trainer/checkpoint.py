@@ -5,7 +5,7 @@ Layout::
     epoch-0003.pt      state after 3 complete epochs (kept)
     step-00000450.pt   mid-epoch state (--checkpoint-steps or SIGTERM); removed once a newer checkpoint exists
     latest             JSON pointer {"file", "epoch", "step", "sha256", "bytes"} to the newest checkpoint
-    best.pt            copy of the checkpoint with the lowest validation loss so far
+    best.pt            copy of the checkpoint with the lowest validation loss so far (written before `latest`)
     metrics.jsonl      one JSON object per event (written by rank 0)
 
 Every file is written to a temporary name in the same folder, fsynced, then renamed over the target with
@@ -105,8 +105,13 @@ def save(folder: Path, state: dict[str, Any], name: str | None, is_best: bool) -
     With `name` None (an epoch between --checkpoint-every saves) only best.pt is written.
     """
     data = serialize(state)
+    # best.pt before `latest`: a crash between two writes may leave best.pt ahead of `latest` (the resumed run
+    # redoes those steps and writes it again) but never behind the best metrics `latest`'s checkpoint records.
     if name is not None:
         atomic_write(folder / name, data)
+    if is_best:
+        atomic_write(folder / BEST, data)
+    if name is not None:
         pointer = {"file": name, "epoch": state["epoch"], "step": state["step"], "sha256": sha256(data),
                    "bytes": len(data)}
         atomic_write(folder / LATEST, (json.dumps(pointer, sort_keys=True) + "\n").encode())
@@ -114,8 +119,6 @@ def save(folder: Path, state: dict[str, Any], name: str | None, is_best: bool) -
         for p in folder.glob("step-*.pt"):
             if p.name != name and _CKPT_RE.match(p.name) and int(p.stem.split("-")[1]) < state["step"]:
                 p.unlink(missing_ok=True)
-    if is_best:
-        atomic_write(folder / BEST, data)
 
 
 def _load_bytes(data: bytes, where: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from datetime import timedelta
 from dataclasses import dataclass
 from typing import Callable, Mapping, TypeVar
 
@@ -108,7 +109,7 @@ def read_env(env: Mapping[str, str], backend: str, cuda_devices: int) -> DistEnv
     return DistEnv(rank, local_rank, world, local_world, chosen, launched=True, restart_count=restarts)
 
 
-def attempt_store(env: Mapping[str, str], denv: DistEnv) -> dist.Store | None:
+def attempt_store(env: Mapping[str, str], denv: DistEnv, timeout: timedelta | None = None) -> dist.Store | None:
     """A key namespace of its own for each torchrun restart, where torchrun reuses one store for all of them.
 
     torchrun (torch 2.13) hands every restart of the workers the same agent-hosted TCPStore
@@ -121,12 +122,16 @@ def attempt_store(env: Mapping[str, str], denv: DistEnv) -> dist.Store | None:
     if env.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or denv.world_size == 1:
         return None
     client = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), denv.world_size, is_master=False,
-                           timeout=dist.constants.default_pg_timeout)
+                           timeout=timeout or dist.constants.default_pg_timeout)
     return dist.PrefixStore(f"trainer/attempt-{denv.restart_count}", client)
 
 
-def init(backend: str) -> tuple[DistEnv, torch.device]:
-    """Read and check the environment, pick the device, create the process group when torchrun started us."""
+def init(backend: str, timeout_s: float | None = None) -> tuple[DistEnv, torch.device]:
+    """Read and check the environment, pick the device, create the process group when torchrun started us.
+
+    `timeout_s` (--pg-timeout) bounds how long a collective waits for a peer that hangs without dying:
+    torch's default is 30 minutes for gloo (10 for NCCL).
+    """
     cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
     denv = read_env(os.environ, backend, cuda_devices)
     if denv.backend == "nccl":
@@ -136,7 +141,10 @@ def init(backend: str) -> tuple[DistEnv, torch.device]:
         device = torch.device("cpu")
     if denv.launched:
         kwargs = {"device_id": device} if device.type == "cuda" else {}
-        store = attempt_store(os.environ, denv)
+        timeout = timedelta(seconds=timeout_s) if timeout_s else None
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        store = attempt_store(os.environ, denv, timeout)
         if store is not None:
             kwargs["store"] = store
         dist.init_process_group(backend=denv.backend, rank=denv.rank, world_size=denv.world_size, **kwargs)

@@ -35,6 +35,42 @@ def make_optimizer(model: nn.Module, lr: float, device: torch.device) -> torch.o
     return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, fused=device.type == "cuda")
 
 
+# On resume the optimiser keeps what it learnt about the parameters (per parameter: AdamW's step count and
+# both moment estimates) and takes every hyperparameter from this run: `optimizer.load_state_dict` would bring
+# back the saved run's lr, weight decay, betas, eps and fused/foreach implementation choice. `amsgrad` stays
+# as saved: it decides which state tensors exist.
+KEPT_FROM_CHECKPOINT = ("amsgrad",)
+
+
+def _show(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict) -> list[str]:
+    """Load `saved` into `optimizer`, then put back this run's hyperparameters; returns what changed,
+    e.g. ["lr 0.003->1e-05", "fused False->True"]."""
+    wanted = [{k: v for k, v in g.items() if k not in ("params", "param_names")} for g in optimizer.param_groups]
+    optimizer.load_state_dict(saved)
+    changes: list[str] = []
+    for group, new in zip(optimizer.param_groups, wanted):
+        for key, value in new.items():
+            if key in KEPT_FROM_CHECKPOINT or group.get(key) == value:
+                continue
+            change = f"{key} {_show(group.get(key))}->{_show(value)}"
+            if change not in changes:
+                changes.append(change)
+            group[key] = value
+        # Where the step count lives depends on the implementation (torch's rule in load_state_dict): on the
+        # parameter's device as float32 for fused or capturable AdamW, else on the CPU.
+        on_device = bool(group.get("fused") or group.get("capturable"))
+        for p in group["params"]:
+            st = optimizer.state.get(p, {})
+            step = st.get("step")
+            if torch.is_tensor(step):
+                st["step"] = step.to(dtype=torch.float32, device=p.device if on_device else "cpu")
+    return changes
+
+
 def prepare_model(model: nn.Module, device: torch.device, channels_last: bool) -> nn.Module:
     model = model.to(device)
     return model.to(memory_format=torch.channels_last) if channels_last else model

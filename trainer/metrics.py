@@ -15,7 +15,9 @@ from typing import Any
 
 def _fmt(key: str, value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.0f}" if key.endswith("per_s") else f"{value:.4f}" if abs(value) < 1e4 else f"{value:.4g}"
+        if key.endswith("per_s"):
+            return f"{value:.0f}"
+        return f"{value:.4g}" if abs(value) >= 1e4 or 0 < abs(value) < 1e-3 else f"{value:.4f}"
     return str(value)
 
 

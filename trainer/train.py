@@ -39,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from trainer import checkpoint as ckpt
 from trainer import distributed as D
 from trainer import engine
+from trainer import threads as T
 from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError
 from trainer.metrics import RunLog
 from trainer.sharding import digest, eval_indices, shard_indices
@@ -71,6 +72,13 @@ def _positive(kind):
 
     check.__name__ = f"positive {kind.__name__}"
     return check
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+    return value
 
 
 def _non_negative_int(text: str) -> int:
@@ -108,7 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channels-last", type=_bool, nargs="?", const=True, default=_env("CHANNELS_LAST", "false"),
                    help="[CHANNELS_LAST] channels_last memory format for image tasks")
     p.add_argument("--log-interval", type=_positive(int), default=_env("LOG_INTERVAL", "50"),
-                   help="[LOG_INTERVAL] steps between [TRAIN] lines; also how often ranks agree to stop on SIGTERM")
+                   help="[LOG_INTERVAL] steps between [TRAIN] lines (the ranks also agree on SIGTERM there)")
+    p.add_argument("--grace-period", type=_positive_seconds, default=_env("TERMINATION_GRACE_PERIOD_SECONDS", "30"),
+                   help="[TERMINATION_GRACE_PERIOD_SECONDS] seconds between SIGTERM and SIGKILL (the pod's "
+                        "terminationGracePeriodSeconds); the ranks agree on SIGTERM every min(5, this / 6) s")
+    p.add_argument("--pg-timeout", type=_positive_seconds, default=_env("PG_TIMEOUT", "600"),
+                   help="[PG_TIMEOUT] seconds a collective waits for a peer before failing (init_process_group)")
     p.add_argument("--checkpoint-every", type=_positive(int), default=_env("CHECKPOINT_EVERY", "1"),
                    help="[CHECKPOINT_EVERY] epochs between checkpoints (the last epoch is always saved)")
     p.add_argument("--checkpoint-steps", type=_non_negative_int, default=_env("CHECKPOINT_STEPS", "0"),
@@ -137,6 +150,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # --------------------------------------------------------------------------------------------- state
+MAX_STOP_CHECK_S = 5.0
+
+
+def stop_check_seconds(grace_period: float) -> float:
+    """How often (in seconds of training) the ranks agree on SIGTERM: a sixth of the grace period, at most
+    5 s, so that the vote, the last step and the checkpoint fit well inside it."""
+    return min(MAX_STOP_CHECK_S, max(0.05, grace_period / 6))
+
+
+def steps_until_next_check(seconds_per_step: float, check_s: float) -> int:
+    """Steps that fit in `check_s` at the measured pace (at least 1). Every rank computes it from the same
+    all-reduced figures, so all ranks vote at the same step."""
+    if not seconds_per_step > 0:
+        return 1
+    return max(1, min(1_000_000, int(check_s / seconds_per_step)))
+
+
 class StopFlag:
     """SIGTERM (pre-emption, pod deletion, torchrun shutting down) only sets a flag; ranks act on it together."""
 
@@ -181,6 +211,7 @@ class Progress:
     epoch_step: int = 0  # steps already done in that epoch
     step: int = 0  # optimiser steps in total
     best: dict[str, Any] = field(default_factory=dict)  # val_loss, val_acc, epoch, step of best.pt
+    partial: dict[str, Any] | None = None  # mid-epoch resume: the epoch's training figures before the checkpoint
 
 
 @dataclass
@@ -205,6 +236,10 @@ class Trainer:
         self.stop = StopFlag()
         self.amp = engine.AMP_DTYPES[args.amp]
         self.channels_last = bool(args.channels_last) and self.task.image
+        self.stop_check_s = stop_check_seconds(args.grace_period)
+        self.threads, self.threads_why = T.choose_threads(os.environ, denv.local_world_size)
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
 
     # ---- set-up: every precondition is checked on every rank, then agreed on (no rank left waiting)
     def _prepare(self) -> Prepared:
@@ -247,28 +282,44 @@ class Trainer:
         model = engine.prepare_model(prep.model, device, self.channels_last)
         optimizer = engine.make_optimizer(model, args.lr, device)
         progress = Progress()
+        changed: list[str] = []
         if state is not None:
             model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
+            # moments and step counts from the checkpoint; lr, betas, weight decay, fused/foreach from this run
+            changed = engine.load_optimizer_state(optimizer, state["optimizer"])
             rngs = state.get("rng") or []
             if denv.rank < len(rngs):
                 set_rng_state(rngs[denv.rank], device)
-            progress = Progress(state["epoch"], state["epoch_step"], state["step"], dict(state.get("best") or {}))
+            progress = Progress(state["epoch"], state["epoch_step"], state["step"], dict(state.get("best") or {}),
+                                state.get("epoch_partial"))
+            # The data order belongs to the run: a resumed run shuffles with the checkpoint's seed, whatever
+            # --seed says, so that the epoch in progress neither repeats nor skips samples.
+            saved_seed = state.get("data_seed", (state.get("config") or {}).get("seed"))
+            if saved_seed is not None and saved_seed != args.seed:
+                self.log.warn(f"--seed {args.seed} ignored: this run shuffles its data with seed {saved_seed}, "
+                              f"the seed of its checkpoint (a new seed would repeat some samples and skip others); "
+                              f"use another --run-id for another seed")
+                args.seed = int(saved_seed)
             if progress.epoch_step and (state.get("world_size"), state.get("batch_size")) != (denv.world_size, args.batch_size):
                 self.log.warn(f"checkpoint was taken mid-epoch with world {state.get('world_size')} and batch size "
                               f"{state.get('batch_size')}; now {denv.world_size} x {args.batch_size}: "
                               f"epoch {progress.epoch + 1} starts again from its beginning")
                 progress.epoch_step = 0
+                progress.partial = None
         ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None) if D.active() else model
 
         self.log.emit("DDP", "start", world=denv.world_size, backend=denv.backend if D.active() else "none",
                       device=str(device), local_world=denv.local_world_size, host=socket.gethostname(),
                       restart=denv.restart_count, task=self.task.name, data=data.description,
                       model=type(model).__name__, amp=args.amp, channels_last=self.channels_last,
-                      batch_per_rank=args.batch_size, lr=args.lr, epochs=args.epochs, run_dir=str(self.run_dir))
+                      batch_per_rank=args.batch_size, lr=args.lr, epochs=args.epochs, threads=torch.get_num_threads(),
+                      threads_from=self.threads_why, stop_check_s=self.stop_check_s, grace_s=args.grace_period,
+                      pg_timeout_s=args.pg_timeout if D.active() else None, run_dir=str(self.run_dir))
         if state is not None:
             self.log.emit("DDP", "resume", resumed_from=resume_path, epoch=progress.epoch,
-                          epoch_step=progress.epoch_step, step=progress.step)
+                          epoch_step=progress.epoch_step, step=progress.step, data_seed=args.seed,
+                          kept="model, AdamW moments and step counts, RNG, data order",
+                          changed=", ".join(changed) or "nothing")
 
         self.model, self.ddp, self.optimizer, self.data, self.identity = model, ddp, optimizer, data, prep.identity
         self.val_idx = eval_indices(data.val_x.shape[0], denv.rank, denv.world_size).to(device)
@@ -278,18 +329,27 @@ class Trainer:
         return 0
 
     # ---- checkpoints
-    def _save(self, progress: Progress, name: str | None, is_best: bool, metrics: dict[str, Any]) -> str | None:
-        """Collective: gather every rank's RNG, rank 0 writes, every rank learns whether it worked.
+    def _save(self, progress: Progress, name: str | None, is_best: bool, metrics: dict[str, Any],
+              partial: dict[str, Any] | None = None) -> str | None:
+        """Collective: gather every rank's RNG (and, mid-epoch, its training figures so far), rank 0 writes,
+        every rank learns whether it worked.
 
         `name` and `is_best` derive from all-reduced figures, so every rank takes the same branch.
         """
         if name is None and not is_best:
             return None
-        rngs = D.all_gather_objects(rng_state(self.device))
+        gathered = D.all_gather_objects({"rng": rng_state(self.device), "partial": partial})
+        partials = [g["partial"] for g in gathered if g["partial"] is not None]
+        epoch_partial = None
+        if partials:  # the epoch's figures over all ranks, so that a resumed epoch reports the whole epoch
+            epoch_partial = {"loss_sum": sum(p["loss_sum"] for p in partials),
+                             "samples": sum(p["samples"] for p in partials),
+                             "train_s": max(p["train_s"] for p in partials)}
         state = {
             "format": ckpt.FORMAT, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "epoch": progress.epoch, "epoch_step": progress.epoch_step, "step": progress.step,
-            "world_size": self.denv.world_size, "batch_size": self.args.batch_size, "rng": rngs,
+            "world_size": self.denv.world_size, "batch_size": self.args.batch_size,
+            "rng": [g["rng"] for g in gathered], "data_seed": self.args.seed, "epoch_partial": epoch_partial,
             "identity": self.identity, "config": vars(self.args), "best": progress.best, "metrics": metrics,
         }
 
@@ -315,6 +375,10 @@ class Trainer:
         args, denv, device, data = self.args, self.denv, self.device, self.data
         n = data.train_x.shape[0]
         train_time = 0.0
+        # The stop vote runs on time, not on a step count: every rank measures its pace, the figures are
+        # all-reduced at each vote, and all ranks derive the same next voting step from them. The first vote
+        # comes after one step.
+        next_vote = progress.step + 1
         for epoch in range(progress.epoch, args.epochs):
             if args.max_steps and progress.step >= args.max_steps:
                 break
@@ -328,7 +392,23 @@ class Trainer:
             epoch_loss = torch.zeros((), device=device)
             interval_loss = torch.zeros((), device=device)
             epoch_samples = interval_samples = 0
-            t_epoch = t_interval = time.perf_counter()
+            offset_s = 0.0  # training time of this epoch before the checkpoint it resumed from
+            if start_batch and progress.partial:
+                if denv.is_main:  # global sums: added once, then all-reduced with the rest at the epoch's end
+                    epoch_loss += float(progress.partial["loss_sum"])
+                    epoch_samples = int(progress.partial["samples"])
+                offset_s = float(progress.partial["train_s"])
+            progress.partial = None
+            t_epoch = t_interval = t_vote = time.perf_counter()
+            cpu_epoch = time.process_time()  # this process's CPU time, all its threads (gloo's included)
+            vote_step = progress.step
+            stop_at_epoch_end = False
+
+            def partial_figures() -> dict[str, Any]:  # this rank's figures of the epoch so far (host sync)
+                return {"loss_sum": float((epoch_loss + interval_loss).item()),
+                        "samples": epoch_samples + interval_samples,
+                        "train_s": offset_s + time.perf_counter() - t_epoch}
+
             for i, sl in engine.batch_slices(shard.numel(), args.batch_size, start_batch):
                 idx = shard[sl]
                 loss = engine.train_step(self.ddp, self.optimizer, data.train_x[idx], data.train_y[idx], self.amp,
@@ -339,55 +419,80 @@ class Trainer:
                 progress.step += 1
                 progress.epoch_step = i + 1
                 at_max = bool(args.max_steps) and progress.step >= args.max_steps
-                if progress.step % args.log_interval == 0:
-                    # The only host sync of the loop: global loss since the last line, and the stop vote.
-                    stats = torch.stack([interval_loss, torch.tensor(float(interval_samples), device=device),
-                                         torch.tensor(float(self.stop.requested), device=device)])
-                    loss_sum, samples, stop = D.all_reduce_sum(stats).tolist()
+                log_due = progress.step % args.log_interval == 0
+                if log_due or progress.step >= next_vote:
+                    # The only host sync of the loop: the stop vote, the pace, and at a log interval the loss.
                     now = time.perf_counter()
-                    self.log.emit("TRAIN", "train", epoch=epoch + 1, step=progress.step,
-                                  epoch_step=i + 1, epoch_steps=steps_per_epoch, loss=loss_sum / samples,
-                                  samples_per_s=samples / max(now - t_interval, 1e-9))
-                    epoch_loss += interval_loss
-                    epoch_samples += interval_samples
-                    interval_loss.zero_()
-                    interval_samples = 0
-                    t_interval = now
+                    stats = torch.tensor([float(self.stop.requested), now - t_vote], device=device,
+                                         dtype=torch.float64)
+                    if log_due:
+                        stats = torch.cat([stats, torch.stack([interval_loss.double(), torch.tensor(
+                            float(interval_samples), device=device, dtype=torch.float64)])])
+                    reduced = D.all_reduce_sum(stats).tolist()
+                    stop, seconds = reduced[0], reduced[1] / denv.world_size
+                    next_vote = progress.step + steps_until_next_check(
+                        seconds / max(1, progress.step - vote_step), self.stop_check_s)
+                    t_vote, vote_step = now, progress.step
+                    if log_due:
+                        loss_sum, samples = reduced[2], reduced[3]
+                        self.log.emit("TRAIN", "train", epoch=epoch + 1, step=progress.step,
+                                      epoch_step=i + 1, epoch_steps=steps_per_epoch, loss=loss_sum / samples,
+                                      samples_per_s=samples / max(now - t_interval, 1e-9))
+                        epoch_loss += interval_loss
+                        epoch_samples += interval_samples
+                        interval_loss.zero_()
+                        interval_samples = 0
+                        t_interval = now
                     if stop:
-                        self._preempt(progress, reason="SIGTERM")
+                        if progress.epoch_step == steps_per_epoch:
+                            # the epoch's last step: finish the epoch (validation, epoch checkpoint), then stop
+                            stop_at_epoch_end = True
+                            break
+                        self._preempt(progress, "SIGTERM", partial_figures())
                 if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
                         and progress.epoch_step < steps_per_epoch and not at_max):
-                    name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": "interval"})
+                    name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": "interval"},
+                                      partial_figures())
                     self.log.emit("CKPT", "checkpoint", file=name, epoch=epoch + 1, step=progress.step,
                                   reason="every-steps")
                 if at_max:
                     break
+            complete = progress.epoch_step == steps_per_epoch
+            partial = None if complete else partial_figures()
             epoch_loss += interval_loss
             epoch_samples += interval_samples
             if device.type == "cuda":  # once per epoch, so that the epoch's time covers its GPU work
                 torch.cuda.synchronize(device)
-            train_seconds = max(time.perf_counter() - t_epoch, 1e-9)
-            complete = progress.epoch_step == steps_per_epoch
-            self._end_epoch(progress, epoch, complete, epoch_loss, epoch_samples, train_seconds)
-            train_time += train_seconds
+            train_seconds = max(offset_s + time.perf_counter() - t_epoch, 1e-9)
+            cpu_seconds = time.process_time() - cpu_epoch
+            self._end_epoch(progress, epoch, complete, epoch_loss, epoch_samples, train_seconds, partial,
+                            stop_at_epoch_end, cpu_seconds)
+            train_time += train_seconds - offset_s  # this process's own training time
             if not complete:
                 break
         return train_time
 
     def _end_epoch(self, progress: Progress, epoch: int, complete: bool, epoch_loss: torch.Tensor,
-                   epoch_samples: int, train_seconds: float) -> None:
+                   epoch_samples: int, train_seconds: float, partial: dict[str, Any] | None = None,
+                   stop_agreed: bool = False, cpu_seconds: float = 0.0) -> None:
         """Validation over all ranks, checkpoint, [EPOCH] line, and the stop vote at the epoch's end."""
         args, device = self.args, self.device
         val = engine.evaluate(self.model, self.data.val_x, self.data.val_y, self.val_idx, args.batch_size,
                               self.amp, self.channels_last)
         stats = torch.cat([torch.stack([epoch_loss.double(), torch.tensor(float(epoch_samples), device=device,
                                                                           dtype=torch.float64)]),
-                           val, torch.tensor([float(self.stop.requested)], device=device, dtype=torch.float64)])
-        loss_sum, samples, val_loss_sum, correct, count, stop = D.all_reduce_sum(stats).tolist()
+                           val, torch.tensor([float(self.stop.requested), cpu_seconds], device=device,
+                                             dtype=torch.float64)])
+        loss_sum, samples, val_loss_sum, correct, count, stop, cpu_sum = D.all_reduce_sum(stats).tolist()
+        stop = stop or stop_agreed
         val_loss, val_acc = val_loss_sum / count, correct / count
-        metrics = {"epoch": epoch + 1, "step": progress.step, "train_loss": loss_sum / max(samples, 1),
-                   "val_loss": val_loss, "val_acc": val_acc, "samples_per_s": samples / train_seconds,
-                   "train_s": round(train_seconds, 3)}
+        # An epoch resumed from a checkpoint that kept no training figures (written before they were saved)
+        # has no train loss: it is left out rather than printed as 0.
+        metrics = {"epoch": epoch + 1, "step": progress.step,
+                   "train_loss": loss_sum / samples if samples else None,
+                   "val_loss": val_loss, "val_acc": val_acc,
+                   "samples_per_s": samples / train_seconds if samples else None,
+                   "train_s": round(train_seconds, 3), "cpu_s": round(cpu_sum, 3)}
         is_best = not progress.best or val_loss < progress.best["val_loss"]
         if is_best:
             progress.best = {"val_loss": val_loss, "val_acc": val_acc, "epoch": epoch + 1, "step": progress.step}
@@ -397,17 +502,18 @@ class Trainer:
             name = ckpt.epoch_name(epoch + 1) if due else None
         else:  # --max-steps ended the run inside this epoch
             name = ckpt.step_name(progress.step)
-        saved = self._save(progress, name, is_best, metrics)
+        saved = self._save(progress, name, is_best, metrics, partial)
         self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=args.epochs, step=progress.step,
                       train_loss=metrics["train_loss"], val_loss=val_loss, val_acc=val_acc,
-                      samples_per_s=metrics["samples_per_s"], train_s=metrics["train_s"], checkpoint=saved,
+                      samples_per_s=metrics["samples_per_s"], train_s=metrics["train_s"], cpu_s=metrics["cpu_s"],
+                      checkpoint=saved,
                       best=is_best)
         if stop:
             self.log.emit("CKPT", "checkpoint", file=saved, epoch=epoch + 1, step=progress.step, reason="SIGTERM")
             raise Preempted()
 
-    def _preempt(self, progress: Progress, reason: str) -> None:
-        name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": reason})
+    def _preempt(self, progress: Progress, reason: str, partial: dict[str, Any]) -> None:
+        name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": reason}, partial)
         self.log.emit("CKPT", "checkpoint", file=name, epoch=progress.epoch + 1, step=progress.step, reason=reason)
         raise Preempted()
 
@@ -440,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     denv = None
     try:
-        denv, device = D.init(args.backend)
+        denv, device = D.init(args.backend, args.pg_timeout)
     except TrainerError as e:  # environment problem found before any collective: every rank says it
         print(f"[ERROR] {e}", file=sys.stderr, flush=True)
         return EXIT_USAGE
