@@ -12,6 +12,7 @@ from .environment import Environment
 from .launchers import Bundle, Workload, workloads
 from .loader import InputError, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
+from .podspecs import NOT_MODELLED
 from .render import find_overlays, kustomization_file, render_all
 from .rules import RULES, Context
 from .topology import Topology, compute
@@ -105,15 +106,23 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     bundle = Bundle.of(unit.manifests)
     broken: list[tuple[Manifest, Exception]] = []
     unit.workloads = workloads(bundle, broken)
-    topologies, unresolved = compute(bundle, unit.workloads, broken)
+    undetermined: list[Workload] = []
+    topologies, unresolved = compute(bundle, unit.workloads, broken, undetermined)
     # A workload the model could not read drops out of the rules (each needs its pods), said once per object.
     broken_ids = {id(m.obj) for m, _ in broken}
     unit.workloads = [w for w in unit.workloads if id(w.manifest.obj) not in broken_ids]
     found: list[Problem] = [_internal(m, f"the {m.kind} could not be modelled", exc) for m, exc in broken]
     unit.topologies = topologies
-    ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads)
+    ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads,
+                  undetermined=undetermined)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
+    for m in unit.manifests:
+        if m.kind in NOT_MODELLED:
+            found.append(Problem("MODEL", f"{m.kind} is not modelled: its pod templates got the schema, security and "
+                                 "image checks; how many pods it starts and the torchrun world they form were not "
+                                 "checked", m.source, m.ref, severity=INFO,
+                                 hint="see docs/validation.md for the modelled launchers"))
     present = {m.kind for m in unit.manifests}
     for rule_id in rules or RULES:
         rule = RULES[rule_id]

@@ -21,6 +21,11 @@ _TEMPLATE_PATHS = {
 # Other Kubeflow training-operator v1 kinds: spec.<x>ReplicaSpecs.<type>.template.
 _REPLICA_SPECS = {"TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "XGBoostJob": "xgbReplicaSpecs",
                   "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs"}
+# KubeRay (ray.io/v1): the head and worker group templates, in a RayCluster or a RayJob's rayClusterSpec.
+_RAY_CLUSTER = {"RayCluster": ("spec",), "RayJob": ("spec", "rayClusterSpec"), "RayService": ("spec", "rayClusterConfig")}
+# Kinds that start distributed training no launcher module models: their pod templates get the security and
+# image rules, and the engine says once per object that the topology was not checked.
+NOT_MODELLED = (*_REPLICA_SPECS, *_RAY_CLUSTER)
 
 
 @dataclass
@@ -107,6 +112,18 @@ def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
             site = _site(m, _dig(m.obj, path), ".".join(path))
             if site:
                 out.append(site)
+        elif kind in _RAY_CLUSTER:
+            base = _RAY_CLUSTER[kind]
+            cluster = _dig(m.obj, base)
+            prefix = ".".join(base)
+            for field, template in [(f"{prefix}.headGroupSpec.template", _dig(cluster, ("headGroupSpec", "template")))] + [
+                    (f"{prefix}.workerGroupSpecs[{i}].template", _dig(g, ("template",)))
+                    for i, g in enumerate(_dig(cluster, ("workerGroupSpecs",)) or []) if isinstance(g, dict)] + [
+                    ("spec.submitterPodTemplate", _dig(m.obj, ("spec", "submitterPodTemplate")) if kind == "RayJob"
+                     else None)]:
+                site = _site(m, template, field)
+                if site:
+                    out.append(site)
         elif kind in _REPLICA_SPECS:
             key = _REPLICA_SPECS[kind]
             for rtype, rspec in (_dig(m.obj, ("spec", key)) or {}).items():

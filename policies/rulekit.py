@@ -30,6 +30,8 @@ class Context:
     unresolved: list[Workload]
     source: str
     env: Environment | None = None
+    # Workloads of a training launcher that show neither a launcher nor env:// initialisation.
+    undetermined: list[Workload] = dc_field(default_factory=list)
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
     argo: Delivery = dc_field(default_factory=Delivery)
     # Every workload of a modelled controller, training or not (admission checks read them all).

@@ -267,13 +267,15 @@ def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:
 
 
 def is_training(w: Workload, first: PodView) -> bool:
-    """Launchers made for training always count; a Job or StatefulSet counts when it runs torchrun or reads env://."""
-    if w.controller.for_training:
-        return True
+    """A workload is a distributed training world when its container starts a launcher (torchrun,
+    `accelerate launch`), or gets what `env://` initialisation reads (MASTER_ADDR, WORLD_SIZE, whoever sets them: the
+    PyTorchJob operator does), or sets torchrun's PET_NNODES itself. A TrainJob's PET_* alone says nothing: only
+    torchrun reads them."""
     if first.inv is not None:
         return True
     env = first.pod.env
-    return any(k in env for k in ("MASTER_ADDR", "WORLD_SIZE", "PET_NNODES"))
+    return any(k in env for k in ("MASTER_ADDR", "WORLD_SIZE")) or (
+        "PET_NNODES" in env and "PET_NNODES" not in first.pod.injected)
 
 
 def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest | None:
@@ -283,15 +285,19 @@ def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest |
 
 
 def compute(bundle: Bundle, ws: list[Workload] | None = None,
-            failed: list[tuple[Manifest, Exception]] | None = None) -> tuple[list[Topology], list[Workload]]:
+            failed: list[tuple[Manifest, Exception]] | None = None,
+            undetermined: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
     """Topologies of the training workloads in `bundle` (or among `ws`, its workloads worked out already), and the
     workloads whose topology could not be worked out. With `failed`, a workload whose pods cannot be read (a
-    malformed field) is listed there instead of raising."""
+    malformed field) is listed there instead of raising; `undetermined` gets the workloads of a training launcher
+    (PyTorchJob, TrainJob) whose container shows neither a launcher nor env:// initialisation."""
     out: list[Topology] = []
     unresolved: list[Workload] = []
     for w in workloads(bundle) if ws is None else ws:
         try:
-            _compute_one(bundle, w, out, unresolved)
+            if not _compute_one(bundle, w, out, unresolved) and w.controller.for_training \
+                    and undetermined is not None:
+                undetermined.append(w)
         except Exception as exc:  # noqa: BLE001 - reported by the engine as INTERNAL, never a crash
             if failed is None:
                 raise
@@ -299,13 +305,14 @@ def compute(bundle: Bundle, ws: list[Workload] | None = None,
     return out, unresolved
 
 
-def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: list[Workload]) -> None:
+def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: list[Workload]) -> bool:
+    """Work out one workload's topology; False when it is not a training world."""
     if w.pods == 0 or w.facts.get("unresolved"):
         unresolved.append(w)
-        return
+        return True
     first = view(w.pod(0))
     if not is_training(w, first):
-        return
+        return False
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
     if first.inv is None:
         mn = mx = None
@@ -334,3 +341,4 @@ def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: l
         service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
         notes=list(w.notes), mpi_world_of_one=mpi_alone,
     ))
+    return True

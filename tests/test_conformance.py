@@ -94,16 +94,14 @@ def compare(doc: dict[str, Any], unit: engine.Unit) -> list[str]:
                 out.append(f"{wwant['object']}: {have} pods, upstream {wwant['pods']}")
         if wwant.get("topology"):
             topo = w["topology"]
-            if topo is None:
-                out.append(f"{wwant['object']}: no topology worked out")
-            else:
-                if not topo["torchrun"]:
-                    # The upstream test's container does not start torchrun: what torchrun would read is the
-                    # PET_* env the controller gave the first training pod.
-                    env = w["training_env"]
-                    topo = {**topo, "nnodes": env.get("PET_NNODES", topo["nnodes"]),
-                            "nproc_per_node": env.get("PET_NPROC_PER_NODE", topo["nproc_per_node"])}
-                out += diff_subset(f"{wwant['object']} topology", wwant["topology"], topo)
+            if topo is None or not topo["torchrun"]:
+                # The upstream test's container starts no torchrun: what torchrun would read is the env the
+                # controller gave the first training pod (PET_*; WORLD_SIZE for env:// initialisation).
+                env = w["training_env"]
+                topo = {**(topo or {}), "nnodes": env.get("PET_NNODES"),
+                        "nproc_per_node": env.get("PET_NPROC_PER_NODE"),
+                        "world_size": (topo or {}).get("world_size", env.get("WORLD_SIZE"))}
+            out += diff_subset(f"{wwant['object']} topology", wwant["topology"], topo)
         for pwant in wwant.get("pod") or []:
             i = pwant.get("index", 0)
             if i >= len(w["pods"]):

@@ -193,3 +193,51 @@ def test_make_targets_pass_the_arguments(tmp_path):
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "+  completions: 2" in proc.stdout
+
+
+JOBSET_PATCH = """\
+# 2 pods x 2 processes
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: ddp
+spec:
+  replicatedJobs:
+    - name: workers
+      template:
+        spec:
+          completions: 2
+          parallelism: 2
+          template:
+            spec:
+              containers:
+                - name: trainer
+                  env:
+                    - name: NNODES
+                      value: "2"
+                    - name: NPROC_PER_NODE
+                      value: "2"
+                  resources:
+                    limits:
+                      cpu: "2"
+"""
+
+
+def test_a_jobset_patch_is_scaled_where_its_launcher_module_says(tmp_path):
+    """JobSet is modelled, so make scale knows where its pods, processes and resources are (launchers/jobset.py)."""
+    from fractions import Fraction
+
+    from policies.scale import Plan, YamlFile, _launcher_of, edit_topology
+
+    path = tmp_path / "set-topology.yaml"
+    path.write_text(JOBSET_PATCH)
+    assert _launcher_of(path) == "jobset"
+    f = YamlFile.load(path)
+    edit_topology(f, "jobset", Plan(nodes=4, nproc=1, gpus=0, ratio=Fraction(1, 2)))
+    out = f.dump()
+    job = yaml.safe_load(out)["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert job["completions"] == job["parallelism"] == 4
+    c = job["template"]["spec"]["containers"][0]
+    assert {e["name"]: e["value"] for e in c["env"]} == {"NNODES": "4", "NPROC_PER_NODE": "1"}
+    assert c["resources"]["limits"]["cpu"] == "1"
+    assert out.startswith("# 2 pods x 2 processes\n") and '"4"' in out  # comments and quoting kept

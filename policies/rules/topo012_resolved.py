@@ -9,7 +9,7 @@ Passes: every `$(VAR)` defined in the container's env.
 """
 from __future__ import annotations
 
-from ..model import Problem
+from ..model import INFO, Problem
 from ..rulekit import problem
 
 ID = "TOPO012"
@@ -22,6 +22,12 @@ def check(ctx):
             m = w.manifest
             yield Problem(ID, f"{w.launcher} creates no pods", m.source, m.ref, "spec",
                           "set the replica count to the number of nodes")
+    for w in ctx.undetermined:
+        m = w.manifest
+        yield Problem(ID, "the container starts no torchrun (or accelerate) and gets no MASTER_ADDR or WORLD_SIZE: "
+                      "whether the script forms a distributed world cannot be told from the manifest, so the "
+                      "topology checks did not run", m.source, m.ref, "spec", "start the script with torchrun if it "
+                      "calls torch.distributed", severity=INFO)
     for t in ctx.topologies:
         v = t.first
         for label, s in (("nnodes", v.nnodes), ("processes per node", v.nproc), ("rendezvous endpoint", v.endpoint),
