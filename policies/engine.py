@@ -2,6 +2,7 @@
 the environment's severities and the objects' suppressions are applied."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +51,28 @@ class Timings:
     policy: float = 0.0
 
 
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what kubeconform reads in a folder
+
+
+def plain_manifests(root: Path) -> list[Path]:
+    """The manifest files under `root` that no kustomization reads: every `*.yaml`, `*.yml`, `*.json` below it, in
+    name order, except inside a folder that has a kustomization (an overlay, base or component: kustomize's inputs,
+    validated rendered) and inside hidden folders (`.git`, `.github`, `.venv`); hidden files are skipped too."""
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        if kustomization_file(here):
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out += [here / f for f in sorted(files) if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)]
+    return sorted(out)
+
+
 def collect(paths: Iterable[str], default_root: Path, env_file: str | None = None) -> list[Unit]:
     """Turn PATHS into units: overlay folders are rendered (in parallel), files and `-` are read as they are.
+    A folder without a kustomization of its own gives every overlay below it and every plain manifest file outside
+    them (see `plain_manifests`), each file a unit of its own, as kubeconform reads a folder.
     Each overlay gets the environment its components declare; `env_file` serves the units without one."""
     units: list[Unit] = []
     folders: list[tuple[int, Path]] = []
@@ -64,18 +85,16 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
                 units.append(Unit(str(p), "overlay"))
                 continue
             found = find_overlays(p)
-            if not found:
-                units.append(_input_error(str(p), "overlay", f"{p}: no kustomization.yaml in this folder or below"))
+            plain = plain_manifests(p)
+            if not found and not plain:
+                units.append(_input_error(str(p), "overlay", f"{p}: no kustomization.yaml and no manifest file "
+                                          f"({', '.join('*' + s for s in MANIFEST_SUFFIXES)}) in this folder or below"))
             for d in found:
                 folders.append((len(units), d))
                 units.append(Unit(str(d), "overlay"))
+            units += [_read_file(str(f)) for f in plain]
             continue
-        unit = Unit("<stdin>" if raw == "-" else raw, "file")
-        try:
-            unit.manifests = read(raw)
-        except InputError as exc:
-            unit = _input_error(unit.source, "file", str(exc))
-        units.append(unit)
+        units.append(_read_file(raw))
     for (i, _), rendered in zip(folders, render_all([d for _, d in folders])):
         if rendered.error:
             units[i] = _input_error(rendered.source, "overlay", rendered.error)
@@ -91,6 +110,15 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
             if u.environment is None and not u.failed_input:
                 u.environment = env
     return units
+
+
+def _read_file(raw: str) -> Unit:
+    unit = Unit("<stdin>" if raw == "-" else raw, "file")
+    try:
+        unit.manifests = read(raw)
+    except InputError as exc:
+        unit = _input_error(unit.source, "file", str(exc))
+    return unit
 
 
 def _input_error(source: str, kind: str, message: str) -> Unit:
