@@ -26,6 +26,9 @@ class Validator(Protocol):
 
     def validate(self, manifests: list[Manifest]) -> list[Problem]: ...
 
+    # Optional: every unit's manifests at once, each unit's problems back (schema.py's validators have it).
+    # def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]: ...
+
 
 @dataclass
 class Unit:
@@ -230,18 +233,24 @@ def _apply_suppressions(unit: Unit, problems: list[Problem]) -> list[Problem]:
 
 
 def validate(units: list[Unit], validator: Validator | None, timings: Timings | None = None) -> None:
-    """Schema-validate then policy-check every unit in place."""
+    """Schema-validate then policy-check every unit in place. The schema stage sees every unit at once (kubeconform
+    starts once per run, not once per overlay)."""
     t = timings or Timings()
+    live = [u for u in units if not u.failed_input and u.manifests]
+    schema: dict[int, list[Problem]] = {}
+    if validator is not None and live:
+        start = time.perf_counter()
+        batch = getattr(validator, "validate_units", None)
+        found = batch([u.manifests for u in live]) if batch else [validator.validate(u.manifests) for u in live]
+        schema = {id(u): problems for u, problems in zip(live, found)}
+        t.schema += time.perf_counter() - start
     for unit in units:
         if unit.failed_input:
             continue
         if not unit.manifests:
             unit.problems.append(Problem("INPUT", "renders no Kubernetes objects", unit.source, severity=WARNING))
             continue
-        if validator is not None:
-            start = time.perf_counter()
-            unit.problems.extend(validator.validate(unit.manifests))
-            t.schema += time.perf_counter() - start
+        unit.problems.extend(schema.get(id(unit), []))
         start = time.perf_counter()
         check_policies(unit)
         t.policy += time.perf_counter() - start
