@@ -24,7 +24,8 @@ class InputError(Exception):
 class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
     """Safe loader that rejects duplicate keys (kubectl keeps the last one silently; strict validation refuses) and
     reads what is not JSON the way kubectl's sigs.k8s.io/yaml does: keys become strings (`5:` -> "5", `true:` ->
-    "true"), timestamps stay the text written, `!!binary` is its UTF-8 text; `!!set`, `!!omap` and `!!pairs` are refused."""
+    "true"), timestamps stay the text written, `!!binary` is its UTF-8 text; `!!set`, `!!omap` and `!!pairs` are
+    refused."""
 
 
 def key_text(key: Any, node: yaml.Node) -> Any:

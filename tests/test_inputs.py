@@ -132,7 +132,8 @@ def test_json_on_standard_input():
     assert proc.returncode == 0 and summary(proc).startswith("OK: 1 files, 1 objects")
 
 
-@pytest.mark.parametrize("header", ["apiVersion: v1\nkind: List\n", "kind: List\n", "apiVersion: v1\nkind: ServiceList\n"])
+@pytest.mark.parametrize("header", ["apiVersion: v1\nkind: List\n", "kind: List\n",
+                                    "apiVersion: v1\nkind: ServiceList\n"])
 def test_list_objects_are_unpacked(header):
     text = header + "items:\n" + "".join("- " + ln.replace("\n", "\n  ").rstrip() + "\n" for ln in [SERVICE])
     [m] = parse(text, "list.yaml")

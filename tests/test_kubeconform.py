@@ -144,8 +144,9 @@ def test_captured_v070_report_names_every_field_like_builtin():
 def test_v07_message_tree_keeps_the_leaves():
     msg = ("problem validating schema. Check JSON formatting: jsonschema validation failed with "
            "'file:///s/job-batch-v1.json#' - at '/spec': validation failed   - at '/spec/backoffLimit': got string, "
-           "want null or integer   - at '/spec/template': validation failed     - at '/spec/template/spec/containers/0':"
-           " additional properties 'a', 'b' not allowed   - at '': missing property 'kind'")
+           "want null or integer   - at '/spec/template': validation failed     - at "
+           "'/spec/template/spec/containers/0': additional properties 'a', 'b' not allowed   - at '': missing "
+           "property 'kind'")
     assert stage.kubeconform_message_errors(msg) == [
         {"path": "/spec/backoffLimit", "msg": "got string, want null or integer"},
         {"path": "/spec/template/spec/containers/0", "msg": "additional properties 'a', 'b' not allowed"},
