@@ -1,8 +1,12 @@
-"""Benchmark of the validation layer: wall time of `make validate` on the repository, and how the render, schema
-and policy stages grow over generated trees of up to 400 overlays. Medians of repeated runs; this machine is noisy."""
+"""Benchmark of the validation layer: wall time of `make validate` on the repository, how the render, schema and
+policy stages grow over generated trees of up to 400 overlays, and the two schema validators (jsonschema-rs
+in-process, kubeconform) side by side on the 200-overlay tree, wall and CPU time. Medians of repeated runs; this
+machine is noisy."""
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import os
 import shutil
 import statistics
@@ -80,11 +84,77 @@ def policy_throughput(overlays: Path, repeat: int) -> tuple[int, float]:
     return objects, objects / median_time(run, repeat)
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def schema_stage_child(name: str, overlays: Path) -> None:
+    """In a fresh process (so compiling schemas and starting kubeconform count, as in a real run): the schema
+    stage alone over every overlay's rendered objects; prints {"wall", "cpu"} (this process and its children)."""
+    units = [u for u in engine.collect([str(overlays)], overlays) if not u.failed_input and u.manifests]
+    cpu0, kids0, start = time.process_time(), _children_cpu(), time.perf_counter()
+    validator = make_validator(name)  # jsonschema-rs is imported here; kubeconform -v runs here
+    found = validator.validate_units([u.manifests for u in units])
+    wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu0 + _children_cpu() - kids0
+    bad = [p.line() for ps in found for p in ps][:3]
+    print(json.dumps({"wall": wall, "cpu": cpu, "name": validator.name, "objects": sum(len(u.manifests) for u in units),
+                      "units": len(units), "problems": bad}))
+
+
+def validators_side_by_side(overlays: Path, repeat: int) -> None:
+    """Both validators on one tree: the schema stage alone, and the whole `policies.cli validate` (render cache
+    warm, so the schema stage is not hidden behind kustomize), wall and CPU (children included), median of `repeat`."""
+    env = {k: v for k, v in os.environ.items() if k != "POLICIES_NO_CACHE"}
+    cli = lambda name: subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--schema", name,
+                                       str(overlays)], cwd=REPO, env=env, capture_output=True, text=True)
+    rows = []
+    for name in ("builtin", "kubeconform"):
+        first = cli(name)  # also warms the render cache
+        if first.returncode != 0:
+            why = (first.stderr or first.stdout).strip().splitlines()
+            rows.append(f"| {name} | could not run: {why[-1] if why else f'exit {first.returncode}'} | | | | |")
+            continue
+        stage_w, stage_c, e2e_w, e2e_c, label, objects = [], [], [], [], name, 0
+        for _ in range(repeat):
+            out = subprocess.run([sys.executable, __file__, "--schema-stage", name, str(overlays)], cwd=REPO, env=env,
+                                 capture_output=True, text=True, check=True).stdout
+            data = json.loads(out)
+            assert not data["problems"], data["problems"]
+            stage_w.append(data["wall"])
+            stage_c.append(data["cpu"])
+            label, objects = data["name"], data["objects"]
+            kids0, start = _children_cpu(), time.perf_counter()
+            assert cli(name).returncode == 0
+            e2e_w.append(time.perf_counter() - start)
+            e2e_c.append(_children_cpu() - kids0)
+        med = statistics.median
+        rows.append(f"| {label} | {objects} | {med(stage_w):.3f} | {med(stage_c):.3f} | {med(e2e_w):.2f} | "
+                    f"{med(e2e_c):.2f} |")
+    print(f"\nschema validators side by side on {overlays.parent.name} ({os.cpu_count()} cores), median of {repeat}:")
+    print("\n| validator | objects | schema stage wall s | schema stage CPU s | validate wall s | validate CPU s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print("\n".join(rows))
+
+
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--schema-stage":
+        schema_stage_child(sys.argv[2], Path(sys.argv[3]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="12,50,100,200,400", help="generated overlay counts")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--validators-only", action="store_true",
+                    help="only the two schema validators side by side on the 200-overlay tree")
+    ap.add_argument("--side-by-side", type=int, default=200, help="overlays in the tree the validators share")
     args = ap.parse_args()
+    if args.validators_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            os.environ["POLICIES_CACHE_DIR"] = str(Path(tmp) / "cache")
+            validators_side_by_side(make_tree(Path(tmp) / f"tree-{args.side_by_side}", args.side_by_side),
+                                    args.repeat)
+        return 0
     validator = make_validator("auto")
     print(f"schema validator: {validator.name}; kubectl: {shutil.which('kubectl') or 'venv'}")
 
@@ -110,6 +180,9 @@ def main() -> int:
                   f"{total:.2f} |")
         largest = Path(tmp) / f"tree-{max(int(s) for s in args.sizes.split(','))}" / "overlays"
         objects, rate = policy_throughput(largest, args.repeat)
+        os.environ["POLICIES_CACHE_DIR"] = str(Path(tmp) / "cache")
+        side = Path(tmp) / f"tree-{args.side_by_side}" / "overlays"
+        validators_side_by_side(side if side.is_dir() else make_tree(side.parent, args.side_by_side), args.repeat)
     print(f"\npolicy stage alone over {objects} rendered objects: median {rate:,.0f} objects/s "
           f"(target >= 20,000: {'met' if rate >= 20000 else 'MISSED'})")
     return 0

@@ -2,6 +2,7 @@
 the environment's severities and the objects' suppressions are applied."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,9 @@ class Validator(Protocol):
     name: str
 
     def validate(self, manifests: list[Manifest]) -> list[Problem]: ...
+
+    # Optional: every unit's manifests at once, each unit's problems back (schema.py's validators have it).
+    # def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]: ...
 
 
 @dataclass
@@ -51,8 +55,28 @@ class Timings:
     policy: float = 0.0
 
 
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what kubeconform reads in a folder
+
+
+def plain_manifests(root: Path) -> list[Path]:
+    """The manifest files under `root` that no kustomization reads: every `*.yaml`, `*.yml`, `*.json` below it, in
+    name order, except inside a folder that has a kustomization (an overlay, base or component: kustomize's inputs,
+    validated rendered) and inside hidden folders (`.git`, `.github`, `.venv`); hidden files are skipped too."""
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        if kustomization_file(here):
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out += [here / f for f in sorted(files) if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)]
+    return sorted(out)
+
+
 def collect(paths: Iterable[str], default_root: Path, env_file: str | None = None) -> list[Unit]:
     """Turn PATHS into units: overlay folders are rendered (in parallel), files and `-` are read as they are.
+    A folder without a kustomization of its own gives every overlay below it and every plain manifest file outside
+    them (see `plain_manifests`), each file a unit of its own, as kubeconform reads a folder.
     Each overlay gets the environment its components declare; `env_file` serves the units without one."""
     units: list[Unit] = []
     folders: list[tuple[int, Path]] = []
@@ -65,18 +89,16 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
                 units.append(Unit(str(p), "overlay"))
                 continue
             found = find_overlays(p)
-            if not found:
-                units.append(_input_error(str(p), "overlay", f"{p}: no kustomization.yaml in this folder or below"))
+            plain = plain_manifests(p)
+            if not found and not plain:
+                units.append(_input_error(str(p), "overlay", f"{p}: no kustomization.yaml and no manifest file "
+                                          f"({', '.join('*' + s for s in MANIFEST_SUFFIXES)}) in this folder or below"))
             for d in found:
                 folders.append((len(units), d))
                 units.append(Unit(str(d), "overlay"))
+            units += [_read_file(str(f)) for f in plain]
             continue
-        unit = Unit("<stdin>" if raw == "-" else raw, "file")
-        try:
-            unit.manifests = read(raw)
-        except InputError as exc:
-            unit = _input_error(unit.source, "file", str(exc))
-        units.append(unit)
+        units.append(_read_file(raw))
     for (i, _), rendered in zip(folders, render_all([d for _, d in folders])):
         if rendered.error:
             units[i] = _input_error(rendered.source, "overlay", rendered.error)
@@ -92,6 +114,15 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
             if u.environment is None and not u.failed_input:
                 u.environment = env
     return units
+
+
+def _read_file(raw: str) -> Unit:
+    unit = Unit("<stdin>" if raw == "-" else raw, "file")
+    try:
+        unit.manifests = read(raw)
+    except InputError as exc:
+        unit = _input_error(unit.source, "file", str(exc))
+    return unit
 
 
 def _input_error(source: str, kind: str, message: str) -> Unit:
@@ -231,18 +262,24 @@ def _apply_suppressions(unit: Unit, problems: list[Problem]) -> list[Problem]:
 
 
 def validate(units: list[Unit], validator: Validator | None, timings: Timings | None = None) -> None:
-    """Schema-validate then policy-check every unit in place."""
+    """Schema-validate then policy-check every unit in place. The schema stage sees every unit at once (kubeconform
+    starts once per run, not once per overlay)."""
     t = timings or Timings()
+    live = [u for u in units if not u.failed_input and u.manifests]
+    schema: dict[int, list[Problem]] = {}
+    if validator is not None and live:
+        start = time.perf_counter()
+        batch = getattr(validator, "validate_units", None)
+        found = batch([u.manifests for u in live]) if batch else [validator.validate(u.manifests) for u in live]
+        schema = {id(u): problems for u, problems in zip(live, found)}
+        t.schema += time.perf_counter() - start
     for unit in units:
         if unit.failed_input:
             continue
         if not unit.manifests:
             unit.problems.append(Problem("INPUT", "renders no Kubernetes objects", unit.source, severity=WARNING))
             continue
-        if validator is not None:
-            start = time.perf_counter()
-            unit.problems.extend(validator.validate(unit.manifests))
-            t.schema += time.perf_counter() - start
+        unit.problems.extend(schema.get(id(unit), []))
         start = time.perf_counter()
         check_policies(unit)
         t.policy += time.perf_counter() - start

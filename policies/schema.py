@@ -53,6 +53,8 @@ class Validator(Protocol):
 
     def validate(self, manifests: list[Manifest]) -> list[Problem]: ...
 
+    def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]: ...
+
 
 # ---------------------------------------------------------------- schema lookup
 
@@ -230,6 +232,11 @@ class BuiltinValidator:
             _COMPILED[path] = hit
         return hit
 
+    def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]:
+        """Each unit's problems. One thread: jsonschema-rs holds the GIL while it validates (two threads measured
+        slower than one), and most of a run's schema time is compiling each schema once."""
+        return [self.validate(manifests) for manifests in units]
+
     def validate(self, manifests: list[Manifest]) -> list[Problem]:
         import jsonschema_rs
 
@@ -267,13 +274,49 @@ _KC_REQUIRED = re.compile(r"^missing propert(?:y|ies):? (.+)$", re.I)  # "missin
 
 
 _KC_WRAPPED = re.compile(r"jsonschema: '([^']*)' does not validate with \S+: (.+)$")
+# kubeconform >= 0.7 (santhosh-tekuri/jsonschema v6): the error tree in `msg`, its new lines turned into spaces:
+# `jsonschema validation failed with '<url>#' - at '/spec': validation failed   - at '/spec/x': <text>`; an item's
+# depth is its indentation (two spaces a level, after the one space that was the new line).
+_KC_TREE = re.compile(r"validation failed with '[^']*'(?P<items> - at .*)$")
+_KC_ITEM = re.compile(r"(?P<indent> +)- at '(?P<path>[^']*)': ")
 
 
 def kubeconform_message_errors(msg: str) -> list[dict[str, str]]:
-    """Path and message out of kubeconform's one-line `msg`, for versions whose report has no validationErrors:
-    `problem validating schema. Check JSON formatting: jsonschema: '/spec/x' does not validate with <url>: <text>`."""
-    m = _KC_WRAPPED.search(msg.strip())
+    """Path and message of each error out of kubeconform's one-line `msg`, for the versions whose
+    `validationErrors` do not name the field:
+
+    - 0.7 and later: `... jsonschema validation failed with '<url>#' - at '/spec': validation failed   - at
+      '/spec/replicas': got string, want null or integer`: the leaves of the tree (an item with deeper items after
+      it only says that they failed);
+    - before 0.6: `... jsonschema: '/spec/x' does not validate with <url>: <text>`, one error."""
+    text = msg.strip()
+    tree = _KC_TREE.search(text)
+    if tree:
+        items = tree.group("items")
+        marks = list(_KC_ITEM.finditer(items))
+        found = []
+        for k, m in enumerate(marks):
+            end = marks[k + 1].start() if k + 1 < len(marks) else len(items)
+            depth = len(m.group("indent"))
+            deeper = k + 1 < len(marks) and len(marks[k + 1].group("indent")) > depth
+            if not deeper:
+                found.append({"path": m.group("path"), "msg": items[m.end():end].strip()})
+        return found
+    m = _KC_WRAPPED.search(text)
     return [{"path": m.group(1), "msg": m.group(2)}] if m else []
+
+
+def _kubeconform_errors(res: dict[str, Any], msg: str) -> list[dict[str, Any]]:
+    """kubeconform's errors for one invalid object, whatever its version: the tree in `msg` where there is one
+    (0.7+: `validationErrors` then holds only the top of the tree, e.g. `/spec: validation failed`), else
+    `validationErrors` (0.6: one entry per failing field), else the one error in the older `msg`."""
+    from_msg = kubeconform_message_errors(msg)
+    if _KC_TREE.search(msg.strip()) and from_msg:
+        return from_msg
+    listed = res.get("validationErrors")
+    if isinstance(listed, list) and listed:
+        return [e for e in listed if isinstance(e, dict)]
+    return from_msg
 
 
 def find_kubeconform() -> Path | None:
@@ -313,7 +356,8 @@ def _pointer_to_path(pointer: Any, obj: Any) -> list[str | int]:
 
 
 class KubeconformValidator:
-    """Runs kubeconform once per batch over one file per object, strict, offline, against the committed schemas."""
+    """Runs kubeconform once per run (`validate_units`: every unit's objects together) over one file per object,
+    strict, offline, against the committed schemas."""
 
     def __init__(self, binary: Path | str, root: Path | None = None, timeout: float = 600, workers: int | None = None):
         self.binary = str(binary)
@@ -337,19 +381,27 @@ class KubeconformValidator:
         ]
 
     def validate(self, manifests: list[Manifest]) -> list[Problem]:
-        problems, todo = _triage(manifests, self.root)
-        if todo:
-            problems += self._run(todo)
-        return _in_order(problems)
+        return self.validate_units([manifests])[0]
 
-    def _run(self, todo: list[tuple[int, Manifest, Path]]) -> list[tuple[int, Problem]]:
-        problems: list[tuple[int, Problem]] = []
-        by_index = {i: (m, path) for i, m, path in todo}
+    def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]:
+        """Every unit's objects in one kubeconform run (starting it costs more than validating a few hundred
+        objects), the results mapped back to each unit and object."""
+        triaged = [_triage(manifests, self.root) for manifests in units]
+        todo = [((u, i), m, path) for u, (_, unit_todo) in enumerate(triaged) for i, m, path in unit_todo]
+        per_unit = [list(problems) for problems, _ in triaged]
+        if todo:
+            for (u, i), p in self._run(todo):
+                per_unit[u].append((i, p))
+        return [_in_order(found) for found in per_unit]
+
+    def _run(self, todo: list[tuple[tuple[int, int], Manifest, Path]]) -> list[tuple[tuple[int, int], Problem]]:
+        problems: list[tuple[tuple[int, int], Problem]] = []
+        by_name = {f"{u:05d}-{i:07d}": (key, m, path) for key, m, path in todo for u, i in [key]}
         with tempfile.TemporaryDirectory(prefix="schema-kubeconform-") as tmp:
             folder = Path(tmp)
-            for i, m, _ in todo:
-                # JSON is YAML; one object per numbered file maps each result back to its manifest.
-                (folder / f"{i:07d}.yaml").write_text(json.dumps(m.obj))
+            for name, (_, m, _) in by_name.items():
+                # JSON is YAML; one object per named file (unit, object) maps each result back to its manifest.
+                (folder / f"{name}.yaml").write_text(json.dumps(m.obj))
             try:
                 proc = subprocess.run(self.command(folder), capture_output=True, text=True, timeout=self.timeout)
             except subprocess.TimeoutExpired:
@@ -364,16 +416,15 @@ class KubeconformValidator:
             detail = one_line(proc.stderr or proc.stdout or "no output")
             return self._not_run(todo, f"kubeconform exited {proc.returncode}: {detail}")
 
-        seen: set[int] = set()
+        seen: set[str] = set()
         for res in report["resources"]:
-            stem = Path(str(res.get("filename", ""))).stem
-            if not stem.isdigit() or int(stem) not in by_index:
+            stem = Path(str(res.get("filename", ""))).stem if isinstance(res, dict) else ""
+            if stem not in by_name:
                 continue  # reported against no file of ours; the objects it concerns are caught as unreported below
-            i = int(stem)
-            seen.add(i)
-            m, path = by_index[i]
-            problems += [(i, p) for p in self._result_problems(m, path, res)]
-        missing = [(i, m, p) for i, m, p in todo if i not in seen]
+            seen.add(stem)
+            key, m, path = by_name[stem]
+            problems += [(key, p) for p in self._result_problems(m, path, res)]
+        missing = [entry for name, entry in by_name.items() if name not in seen]
         if missing:
             problems += self._not_run(missing, f"kubeconform reported no result for the object (exit {proc.returncode})")
         if proc.returncode != 0 and not problems:
@@ -388,7 +439,7 @@ class KubeconformValidator:
         if status == "valid":
             return []
         if status == "invalid":
-            errors = res.get("validationErrors") or kubeconform_message_errors(msg)
+            errors = _kubeconform_errors(res, msg)
             if not errors:
                 return [Problem(RULE, one_line(msg or "invalid"), m.source, obj=m.ref)]
             schema = None
@@ -415,7 +466,7 @@ class KubeconformValidator:
                         m.source, obj=m.ref, hint="fix the object or the schema file kubeconform could not use")]
 
     @staticmethod
-    def _not_run(todo: list[tuple[int, Manifest, Path]], why: str) -> list[tuple[int, Problem]]:
+    def _not_run(todo: list[tuple[Any, Manifest, Path]], why: str) -> list[tuple[Any, Problem]]:
         return [(i, Problem(RULE_NOT_RUN, one_line(f"schema check could not run: {why}"), m.source, obj=m.ref,
                             severity=ERROR, hint="fix kubeconform (make setup), or run with the builtin validator"))
                 for i, m, _ in todo]

@@ -28,7 +28,7 @@ def test_missing_resource_and_missing_folder(tmp_path):
     out = proc.stdout
     assert "missing-resource/kustomization.yaml: kustomize failed" in out
     assert "nope.yaml: no such file or folder" in out
-    assert "no kustomization.yaml in this folder or below" in out
+    assert "no kustomization.yaml and no manifest file (*.yaml, *.yml, *.json) in this folder or below" in out
 
 
 def test_invalid_yaml_names_file_and_line(tmp_path):

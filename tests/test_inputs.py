@@ -1,0 +1,159 @@
+"""Inputs as people have them: folders of plain manifests (validated file by file, recursively, as kubeconform
+reads a folder), trees that mix overlays and plain files, JSON files, `List` objects, and YAML that only kubectl's
+reader accepts (non-string keys, timestamps). Each gives a verdict or one clear line, never a traceback."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, run_cli
+from policies import engine
+from policies.loader import InputError, parse, parse_any
+
+JOB = (FIXTURES / "upstream/runs-as-written/pytorchjob-simple.yaml").read_text()
+SERVICE = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n"
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}}
+
+
+def summary(proc) -> str:
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc.stdout.splitlines()[-1]
+
+
+def test_plain_folder_is_validated_file_by_file_recursively(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "svc.yaml").write_text(SERVICE)
+    (tmp_path / "a" / "job.yml").write_text(JOB)
+    (tmp_path / "a" / "b" / "cm.json").write_text(json.dumps(CONFIGMAP))
+    (tmp_path / "a" / "notes.txt").write_text("not a manifest")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "workflow.yaml").write_text("on: push\n")
+    units = engine.collect([str(tmp_path)], tmp_path)
+    assert [(Path(u.source).relative_to(tmp_path).as_posix(), u.kind) for u in units] == [
+        ("a/b/cm.json", "file"), ("a/job.yml", "file"), ("svc.yaml", "file")]
+    proc = run_cli("validate", "--schema", "builtin", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout
+    assert summary(proc).startswith("OK: 3 files, 3 objects")
+
+
+def test_plain_folder_reports_the_bad_file_and_checks_the_others(tmp_path):
+    (tmp_path / "good.yaml").write_text(SERVICE)
+    (tmp_path / "typo.yaml").write_text(SERVICE.replace("  ports:", "  portz:"))
+    proc = run_cli("validate", "--schema", "builtin", str(tmp_path))
+    assert proc.returncode == 1
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("error")]
+    assert "SCHEMA" in line and "typo.yaml" in line and "Service/web" in line and "spec.portz" in line
+    assert summary(proc).startswith("FAILED: 2 files")
+
+
+def test_mixed_tree_renders_overlays_and_validates_files_outside_them(tmp_path):
+    shutil.copytree(REPO / "base", tmp_path / "base")
+    shutil.copytree(REPO / "components", tmp_path / "components")
+    shutil.copytree(REPO / "overlays/kind-cpu/indexed-job", tmp_path / "overlays/kind-cpu/indexed-job")
+    (tmp_path / "overlays/extra").mkdir()
+    (tmp_path / "overlays/extra/svc.yaml").write_text(SERVICE)
+    units = engine.collect([str(tmp_path / "overlays")], tmp_path)
+    got = [(Path(u.source).relative_to(tmp_path).as_posix(), u.kind) for u in units]
+    # The overlay's patches are kustomize's input, never validated on their own.
+    assert got == [("overlays/kind-cpu/indexed-job", "overlay"), ("overlays/extra/svc.yaml", "file")]
+    proc = run_cli("validate", "--schema", "builtin", str(tmp_path / "overlays"))
+    assert "1 overlays" in summary(proc) and "1 files" in summary(proc)
+
+
+def test_folder_with_nothing_to_validate_says_so(tmp_path):
+    (tmp_path / "README.md").write_text("hi")
+    proc = run_cli("validate", str(tmp_path))
+    assert proc.returncode == 1
+    assert "no kustomization.yaml and no manifest file (*.yaml, *.yml, *.json) in this folder or below" in proc.stdout
+    summary(proc)
+
+
+@pytest.mark.parametrize("text,labels", [
+    ("5: x\ntrue: y\n", {"5": "x", "true": "y"}),
+    ("1.0: a\non: b\n~: c\n2001-01-02: d\n", {"1": "a", "true": "b", "null": "c", "2001-01-02": "d"}),
+])
+def test_non_string_keys_become_strings_as_kubectl_reads_them(text, labels):
+    doc = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  labels:\n" + "".join(
+        f"    {ln}\n" for ln in text.splitlines())
+    [m] = parse(doc, "svc.yaml")
+    assert m.obj["metadata"]["labels"] == labels
+
+
+def test_non_string_keys_validate_normally(tmp_path):
+    f = tmp_path / "svc.yaml"
+    f.write_text(SERVICE.replace("  name: web\n", "  name: web\n  labels:\n    5: x\n    true: y\n")
+                 + "  true: stray\n")
+    for schema in ("builtin",):
+        proc = run_cli("validate", "--schema", schema, str(f))
+        assert proc.returncode == 1, proc.stdout + proc.stderr  # was exit 3 (internal error) before
+        [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("error")]
+        assert "SCHEMA" in line and "Service/web" in line and "spec.true" in line
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("a: 1\n1: x\n'1': y\n", "svc.yaml:3: invalid YAML: duplicate key '1'"),
+    ("a: !!set {x, y}\n", "svc.yaml:1: invalid YAML: tag set has no JSON form"),
+    ("? [a, b]\n: c\n", "svc.yaml:1: invalid YAML: a list as a mapping key"),
+    ("a: !!binary /w==\n", "svc.yaml:1: invalid YAML: !!binary value is not UTF-8 text"),
+])
+def test_yaml_without_a_json_form_is_one_line(text, expect):
+    with pytest.raises(InputError) as err:
+        parse(text, "svc.yaml")
+    assert str(err.value).startswith(expect)
+
+
+def test_timestamps_and_binary_are_the_strings_kubectl_sends():
+    [m] = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, annotations: {at: 2001-01-01}}\n"
+                "data: {x: !!binary aGVsbG8=}\n", "cm.yaml")
+    assert m.obj["metadata"]["annotations"]["at"] == "2001-01-01" and m.obj["data"]["x"] == "hello"
+
+
+def test_json_file_with_tabs_list_and_errors(tmp_path):
+    good = tmp_path / "list.json"
+    good.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [CONFIGMAP, CONFIGMAP]}, indent="\t"))
+    assert [m.kind for m in parse_any(good.read_text(), str(good))] == ["ConfigMap", "ConfigMap"]
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"apiVersion": "v1",\n "kind": "ConfigMap", "kind": "Secret"}')
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"apiVersion": "v1",\n "kind": }')
+    proc = run_cli("validate", "--schema", "builtin", str(good), str(dup), str(bad))
+    assert proc.returncode == 1
+    errors = [ln for ln in proc.stdout.splitlines() if ln.startswith("error")]
+    assert sorted(errors) == [f"error INPUT {bad}:2: invalid JSON: Expecting value (column 10)",
+                              f"error INPUT {dup}: invalid JSON: duplicate key 'kind'"]
+    assert summary(proc).startswith("FAILED: 3 files, 2 objects")
+
+
+def test_json_on_standard_input():
+    proc = run_cli("validate", "--schema", "builtin", "-", stdin=json.dumps(CONFIGMAP, indent="\t"))
+    assert proc.returncode == 0 and summary(proc).startswith("OK: 1 files, 1 objects")
+
+
+@pytest.mark.parametrize("header", ["apiVersion: v1\nkind: List\n", "kind: List\n",
+                                    "apiVersion: v1\nkind: ServiceList\n"])
+def test_list_objects_are_unpacked(header):
+    text = header + "items:\n" + "".join("- " + ln.replace("\n", "\n  ").rstrip() + "\n" for ln in [SERVICE])
+    [m] = parse(text, "list.yaml")
+    assert (m.kind, m.name) == ("Service", "web")
+
+
+@pytest.mark.parametrize("items,expect", [
+    ("{a: b}", "list.yaml: document 1 (List) field items is a dict, not a list of Kubernetes objects"),
+    ("[x]", "list.yaml: document 1 (List) items[0] is a str, not a Kubernetes object"),
+])
+def test_bad_list_items_are_one_line(items, expect):
+    with pytest.raises(InputError, match=None) as err:
+        parse(f"apiVersion: v1\nkind: List\nitems: {items}\n", "list.yaml")
+    assert str(err.value) == expect
+
+
+def test_list_with_a_schema_error_names_the_item(tmp_path):
+    f = tmp_path / "list.yaml"
+    f.write_text("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: web}\n"
+                 "  spec: {ports: [{port: 80}], portz: 1}\n")
+    proc = run_cli("validate", "--schema", "builtin", str(f))
+    [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("error")]
+    assert "Service/web" in line and "spec.portz" in line
