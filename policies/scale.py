@@ -372,33 +372,24 @@ def edit_topology(f: YamlFile, launcher: str, p: Plan) -> None:
         return
     if not isinstance(doc, CommentedMap):
         raise ScaleError(f"{rel(path)}: expected a strategic-merge patch (a mapping) or a JSON patch (a list)")
-    for loc, value in pods:
-        places = _walk(doc, loc)
-        if not places:
+    def places(loc: tuple[Any, ...]) -> list[tuple[Any, Any]]:
+        found = _walk(doc, loc)
+        if not found:
             raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
                              "the repository's overlays use")
-        for parent, key in places:
+        return found
+
+    for loc, value in pods:
+        for parent, key in places(loc):
             set_scalar(parent, key, value)
     for loc in spec.nproc:
-        places = _walk(doc, loc)
-        if not places:
-            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
-                             "the repository's overlays use")
-        for parent, key in places:
+        for parent, key in places(loc):
             set_scalar(parent, key, p.nproc)
     if spec.env_container is not None:
-        places = _walk(doc, spec.env_container)
-        if not places:
-            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in spec.env_container)}; make scale edits "
-                             "the layout the repository's overlays use")
-        parent, key = places[0]
+        parent, key = places(spec.env_container)[0]
         _env(parent[key].get("env"), p, path)
     for loc in spec.resources:
-        places = _walk(doc, loc)
-        if not places:
-            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
-                             "the repository's overlays use")
-        for parent, key in places:
+        for parent, key in places(loc):
             _resources(parent[key], p, path)
 
 

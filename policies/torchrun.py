@@ -96,6 +96,16 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
     else:
         return None
     inv = Invocation(field=fields[0] if fields else "")
+    inv.flags, i = _options(argv, fields, i, _BOOLEAN)
+    inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
+    return inv
+
+
+def _options(argv: list[str], fields: list[str], i: int,
+             booleans: set[str]) -> tuple[dict[str, tuple[str, str]], int]:
+    """A launcher's options from argv[i] on, up to its script (or `--`): dest -> (value, field path of the value);
+    `booleans` take no value. Returns them and the index of the script."""
+    flags: dict[str, tuple[str, str]] = {}
     while i < len(argv):
         tok = argv[i]
         if tok == "--":
@@ -105,21 +115,17 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
             break
         if "=" in tok:
             name, value = tok.split("=", 1)
-            inv.flags[_dest(name)] = (value, fields[i])
+            flags[_dest(name)] = (value, fields[i])
             i += 1
             continue
         dest = _dest(tok)
-        if dest in _BOOLEAN:
-            inv.flags[dest] = ("true", fields[i])
+        if dest in booleans:
+            flags[dest] = ("true", fields[i])
             i += 1
             continue
-        value = argv[i + 1] if i + 1 < len(argv) else ""
-        inv.flags[dest] = (value, fields[i + 1] if i + 1 < len(argv) else fields[i])
+        flags[dest] = (argv[i + 1] if i + 1 < len(argv) else "", fields[i + 1] if i + 1 < len(argv) else fields[i])
         i += 2
-    if i < len(argv):
-        inv.script = argv[i]
-        inv.script_args = argv[i + 1:]
-    return inv
+    return flags, i
 
 
 # accelerate launch (accelerate/commands/launch.py): options that take no value; every other option takes one.
@@ -138,26 +144,7 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
     --master_addr main_process_ip --master_port main_process_port` (static rendezvous by default); it reads its own
     flags and config file, not PET_* env. A value only its config file gives stays at torchrun's default here."""
     inv = Invocation(field=fields[0] if fields else "", launcher="accelerate launch", reads_pet_env=False)
-    raw: dict[str, tuple[str, str]] = {}
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
-            i += 1
-            break
-        if not tok.startswith("-") or tok == "-":
-            break
-        if "=" in tok:
-            name, value = tok.split("=", 1)
-            raw[_dest(name)] = (value, fields[i])
-            i += 1
-            continue
-        dest = _dest(tok)
-        if dest in _ACCELERATE_BOOLEAN:
-            raw[dest] = ("true", fields[i])
-            i += 1
-            continue
-        raw[dest] = (argv[i + 1] if i + 1 < len(argv) else "", fields[i + 1] if i + 1 < len(argv) else fields[i])
-        i += 2
+    raw, i = _options(argv, fields, i, _ACCELERATE_BOOLEAN)
     for flag, dest in _ACCELERATE_FLAGS.items():
         inv.spelled[dest] = f"--{flag}"
         if flag in raw:
@@ -170,9 +157,7 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
             inv.flags["nproc_per_node"] = (str(int(total) // int(machines)), where)
         else:
             inv.flags["nproc_per_node"] = (f"{total}/{machines}", where)
-    if i < len(argv):
-        inv.script = argv[i]
-        inv.script_args = argv[i + 1:]
+    inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
     return inv
 
 

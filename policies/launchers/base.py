@@ -18,6 +18,7 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # How an injected variable meets one the user wrote in the same container.
 OVERRIDE = "override"    # appended after the user's env: the kubelet takes the last definition (the controller wins)
 IF_ABSENT = "if-absent"  # added only when the container does not define it (the user wins)
+FIRST = "first"          # put first, a user's variable of the same name dropped (the user's `$(VAR)` can use it)
 
 
 def as_int(value: Any, default: int | None = None) -> int | None:
@@ -297,9 +298,15 @@ class Workload:
             for k, v in (store.get(str(ref.get("name"))) or {}).items():
                 env[prefix + k] = v
                 fields[prefix + k] = f"{cf}.envFrom[{i}]"
+        first = [j for j in injected if j.mode == FIRST]
+        for j in first:
+            self._inject(pod, ce, j)
+        dropped = {j.name for j in first}
         for i, var in enumerate(listing(c.get("env"))):
             var = mapping(var)
             name = str(var.get("name"))
+            if name in dropped:
+                continue
             fields[name] = f"{cf}.env[{i}]"
             if "value" in var:
                 value = "" if var["value"] is None else str(var["value"])
@@ -312,7 +319,7 @@ class Workload:
         # them; command and args can): the kubelet keeps the last definition of a name.
         defined = {str(mapping(v).get("name")) for v in listing(c.get("env"))}
         for j in injected:
-            if j.mode == OVERRIDE or j.name not in defined:
+            if j.mode == OVERRIDE or (j.mode == IF_ABSENT and j.name not in defined):
                 self._inject(pod, ce, j)
 
     def _inject(self, pod: Pod, ce: ContainerEnv, j: Injected) -> None:

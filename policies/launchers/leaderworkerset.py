@@ -19,8 +19,7 @@ from typing import Any, Iterator
 
 from ..model import Manifest
 from . import statefulset
-from .base import (POD_INDEX, Bundle, Check, ContainerEnv, Injected, Launcher, Pod, PodGroup, Workload, as_int, dig,
-                   expand_k8s, listing, mapping)
+from .base import FIRST, POD_INDEX, Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig, mapping
 
 GROUP = "leaderworkerset.x-k8s.io"
 KIND = "LeaderWorkerSet"
@@ -44,9 +43,8 @@ LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
 GROUP_SIZE = "LWS_GROUP_SIZE"
 WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
 
-# How the pod webhook adds its env (pod_utils.go addEnvVarsIfNotExists): first in the list, and a variable of the
-# same name the user wrote is dropped (so the webhook's value wins, and the user's later env can use `$(VAR)`).
-FIRST = "first"
+# The pod webhook adds its env first in the list and drops a variable of the same name the user wrote
+# (pod_utils.go addEnvVarsIfNotExists): base.FIRST.
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_INT32 = 2**31 - 1
 
@@ -64,43 +62,6 @@ def settings(spec: dict[str, Any]) -> tuple[int, int, str]:
 def group_key(namespace: str, leader: str) -> str:
     """pod_webhook.go genGroupUniqueKey: sha1 of `<namespace>/<leader pod>`, hex."""
     return hashlib.sha1(f"{namespace}/{leader}".encode()).hexdigest()
-
-
-class LWSWorkload(Workload):
-    """A Workload whose controller env comes first in the container's env (see FIRST)."""
-
-    def _fill_env(self, pod: Pod, ce: ContainerEnv, injected: list[Injected]) -> None:
-        first = [j for j in injected if j.mode == FIRST]
-        if not first:
-            super()._fill_env(pod, ce, injected)
-            return
-        env, fields, c, cf = ce.env, ce.env_fields, ce.container, ce.field
-        for i, src in enumerate(listing(c.get("envFrom"))):  # envFrom first, the env list over it (kubelet)
-            src = mapping(src)
-            prefix = str(src.get("prefix") or "")
-            ref = mapping(src.get("configMapRef") or src.get("secretRef"))
-            store = self.configmaps if "configMapRef" in src else self.secrets
-            for k, v in (store.get(str(ref.get("name"))) or {}).items():
-                env[prefix + k] = v
-                fields[prefix + k] = f"{cf}.envFrom[{i}]"
-        names = {j.name for j in first}
-        for j in first:
-            self._inject(pod, ce, j)
-        for i, var in enumerate(listing(c.get("env"))):
-            var = mapping(var)
-            name = str(var.get("name"))
-            if name in names:
-                continue  # dropped by addEnvVarsIfNotExists
-            fields[name] = f"{cf}.env[{i}]"
-            if "value" in var:
-                value = "" if var["value"] is None else str(var["value"])
-                env[name] = expand_k8s(value, env) if "$" in value else value
-            elif "valueFrom" in var:
-                env[name] = self._value_from(mapping(var["valueFrom"]), pod)
-            else:
-                env[name] = ""
-        super()._fill_env(pod, ContainerEnv(ce.name, ce.field, {}, ce.init, env, fields, ce.injected),
-                          [j for j in injected if j.mode != FIRST])
 
 
 class LeaderWorkerSetLauncher(Launcher):
@@ -179,7 +140,7 @@ class LeaderWorkerSetLauncher(Launcher):
                 inject=lambda i, c, init, g=g, s=subdomain: env(g, i + 1, s),
                 aux=g > 0,
             ))
-        w = LWSWorkload(m, self, groups, m.namespace)
+        w = Workload(m, self, groups, m.namespace)
         w.facts.update(replicas=replicas, size=size, subdomain_policy=policy)
         if replicas > 1:
             w.notes.append(f"{replicas} groups of {size} pods: each group is its own torchrun world; group 0 is "
