@@ -37,7 +37,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -91,6 +91,9 @@ simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster
 
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
+
+test-fast: $(PY) ## The unit-level tests: everything but the simulations and the multi-process trainer runs
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore-glob='tests/test_trainer_*.py'
 
 bench: bench-validate bench-trainer ## Run every benchmark
 
