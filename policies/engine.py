@@ -13,7 +13,7 @@ from .environment import Environment
 from .launchers import Bundle, Workload, workloads
 from .loader import InputError, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
-from .podspecs import NOT_MODELLED
+from .podspecs import NOT_MODELLED, WRAPPERS
 from .render import find_overlays, kustomization_file, render_all
 from .rules import RULES, Context
 from .topology import Topology, compute
@@ -149,10 +149,11 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     for m in unit.manifests:
-        if m.kind in NOT_MODELLED:
-            found.append(Problem("MODEL", f"{m.kind} is not modelled: its pod templates got the schema, security and "
-                                 "image checks; how many pods it starts and the torchrun world they form were not "
-                                 "checked", m.source, m.ref, severity=INFO,
+        if m.kind in NOT_MODELLED or m.kind in WRAPPERS:
+            checked = ("its pod templates got the schema, security and image checks" if m.kind in NOT_MODELLED else
+                       "the workloads it wraps were not checked")
+            found.append(Problem("MODEL", f"{m.kind} is not modelled: {checked}; how many pods it starts and the "
+                                 "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
     present = {m.kind for m in unit.manifests}
     for rule_id in rules or RULES:

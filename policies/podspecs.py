@@ -26,6 +26,8 @@ _RAY_CLUSTER = {"RayCluster": ("spec",), "RayJob": ("spec", "rayClusterSpec"), "
 # Kinds that start distributed training no launcher module models: their pod templates get the security and
 # image rules, and the engine says once per object that the topology was not checked.
 NOT_MODELLED = (*_REPLICA_SPECS, *_RAY_CLUSTER)
+# Kinds that wrap other workloads (Katib's trials, Kueue's AppWrapper components): nothing inside them is checked.
+WRAPPERS = ("Experiment", "AppWrapper")
 
 
 @dataclass

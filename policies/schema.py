@@ -27,7 +27,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
-from policies.model import ERROR, Manifest, Problem
+from policies.model import ERROR, WARNING, Manifest, Problem
 
 RULE = "SCHEMA"
 RULE_MISSING = "SCHEMA-MISSING"
@@ -117,8 +117,14 @@ def _triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Prob
                         "kind it serves): correct apiVersion/kind, or, for a custom resource, copy its upstream CRD "
                         f"into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run make schemas")
             else:
+                # A custom resource whose CRD is not among crds/: the cluster may well serve it, so its schema
+                # check could not run (a warning that says so), rather than an error on a manifest that may run.
                 hint = (f"copy the upstream CRD into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run "
                         "make schemas, or remove the object")
+                problems.append((i, Problem(RULE_MISSING, f"no schema for apiVersion {api} kind {kind} (a custom "
+                                            "resource whose CRD is not in crds/): its schema was not checked",
+                                            m.source, obj=m.ref, field="kind", hint=hint, severity=WARNING)))
+                continue
             problems.append((i, Problem(RULE_MISSING, f"no schema for apiVersion {api} kind {kind}", m.source,
                                         obj=m.ref, field="kind", hint=hint)))
             continue
@@ -127,6 +133,16 @@ def _triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Prob
 
 
 # ---------------------------------------------------------------- turning validator errors into Problems
+
+def as_applied(obj: Any) -> Any:
+    """The object as the API server validates it: a field written as null (`metadata:` with nothing under it) is
+    unset. A null in a nullable field is allowed and unset is equivalent there; in a required field both fail."""
+    if isinstance(obj, dict):
+        return {k: as_applied(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [as_applied(v) for v in obj]
+    return obj
+
 
 def dotted(path: Iterable[str | int]) -> str:
     """`["spec", "containers", 0, "env"]` -> `spec.containers[0].env`; odd keys quoted: `annotations["a.io/b"]`."""
@@ -248,10 +264,11 @@ class BuiltinValidator:
                 problems.append((i, Problem(RULE_NOT_RUN, one_line(f"schema check could not run: {path.name}: {e}"),
                                             m.source, obj=m.ref, hint="run make schemas (the schema file is unreadable)")))
                 continue
-            if validator.is_valid(m.obj):
+            obj = as_applied(m.obj)
+            if validator.is_valid(obj):
                 continue
             found: list[Problem] = []
-            for err in validator.iter_errors(m.obj):
+            for err in validator.iter_errors(obj):
                 path_ = list(err.instance_path)
                 unexpected = getattr(err.kind, "unexpected", None)
                 if err.kind.name == "additionalProperties" and unexpected:
@@ -401,7 +418,7 @@ class KubeconformValidator:
             folder = Path(tmp)
             for name, (_, m, _) in by_name.items():
                 # JSON is YAML; one object per named file (unit, object) maps each result back to its manifest.
-                (folder / f"{name}.yaml").write_text(json.dumps(m.obj))
+                (folder / f"{name}.yaml").write_text(json.dumps(as_applied(m.obj)))
             try:
                 proc = subprocess.run(self.command(folder), capture_output=True, text=True, timeout=self.timeout)
             except subprocess.TimeoutExpired:

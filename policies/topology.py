@@ -253,7 +253,8 @@ def _fieldref(pod: Pod, name: str) -> str | None:
 
 def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:
     """The process-group backend the training script will use, where the manifest states it."""
-    args = inv.script_args if inv is not None else pod.argv()[0][1:]
+    # Without a launcher, every token: with no `command` the program comes from the image and args start at once.
+    args = inv.script_args if inv is not None else pod.argv()[0]
     if args:
         for i, tok in enumerate(args):
             if tok.startswith("--backend="):

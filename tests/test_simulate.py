@@ -102,12 +102,20 @@ def service_port_differs(objs):
     svc["spec"]["ports"] = [{"name": "rdzv", "port": 29400, "targetPort": 29400}]
 
 
+def failure_policy_with_on_failure(objs):
+    job = next(o for o in objs if o["kind"] == "Job")
+    job["spec"]["podFailurePolicy"] = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "NotIn",
+                                                                                      "values": [0]}}]}
+    job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+
+
 def selector_mismatch(objs):
     svc = next(o for o in objs if o["kind"] == "Service")
     svc["spec"]["selector"] = {"app.kubernetes.io/name": "someone-else"}
 
 
-# mutation: (overlay, how, does the simulation fail?, the rule make validate reports, text the diagnosis shows)
+# mutation: (overlay, how, does the simulation fail?, the rule make validate reports, text the diagnosis shows,
+#            its severity)
 MUTATIONS = {
     # (what the pods themselves say depends on which timeout fires first on a loaded machine: any of these)
     "wrong-nnodes": ("overlays/kind-cpu/indexed-job", wrong_nnodes, True, "TOPO001",
@@ -121,21 +129,27 @@ MUTATIONS = {
                                 ("invalid int value",)),
     "service-selector-mismatch": ("overlays/kind-cpu/statefulset", selector_mismatch, True, "TOPO005",
                                   ("did not",)),
-    # Ports do not take part in DNS, and every pod shares this machine's network: only `make validate` sees this.
-    "service-port-differs": ("overlays/kind-cpu/statefulset", service_port_differs, False, "TOPO006", None),
+    # The API server refuses a podFailurePolicy beside restartPolicy OnFailure; the simulator is no API server, so
+    # the pods train while make validate fails: the summary says so.
+    "failure-policy-with-on-failure": ("overlays/kind-cpu/indexed-job", failure_policy_with_on_failure, False,
+                                       "TOPO011", None),
+    # Ports a headless Service declares take no part in DNS: the world forms, make validate only warns.
+    "service-port-differs": ("overlays/kind-cpu/statefulset", service_port_differs, False, "TOPO006", None, "warning"),
 }
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_mutation_is_caught(name, tmp_path):
-    overlay, mutate, sim_fails, rule, diagnosis = MUTATIONS[name]
+    overlay, mutate, sim_fails, rule, diagnosis, *severity = MUTATIONS[name]
+    severity = severity[0] if severity else "error"
     objs = rendered(overlay)
     mutate(objs)
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
     validate = run_cli("validate", str(path))
-    assert validate.returncode == 1 and f"error {rule}" in validate.stdout, validate.stdout
+    assert validate.returncode == (1 if severity == "error" else 0), validate.stdout
+    assert f"{severity} {rule}" in validate.stdout, validate.stdout
     deadline = 45
     proc, seconds = simulate(path, tmp_path, deadline)
     if sim_fails:
@@ -143,10 +157,12 @@ def test_mutation_is_caught(name, tmp_path):
         assert seconds < deadline + 60, f"took {seconds:.0f} s"
         assert "diagnosis:" in proc.stdout and f"error {rule}" in proc.stdout  # the static checks, in the diagnosis
         assert any(d in proc.stdout for d in diagnosis), proc.stdout[-3000:]
-    else:  # the run trains, and its summary still shows what make validate reports
+    elif severity == "error":  # the run trains, and its summary still shows what make validate reports
         assert proc.returncode == 0, proc.stdout[-2000:]
         assert "this machine cannot show:" in proc.stdout and f"error {rule}" in proc.stdout, proc.stdout[-2000:]
         assert "PASSED (the run only; make validate fails on the 1 above)" in proc.stdout, proc.stdout[-2000:]
+    else:  # the run trains, as the warning says it can
+        assert proc.returncode == 0 and "\nPASSED: " in proc.stdout, proc.stdout[-2000:]
 
 
 @pytest.mark.timeout(300)

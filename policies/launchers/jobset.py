@@ -284,7 +284,10 @@ class JobSetLauncher(Launcher):
                 yield f"spec.replicatedJobs[{i}].template.spec", js
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
-        return validation(w.manifest.name, mapping(w.manifest.obj.get("spec")))
+        # With generateName the API server picks the name (5 characters after the prefix) before the webhook runs.
+        m = w.manifest
+        name = m.name or (str(m.metadata.get("generateName") or "") + "abcde")
+        return validation(name, mapping(m.obj.get("spec")))
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         return w.manifest, list(self.job_specs(w.manifest)), "OnFailure"

@@ -2,8 +2,9 @@
 
 torchrun's `--rdzv-id` (`PET_RDZV_ID`, PyTorchJob `elasticPolicy.rdzvId`) names the rendezvous. Left at torchrun's
 default `none`, every job on a shared etcd joins the same rendezvous, and a re-run finds the finished state of the
-last one: an error with the etcd backends, a warning with c10d (its store dies with the job, but restarts and logs
-cannot be told apart). A constant written into the command line gives every run of the manifest the same id: a
+last one: an error with an etcd from elsewhere (shared), a warning with an etcd that ships in the same manifests
+(it serves this job alone) and with c10d (its store dies with the job, but restarts and logs cannot be told
+apart). A constant written into the command line gives every run of the manifest the same id: a
 warning with etcd. Take it from the run id (`$(RUN_ID)`, which also names the trainer's checkpoint folder) or from
 the Job's uid label. The static backend ignores the id.
 
@@ -45,10 +46,16 @@ def unset_or_constant(ctx):
         etcd = t.backend.startswith("etcd")
         where = s.field or t.workload.controller.setting_field(t.workload, "rdzv_id") or t.first.inv.field
         if s.value in ("", "none"):
+            # An etcd that ships in the same manifests serves this job alone (a policy choice: a warning); one
+            # from elsewhere is shared, and every job on it with the default id joins one rendezvous.
+            host = (t.endpoint_host or "").split(".")[0]
+            dedicated = etcd and any(name == host for (_, name) in ctx.bundle.services)
+            why = (": every job on this etcd, and every re-run, joins the same rendezvous" if etcd and not dedicated
+                   else f": a re-run against the same etcd state (Service '{host}' in these manifests) joins the "
+                        "finished rendezvous" if etcd else ": restarts and re-runs cannot be told apart")
             yield problem(ID, t, where, f"rendezvous id is unset (torchrun's default 'none') with the {t.backend} "
-                          "backend" + (": every job on this etcd, and every re-run, joins the same rendezvous" if etcd
-                                       else ": restarts and re-runs cannot be told apart"),
-                          "set --rdzv-id=$(RUN_ID) (an id per run)", severity=ERROR if etcd else WARNING)
+                          f"backend{why}", "set --rdzv-id=$(RUN_ID) (an id per run)",
+                          severity=ERROR if etcd and not dedicated else WARNING)
         elif etcd and s.origin == "flag" and not s.var and "$" not in s.value:
             yield problem(ID, t, where, f"rendezvous id is the constant '{s.value}': every run of this manifest "
                           "joins the same etcd rendezvous", "take it from the run id, e.g. --rdzv-id=$(RUN_ID)",
