@@ -4,6 +4,8 @@ consumer asks instead of branching on kinds, and a registry keyed by API group a
 adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 
+import functools
+
 from ..model import Manifest
 from . import indexed_job, jobset, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
 from .base import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Check, ContainerEnv, Launcher, Pod, PodGroup,
@@ -23,7 +25,12 @@ def group_of(api_version: str) -> str:
 
 def of(m: Manifest) -> Launcher | None:
     """The launcher that owns this object's group and kind, if any."""
-    return REGISTRY.get((group_of(m.api_version), m.kind))
+    return _lookup(m.api_version, m.kind)
+
+
+@functools.lru_cache(maxsize=1024)
+def _lookup(api_version: str, kind: str) -> Launcher | None:
+    return REGISTRY.get((group_of(api_version), kind))
 
 
 def workload_kinds() -> tuple[str, ...]:

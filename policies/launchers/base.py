@@ -70,11 +70,33 @@ class ContainerEnv:
     field: str
     container: dict[str, Any]
     init: bool
-    env: dict[str, str | None] = field(default_factory=dict)
-    env_fields: dict[str, str] = field(default_factory=dict)
-    injected: set[str] = field(default_factory=set)
     # Added by the controller (PyTorchJob's init container), not written by the user.
     added: bool = False
+    _env: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _fields: dict[str, str] = field(default_factory=dict, repr=False)
+    _injected: set[str] = field(default_factory=set, repr=False)
+    # Works the env out when first read: the rules read the training container's, `make plan` every container's.
+    _pending: Callable[[], None] | None = field(default=None, repr=False)
+
+    def _ready(self) -> None:
+        if self._pending is not None:
+            fill, self._pending = self._pending, None
+            fill()
+
+    @property
+    def env(self) -> dict[str, str | None]:
+        self._ready()
+        return self._env
+
+    @property
+    def env_fields(self) -> dict[str, str]:
+        self._ready()
+        return self._fields
+
+    @property
+    def injected(self) -> set[str]:
+        self._ready()
+        return self._injected
 
 
 @dataclass
@@ -285,7 +307,7 @@ class Workload:
                                                group.container_fields.get(i, f"{pod.spec_field}.containers[{i}]"),
                                                c, False))
         for ce in pod.init_containers + pod.containers:
-            self._fill_env(pod, ce, group.inject(local, ce.name, ce.init))
+            ce._pending = (lambda ce=ce: self._fill_env(pod, ce, group.inject(local, ce.name, ce.init)))
         return pod
 
     def _fill_env(self, pod: Pod, ce: ContainerEnv, injected: list[Injected]) -> None:

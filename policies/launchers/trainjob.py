@@ -133,6 +133,27 @@ def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
     return copy.deepcopy(patch)
 
 
+def owned_template(template: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a runtime's JobSet template that this build may change: each replicated Job down to its pod spec
+    and its container lists copied (the containers themselves are replaced, never changed in place), the rest
+    shared with the runtime object (a deep copy of every runtime, for every TrainJob, is what made this slow)."""
+    out = dict(template)
+    jobs = []
+    for rjob in listing(template.get("replicatedJobs")):
+        rjob = dict(mapping(rjob))
+        tmpl = rjob["template"] = dict(mapping(rjob.get("template")))
+        js = tmpl["spec"] = dict(mapping(tmpl.get("spec")))
+        pod = js["template"] = dict(mapping(js.get("template")))
+        pod_spec = pod["spec"] = dict(mapping(pod.get("spec")))
+        for key in ("containers", "initContainers"):
+            if isinstance(pod_spec.get(key), list):
+                pod_spec[key] = list(pod_spec[key])
+        jobs.append(rjob)
+    if "replicatedJobs" in template:
+        out["replicatedJobs"] = jobs
+    return out
+
+
 def apply_runtime_patches(template: dict[str, Any], patches: list[Any]) -> dict[str, Any]:
     """trainingruntime.go mergeRuntimePatches at v2.3.0: each `spec.runtimePatches[].trainingRuntimeSpec.template.
     spec` is merged into the JobSet spec in turn; the replicated Jobs keep the runtime's order."""
@@ -194,7 +215,7 @@ class TrainJobLauncher(Launcher):
         ml = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
         torch_policy = mapping(ml).get("torch") if ml is not None else None
         nodes = as_int(trainer.get("numNodes"), as_int(mapping(ml).get("numNodes"), 1)) or 0
-        template = apply_runtime_patches(copy.deepcopy(mapping(dig(rspec, "template", "spec"))),
+        template = apply_runtime_patches(owned_template(mapping(dig(rspec, "template", "spec"))),
                                          listing(spec.get("runtimePatches")))
         initializer = mapping(spec.get("initializer"))
         for rjob in listing(template.get("replicatedJobs")):
@@ -204,9 +225,11 @@ class TrainJobLauncher(Launcher):
                 continue
             # builder.go Initializer: the initializer container of that step gets STORAGE_URI, the TrainJob's env
             # (upserted) and its Secret as envFrom.
-            for c in listing(dig(rjob, "template", "spec", "template", "spec", "containers")):
+            containers = listing(dig(rjob, "template", "spec", "template", "spec", "containers"))
+            for k, c in enumerate(containers):
                 if mapping(c).get("name") != step:
                     continue
+                c = containers[k] = dict(mapping(c))
                 updates = ([{"name": "STORAGE_URI", "value": source["storageUri"]}] if source.get("storageUri")
                            else []) + listing(source.get("env"))
                 c["env"] = upsert_env(listing(c.get("env")), updates)
