@@ -116,32 +116,21 @@ class Pod:
     containers: list[ContainerEnv]
     init_containers: list[ContainerEnv]
     training: int  # index into containers
+    # The training container and what the rules read of it, set once its env is worked out (see `ready`).
+    main: ContainerEnv | None = None
+    container: dict[str, Any] = field(default_factory=dict)
+    container_field: str = ""
+    env: dict[str, str | None] = field(default_factory=dict)
+    env_fields: dict[str, str] = field(default_factory=dict)
+    injected: set[str] = field(default_factory=set)
 
-    @property
-    def main(self) -> ContainerEnv:
-        if self.containers:
-            return self.containers[self.training]
-        return ContainerEnv("", f"{self.spec_field}.containers", {}, False)
-
-    @property
-    def container(self) -> dict[str, Any]:
-        return self.main.container
-
-    @property
-    def container_field(self) -> str:
-        return self.main.field
-
-    @property
-    def env(self) -> dict[str, str | None]:
-        return self.main.env
-
-    @property
-    def env_fields(self) -> dict[str, str]:
-        return self.main.env_fields
-
-    @property
-    def injected(self) -> set[str]:
-        return self.main.injected
+    def ready(self) -> "Pod":
+        """Work out the training container's env (every rule reads it) and expose it as plain attributes."""
+        main = self.containers[self.training] if self.containers else \
+            ContainerEnv("", f"{self.spec_field}.containers", {}, False)
+        self.main, self.container, self.container_field = main, main.container, main.field
+        self.env, self.env_fields, self.injected = main.env, main.env_fields, main.injected
+        return self
 
     def expand(self, text: str) -> str:
         """Kubernetes `$(VAR)` expansion in command and args, against this container's env; `$$` escapes."""
@@ -308,7 +297,7 @@ class Workload:
                                                c, False))
         for ce in pod.init_containers + pod.containers:
             ce._pending = (lambda ce=ce: self._fill_env(pod, ce, group.inject(local, ce.name, ce.init)))
-        return pod
+        return pod.ready()
 
     def _fill_env(self, pod: Pod, ce: ContainerEnv, injected: list[Injected]) -> None:
         env, fields, c, cf = ce.env, ce.env_fields, ce.container, ce.field
