@@ -503,10 +503,6 @@ class Launcher:
         object's controller defaults to (None: the API server's); None where no Job runs them."""
         return None
 
-    def depends_on(self, m: Manifest) -> list[tuple[str, str, str]]:
-        """(kind, name, field) of objects this one needs to exist when it is admitted (a TrainJob's runtime)."""
-        return []
-
     def container_settings(self, m: Manifest, key: str) -> list[tuple[str, Any]]:
         """(field, value) of the container settings (`image`, `resources`) this object sets outside any pod
         template, which the controller writes into the pods (a TrainJob's spec.trainer)."""
@@ -544,10 +540,6 @@ class Launcher:
     def services(self, w: Workload) -> list[dict[str, Any]]:
         """The Services the controller creates for the workload's pods (name, clusterIP, selector, ...)."""
         return []
-
-    def describe(self, w: Workload) -> str:
-        """The controller's DNS, in words (plan)."""
-        return "controller" if self.managed_dns else ""
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         """Set the object (a deep copy) to `nodes` pods of one process each, for a CPU simulation; what changed."""

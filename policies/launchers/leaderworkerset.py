@@ -224,9 +224,6 @@ class LeaderWorkerSetLauncher(Launcher):
             why.append("restartPolicy RecreateGroupOnPodRestart recreates the whole group")
         return why
 
-    def describe(self, w: Workload) -> str:
-        return "controller"
-
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         spec = m.obj.setdefault("spec", {})
         spec["replicas"] = 1

@@ -292,9 +292,6 @@ class PyTorchJobLauncher(Launcher):
             why.append(f"restartPolicy {restarting[0]}")
         return why
 
-    def describe(self, w: Workload) -> str:
-        return "controller"
-
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         spec = m.obj.setdefault("spec", {})
         specs = spec.get("pytorchReplicaSpecs") or {}

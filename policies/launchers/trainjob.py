@@ -344,10 +344,6 @@ class TrainJobLauncher(Launcher):
         if isinstance(env, list):
             yield "spec.trainer.env", env
 
-    def depends_on(self, m: Manifest) -> list[tuple[str, str, str]]:
-        ref = mapping(dig(m.obj, "spec", "runtimeRef"))
-        return [(str(ref.get("kind") or "ClusterTrainingRuntime"), str(ref.get("name") or ""), "spec.runtimeRef")]
-
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         out: list[Check] = []
         f = w.facts

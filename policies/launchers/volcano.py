@@ -414,9 +414,6 @@ class VolcanoJobLauncher(Launcher):
                 break
         return why
 
-    def describe(self, w: Workload) -> str:
-        return "controller" if SVC in (w.facts.get("plugins") or {}) else ""
-
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         spec = mapping(m.obj.get("spec"))
         ts = listing(spec.get("tasks"))
