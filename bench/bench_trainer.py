@@ -305,7 +305,7 @@ def print_cpu(c: dict, reps: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=3, help="repetitions of each CPU configuration (median is quoted)")
+    p.add_argument("--reps", type=int, default=5, help="repetitions of each CPU configuration (median is quoted)")
     p.add_argument("--samples", type=int, default=262144, help="synthetic samples per epoch (CPU part)")
     p.add_argument("--batch-sizes", type=_int_list, default=[512], help="per-process batches (CPU part)")
     p.add_argument("--epochs", type=int, default=3, help="epochs per CPU run; the first is warm-up")

@@ -148,3 +148,12 @@ def test_conformance(path):
     assert not schema, f"upstream accepts this input but the schema stage does not: {schema}"
     problems = compare(doc, unit)
     assert not problems, "\n".join(problems)
+
+
+def test_the_documented_case_count_is_true():
+    """README.md and docs/validation.md state how many upstream cases there are: keep them true."""
+    docs = Path(__file__).resolve().parent.parent
+    n = len(FIXTURES)
+    for doc in ("README.md", "docs/validation.md"):
+        text = " ".join((docs / doc).read_text().split())
+        assert f"{n} cases" in text, f"{doc} does not say {n} cases"
