@@ -9,7 +9,6 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -27,6 +26,15 @@ def _pump(proc: subprocess.Popen, lines: list[tuple[float, str]]) -> threading.T
     t = threading.Thread(target=read, daemon=True)
     t.start()
     return t
+
+
+def _reap(proc: subprocess.Popen, pump: threading.Thread) -> None:
+    """Leave nothing running: kill the launcher if it is still up, then drain its output."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    pump.join(5)
+    proc.stdout.close()
 
 
 def _wait_for(lines, prefix: str, timeout: float) -> float:
@@ -58,11 +66,7 @@ def test_sigterm_is_acted_on_within_a_grace_period_shorter_than_a_log_interval(t
         saved_at = _wait_for(lines, "[CKPT]", 60)
         code = proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        pump.join(5)
-        proc.stdout.close()
+        _reap(proc, pump)
     out = "".join(line for _, line in lines)
     assert code != 0, out[-3000:]
     assert saved_at - sent < grace - 1, f"checkpoint {saved_at - sent:.1f}s after SIGTERM (grace {grace}s)"
@@ -103,11 +107,7 @@ def test_pg_timeout_ends_a_rank_blocked_by_a_hung_peer(tmp_path):
         try:
             proc.wait(timeout=60)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            pump.join(5)
-            proc.stdout.close()
+            _reap(proc, pump)
     out = "".join(line for _, line in lines)
     assert [d for d in tagged(out, "DDP") if "world" in d][0]["pg_timeout_s"] == "3.0000"
     assert proc.returncode != 0

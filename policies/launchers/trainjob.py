@@ -13,7 +13,7 @@ import yaml
 
 from ..model import Manifest
 from . import jobset
-from .base import (Bundle, Check, Injected, Launcher, ScaleSpec, Workload, as_int, dig, listing, mapping)
+from .base import GPU_RESOURCES, Bundle, Check, Injected, Launcher, ScaleSpec, Workload, as_int, dig, listing, mapping
 
 KIND = "TrainJob"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -411,8 +411,6 @@ class TrainJobLauncher(Launcher):
                                    mapping(dig(runtime.obj, "spec", "template", "spec")))
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
-        from .base import GPU_RESOURCES
-
         tr = m.obj.setdefault("spec", {}).setdefault("trainer", {})
         tr["numNodes"], tr["numProcPerNode"] = nodes, 1
         for key in ("limits", "requests"):
