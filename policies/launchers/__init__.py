@@ -8,8 +8,8 @@ import functools
 
 from ..model import Manifest
 from . import indexed_job, jobset, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
-from .base import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Check, ContainerEnv, Launcher, Pod, PodGroup,
-                   ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
+from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, ContainerEnv, Launcher, Pod,
+                   PodGroup, ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
 
 # Every modelled kind, in the order `make plan` lists launchers.
 LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
@@ -63,6 +63,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "ContainerEnv", "Launcher", "Pod",
+__all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "ContainerEnv", "Launcher",
+           "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
            "REGISTRY", "BY_ID", "of", "workloads", "workload_kinds", "group_of", "cluster_scoped"]

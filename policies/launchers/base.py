@@ -14,6 +14,9 @@ from ..model import Manifest
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 POD_INDEX = "apps.kubernetes.io/pod-index"
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+# A DNS-1035 label (k8s.io/apimachinery validation.IsDNS1035Label, with its 63-character limit checked apart): what
+# Service names and the names webhooks check must be.
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 # How an injected variable meets one the user wrote in the same container.
 OVERRIDE = "override"    # appended after the user's env: the kubelet takes the last definition (the controller wins)

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator
 
 from ..model import Manifest
 from . import indexed_job
-from .base import (Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing,
+from .base import (DNS1035, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing,
                    mapping)
 
 KIND = "JobSet"
@@ -147,7 +147,6 @@ def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: 
     return groups
 
 
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 

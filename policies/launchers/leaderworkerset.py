@@ -14,12 +14,11 @@ pods outside it: independent worlds of the same shape, not one world of `replica
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any, Iterator
 
 from ..model import Manifest
 from . import statefulset
-from .base import FIRST, POD_INDEX, Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig, mapping
+from .base import DNS1035, FIRST, POD_INDEX, Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig, mapping
 
 GROUP = "leaderworkerset.x-k8s.io"
 KIND = "LeaderWorkerSet"
@@ -45,7 +44,6 @@ WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
 
 # The pod webhook adds its env first in the list and drops a variable of the same name the user wrote
 # (pod_utils.go addEnvVarsIfNotExists): base.FIRST.
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 MAX_INT32 = 2**31 - 1
 
 

@@ -3,11 +3,11 @@ repository under its new name): pods `<job>-<replica type>-<index>`, one Service
 (pkg/controller.v1/pytorch/envvar.go, elastic.go, master.go; pkg/apis/kubeflow.org/v1/pytorch_defaults.go)."""
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
 
 from ..model import Manifest
-from .base import Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing, mapping
+from .base import (DNS1035, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing,
+                   mapping)
 
 KIND = "PyTorchJob"
 MASTER, WORKER = "Master", "Worker"
@@ -19,7 +19,6 @@ OPERATOR_NAME = "pytorchjob-controller"
 INIT_CONTAINER = "init-pytorch"
 # common_types.go: the managedBy values the webhook accepts (ValidateRunPolicy).
 MANAGED_BY = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 def replica_specs(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
