@@ -10,7 +10,7 @@ from typing import Iterable, Protocol
 
 from . import argocd, environment
 from .environment import Environment
-from .launchers import Bundle, Workload, workloads
+from .launchers import Bundle, Check, Child, Workload, expand, workloads
 from .loader import InputError, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .podspecs import NOT_MODELLED, WRAPPERS
@@ -46,6 +46,13 @@ class Unit:
     environment: Environment | None = None
     # Problems an annotation suppressed: not counted, still reported.
     suppressed: list[Problem] = field(default_factory=list)
+    # The manifests with the objects controllers make from them (launchers.expand), worked out once.
+    expansion: tuple[list[Manifest], list[Child], list[Check]] | None = None
+
+    def expanded(self) -> tuple[list[Manifest], list[Child], list[Check]]:
+        if self.expansion is None:
+            self.expansion = expand(self.manifests)
+        return self.expansion
 
 
 @dataclass
@@ -134,7 +141,8 @@ def _input_error(source: str, kind: str, message: str) -> Unit:
 
 
 def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
-    bundle = Bundle.of(unit.manifests)
+    manifests, children, refused = unit.expanded()
+    bundle = Bundle.of(manifests, children)
     broken: list[tuple[Manifest, Exception]] = []
     unit.workloads = workloads(bundle, broken)
     undetermined: list[Workload] = []
@@ -145,17 +153,17 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     found: list[Problem] = [_internal(m, f"the {m.kind} could not be modelled", exc) for m, exc in broken]
     unit.topologies = topologies
     ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads,
-                  undetermined=undetermined)
+                  undetermined=undetermined, refused=refused)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
-    for m in unit.manifests:
+    for m in manifests:
         if m.kind in NOT_MODELLED or m.kind in WRAPPERS:
             checked = ("its pod templates got the schema, security and image checks" if m.kind in NOT_MODELLED else
                        "the workloads it wraps were not checked")
             found.append(Problem("MODEL", f"{m.kind} is not modelled: {checked}; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
-    present = {m.kind for m in unit.manifests}
+    present = {m.kind for m in manifests}
     for rule_id in rules or RULES:
         rule = RULES[rule_id]
         if rule.kinds is None or not rule.kinds.isdisjoint(present):
@@ -166,7 +174,20 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
             except Exception as exc:  # noqa: BLE001 - one rule that cannot read the input is a line, not a crash
                 found.append(Problem(INTERNAL, f"{rule_id} could not run: {type(exc).__name__}: {exc}", unit.source,
                                      hint=INTERNAL_HINT))
+    if children:
+        to_parents(found, children)
     finish(unit, found)
+
+
+def to_parents(problems: list[Problem], children: list[Child]) -> None:
+    """Report each problem about an object a controller made from another (a Katib trial's job) against the object
+    written in the file, at the field that holds it."""
+    by_ref = {c.manifest.ref: c for c in children}
+    for p in problems:
+        c = by_ref.get(p.obj or "")
+        if c is not None:
+            p.source, p.obj, p.field = c.parent.source, c.parent.ref, c.at(p.field)
+            p.message = f"in each trial's {c.manifest.kind}: {p.message}"
 
 
 # A rule or the launcher model met something it cannot read: said as one error line (never a traceback), which is
@@ -271,8 +292,14 @@ def validate(units: list[Unit], validator: Validator | None, timings: Timings | 
     if validator is not None and live:
         start = time.perf_counter()
         batch = getattr(validator, "validate_units", None)
-        found = batch([u.manifests for u in live]) if batch else [validator.validate(u.manifests) for u in live]
+        # A Katib trial's job is checked against its own kind's schema, as the API server does when the trial
+        # creates it; its problems are reported at the Experiment's field.
+        objects = [u.expanded()[0] for u in live]
+        found = batch(objects) if batch else [validator.validate(o) for o in objects]
         schema = {id(u): problems for u, problems in zip(live, found)}
+        for u in live:
+            if u.expanded()[1]:
+                to_parents(schema[id(u)], u.expanded()[1])
         t.schema += time.perf_counter() - start
     for unit in units:
         if unit.failed_input:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from .argocd import Delivery
-from .launchers import Bundle, Workload
+from .launchers import Bundle, Check, Workload
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from .topology import Topology
@@ -32,6 +32,8 @@ class Context:
     env: Environment | None = None
     # Workloads of a training launcher that show neither a launcher nor env:// initialisation.
     undetermined: list[Workload] = dc_field(default_factory=list)
+    # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
+    refused: list[Check] = dc_field(default_factory=list)
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
     argo: Delivery = dc_field(default_factory=Delivery)
     # Every workload of a modelled controller, training or not (admission checks read them all).

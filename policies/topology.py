@@ -8,7 +8,8 @@ from typing import Any
 
 from .launchers import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Pod, Workload, as_int, workloads
 from .model import Manifest
-from .torchrun import Invocation, Setting, find_invocation, split_endpoint, split_nnodes
+from .torchrun import (DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python, split_endpoint,
+                       split_nnodes)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -291,19 +292,38 @@ def compute(bundle: Bundle, ws: list[Workload] | None = None,
     """Topologies of the training workloads in `bundle` (or among `ws`, its workloads worked out already), and the
     workloads whose topology could not be worked out. With `failed`, a workload whose pods cannot be read (a
     malformed field) is listed there instead of raising; `undetermined` gets the workloads of a training launcher
-    (PyTorchJob, TrainJob) whose container shows neither a launcher nor env:// initialisation."""
+    (PyTorchJob, TrainJob) whose container shows neither a launcher nor env:// initialisation, unless its code is
+    in the manifest and takes no part in torch.distributed; those whose controller shows that their pods form no
+    world together (Launcher.unlinked) carry the reason in `facts["unlinked"]`."""
     out: list[Topology] = []
     unresolved: list[Workload] = []
     for w in workloads(bundle) if ws is None else ws:
         try:
             if not _compute_one(bundle, w, out, unresolved) and w.controller.for_training \
-                    and undetermined is not None:
+                    and undetermined is not None and _undetermined(w):
                 undetermined.append(w)
         except Exception as exc:  # noqa: BLE001 - reported by the engine as INTERNAL, never a crash
             if failed is None:
                 raise
             failed.append((w.manifest, exc))
     return out, unresolved
+
+
+def _undetermined(w: Workload) -> bool:
+    """For a workload of a training launcher that is not a training world by its command and env: False where its
+    code is in the manifest (`python -c`) and takes no part in torch.distributed, so it is known not to train
+    together; else True, and where the command is written out (not the image's entrypoint) the controller says
+    whether its pods can form a world at all (`facts["unlinked"]`)."""
+    pod = w.pod(0)
+    argv = pod.argv()[0]
+    code = inline_python(argv)
+    if code is not None and not DISTRIBUTED_CODE.search(code):
+        return False
+    if pod.container.get("command"):
+        reason = w.controller.unlinked(w)
+        if reason is not None:
+            w.facts["unlinked"] = reason
+    return True
 
 
 def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: list[Workload]) -> bool:

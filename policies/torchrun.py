@@ -290,3 +290,21 @@ def split_endpoint(value: str, default_port: str = "29400") -> tuple[str, str]:
         host, port = value.split(":")
         return host, port
     return value, default_port
+
+
+# What code that takes part in a torch.distributed world (or reads its rendezvous env) shows in its text.
+DISTRIBUTED_CODE = re.compile(r"torch\.distributed|init_process_group|from\s+torch\s+import\s+distributed|"
+                              r"\b(MASTER_ADDR|WORLD_SIZE|RANK|LOCAL_RANK)\b|accelerate|deepspeed")
+
+
+def inline_python(argv: list[str]) -> str | None:
+    """The program of `python [options] -c CODE ...`: the code itself, visible in the manifest; None for any other
+    command (a script file or module, whose code the manifest does not show)."""
+    if not argv or not argv[0].rsplit("/", 1)[-1].startswith("python"):
+        return None
+    for i, tok in enumerate(argv[1:], 1):
+        if tok == "-c":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if not tok.startswith("-") or tok in ("-m", "-"):
+            return None
+    return None

@@ -3,6 +3,7 @@
 and what upstream pins must be there. Rejected inputs must fail `make validate` (schema stage or a rule)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from policies.schema import BuiltinValidator
 
 ROOT = Path(__file__).parent / "conformance"
 FIXTURES = sorted(ROOT.glob("*/*.yaml"))
-CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset", "volcano", "leaderworkerset")
+CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset", "volcano", "leaderworkerset", "katib")
 SOURCE_KEYS = ("repo", "tag", "file", "test", "pinned_by")
+RANDOM = "<random>"
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -84,6 +86,11 @@ def compare(doc: dict[str, Any], unit: engine.Unit) -> list[str]:
     out: list[str] = []
     for wwant in doc["expect"].get("workloads") or []:
         w = by_obj.get(wwant["object"])
+        if w is None and RANDOM in wwant["object"]:  # a name upstream makes random (a Katib trial's)
+            pattern = re.compile(".+".join(re.escape(part) for part in wwant["object"].split(RANDOM)) + "$")
+            w = next((have for name, have in by_obj.items() if pattern.match(name)), None)
+        if w is not None and "namespace" in wwant and w["namespace"] != wwant["namespace"]:
+            out.append(f"{wwant['object']}: namespace {w['namespace']!r}, upstream {wwant['namespace']!r}")
         if w is None:
             out.append(f"{wwant['object']}: no such workload (have {sorted(by_obj)}); problems: "
                        f"{[p['message'] for p in got['problems'] if p['severity'] == ERROR]}")

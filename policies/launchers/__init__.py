@@ -1,20 +1,20 @@
 """The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
-`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`), each a `Launcher` (see `base.py`) that every
-consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
+`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`), each a `Launcher` (see `base.py`) that
+every consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
 adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 
 import functools
 
 from ..model import Manifest
-from . import indexed_job, jobset, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
-from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, ContainerEnv, Launcher, Pod,
+from . import indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
+from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, Child, ContainerEnv, Launcher, Pod,
                    PodGroup, ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
 
 # Every modelled kind, in the order `make plan` lists launchers.
 LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
                                    statefulset.LAUNCHER, trainjob.RUNTIME, volcano.LAUNCHER,
-                                   leaderworkerset.LAUNCHER)
+                                   leaderworkerset.LAUNCHER, katib.LAUNCHER)
 REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
 BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
 
@@ -42,6 +42,21 @@ def cluster_scoped() -> tuple[tuple[str, str], ...]:
     return tuple(gk for launcher in LAUNCHERS for gk in launcher.cluster_scoped)
 
 
+def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list[Check]]:
+    """The manifests followed by the objects controllers make from them for other controllers (Katib's trial jobs,
+    see Launcher.children), those children, and what the makers' webhooks refuse."""
+    children: list[Child] = []
+    checks: list[Check] = []
+    for m in manifests:
+        launcher = of(m)
+        if launcher is None:
+            continue
+        made, refused = launcher.children(m)
+        children += made
+        checks += refused
+    return (manifests + [c.manifest for c in children] if children else manifests), children, checks
+
+
 def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = None) -> list[Workload]:
     """Every object in the bundle that starts pods through one of the modelled controllers. With `failed`, an object
     the model cannot read (a malformed field the schema stage also reports) is listed there instead of raising."""
@@ -59,11 +74,16 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
             continue
         w.configmaps = bundle.configmaps
         w.secrets = bundle.secrets
+        child = bundle.children.get(m.ref)
+        if child is not None:
+            w.copies = child.copies
+            w.notes[:0] = child.notes
         out.append(w)
     return out
 
 
-__all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "ContainerEnv", "Launcher",
+__all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "Child", "ContainerEnv",
+           "Launcher",
            "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
-           "REGISTRY", "BY_ID", "of", "workloads", "workload_kinds", "group_of", "cluster_scoped"]
+           "REGISTRY", "BY_ID", "of", "expand", "workloads", "workload_kinds", "group_of", "cluster_scoped"]

@@ -219,6 +219,9 @@ class Workload:
     secrets: dict[str, dict[str, str]] = field(default_factory=dict)
     _pod_cache: dict[int, Pod] = field(default_factory=dict, repr=False)
 
+    # How many alike copies of it run at once (Katib's parallel trials); GPU totals count each.
+    copies: int = 1
+
     @property
     def launcher(self) -> str:
         return self.controller.id
@@ -387,6 +390,32 @@ def pick_container(containers: list[Any], preferred: str | None) -> int:
 
 
 @dataclass
+class Child:
+    """An object another controller makes from one written in the file (a Katib trial's job), checked by its own
+    launcher as if it were written there: problems about it are reported against `parent`, each field under
+    `prefix` (the path its spec is written at)."""
+
+    manifest: Manifest
+    parent: Manifest
+    prefix: str
+    # How many of it run at once.
+    copies: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def at(self, path: str | None) -> str | None:
+        """A field of the child as the field of the parent that holds it. The child's name and namespace are the
+        controller's, made from the parent's own; a field that is not a path ("(runtime) ...", "Job controller")
+        is left as it is."""
+        if not path:
+            return self.prefix
+        if path in ("metadata.name", "metadata.namespace"):
+            return path
+        if " " in path.strip():
+            return path
+        return f"{self.prefix}.{path}"
+
+
+@dataclass
 class Bundle:
     """The rendered objects of one overlay (or one file), indexed the way the launchers look things up."""
 
@@ -395,10 +424,12 @@ class Bundle:
     by_kind: dict[tuple[str, str], Manifest] = field(default_factory=dict)
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
     secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The objects among `manifests` that a controller makes from another (launchers.expand), by their ref.
+    children: dict[str, Child] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, manifests: list[Manifest]) -> "Bundle":
-        b = cls(manifests)
+    def of(cls, manifests: list[Manifest], children: list[Child] | None = None) -> "Bundle":
+        b = cls(manifests, children={c.manifest.ref: c for c in children or []})
         for m in manifests:
             kind = m.kind
             b.by_kind.setdefault((kind, m.name), m)
@@ -547,3 +578,15 @@ class Launcher:
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         """Set the object (a deep copy) to `nodes` pods of one process each, for a CPU simulation; what changed."""
         return []
+
+    # --- objects made from this one
+    def children(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+        """The objects the controller makes from this one for other controllers to run (Katib's trial jobs), and
+        what its webhook refuses about this object (each Check's `obj` set to it)."""
+        return [], []
+
+    def unlinked(self, w: Workload) -> Check | None:
+        """For a workload whose training container starts no launcher and gets no env:// variables: why its pods
+        form no world together, where the controller's settings show it (a TrainJob of several nodes, whose PET_*
+        env only torchrun reads); None where they do not."""
+        return None

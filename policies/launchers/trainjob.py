@@ -391,6 +391,23 @@ class TrainJobLauncher(Launcher):
                                  "use spec.trainer.numNodes / numProcPerNode instead"))
         return out
 
+    def unlinked(self, w: Workload) -> Check | None:
+        """torch.go EnforceMLPolicy (v2.3.0) gives the trainer's `node` container PET_NNODES, PET_NPROC_PER_NODE,
+        PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT, and nothing else: torchrun reads them (as its flags'
+        defaults), torch.distributed's env:// initialisation reads WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT,
+        which no one sets here. So several nodes whose command is not torchrun form no world together."""
+        f = w.facts
+        nodes = w.pods
+        if not f.get("torch_policy") or not f.get("trainer_set") or nodes < 2:
+            return None
+        return Check("spec.trainer.command",
+                     f"numNodes is {nodes} on runtime '{f.get('runtime_name')}' (mlPolicy.torch) but the command starts "
+                     "no torchrun and no WORLD_SIZE, RANK or MASTER_ADDR is set: the Trainer's PET_* env is read by "
+                     f"torchrun alone, so the {nodes} nodes form no world together (each trains alone, or an env:// "
+                     "init_process_group fails for want of WORLD_SIZE)",
+                     "start the script with torchrun (it reads PET_*), or set numNodes: 1 if the nodes are not "
+                     "meant to train together")
+
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         runtime = w.facts.get("runtime")
         if runtime is None:

@@ -1,8 +1,8 @@
 """The overlay's GPUs fit the environment's capacity.
 
 All pods of a world must run at once. An overlay that needs more GPUs (pods x GPUs per pod, the elastic maximum for
-elastic jobs, summed over its workloads) than the environment can give never starts: some pods stay Pending while
-the others time out in rendezvous. The capacity comes from the environment's declaration (`gpuCapacity`); without
+elastic jobs, summed over its workloads, each Katib trial that runs at once counted) than the environment can give
+never starts: some pods stay Pending while the others time out in rendezvous. The capacity comes from the environment's declaration (`gpuCapacity`); without
 one the rule cannot run and says so.
 
 Fails: 64 pods x 8 GPUs (512) in an environment with `gpuCapacity: 256`.
@@ -24,7 +24,8 @@ def check(ctx):
     if ctx.env is None or ctx.env.gpu_capacity is None:
         yield not_run(ID, ctx, "gpuCapacity")
         return
-    need = {t.manifest.ref: t.gpus * max(t.pods, t.nnodes_max or 0) for t in gpu}
+    # A Katib Experiment runs `copies` trials of its job at once.
+    need = {t.manifest.ref: t.gpus * max(t.pods, t.nnodes_max or 0) * t.workload.copies for t in gpu}
     total = sum(need.values())
     cap = ctx.env.gpu_capacity
     if total > cap:

@@ -5,14 +5,19 @@ torchrun waits until `--nnodes` agents have joined. With fewer pods than that th
 given no `--nnodes` (or `PET_NNODES`) defaults to `1:1`: each pod trains alone, which looks like training but is not
 distributed at all. An elastic range `MIN:MAX` must contain the pod count. The same holds for `accelerate launch`
 (`--num_machines`). A script that initialises the `mpi` process group without `mpirun` is an MPI world of one in
-every pod, whatever WORLD_SIZE says.
+every pod, whatever WORLD_SIZE says. A TrainJob of several nodes on a torch runtime whose command is written out and
+starts no torchrun, with no WORLD_SIZE, RANK or MASTER_ADDR set: the Trainer injects only `PET_*`, which torchrun
+alone reads, so the nodes form no world together (each trains alone, or `init_process_group` fails). Code written
+in the manifest (`python -c`) that never touches torch.distributed is not a world and is left alone.
 
 Fails: a Job with `completions: 4` whose container runs `torchrun --nnodes=2 ...`, or JobSet's resnet example,
-4 pods whose torchrun has no `--nnodes`; 2 pods running `python train.py --backend mpi`.
+4 pods whose torchrun has no `--nnodes`; 2 pods running `python train.py --backend mpi`; a TrainJob of 2 nodes
+running `python3 mnist.py` (Katib's trainjob-pytorch example).
 Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator sets `PET_NNODES` to its replicas.
 """
 from __future__ import annotations
 
+from ..model import Problem
 from ..rulekit import launcher_field, pods_field, problem
 
 ID = "TOPO001"
@@ -20,6 +25,11 @@ NAME = "nnodes-matches-pods"
 
 
 def check(ctx):
+    for w in ctx.undetermined:
+        c = w.facts.get("unlinked")
+        if c is not None:
+            m = w.manifest
+            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     for t in ctx.topologies:
         if t.mpi_world_of_one and t.pods > 1:
             b = t.pg_backend

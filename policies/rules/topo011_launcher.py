@@ -14,7 +14,13 @@ Job (API server validation at v1.36.0): an Indexed Job states `completions`, wit
 `podFailurePolicy` comes with `restartPolicy: Never`. Volcano Job (v1.15.1 webhook): at least one task, unique task
 names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
-name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1.
+name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1. Katib
+Experiment (v0.19.0 webhook): a name of at most 40 characters, trial counts above 0 with `parallelTrialCount` and
+`maxFailedTrialCount` within `maxTrialCount`, a `trialTemplate` with `primaryContainerName`, `trialParameters`
+each named once, referencing a parameter of `spec.parameters` (or the trial's metadata) once, and used in the
+trialSpec, which uses no other, sets no name or namespace, and states `successCondition`/`failureCondition` unless
+Katib defaults them for its kind; the trial's job is then checked by its own launcher (reported at
+`spec.trialTemplate.trialSpec`).
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; a TrainJob naming a
 runtime that is not in git; an Indexed Job without completions.
@@ -29,6 +35,9 @@ NAME = "launcher-requirements"
 
 
 def check(ctx):
+    for c in ctx.refused:
+        m = c.obj
+        yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     for w in ctx.unresolved:
         c = w.facts.get("unresolved")
         if c is not None:

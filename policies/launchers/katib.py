@@ -1,0 +1,247 @@
+"""Katib's Experiment (kubeflow.org/v1beta1, kubeflow/katib tag v0.19.0). It starts no pods itself: it makes Trials,
+and each Trial creates the object written in `spec.trialTemplate.trialSpec` (a PyTorchJob, TrainJob, Job ...) with
+every `${trialParameters.<name>}` replaced and the trial's name and namespace set; that object's own controller then
+starts the pods. Here the trial's object is a child of the Experiment (base.Child), checked by its own launcher
+module and rules as if it were written in the file, every problem reported against the Experiment at
+`spec.trialTemplate.trialSpec...`.
+
+What upstream does, at v0.19.0:
+- pkg/controller.v1beta1/experiment/manifest/generator.go:89-107 GetRunSpecWithHyperParameters: the trialSpec is
+  turned into JSON text (GetTrialTemplate, 199-226) and each placeholder `${trialParameters.<name>}` replaced in that
+  text (applyParameters, 109-197): a reference to an experiment parameter takes the value the suggestion assigned;
+  a meta reference `${trialSpec.Name|Namespace|Kind|APIVersion|Labels[k]|Annotations[k]}` the trial's. Then
+  `SetName(trialName)` and `SetNamespace(trialNamespace)`.
+- experiment/experiment_controller_util.go:39-97 getTrialInstance: the trial's namespace is the Experiment's, its
+  name the suggestion's (suggestion/suggestionclient/suggestionclient.go:177: `<experiment>-<8 random characters>`).
+- experiment/experiment_controller.go:286-340 ReconcileTrials: at most `parallelTrialCount` trials are active at
+  once, fewer when `maxTrialCount` leaves fewer to run; pkg/apis/controller/experiments/v1beta1/constants.go:21
+  defaults parallelTrialCount to 3.
+- trial/trial_controller.go:277-338 reconcileJob: the trial creates the job as it is (owned by the Trial) and, once
+  the trial completes, deletes it unless `trialTemplate.retain` is set.
+- pkg/webhook/v1beta1/experiment/validator/validator.go:81-181, 305-438: what the webhook refuses (see `children`).
+  experiment_defaults.go:97-137 fills successCondition and failureCondition for Job and the Kubeflow job kinds
+  (constants.go:53 KubeflowJobKinds); for any other kind the webhook refuses an Experiment that sets neither.
+
+The parameter values are not known before the suggestion service picks them: the trial checked here takes each
+referenced parameter's `feasibleSpace.min` (int, double), else the first item of its `feasibleSpace.list`
+(categorical, discrete), and the workload's notes say which values were used. Trial names take the placeholder
+suffix `TRIAL_SUFFIX` (8 characters, as upstream's random ones), so name lengths are upstream's. Not modelled:
+Katib's pod webhook (pkg/webhook/v1beta1/pod/inject_webhook.go:131-204) adds a metrics-collector sidecar to the
+trial's primary pod and, for file collectors, wraps the primary container's command in a shell that redirects its
+output; neither changes the env or the process the container starts."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..model import INFO, Manifest
+from .base import Check, Child, Launcher, as_int, listing, mapping
+
+GROUP = "kubeflow.org"
+KIND = "Experiment"
+# constants.go:21 DefaultTrialParallelCount.
+DEFAULT_PARALLEL = 3
+# consts/const.go:135-143: the placeholder a trial parameter is written as, and a meta reference.
+PLACEHOLDER = "${{trialParameters.{}}}"
+ANY_PLACEHOLDER = re.compile(r"\$\{trialParameters\..+?\}")
+META_REFERENCE = re.compile(r"\$\{trialSpec\.(.+?)\}")
+META_INDEXED = re.compile(r"(.+)\[(.+)]")
+META_KEYS = ("Name", "Namespace", "Kind", "APIVersion", "Annotations", "Labels")
+# experiment_defaults.go:103-134, constants.go:53-59: the kinds whose success and failure conditions Katib defaults.
+DEFAULTED_KINDS = ("Job", "TFJob", "PyTorchJob", "XGBoostJob", "MPIJob", "TrainJob")
+# A stand-in for suggestionclient.go's utilrand.String(8): the same length, from the same alphabet.
+TRIAL_SUFFIX = "bcdfghjk"
+# validator.go:84-92: the Experiment's name.
+NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?")
+MAX_NAME = 40
+
+TEMPLATE = "spec.trialTemplate"
+HINT = "see Katib's Experiment reference (kubeflow/katib v0.19.0 pkg/webhook/v1beta1/experiment/validator)"
+
+
+def is_meta(reference: str) -> bool:
+    """validator.go isMetaKey (576-594): `${trialSpec.<key>}` or `${trialSpec.<key>[index]}` of a known key."""
+    m = META_REFERENCE.search(reference)
+    if not m:
+        return False
+    key = m.group(1)
+    sub = META_INDEXED.fullmatch(key)
+    return key in META_KEYS or bool(sub and sub.group(1) in META_KEYS)
+
+
+def parameter_value(parameter: dict[str, Any]) -> str | None:
+    """The value the trial checked here takes: the feasible space's min, else its first listed value."""
+    space = mapping(parameter.get("feasibleSpace"))
+    if space.get("min") is not None:
+        return str(space["min"])
+    values = listing(space.get("list"))
+    return str(values[0]) if values else None
+
+
+def trial_name(m: Manifest) -> str:
+    return f"{m.name}-{TRIAL_SUFFIX}"
+
+
+def parallel_trials(spec: dict[str, Any]) -> int:
+    """How many trials run at once: parallelTrialCount (default 3), no more than maxTrialCount."""
+    parallel = as_int(spec.get("parallelTrialCount"), DEFAULT_PARALLEL) or 0
+    most = as_int(spec.get("maxTrialCount"))
+    return max(0, min(parallel, most) if most is not None else parallel)
+
+
+class ExperimentLauncher(Launcher):
+    id = "katib-experiment"
+    title = "Katib Experiment (its trials' jobs are checked by their own launchers)"
+    kinds = ((GROUP, KIND),)
+    starts_pods = False  # the trial's job starts them, through its own controller
+
+    def children(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+        checks: list[Check] = []
+
+        def refuse(field: str, message: str, hint: str = HINT) -> None:
+            checks.append(Check(field, f"Katib's webhook refuses the Experiment: {message}", hint, obj=m))
+
+        spec = mapping(m.obj.get("spec"))
+        name = m.name
+        if not NAME_PATTERN.match(name) or len(name) > MAX_NAME:
+            refuse("metadata.name", f"name '{name}' must start with a lower-case letter and be at most {MAX_NAME} "
+                   "characters (validator.go:84-92)", "rename the Experiment")
+        counts = {k: as_int(spec.get(k)) for k in ("maxFailedTrialCount", "maxTrialCount", "parallelTrialCount")}
+        if counts["maxFailedTrialCount"] is not None and counts["maxFailedTrialCount"] < 0:
+            refuse("spec.maxFailedTrialCount", "maxFailedTrialCount is below 0")
+        for key in ("maxTrialCount", "parallelTrialCount"):
+            if counts[key] is not None and counts[key] <= 0:
+                refuse(f"spec.{key}", f"{key} is {counts[key]}, it must be greater than 0")
+        most = counts["maxTrialCount"]
+        for key in ("maxFailedTrialCount", "parallelTrialCount"):
+            if most is not None and counts[key] is not None and counts[key] > most:
+                refuse(f"spec.{key}", f"{key} {counts[key]} is above maxTrialCount {most}",
+                       f"set {key} to at most {most}")
+
+        tt = spec.get("trialTemplate")
+        if not isinstance(tt, dict):
+            refuse(TEMPLATE, "spec.trialTemplate is missing", "write the trial's job in spec.trialTemplate.trialSpec")
+            return [], checks
+        if not tt.get("primaryContainerName"):
+            refuse(f"{TEMPLATE}.primaryContainerName", "primaryContainerName is missing",
+                   "name the trial's training container in primaryContainerName")
+        trial_spec, config_map = tt.get("trialSpec"), tt.get("configMap")
+        kind = str(mapping(trial_spec).get("kind") or "")
+        if kind not in DEFAULTED_KINDS and not (tt.get("successCondition") and tt.get("failureCondition")):
+            refuse(TEMPLATE, f"a trial of kind '{kind}' needs successCondition and failureCondition (Katib defaults "
+                   f"them only for {', '.join(DEFAULTED_KINDS)})", "set both conditions in spec.trialTemplate")
+        if tt.get("trialParameters") is None:
+            refuse(f"{TEMPLATE}.trialParameters", "trialParameters is missing")
+            return [], checks
+        if trial_spec is None and config_map is None:
+            refuse(TEMPLATE, "neither trialSpec nor configMap is set")
+            return [], checks
+        if trial_spec is not None and config_map is not None:
+            refuse(TEMPLATE, "both trialSpec and configMap are set", "keep one of them")
+            return [], checks
+        if trial_spec is None:
+            cm = mapping(config_map)
+            if not (cm.get("configMapName") and cm.get("configMapNamespace") and cm.get("templatePath")):
+                refuse(f"{TEMPLATE}.configMap", "configMap needs configMapName, configMapNamespace and templatePath")
+            else:
+                checks.append(Check(f"{TEMPLATE}.configMap", "the trial's job is written in ConfigMap "
+                                    f"{cm['configMapNamespace']}/{cm['configMapName']} ({cm['templatePath']}), which "
+                                    "is not read here: the trial's job was not checked",
+                                    "write the job in spec.trialTemplate.trialSpec to have it checked",
+                                    obj=m, severity=INFO))
+            return [], checks
+        if not isinstance(trial_spec, dict):
+            refuse(f"{TEMPLATE}.trialSpec", "trialSpec is not an object")
+            return [], checks
+
+        # validator.go:352-411: the template text against trialParameters.
+        text = json.dumps(trial_spec, sort_keys=True, separators=(",", ":"))
+        parameters = {str(mapping(p).get("name")): mapping(p) for p in listing(spec.get("parameters"))}
+        meta = mapping(trial_spec.get("metadata"))
+        namespace = m.namespace or "default"
+        values: dict[str, str] = {}
+        used: list[str] = []
+        names: set[str] = set()
+        refs: set[str] = set()
+        for i, tp in enumerate(listing(tt.get("trialParameters"))):
+            tp = mapping(tp)
+            where = f"{TEMPLATE}.trialParameters[{i}]"
+            pname, ref = str(tp.get("name") or ""), str(tp.get("reference") or "")
+            if not pname or not ref or "{" in pname or "}" in pname:
+                refuse(where, "a trial parameter needs a name and a reference, and its name no '{' or '}'")
+                continue
+            if pname in names:
+                refuse(f"{where}.name", f"trial parameter name '{pname}' is given twice")
+                continue
+            if ref in refs:
+                refuse(f"{where}.reference", f"trial parameter reference '{ref}' is given twice")
+                continue
+            names.add(pname)
+            refs.add(ref)
+            if not is_meta(ref):
+                if parameters and ref not in parameters:
+                    refuse(f"{where}.reference", f"trial parameter '{pname}' references '{ref}', which is not in "
+                           "spec.parameters", "reference one of spec.parameters")
+                value = parameter_value(parameters[ref]) if ref in parameters else None
+                if value is not None:
+                    values[pname] = value
+                    used.append(f"{ref}={value}")
+            else:
+                key = META_REFERENCE.search(ref).group(1)  # type: ignore[union-attr]
+                sub = META_INDEXED.fullmatch(key)
+                if sub:
+                    table = mapping(meta.get(sub.group(1).lower()))
+                    if sub.group(2) not in table:
+                        checks.append(Check(f"{where}.reference", f"trial parameter '{pname}' references "
+                                            f"{sub.group(1).lower()} '{sub.group(2)}', which the trialSpec's "
+                                            "metadata does not have: Katib cannot make any trial "
+                                            "(generator.go:168-179)",
+                                            f"add it to the trialSpec's metadata.{sub.group(1).lower()}", obj=m))
+                    else:
+                        values[pname] = str(table[sub.group(2)])
+                else:
+                    values[pname] = {"Name": trial_name(m), "Namespace": namespace, "Kind": kind,
+                                     "APIVersion": str(trial_spec.get("apiVersion") or "")}[key]
+            placeholder = PLACEHOLDER.format(pname)
+            if placeholder not in text:
+                refuse(f"{where}.name", f"trial parameter '{pname}' is not used in the trialSpec ({placeholder})",
+                       "use it in the trialSpec, or remove it")
+                return [], checks
+            text = text.replace(placeholder, values.get(pname, "test-value"))
+        left = sorted(set(ANY_PLACEHOLDER.findall(text)))
+        if left:
+            refuse(TEMPLATE, f"the trialSpec uses {', '.join(left)}, not declared in trialParameters",
+                   "declare each in spec.trialTemplate.trialParameters")
+            return [], checks
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            refuse(TEMPLATE, "the trialSpec is no longer valid JSON once the parameters are put in")
+            return [], checks
+        if meta.get("name") or meta.get("namespace"):
+            refuse(f"{TEMPLATE}.trialSpec.metadata", "the trialSpec sets metadata.name or metadata.namespace "
+                   "(Katib names each trial's job itself)", "remove them")
+        if not trial_spec.get("apiVersion") or not kind:
+            refuse(f"{TEMPLATE}.trialSpec", "the trialSpec has no apiVersion or kind")
+            return [], checks
+        if not isinstance(obj, dict):
+            return [], checks
+        # generator.go:102-104: the trial's name and namespace.
+        md = dict(obj["metadata"]) if isinstance(obj.get("metadata"), dict) else {}
+        md["name"] = trial_name(m)
+        md.pop("namespace", None)
+        if m.namespace:
+            md["namespace"] = m.namespace
+        obj["metadata"] = md
+        copies = parallel_trials(spec)
+        notes = [f"a trial of Katib Experiment {m.ref} ({copies} run at once)"
+                 + (f", checked with {', '.join(used)} (each parameter's feasibleSpace min, else its first listed "
+                    "value)" if used else "")]
+        if tt.get("primaryContainerName"):
+            notes.append(f"Katib's primary container: {tt['primaryContainerName']}")
+        child = Child(Manifest(obj, m.source, m.index), m, f"{TEMPLATE}.trialSpec", copies=copies, notes=notes)
+        return [child], checks
+
+
+LAUNCHER = ExperimentLauncher()
