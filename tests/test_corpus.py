@@ -4,6 +4,7 @@ read from the manifest and its controller's documented behaviour (`runs` or `can
 - `runs`: `validate` reports no error (warnings are allowed).
 - `cannot-form`: `validate` reports at least one error, under `expected_rule`.
 - every file, modelled kind or not: `validate` ends normally (exit 0 or 1, its JSON report), never a traceback.
+- a kind no launcher models (`modelled: false`) is said so in one `MODEL` info line; a modelled one never is.
 
 Where the validator disagrees today the index says why in `known_gap`, and the verdict test is
 xfail(strict=True): the suite stays green now and fails (XPASS) when the model is fixed, so the entry is updated.
@@ -64,6 +65,17 @@ def test_no_traceback(case):
     assert rc in (0, 1), err
     report = json.loads(out)
     assert report["units"] and report["units"][0]["source"].endswith(case["file"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_kind_modelled_or_said_not(case):
+    _, out, _ = validate(case["file"])
+    said = [p for p in json.loads(out)["problems"] if p["rule"] == "MODEL"]
+    if case["modelled"]:
+        assert not said, said
+    else:
+        assert len(said) == 1 and said[0]["severity"] == "info", said
+        assert said[0]["message"].startswith(f"{case['kind']} is not modelled"), said
 
 
 def _verdict_params():

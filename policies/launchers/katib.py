@@ -128,9 +128,12 @@ class ExperimentLauncher(Launcher):
                    "name the trial's training container in primaryContainerName")
         trial_spec, config_map = tt.get("trialSpec"), tt.get("configMap")
         kind = str(mapping(trial_spec).get("kind") or "")
-        if kind not in DEFAULTED_KINDS and not (tt.get("successCondition") and tt.get("failureCondition")):
-            refuse(TEMPLATE, f"a trial of kind '{kind}' needs successCondition and failureCondition (Katib defaults "
-                   f"them only for {', '.join(DEFAULTED_KINDS)})", "set both conditions in spec.trialTemplate")
+        # experiment_defaults.go:101: the defaults need a trialSpec of one of those kinds.
+        if (trial_spec is None or kind not in DEFAULTED_KINDS) and \
+                not (tt.get("successCondition") and tt.get("failureCondition")):
+            what = f"a trial of kind '{kind}'" if trial_spec is not None else "a trial template in a ConfigMap"
+            refuse(TEMPLATE, f"{what} needs successCondition and failureCondition (Katib defaults them only for a "
+                   f"trialSpec of kind {', '.join(DEFAULTED_KINDS)})", "set both conditions in spec.trialTemplate")
         if tt.get("trialParameters") is None:
             refuse(f"{TEMPLATE}.trialParameters", "trialParameters is missing")
             return [], checks

@@ -1,0 +1,159 @@
+"""Katib's Experiment (policies/launchers/katib.py): the webhook's refusals come out as TOPO011 for the reason
+upstream gives, the trial's job is made as Katib makes it (parameters put in, its name and namespace set) and is
+checked by its own launcher, every problem about it reported against the Experiment at the field that holds it."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from policies import engine, environment
+from policies.launchers import katib
+from policies.model import ERROR, INFO, Manifest
+
+from conftest import FIXTURES, REPO
+
+KATIB = REPO / "tests" / "conformance" / "katib"
+CASES = sorted(KATIB.glob("*.yaml"))
+EXAMPLE = yaml.safe_load((REPO / "tests/corpus/katib/katib-pytorchjob-mnist.yaml").read_text())
+
+
+def validate(objs: list[dict], env: environment.Environment | None = None) -> engine.Unit:
+    unit = engine.Unit("experiment.yaml", "file", [Manifest(o, "experiment.yaml", i) for i, o in enumerate(objs)],
+                       environment=env)
+    engine.check_policies(unit)
+    return unit
+
+
+def errors(unit: engine.Unit) -> list:
+    return [p for p in unit.problems if p.severity == ERROR]
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_upstream_case_for_its_reason(path):
+    """A refused case is refused by Katib's webhook model (not by some other rule); an admitted one has no error."""
+    doc = yaml.safe_load(path.read_text())
+    unit = validate(doc["input"])
+    if doc["expect"].get("rejected"):
+        refused = [p for p in errors(unit) if p.rule == "TOPO011" and "Katib's webhook refuses" in p.message]
+        assert refused, [p.line() for p in unit.problems]
+        assert all(p.obj == "Experiment/fakens/fake" for p in refused)
+        assert all(p.field.startswith(("spec.", "metadata.")) for p in refused)
+    else:  # admitted (what the trial's job then does is the other rules' business)
+        assert not [p.line() for p in errors(unit) if p.rule in ("TOPO011", "SCHEMA")]
+
+
+def test_trial_takes_the_feasible_minimum_and_katibs_name():
+    unit = validate([EXAMPLE])
+    (w,) = unit.workloads
+    assert w.manifest.kind == "PyTorchJob" and w.manifest.namespace == "kubeflow"
+    assert w.manifest.name == f"pytorchjob-mnist-{katib.TRIAL_SUFFIX}" and len(katib.TRIAL_SUFFIX) == 8
+    argv = w.pod(0).argv()[0]
+    assert "--lr=0.01" in argv and "--momentum=0.5" in argv
+    assert w.copies == 3
+    assert any("lr=0.01" in n and "3 run at once" in n for n in w.notes)
+    # The Experiment in the file is left as it was written.
+    assert "${trialParameters.learningRate}" in str(unit.manifests[0].obj)
+
+
+def test_list_parameter_takes_its_first_value():
+    exp = copy.deepcopy(EXAMPLE)
+    exp["spec"]["parameters"][1] = {"name": "momentum", "parameterType": "categorical",
+                                    "feasibleSpace": {"list": ["0.9", "0.8"]}}
+    (w,) = validate([exp]).workloads
+    assert "--momentum=0.9" in w.pod(0).argv()[0]
+
+
+def test_problems_about_the_trial_point_at_the_experiment():
+    exp = copy.deepcopy(EXAMPLE)
+    master = exp["spec"]["trialTemplate"]["trialSpec"]["spec"]["pytorchReplicaSpecs"]["Master"]
+    master["replicas"] = 2  # the PyTorchJob webhook refuses more than one Master
+    found = [p for p in errors(validate([exp])) if p.rule == "TOPO011"]
+    assert found, "the trial's PyTorchJob was not checked"
+    for p in found:
+        assert p.obj == "Experiment/kubeflow/pytorchjob-mnist"
+        assert p.field.startswith("spec.trialTemplate.trialSpec."), p.field
+        assert p.message.startswith("in each trial's PyTorchJob: ")
+
+
+def test_trial_schema_is_checked_at_the_experiments_field():
+    from policies.schema import BuiltinValidator
+    exp = copy.deepcopy(EXAMPLE)
+    spec = exp["spec"]["trialTemplate"]["trialSpec"]["spec"]
+    spec["pytorchReplicaSpecz"] = spec.pop("pytorchReplicaSpecs")
+    unit = engine.Unit("experiment.yaml", "file", [Manifest(exp, "experiment.yaml", 0)])
+    engine.validate([unit], BuiltinValidator())
+    schema = [p for p in unit.problems if p.rule == "SCHEMA"]
+    assert schema and all(p.obj == "Experiment/kubeflow/pytorchjob-mnist" for p in schema)
+    assert "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecz" in {p.field for p in schema}
+
+
+def test_suppression_on_the_experiment_covers_its_trial():
+    exp = copy.deepcopy(EXAMPLE)
+    exp["metadata"]["annotations"] = {engine.SUPPRESS_ANNOTATION: "IMG001=the example pins :latest on purpose"}
+    unit = validate([exp])
+    assert not [p for p in unit.problems if p.rule == "IMG001"]
+    assert {p.rule for p in unit.suppressed} == {"IMG001"}
+
+
+def gpu_experiment(parallel: int) -> dict:
+    exp = copy.deepcopy(EXAMPLE)
+    exp["spec"]["parallelTrialCount"] = parallel
+    for rtype in ("Master", "Worker"):
+        rs = exp["spec"]["trialTemplate"]["trialSpec"]["spec"]["pytorchReplicaSpecs"][rtype]
+        rs["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 4},
+                                                                "requests": {"nvidia.com/gpu": 4}}
+    return exp
+
+
+@pytest.mark.parametrize("parallel,fires", [(3, True), (2, False)])
+def test_gpu_capacity_counts_the_trials_that_run_at_once(tmp_path: Path, parallel: int, fires: bool):
+    declared = tmp_path / "policy.yaml"
+    declared.write_text("apiVersion: policies.ddp/v1\nkind: Environment\nmetadata: {name: lab}\n"
+                        "spec: {gpuCapacity: 16}\n")
+    env, problems = environment.load(declared)
+    assert not problems
+    found = [p for p in validate([gpu_experiment(parallel)], env).problems if p.rule == "RES004"]
+    assert bool(found) == fires, [p.line() for p in found]  # 2 pods x 4 GPUs x 3 trials = 24 > 16
+
+
+def test_parallel_trials():
+    assert katib.parallel_trials({}) == katib.DEFAULT_PARALLEL
+    assert katib.parallel_trials({"parallelTrialCount": 5, "maxTrialCount": 2}) == 2
+    assert katib.parallel_trials({"parallelTrialCount": 1}) == 1
+
+
+def test_template_in_a_configmap_is_said_not_checked():
+    exp = copy.deepcopy(EXAMPLE)
+    tt = exp["spec"]["trialTemplate"]
+    tt.pop("trialSpec")
+    tt["configMap"] = {"configMapName": "trial-templates", "configMapNamespace": "kubeflow",
+                       "templatePath": "pytorch.yaml"}
+    # Katib defaults the trial's success and failure conditions only from a trialSpec's kind.
+    refused = errors(validate([exp]))
+    assert [p.field for p in refused] == ["spec.trialTemplate"] and "ConfigMap" in refused[0].message
+    tt["successCondition"] = tt["failureCondition"] = "status.conditions.#(type==\"Done\")#"
+    unit = validate([exp])
+    assert not errors(unit) and not unit.workloads
+    info = [p for p in unit.problems if p.rule == "TOPO011" and p.severity == INFO]
+    assert info and "was not checked" in info[0].message
+
+
+def test_missing_metadata_label_reference_is_an_error():
+    exp = copy.deepcopy(EXAMPLE)
+    exp["spec"]["trialTemplate"]["trialParameters"].append({"name": "team", "reference": "${trialSpec.Labels[team]}"})
+    cmd = exp["spec"]["trialTemplate"]["trialSpec"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    cmd["containers"][0]["command"].append("--team=${trialParameters.team}")
+    found = [p for p in errors(validate([exp])) if p.rule == "TOPO011"]
+    assert any("labels 'team'" in p.message for p in found), [p.line() for p in found]
+
+
+def test_experiment_is_reported_modelled_not_as_a_wrapper():
+    unit = validate([EXAMPLE])
+    assert not [p for p in unit.problems if p.rule == "MODEL"]
+
+
+def test_rule_fixture_for_katib_exists():
+    assert (FIXTURES / "rules/TOPO001/fail/katib-trainjob-trial.yaml").is_file()
