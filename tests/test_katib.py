@@ -157,3 +157,15 @@ def test_experiment_is_reported_modelled_not_as_a_wrapper():
 
 def test_rule_fixture_for_katib_exists():
     assert (FIXTURES / "rules/TOPO001/fail/katib-trainjob-trial.yaml").is_file()
+
+
+def test_a_trial_that_would_blow_up_is_not_made():
+    """A long parameter value put into many placeholders: bounded, said in one info line, nothing made."""
+    exp = copy.deepcopy(EXAMPLE)
+    exp["spec"]["parameters"][0]["feasibleSpace"] = {"list": ["x" * 100_000]}
+    master = exp["spec"]["trialTemplate"]["trialSpec"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    master["containers"][0]["args"] = ["${trialParameters.learningRate}"] * 200
+    unit = validate([exp])
+    assert not unit.workloads
+    said = [p for p in unit.problems if p.rule == "TOPO011" and p.severity == INFO]
+    assert said and "was not checked" in said[0].message

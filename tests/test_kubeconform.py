@@ -168,3 +168,20 @@ def test_v06_shape_uses_validation_errors():
     got = kc._result_problems(m, stage.find_schema(m.api_version, m.kind), res)
     assert key(got) == key(BuiltinValidator().validate([m]))
     assert [p.hint for p in got if p.field.endswith("resource")] == ['did you mean "resources"?']
+
+
+@needs_binary
+def test_katib_trial_schema_problems_agree():
+    """A Katib trial's job is schema-checked as a child of its Experiment: both validators report its problems at
+    the Experiment's spec.trialTemplate.trialSpec field."""
+    exp = yaml.safe_load((REPO / "tests/corpus/katib/katib-pytorchjob-mnist.yaml").read_text())
+    spec = exp["spec"]["trialTemplate"]["trialSpec"]["spec"]
+    spec["pytorchReplicaSpecz"] = spec.pop("pytorchReplicaSpecs")
+    found = []
+    for validator in (BuiltinValidator(), KubeconformValidator(BINARY)):
+        unit = engine.Unit("experiment.yaml", "file", [Manifest(exp, "experiment.yaml", 0)])
+        engine.validate([unit], validator)
+        found.append(key(p for p in unit.problems if p.rule.startswith("SCHEMA")))
+    assert found[0] == found[1]
+    assert ("SCHEMA", "Experiment/kubeflow/pytorchjob-mnist",
+            "spec.trialTemplate.trialSpec.spec.pytorchReplicaSpecz") in found[0]

@@ -8,8 +8,8 @@ import functools
 
 from ..model import Manifest
 from . import indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
-from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, Child, ContainerEnv, Launcher, Pod,
-                   PodGroup, ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
+from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, Child, ContainerEnv, Launcher,
+                   Pod, PodGroup, ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
 
 # Every modelled kind, in the order `make plan` lists launchers.
 LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,

@@ -55,6 +55,8 @@ TRIAL_SUFFIX = "bcdfghjk"
 # validator.go:84-92: the Experiment's name.
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?")
 MAX_NAME = 40
+# A bound on the trial's job as text: a long value put into many placeholders could otherwise grow without limit.
+MAX_TRIAL_TEXT = 8 * 2**20
 
 TEMPLATE = "spec.trialTemplate"
 HINT = "see Katib's Experiment reference (kubeflow/katib v0.19.0 pkg/webhook/v1beta1/experiment/validator)"
@@ -203,6 +205,10 @@ class ExperimentLauncher(Launcher):
                                             f"add it to the trialSpec's metadata.{sub.group(1).lower()}", obj=m))
                     else:
                         values[pname] = str(table[sub.group(2)])
+                elif key in ("Labels", "Annotations"):
+                    checks.append(Check(f"{where}.reference", f"trial parameter '{pname}' references {ref} without "
+                                        f"a key: Katib cannot make any trial (generator.go:168-179)",
+                                        f"write ${{trialSpec.{key}[<key>]}}", obj=m))
                 else:
                     values[pname] = {"Name": trial_name(m), "Namespace": namespace, "Kind": kind,
                                      "APIVersion": str(trial_spec.get("apiVersion") or "")}[key]
@@ -211,7 +217,13 @@ class ExperimentLauncher(Launcher):
                 refuse(f"{where}.name", f"trial parameter '{pname}' is not used in the trialSpec ({placeholder})",
                        "use it in the trialSpec, or remove it")
                 return [], checks
-            text = text.replace(placeholder, values.get(pname, "test-value"))
+            value = values.get(pname, "test-value")
+            if len(text) + text.count(placeholder) * (len(value) - len(placeholder)) > MAX_TRIAL_TEXT:
+                checks.append(Check(where, f"the trial's job would be over {MAX_TRIAL_TEXT // 2**20} MiB once "
+                                    f"'{pname}' is put in: it was not checked", "use shorter parameter values",
+                                    obj=m, severity=INFO))
+                return [], checks
+            text = text.replace(placeholder, value)
         left = sorted(set(ANY_PLACEHOLDER.findall(text)))
         if left:
             refuse(TEMPLATE, f"the trialSpec uses {', '.join(left)}, not declared in trialParameters",
@@ -238,7 +250,7 @@ class ExperimentLauncher(Launcher):
             md["namespace"] = m.namespace
         obj["metadata"] = md
         copies = parallel_trials(spec)
-        notes = [f"a trial of Katib Experiment {m.ref} ({copies} run at once)"
+        notes = [f"a trial of {m.ref} (Katib; {copies} run at once)"
                  + (f", checked with {', '.join(used)} (each parameter's feasibleSpace min, else its first listed "
                     "value)" if used else "")]
         if tt.get("primaryContainerName"):

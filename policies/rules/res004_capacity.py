@@ -2,8 +2,8 @@
 
 All pods of a world must run at once. An overlay that needs more GPUs (pods x GPUs per pod, the elastic maximum for
 elastic jobs, summed over its workloads, each Katib trial that runs at once counted) than the environment can give
-never starts: some pods stay Pending while the others time out in rendezvous. The capacity comes from the environment's declaration (`gpuCapacity`); without
-one the rule cannot run and says so.
+never starts: some pods stay Pending while the others time out in rendezvous. The capacity comes from the
+environment's declaration (`gpuCapacity`); without one the rule cannot run and says so.
 
 Fails: 64 pods x 8 GPUs (512) in an environment with `gpuCapacity: 256`.
 Passes: 512 GPUs with `gpuCapacity: 512`.
