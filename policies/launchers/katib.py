@@ -133,7 +133,8 @@ class ExperimentLauncher(Launcher):
         # experiment_defaults.go:101: the defaults need a trialSpec of one of those kinds.
         if (trial_spec is None or kind not in DEFAULTED_KINDS) and \
                 not (tt.get("successCondition") and tt.get("failureCondition")):
-            what = f"a trial of kind '{kind}'" if trial_spec is not None else "a trial template in a ConfigMap"
+            what = (f"a trial of kind '{kind}'" if trial_spec is not None else
+                    "a trial template in a ConfigMap" if config_map is not None else "an Experiment without a trialSpec")
             refuse(TEMPLATE, f"{what} needs successCondition and failureCondition (Katib defaults them only for a "
                    f"trialSpec of kind {', '.join(DEFAULTED_KINDS)})", "set both conditions in spec.trialTemplate")
         if tt.get("trialParameters") is None:

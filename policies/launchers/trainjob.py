@@ -400,7 +400,9 @@ class TrainJobLauncher(Launcher):
         nodes = w.pods
         if not f.get("torch_policy") or not f.get("trainer_set") or nodes < 2:
             return None
-        return Check("spec.trainer.command",
+        written = "spec.trainer.command" if dig(w.manifest.obj, "spec", "trainer", "command") else \
+            w.pod(0).container_field  # the runtime's node container
+        return Check(written,
                      f"numNodes is {nodes} on runtime '{f.get('runtime_name')}' (mlPolicy.torch) but the command starts "
                      "no torchrun and no WORLD_SIZE, RANK or MASTER_ADDR is set: the Trainer's PET_* env is read by "
                      f"torchrun alone, so the {nodes} nodes form no world together (each trains alone, or an env:// "
