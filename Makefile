@@ -80,8 +80,8 @@ recover: $(PY) ## OVERLAY=<env>/<launcher>: finish the change an interrupted mak
 validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommitted changes touch: the pre-commit hook
 	@$(PY) -m policies.changed
 
-diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [FORMAT=text|markdown|json]: rendered objects and topology that change
-	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
+diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMAT=text|markdown|json]: rendered objects and topology that change
+	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") $(if $(EXPLICIT_OVERLAY),--overlay "$(EXPLICIT_OVERLAY)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
 	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(PATHS)
