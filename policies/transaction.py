@@ -71,12 +71,17 @@ def pending(folder: Path) -> str | None:
     """One line when an interrupted write left `folder` half changed (a journal), else None."""
     if not (Path(folder) / JOURNAL).exists():
         return None
-    try:
-        shown = str(Path(folder).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        shown = str(folder)
+    shown = _shown(folder)
     return (f"{shown}: an interrupted make scale or make new-run left this overlay half written ({JOURNAL}); "
             f"run `make recover OVERLAY={shown}` to finish it")
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would write it: relative to the working folder where it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 # ---------------------------------------------------------------- the lock
@@ -98,10 +103,10 @@ def locked(folder: Path, wait: float = 60.0, say=None) -> Iterator[None]:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise
             if time.monotonic() >= deadline:
-                raise TransactionError(f"{folder}: another make scale or make new-run is changing this overlay and "
-                                       f"did not finish within {wait:.0f} s; nothing was written")
+                raise TransactionError(f"{_shown(folder)}: another make scale or make new-run is changing this "
+                                       f"overlay and did not finish within {wait:.0f} s; nothing was written")
             if not told and say is not None:
-                say(f"{folder}: waiting for another make scale or make new-run on this overlay to finish")
+                say(f"{_shown(folder)}: waiting for another make scale or make new-run on this overlay to finish")
                 told = True
             time.sleep(0.1)
         yield
@@ -122,22 +127,25 @@ def recover(folder: Path) -> list[Path]:
     if journal.exists():
         try:
             entries = json.loads(journal.read_text(encoding="utf-8"))["files"]
-            plan = [(folder / e["target"], folder / e["tmp"], e["old"], e["new"]) for e in entries]
+            plan = [(_inside(folder, e["target"]), _inside(folder, e["tmp"]), e["old"], e["new"]) for e in entries]
+            if any(not tmp.name.endswith(TMP_SUFFIX) for _, tmp, _, _ in plan):
+                raise ValueError(f"a temporary file not named *{TMP_SUFFIX}")
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TransactionError(f"{journal}: unreadable ({exc}); compare the overlay with git, fix it by hand and "
-                                   f"delete {JOURNAL}") from None
+            raise TransactionError(f"{_shown(journal)}: unreadable ({exc}); compare the overlay with git, fix it by "
+                                   f"hand and delete {JOURNAL}") from None
         for target, tmp, old, new in plan:
             current = _sha(target.read_bytes()) if target.exists() else None
             if tmp.exists():
                 if current not in (old, new):
-                    raise TransactionError(f"{target}: changed since an interrupted make scale began to write it; "
-                                           f"compare it with {tmp.name}, keep what you want and delete {JOURNAL}")
+                    raise TransactionError(f"{_shown(target)}: changed since an interrupted make scale began to "
+                                           f"write it; compare it with {tmp.name}, keep what you want and delete "
+                                           f"{JOURNAL}")
                 if _sha(tmp.read_bytes()) != new:
-                    raise TransactionError(f"{tmp}: not the bytes {JOURNAL} promised; compare it with {target.name}, "
-                                           f"keep what you want and delete {JOURNAL}")
+                    raise TransactionError(f"{_shown(tmp)}: not the bytes {JOURNAL} promised; compare it with "
+                                           f"{target.name}, keep what you want and delete {JOURNAL}")
             elif current != new:
-                raise TransactionError(f"{target}: neither its old nor its new bytes and {tmp.name} is gone; fix it "
-                                       f"by hand and delete {JOURNAL}")
+                raise TransactionError(f"{_shown(target)}: neither its old nor its new bytes and {tmp.name} is "
+                                       f"gone; fix it by hand and delete {JOURNAL}")
         with _signals_held():
             for target, tmp, _old, _new in plan:
                 if tmp.exists():
@@ -150,6 +158,13 @@ def recover(folder: Path) -> list[Path]:
     for stray in _strays(folder):
         stray.unlink(missing_ok=True)
     return done
+
+
+def _inside(folder: Path, name: str) -> Path:
+    """A journal's path, refused unless it lies inside the overlay (a journal is a file anyone could commit)."""
+    path = folder / name
+    path.resolve().relative_to(folder.resolve())  # ValueError: outside
+    return path
 
 
 def _strays(folder: Path) -> list[Path]:

@@ -240,3 +240,38 @@ def test_every_overlay_form_is_accepted_by_scale_and_new_run(repo, form):
     assert proc.returncode == 0 and "+  completions: 3" in proc.stdout, proc.stderr
     proc = run(repo, "new-run", form, "--dry-run")
     assert proc.returncode == 0 and "run-001 -> run-002" in proc.stderr, proc.stderr
+
+
+def test_make_recover_takes_an_explicit_overlay_only():
+    proc = subprocess.run(["make", "-s", "recover", "OVERLAY=kind-cpu/indexed-job/"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and "overlays/kind-cpu/indexed-job: no change is pending" in proc.stderr, proc.stderr
+    proc = subprocess.run(["make", "-s", "recover"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "OVERLAY is required" in proc.stderr
+
+
+def test_a_file_edited_by_hand_after_the_interruption_is_never_overwritten(repo):
+    folder = repo / FOLDER
+    proc = start(repo, *SCALE, hook="journal-written")
+    wait_for_hook(proc, "journal-written")
+    stop(proc, signal.SIGKILL)
+    topology = folder / "patches/set-topology.yaml"
+    topology.write_text(topology.read_text() + "# edited by hand\n")
+    fix = run(repo, "recover", OVERLAY)
+    assert fix.returncode == 2
+    (line,) = fix.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "set-topology.yaml: changed since an interrupted make scale" in line
+    assert topology.read_text().endswith("# edited by hand\n") and (folder / ".scale-journal").exists()
+
+
+def test_a_journal_that_points_outside_the_overlay_is_refused(repo, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    folder = repo / FOLDER
+    (folder / ".evil.scale-tmp").write_text("gotcha\n")
+    (folder / ".scale-journal").write_text(
+        '{"version": 1, "files": [{"target": "../../../../victim.txt", "tmp": ".evil.scale-tmp", "old": "", '
+        '"new": ""}]}')
+    fix = run(repo, "recover", OVERLAY)
+    assert fix.returncode == 2 and ".scale-journal: unreadable" in fix.stderr, fix.stderr
+    assert victim.read_text() == "keep me\n"
