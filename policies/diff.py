@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import tarfile
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,9 +418,13 @@ def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDi
     root = root.resolve()
     base_sha = resolve(root, base_ref, "BASE")
     head_sha = resolve(root, head_ref, "HEAD") if head_ref else None
-    with tempfile.TemporaryDirectory(prefix="ddp-diff-") as tmp:
+    from .transaction import hook, scratch, sweep_scratch
+
+    sweep_scratch()  # what killed runs left in the temporary folder
+    with scratch() as tmp:  # locked while this run lives, so a killed run's copy goes with the next run's sweep
         base_tree = export(root, base_sha, Path(tmp) / "base")
         head_tree = export(root, head_sha, Path(tmp) / "head") if head_sha else root
+        hook("exported")
         base_label = f"{base_ref} ({base_sha[:7]})"
         head_label = f"{head_ref} ({head_sha[:7]})" if head_sha else "working tree"
         with ThreadPoolExecutor(max_workers=2) as pool:

@@ -171,3 +171,24 @@ def test_one_overlay_in_either_form(repo, form):
     assert proc.returncode == 0, proc.stderr
     assert "overlays/kind-cpu/indexed-job (changed)" in proc.stdout and "gke-t4" not in proc.stdout
     assert "1 of 1 rendered folders differ" in proc.stdout
+
+
+def test_a_killed_diff_leaves_no_copy_behind_the_next(repo, tmp_path):
+    import os
+    import signal
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "DDP_SCALE_TEST_HOOK": "exported"}
+    proc = subprocess.Popen([sys.executable, "-m", "policies.diff", "--root", str(repo), "--base", "HEAD"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr.readline().strip() == "hook: exported"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert list(tmp.iterdir())  # the base tree SIGKILL left behind
+    env.pop("DDP_SCALE_TEST_HOOK")
+    again = subprocess.run([sys.executable, "-m", "policies.diff", "--root", str(repo), "--base", "HEAD",
+                            "--overlay", "kind-cpu/indexed-job"], cwd=REPO, capture_output=True, text=True,
+                           timeout=300, env=env)
+    assert again.returncode == 0, again.stderr
+    assert list(tmp.iterdir()) == []
