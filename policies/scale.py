@@ -558,18 +558,24 @@ def overlay_locked(raw: str, root: Path, dry_run: bool) -> Any:
     return ov, stack
 
 
-def committed_run_file(ov: Overlay, base: str) -> tuple[str, str] | None:
-    """(ref, text) of set-run-id.yaml at `base`, else at HEAD: the run Argo CD runs now. None when git cannot tell
-    (not a repository, neither ref, a file not committed yet)."""
+def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
+    """(ref, text) of set-run-id.yaml at `base` (HEAD where `base` is no commit here): the run Argo CD runs now;
+    text None when the overlay is not on that ref yet. None when git cannot tell (not a repository)."""
     path = ov.run_file.resolve()
-    for ref in dict.fromkeys((base, "HEAD")):
+
+    def git(*args: str) -> subprocess.CompletedProcess | None:
         try:
-            proc = subprocess.run(["git", "-C", str(path.parent), "show", f"{ref}:./{path.name}"],
-                                  capture_output=True, text=True, timeout=60)
+            return subprocess.run(["git", "-C", str(path.parent), *args], capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.SubprocessError):
             return None
-        if proc.returncode == 0:
-            return ref, proc.stdout
+
+    for ref in dict.fromkeys((base, "HEAD")):
+        known = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        if known is None:
+            return None
+        if known.returncode == 0:
+            shown = git("show", f"{ref}:./{path.name}")
+            return ref, (shown.stdout if shown is not None and shown.returncode == 0 else None)
     return None
 
 
@@ -616,7 +622,10 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
     if rc == 0 and not args.new_run and ov.run_file.is_file():
         committed = committed_run_file(ov, args.base)
         here = ov.run_file.read_text(encoding="utf-8")
-        if committed is not None and committed[1] != here:
+        if committed is not None and committed[1] is None:
+            print(f"note: {rel(ov.folder)} is not on {committed[0]} yet: {cur.workload} is not deployed, so it may "
+                  "change", file=sys.stderr)
+        elif committed is not None and committed[1] != here:
             print(f"note: {cur.workload} is a new run not committed to {committed[0]} yet ({run_ids(committed[1])} "
                   f"there, {run_ids(here)} here): changing it before it is deployed is fine", file=sys.stderr)
         else:

@@ -275,3 +275,13 @@ def test_a_journal_that_points_outside_the_overlay_is_refused(repo, tmp_path):
     fix = run(repo, "recover", OVERLAY)
     assert fix.returncode == 2 and ".scale-journal: unreadable" in fix.stderr, fix.stderr
     assert victim.read_text() == "keep me\n"
+
+
+def test_an_overlay_not_on_the_base_yet_may_change(repo):
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "base", "components")
+    git(repo, "commit", "-q", "-m", "no overlays yet")
+    proc = run(repo, "scale", OVERLAY, "--nodes", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "overlays/kind-cpu/indexed-job is not on main yet" in proc.stderr
+    assert "cannot be changed in place" not in proc.stderr
