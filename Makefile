@@ -37,7 +37,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup validate validate-changed diff scale new-run recover plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -69,16 +69,19 @@ validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), val
 	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
-	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run) --base "$(BASE)"
 
 new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
 	@$(PY) -m policies.scale new-run "$(EXPLICIT_OVERLAY)" $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
 
+recover: $(PY) ## OVERLAY=<env>/<launcher>: finish the change an interrupted make scale or make new-run left
+	@$(PY) -m policies.scale recover "$(EXPLICIT_OVERLAY)"
+
 validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommitted changes touch: the pre-commit hook
 	@$(PY) -m policies.changed
 
-diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [FORMAT=text|markdown|json]: rendered objects and topology that change
-	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
+diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMAT=text|markdown|json]: rendered objects and topology that change
+	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") $(if $(EXPLICIT_OVERLAY),--overlay "$(EXPLICIT_OVERLAY)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
 	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(PATHS)

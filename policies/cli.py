@@ -9,6 +9,7 @@ from pathlib import Path
 from . import engine
 from .entry import guarded
 from .loader import InputError
+from .paths import overlay_path
 from .schema import ValidatorUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
@@ -20,6 +21,11 @@ def _rel(source: str) -> str:
         return str(Path(source).resolve().relative_to(Path.cwd()))
     except ValueError:
         return source
+
+
+def _paths(args: argparse.Namespace) -> list[str]:
+    """PATHS as written, each overlay also as <env>/<launcher> (the OVERLAY form make scale takes)."""
+    return [overlay_path(p) for p in args.paths]
 
 
 def _validator(prefer: str):
@@ -36,7 +42,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
-    units = engine.collect(args.paths, DEFAULT_ROOT, env_file=args.env)
+    units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env)
     validator = None if args.schema == "none" else _validator(args.schema)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
@@ -53,7 +59,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import plan
 
-    units = engine.collect(args.paths, DEFAULT_ROOT)
+    units = engine.collect(_paths(args), DEFAULT_ROOT)
     engine.validate(units, None)
     if args.format == "json":
         print(plan.to_json(units))
@@ -66,7 +72,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     import yaml
 
-    units = engine.collect(args.paths, DEFAULT_ROOT)
+    units = engine.collect(_paths(args), DEFAULT_ROOT)
     rc = 0
     for u in units:
         if u.failed_input:

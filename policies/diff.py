@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 import tarfile
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,6 +221,9 @@ class OverlayDiff:
     added: list[Key] = field(default_factory=list)
     removed: list[Key] = field(default_factory=list)
     changed: list[tuple[Key, list[tuple[str, Any, Any]], str]] = field(default_factory=list)
+    # A new run's workload against the one it replaces: (old key, new key, differences, unified diff), the run id's
+    # own renaming left out.
+    renamed: list[tuple[Key, Key, list[tuple[str, Any, Any]], str]] = field(default_factory=list)
     topology: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -254,12 +256,53 @@ def compare(base: Side, head: Side) -> list[OverlayDiff]:
         if d.status == "unchanged" and (d.added or d.removed or d.changed):
             d.status = "changed"
         d.topology = topology_change(world_of(old) if old else None, world_of(new) if new else None)
-        renamed = [(a, r) for a in d.added for r in d.removed if a[:3] == r[:3]
-                   and (launchers.group_of(a[0]), a[1]) in IMMUTABLE]
-        for a, r in renamed:
+        for a, r in successors(d.added, d.removed):
             d.topology.append(f"new run: {ref(r)} -> {a[3]}")
+            before = renamed_as(old[r].obj, r[3], a[3])
+            diffs = changes(before, new[a].obj)
+            d.renamed.append((r, a, diffs, unified_yaml(before, new[a].obj, ref(a), ref(r)) if diffs else ""))
         out.append(d)
     return out
+
+
+def successors(added: list[Key], removed: list[Key]) -> list[tuple[Key, Key]]:
+    """(new, old) workloads that are one run after another: same apiVersion, kind and namespace, a kind that cannot
+    change in place; each old workload paired once, in order."""
+    pairs, taken = [], set()
+    for r in removed:
+        if (launchers.group_of(r[0]), r[1]) not in IMMUTABLE:
+            continue
+        for a in added:
+            if a[:3] == r[:3] and a not in taken:
+                pairs.append((a, r))
+                taken.add(a)
+                break
+    return pairs
+
+
+def renamed_as(obj: Any, old_name: str, new_name: str) -> Any:
+    """`obj` with its run id renamed as the new run's (`ddp-train-run-001` -> `ddp-train-run-002` renames every
+    whole-word `run-001`), so what is left to compare is what the new run changes besides its name."""
+    import re
+
+    prefix = 0
+    for x, y in zip(old_name, new_name):
+        if x != y:
+            break
+        prefix += 1
+    cut = old_name.rfind("-", 0, prefix) + 1  # back to a word boundary: run-001 -> run-002, not 1 -> 2
+    old_id, new_id = old_name[cut:], new_name[cut:]
+    if not old_id:
+        return obj
+    pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(old_id)}(?![A-Za-z0-9])")
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {walk(k): walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return pattern.sub(new_id, node) if isinstance(node, str) else node
+    return walk(obj)
 
 
 def topology_change(old: World | None, new: World | None) -> list[str]:
@@ -277,10 +320,10 @@ def topology_change(old: World | None, new: World | None) -> list[str]:
     return [", ".join(parts)] if parts else []
 
 
-def unified_yaml(old: dict, new: dict, name: str) -> str:
+def unified_yaml(old: dict, new: dict, name: str, old_name: str | None = None) -> str:
     a = yaml.safe_dump(old, sort_keys=False).splitlines(keepends=True)
     b = yaml.safe_dump(new, sort_keys=False).splitlines(keepends=True)
-    return "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}", n=2))
+    return "".join(difflib.unified_diff(a, b, f"a/{old_name or name}", f"b/{name}", n=2))
 
 
 # ---------------------------------------------------------------- output
@@ -289,6 +332,13 @@ def unified_yaml(old: dict, new: dict, name: str) -> str:
 def counts(diffs: list[OverlayDiff]) -> tuple[int, int, int, int]:
     return (sum(1 for d in diffs if d.status != "unchanged"), sum(len(d.added) for d in diffs),
             sum(len(d.removed) for d in diffs), sum(len(d.changed) for d in diffs))
+
+
+def field_lines(diffs_: list[tuple[str, Any, Any]]) -> list[str]:
+    lines = [f"      {p}: {short(a)} -> {short(b)}" for p, a, b in diffs_[:12]]
+    if len(diffs_) > 12:
+        lines.append(f"      ... {len(diffs_) - 12} more")
+    return lines
 
 
 def display(path: str) -> str:
@@ -310,12 +360,15 @@ def text(diffs: list[OverlayDiff], base: str, head: str) -> str:
         lines += [f"  note: {t}" for t in d.topology if t.startswith("new run:")]
         lines += [f"  + {ref(k)}" for k in d.added]
         lines += [f"  - {ref(k)}" for k in d.removed]
+        for r, a, diffs_, _ in d.renamed:
+            if diffs_:
+                lines.append(f"  ~ {ref(a)} against {r[3]} (besides the run id):")
+                lines += field_lines(diffs_)
+            else:
+                lines.append(f"  = {ref(a)}: the same as {r[3]} besides the run id")
         for k, diffs_, _ in d.changed:
             lines.append(f"  ~ {ref(k)}")
-            for p, a, b in diffs_[:12]:
-                lines.append(f"      {p}: {short(a)} -> {short(b)}")
-            if len(diffs_) > 12:
-                lines.append(f"      ... {len(diffs_) - 12} more")
+            lines += field_lines(diffs_)
         lines += [f"  warning: {w}" for w in d.warnings]
     n, a, r, c = counts(diffs)
     lines += ["", f"{n} of {len(diffs)} rendered folders differ: {a} objects added, {r} removed, {c} changed"]
@@ -345,6 +398,13 @@ def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
                          f"{', '.join(ref(k) for k in d.added) or '-'} | {', '.join(ref(k) for k in d.removed) or '-'}"
                          f" | {', '.join(ref(k) for k, _, _ in d.changed) or '-'} |")
         for d in changed:
+            for r, a, diffs_, udiff in d.renamed:
+                lines += ["", f"<details><summary><code>{d.path}</code>: new run <code>{ref(a)}</code> against "
+                          f"<code>{r[3]}</code>: {len(diffs_) or 'no'} field{'s' if len(diffs_) != 1 else ''} "
+                          "changed besides the run id</summary>", ""]
+                if udiff:
+                    lines += ["```diff", udiff.rstrip("\n")[:6000], "```"]
+                lines += ["", "</details>"]
             if not d.changed:
                 continue
             lines += ["", f"<details><summary><code>{d.path}</code>: {len(d.changed)} changed</summary>", ""]
@@ -358,14 +418,27 @@ def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDi
     root = root.resolve()
     base_sha = resolve(root, base_ref, "BASE")
     head_sha = resolve(root, head_ref, "HEAD") if head_ref else None
-    with tempfile.TemporaryDirectory(prefix="ddp-diff-") as tmp:
+    from .transaction import hook, scratch, sweep_scratch
+
+    sweep_scratch()  # what killed runs left in the temporary folder
+    with scratch() as tmp:  # locked while this run lives, so a killed run's copy goes with the next run's sweep
         base_tree = export(root, base_sha, Path(tmp) / "base")
         head_tree = export(root, head_sha, Path(tmp) / "head") if head_sha else root
+        hook("exported")
         base_label = f"{base_ref} ({base_sha[:7]})"
         head_label = f"{head_ref} ({head_sha[:7]})" if head_sha else "working tree"
         with ThreadPoolExecutor(max_workers=2) as pool:
             base, head = pool.map(render_side, [Side(base_label, base_tree), Side(head_label, head_tree)])
         return compare(base, head), base_label, head_label
+
+
+def only_folder(root: Path, raw: str) -> str:
+    from .paths import overlay_path
+
+    try:
+        return Path(overlay_path(raw, root, inside=True)).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise DiffError(f"OVERLAY={raw} is not a folder of {root}") from None
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -375,12 +448,18 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     ap.add_argument("--root", default=str(REPO), help="the repository (default: this one)")
     ap.add_argument("--output", help="also write the result to this file")
+    ap.add_argument("--overlay", help="only this folder (<env>/<launcher>, overlays/<env>/<launcher> or argocd)")
     args = ap.parse_args(list(argv) if argv is not None else None)
     return guarded(lambda: report(args), (DiffError,), prefix="make diff: ")
 
 
 def report(args: argparse.Namespace) -> int:
     diffs, base, head = run(Path(args.root), args.base, args.head)
+    if args.overlay:
+        only = only_folder(Path(args.root), args.overlay)
+        diffs = [d for d in diffs if d.path == only]
+        if not diffs:
+            raise DiffError(f"OVERLAY={args.overlay}: no such rendered folder at either side")
     if args.format == "markdown":
         out = markdown(diffs, base, head)
     elif args.format == "json":
@@ -388,6 +467,8 @@ def report(args: argparse.Namespace) -> int:
             {"path": d.path, "application": d.app, "status": d.status, "added": [ref(k) for k in d.added],
              "removed": [ref(k) for k in d.removed],
              "changed": {ref(k): [[p, a, b] for p, a, b in ch] for k, ch, _ in d.changed},
+             "new_runs": {ref(a): {"replaces": ref(r), "changed": [[p, x, y] for p, x, y in ch]}
+                          for r, a, ch, _ in d.renamed},
              "topology": d.topology, "warnings": d.warnings, "error": d.error} for d in diffs]}, indent=2) + "\n"
     else:
         out = text(diffs, base, head)

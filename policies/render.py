@@ -17,6 +17,7 @@ import yaml
 from .gitops import build_options, kubectl
 from .loader import InputError, parse
 from .model import Manifest
+from .transaction import pending
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
@@ -155,6 +156,9 @@ def render(folder: Path, options: list[str] | None = None) -> Rendered:
     kfile = kustomization_file(folder)
     if kfile is None:
         return Rendered(source, [], f"{source}: no kustomization.yaml in this folder")
+    half_written = pending(folder)  # an interrupted make scale: neither the old overlay nor the new one
+    if half_written:
+        return Rendered(source, [], half_written)
     memo_key = None
     if _RUN_MEMO is not None:
         try:

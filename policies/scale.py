@@ -3,11 +3,13 @@ round-trip YAML editing that keeps comments, order and quoting, validated on a c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import io
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -19,8 +21,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
-from . import launchers
+from . import launchers, transaction
 from .entry import guarded
+from .paths import overlay_path
 
 REPO = Path(__file__).resolve().parent.parent
 GPU = "nvidia.com/gpu"
@@ -168,11 +171,8 @@ def rel(path: Path) -> str:
 def find_overlay(raw: str, root: Path = REPO) -> Overlay:
     if not raw:
         raise ScaleError("OVERLAY is required, e.g. OVERLAY=gke-t4/indexed-job")
-    for cand in (Path(raw), root / raw, root / "overlays" / raw):
-        if (cand / "kustomization.yaml").is_file():
-            folder = cand.resolve()
-            break
-    else:
+    folder = Path(overlay_path(raw, root, inside=True)).resolve()
+    if not (folder / "kustomization.yaml").is_file() or root.resolve() not in folder.parents:
         raise ScaleError(f"OVERLAY '{raw}' is not an overlay folder (overlays/<environment>/<launcher> with a "
                          "kustomization.yaml)")
     env = folder.parent.name
@@ -466,11 +466,13 @@ def validate_copy(ov: Overlay, changes: dict[Path, str], root: Path) -> list[str
     from .model import ERROR
     from .schema import make_validator
 
-    with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
-        copy = Path(tmp)
+    with transaction.scratch() as copy:
+        transaction.hook("validating")
         for d in ("base", "components", "overlays"):
             if (root / d).is_dir():
-                shutil.copytree(root / d, copy / d, symlinks=True)
+                # Not another overlay's half-done write (its files come and go while this copies).
+                shutil.copytree(root / d, copy / d, symlinks=True,
+                                ignore=shutil.ignore_patterns(f"*{transaction.TMP_SUFFIX}", transaction.JOURNAL))
         for path, text in changes.items():
             (copy / path.resolve().relative_to(root.resolve())).write_text(text, encoding="utf-8")
         target = copy / ov.folder.resolve().relative_to(root.resolve())
@@ -518,11 +520,67 @@ def apply(ov: Overlay, changes: dict[Path, str], root: Path, dry_run: bool) -> i
         return 1
     if dry_run:
         sys.stdout.write(unified(changes))
+        print(f"dry run: nothing was written ({len(changes)} file{'s' if len(changes) != 1 else ''} would change)",
+              file=sys.stderr)
         return 0
-    for path, text in changes.items():
-        write_atomic(path, text)
+    try:
+        transaction.commit(ov.folder, changes)  # every file or none, under the overlay's lock
+    except KeyboardInterrupt:
+        # Ctrl-C waits for the renames: say whether they had begun (then every file is written) or not (none is).
+        done = all(p.read_text(encoding="utf-8") == t for p, t in changes.items())
+        print(f"interrupted: {'wrote ' + ', '.join(rel(p) for p in changes) if done else 'nothing was written'}",
+              file=sys.stderr)
+        raise
     print(f"wrote {', '.join(rel(p) for p in changes)}")
     return 0
+
+
+def overlay_locked(raw: str, root: Path, dry_run: bool) -> Any:
+    """Hold the overlay's lock (a second make scale on it waits for the first, then reads what it wrote) and finish
+    what an interrupted run left there first; a dry run finishes nothing, so it refuses a half-written overlay."""
+    ov = find_overlay(raw, root)
+    transaction.sweep_scratch()
+    stack = contextlib.ExitStack()
+    stack.enter_context(transaction.locked(ov.folder, say=lambda m: print(m, file=sys.stderr)))
+    try:
+        if dry_run:
+            half_written = transaction.pending(ov.folder)
+            if half_written:
+                raise ScaleError(half_written)
+        else:
+            finished = transaction.recover(ov.folder)
+            if finished:
+                print(f"{rel(ov.folder)}: finished the change an interrupted run began: wrote "
+                      f"{', '.join(rel(p) for p in finished)}", file=sys.stderr)
+    except BaseException:
+        stack.close()
+        raise
+    return ov, stack
+
+
+def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
+    """(ref, text) of set-run-id.yaml at `base` (HEAD where `base` is no commit here): the run Argo CD runs now;
+    text None when the overlay is not on that ref yet. None when git cannot tell (not a repository)."""
+    path = ov.run_file.resolve()
+
+    def git(*args: str) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(["git", "-C", str(path.parent), *args], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    for ref in dict.fromkeys((base, "HEAD")):
+        known = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        if known is None:
+            return None
+        if known.returncode == 0:
+            shown = git("show", f"{ref}:./{path.name}")
+            return ref, (shown.stdout if shown is not None and shown.returncode == 0 else None)
+    return None
+
+
+def run_ids(text: str) -> str:
+    return "/".join(sorted({m.group(0) for m in RUN_ID.finditer(text)})) or "another run id"
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
@@ -533,7 +591,13 @@ def cmd_scale(args: argparse.Namespace) -> int:
         raise ScaleError("NODES is required, e.g. NODES=8")
     gpus = positive("GPUS_PER_NODE", args.gpus_per_node, allow_zero=True)
     procs = positive("PROCS_PER_NODE", args.procs_per_node)
-    ov = find_overlay(args.overlay, root)
+    ov, lock = overlay_locked(args.overlay, root, args.dry_run)
+    with lock:
+        return _scale(ov, args, root, nodes, gpus, procs)
+
+
+def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: int | None,
+           procs: int | None) -> int:
     cur = current(ov)
     p = plan(ov, cur, nodes, gpus, procs)
     changes: dict[Path, str] = {}
@@ -556,21 +620,43 @@ def cmd_scale(args: argparse.Namespace) -> int:
           + f", world size {cur.world} -> {p.nodes * p.nproc}{run_note}", file=sys.stderr)
     rc = apply(ov, changes, root, args.dry_run)
     if rc == 0 and not args.new_run and ov.run_file.is_file():
-        print(f"note: {cur.workload} cannot be changed in place under Argo CD; start the change as a new run: "
-              f"make new-run OVERLAY={ov.env}/{ov.launcher} (or pass NEW_RUN=1)", file=sys.stderr)
+        committed = committed_run_file(ov, args.base)
+        here = ov.run_file.read_text(encoding="utf-8")
+        if committed is not None and committed[1] is None:
+            print(f"note: {rel(ov.folder)} is not on {committed[0]} yet: {cur.workload} is not deployed, so it may "
+                  "change", file=sys.stderr)
+        elif committed is not None and committed[1] != here:
+            print(f"note: {cur.workload} is a new run not committed to {committed[0]} yet ({run_ids(committed[1])} "
+                  f"there, {run_ids(here)} here): changing it before it is deployed is fine", file=sys.stderr)
+        else:
+            print(f"note: {cur.workload} cannot be changed in place under Argo CD; start the change as a new run: "
+                  f"make new-run OVERLAY={rel(ov.folder).removeprefix('overlays/')} (or pass NEW_RUN=1)",
+                  file=sys.stderr)
     return rc
 
 
 def cmd_new_run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     _ROOTS[:] = [root]
-    ov = find_overlay(args.overlay, root)
-    if not ov.run_file.is_file():
-        raise ScaleError(f"{rel(ov.folder)}: has no patches/set-run-id.yaml")
-    run = YamlFile.load(ov.run_file)
-    old, new = bump_run(run, args.run_id)
-    print(f"{rel(ov.folder)}: run id {old} -> {new}", file=sys.stderr)
-    return apply(ov, {ov.run_file: run.dump()}, root, args.dry_run)
+    ov, lock = overlay_locked(args.overlay, root, args.dry_run)
+    with lock:
+        if not ov.run_file.is_file():
+            raise ScaleError(f"{rel(ov.folder)}: has no patches/set-run-id.yaml")
+        run = YamlFile.load(ov.run_file)
+        old, new = bump_run(run, args.run_id)
+        print(f"{rel(ov.folder)}: run id {old} -> {new}", file=sys.stderr)
+        return apply(ov, {ov.run_file: run.dump()}, root, args.dry_run)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    """Finish (or clear away) what an interrupted make scale or make new-run left in one overlay."""
+    root = Path(args.root).resolve()
+    _ROOTS[:] = [root]
+    ov, lock = overlay_locked(args.overlay, root, dry_run=False)
+    with lock:
+        pass  # overlay_locked has finished any pending change and said so
+    print(f"{rel(ov.folder)}: no change is pending", file=sys.stderr)
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -590,14 +676,19 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--run-id", help="the new run id (default: the next run-NNN)")
     n.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
     n.set_defaults(func=cmd_new_run)
-    for p in (s, n):
+    s.add_argument("--base", default="main", help="the git ref Argo CD deploys, to tell a run id not merged yet from "
+                   "the running one (default: main, else HEAD)")
+    r = sub.add_parser("recover", help="finish the change an interrupted scale or new-run left in one overlay")
+    r.add_argument("overlay", nargs="?", default="")
+    r.set_defaults(func=cmd_recover)
+    for p in (s, n, r):
         p.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return guarded(lambda: args.func(args), (ScaleError,))
+    return guarded(lambda: args.func(args), (ScaleError, transaction.TransactionError))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from .entry import guarded
 from . import engine
-from . import launchers
+from . import launchers, paths
 from .launchers import Bundle, Pod, Workload, as_int, workloads
 from .model import ERROR, Manifest
 from .topology import compute
@@ -781,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="run an overlay that does not fit this machine at this many pods (1 process each, no GPUs)")
     ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
     args = ap.parse_args(argv)
+    args.overlay = paths.overlay_path(args.overlay)  # kind-cpu/indexed-job as make scale takes it, or overlays/...
     run_dir = args.run_dir or REPO / ".sim" / re.sub(r"[^A-Za-z0-9._-]+", "_", args.overlay.strip("/"))
     return guarded(lambda: simulate(args.overlay, run_dir, args.deadline, args.scale_to), (SimulationError,))
 

@@ -123,3 +123,72 @@ def test_make_diff_bad_ref():
                           text=True, timeout=120)
     assert proc.returncode != 0
     assert "error: make diff: BASE=refs/heads/does-not-exist is not a commit in this repository" in proc.stderr
+
+
+def test_a_new_run_shows_what_else_changed_against_the_run_it_replaces(repo):
+    """The new run's workload is paired with its predecessor: a CPU, image or env change in the same commit shows,
+    the run id's own renaming does not."""
+    scale(repo, "scale", "kind-cpu/indexed-job", "--nodes", "3", "--procs-per-node", "1", "--new-run")
+    topo = repo / "overlays/kind-cpu/indexed-job/patches/set-topology.yaml"
+    topo.write_text(topo.read_text().replace('              value: "1"\n',
+                                             '              value: "1"\n            - name: EPOCHS\n'
+                                             '              value: "7"\n', 1))
+    commit(repo, "kind-cpu: 3 pods x 1 process, 7 epochs, as a new run")
+    proc = diff(repo, "--base", "HEAD~1", "--head", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "  + Job/ddp-train-run-002\n  - Job/ddp-train-run-001\n" in out
+    assert "  ~ Job/ddp-train-run-002 against ddp-train-run-001 (besides the run id):\n" in out
+    block = out.split("against ddp-train-run-001 (besides the run id):\n")[1].split("\n\n")[0]
+    assert "spec.completions: 2 -> 3" in block and "spec.parallelism: 2 -> 3" in block
+    assert "spec.template.spec.containers[trainer].env[NPROC_PER_NODE].value: 2 -> 1" in block
+    assert "spec.template.spec.containers[trainer].env[EPOCHS]: (none) -> " in block
+    assert "spec.template.spec.containers[trainer].resources.limits.cpu: 2 -> 1" in block
+    assert "run-001" not in block  # the rename itself (name, RUN_ID, pod 0's address) is not a difference
+    data = json.loads(diff(repo, "--base", "HEAD~1", "--head", "HEAD", "--format", "json").stdout)
+    (ov,) = [o for o in data["overlays"] if o["path"] == "overlays/kind-cpu/indexed-job"]
+    new_run = ov["new_runs"]["Job/ddp-train-run-002"]
+    assert new_run["replaces"] == "Job/ddp-train-run-001"
+    assert ["spec.completions", 2, 3] in new_run["changed"]
+    md = diff(repo, "--base", "HEAD~1", "--head", "HEAD", "--format", "markdown").stdout
+    assert "new run <code>Job/ddp-train-run-002</code> against <code>ddp-train-run-001</code>" in md
+    assert "--- a/Job/ddp-train-run-001\n+++ b/Job/ddp-train-run-002\n" in md
+    assert "-  completions: 2\n-  parallelism: 2\n+  completions: 3\n+  parallelism: 3\n" in md
+
+
+def test_a_new_run_alone_says_nothing_else_changed(repo):
+    scale(repo, "new-run", "kind-cpu/indexed-job")
+    proc = diff(repo, "--base", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    assert "  = Job/ddp-train-run-002: the same as ddp-train-run-001 besides the run id\n" in proc.stdout
+
+
+@pytest.mark.parametrize("form", ["kind-cpu/indexed-job", "kind-cpu/indexed-job/", "overlays/kind-cpu/indexed-job/"])
+def test_one_overlay_in_either_form(repo, form):
+    scale(repo, "new-run", "kind-cpu/indexed-job")
+    scale(repo, "new-run", "gke-t4/indexed-job")
+    proc = diff(repo, "--base", "HEAD", "--overlay", form)
+    assert proc.returncode == 0, proc.stderr
+    assert "overlays/kind-cpu/indexed-job (changed)" in proc.stdout and "gke-t4" not in proc.stdout
+    assert "1 of 1 rendered folders differ" in proc.stdout
+
+
+def test_a_killed_diff_leaves_no_copy_behind_the_next(repo, tmp_path):
+    import os
+    import signal
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "DDP_SCALE_TEST_HOOK": "exported"}
+    proc = subprocess.Popen([sys.executable, "-m", "policies.diff", "--root", str(repo), "--base", "HEAD"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr.readline().strip() == "hook: exported"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert list(tmp.iterdir())  # the base tree SIGKILL left behind
+    env.pop("DDP_SCALE_TEST_HOOK")
+    again = subprocess.run([sys.executable, "-m", "policies.diff", "--root", str(repo), "--base", "HEAD",
+                            "--overlay", "kind-cpu/indexed-job"], cwd=REPO, capture_output=True, text=True,
+                           timeout=300, env=env)
+    assert again.returncode == 0, again.stderr
+    assert list(tmp.iterdir()) == []
