@@ -3,6 +3,7 @@ the environment's severities and the objects' suppressions are applied."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from dataclasses import dataclass, field
@@ -144,9 +145,13 @@ def _read_found(path: Path) -> Unit:
 
 def _input_error(source: str, kind: str, message: str) -> Unit:
     """A unit that could not be read: the problem points at the file (and line) the message names."""
-    where, sep, text = message.partition(": ")
-    if not sep or " " in where:
-        where, text = source, message
+    named = re.match(r"(:\d+)?: ", message[len(source):]) if message.startswith(source) else None
+    if named:  # the source itself, spaces and all, perhaps with a line
+        where, text = source + (named.group(1) or ""), message[len(source) + named.end():]
+    else:
+        where, sep, text = message.partition(": ")
+        if not sep or " " in where:
+            where, text = source, message
     return Unit(source, kind, problems=[Problem("INPUT", text, where)], failed_input=True)
 
 

@@ -330,6 +330,9 @@ def _first_line(text: str) -> str:
     flat = " ".join(text.split())
     if flat.startswith("Error:"):
         flat = flat[len("Error:"):].strip()
+    loop = re.search(r"evalsymlink failure on '([^']+)' : EvalSymlinks: too many links", flat)
+    if loop:
+        return f"{rel(loop.group(1))}: a symlink loop (a link that leads back to itself): remove or fix the link"
     missing = re.findall(r"lstat (\S+?): no such file or directory", flat)
     if missing:
         return f"{rel(missing[-1])}: no such file or directory"
