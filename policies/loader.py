@@ -230,8 +230,9 @@ def parse_json(text: str, source: str) -> list[Manifest]:
     aliases; its size and depth are bounded as YAML's are (JSON is YAML: the same walk checks it)."""
     try:
         check_bounds(text, source)
+        walked = True
     except yaml.YAMLError:
-        pass  # not YAML-readable (tabs): json.loads below says what is wrong, or reads it
+        walked = False  # not YAML-readable (tabs): json.loads below says what is wrong, or reads it
     try:
         doc = json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
@@ -240,7 +241,20 @@ def parse_json(text: str, source: str) -> list[Manifest]:
         raise InputError(f"{source}: invalid JSON: {exc}") from None
     except RecursionError:
         raise InputError(f"{source}: invalid JSON: nests deeper than {MAX_DEPTH} levels (the most read here)") from None
+    if not walked:
+        _json_depth(doc, source)
     return objects([doc], source)
+
+
+def _json_depth(doc: Any, source: str) -> None:
+    """MAX_DEPTH for JSON the YAML walk could not read (tabs), without recursion."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise InputError(f"{source}: document 1 nests deeper than {MAX_DEPTH} levels (the most read here)")
+            stack += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
 
 
 def objects(docs: list[Any], source: str) -> list[Manifest]:
