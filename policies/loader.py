@@ -87,6 +87,7 @@ def check_bounds(text: str, source: str) -> None:
         if cls is yaml.DocumentStartEvent:
             doc += 1
             anchors.clear()
+            open_anchors.clear()
             decoded, from_aliases, root = 1, 0, [0, 0, 0, None]
             continue
         if cls in (yaml.MappingStartEvent, yaml.SequenceStartEvent):

@@ -24,8 +24,8 @@ from .model import Manifest
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
 KUSTOMIZE_FLAGS: list[str] = build_options()
-# kustomize's bounds (docs/validation.md, "Bounds"). It expands YAML aliases while it reads (a 481-byte alias bomb
-# in a resource grows past 1.5 GB), so on Linux it runs with its data segment limited (RLIMIT_DATA: what Go's heap
+# kustomize's bounds (docs/validation.md, "Bounds"). It expands YAML aliases while it reads (issue 15's alias bomb of
+# under 600 bytes in a resource took it past 1.5 GB), so on Linux it runs with its data segment limited (RLIMIT_DATA: what Go's heap
 # grows in; the address space is no use as a limit, Go reserves gigabytes of it at start) and is stopped after
 # KUSTOMIZE_TIMEOUT_S; its output is read up to loader.MAX_INPUT_BYTES. The repository's overlays each need under
 # 100 MB.
