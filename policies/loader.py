@@ -82,58 +82,72 @@ def check_bounds(text: str, source: str) -> None:
             raise InputError(f"{where(event)}: excessive aliasing: {from_aliases:,} of the first {decoded:,} nodes "
                              "come from aliases (a YAML alias bomb? kubectl's YAML reader refuses it too)")
 
-    for event in yaml.parse(text, Loader=_Base):
-        cls = type(event)
-        if cls is yaml.DocumentStartEvent:
-            doc += 1
-            anchors.clear()
-            open_anchors.clear()
-            decoded, from_aliases, root = 1, 0, [0, 0, 0, None]
-            continue
-        if cls in (yaml.MappingStartEvent, yaml.SequenceStartEvent):
-            decoded += 1
-            if len(stack) >= MAX_DEPTH:
-                raise InputError(f"{where(event)} nests deeper than {MAX_DEPTH} levels (the most read here)")
-            if event.anchor is not None:
-                open_anchors.add(event.anchor)
-            stack.append([1, 0, 0, event.anchor])
-            excessive(event)
-            continue
-        if cls in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
-            nodes, size, height, anchor = stack.pop()
-            item = (nodes, size, height + 1)
-            if anchor is not None:
-                anchors[anchor] = item
-                open_anchors.discard(anchor)
-        elif cls is yaml.ScalarEvent:
-            decoded += 1
-            item = (1, len(event.value), 1)
-            if event.anchor is not None:
-                anchors[event.anchor] = item
-        elif cls is yaml.AliasEvent:
-            if event.anchor in open_anchors:
-                raise InputError(f"{where(event)}: anchor '{event.anchor}' contains an alias to itself (an endless "
-                                 "object)")
-            target = anchors.get(event.anchor)
-            if target is None:
-                continue  # an unknown anchor: the composer reports it with its line
-            decoded += 1 + target[0]
-            from_aliases += target[0]
-            if len(stack) + target[2] > MAX_DEPTH:
-                raise InputError(f"{where(event)}: alias *{event.anchor} makes it nest deeper than {MAX_DEPTH} levels "
-                                 "(the most read here)")
-            item = (1 + target[0], target[1], target[2])
-        else:
-            continue
-        excessive(event)
-        parent = stack[-1] if stack else root
-        parent[0] += item[0]
-        parent[1] += item[1]
-        parent[2] = max(parent[2], item[2])
-        if parent[1] > MAX_OBJECT_BYTES:
-            cause = "expands to" if from_aliases else "holds"
-            raise InputError(f"{where(event)} {cause} more than {_mib(MAX_OBJECT_BYTES)} of text, more than the API "
-                             "server accepts for one object" + (" (a YAML alias bomb?)" if from_aliases else ""))
+    scalar_event, alias_event, start_events = yaml.ScalarEvent, yaml.AliasEvent, (yaml.MappingStartEvent,
+                                                                                yaml.SequenceStartEvent)
+    end_events, document_start, stream_end = (yaml.MappingEndEvent, yaml.SequenceEndEvent), yaml.DocumentStartEvent, \
+        yaml.StreamEndEvent
+    parser = _Base(text)
+    try:
+        while True:
+            event = parser.get_event()  # one event at a time: the walk holds no more than the open collections
+            cls = type(event)
+            if cls is scalar_event:
+                decoded += 1
+                size, height, nodes = len(event.value), 1, 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (1, size, 1)
+            elif cls in start_events:
+                decoded += 1
+                if len(stack) >= MAX_DEPTH:
+                    raise InputError(f"{where(event)} nests deeper than {MAX_DEPTH} levels (the most read here)")
+                if event.anchor is not None:
+                    open_anchors.add(event.anchor)
+                stack.append([1, 0, 0, event.anchor])
+                if from_aliases > 100:
+                    excessive(event)
+                continue
+            elif cls in end_events:
+                nodes, size, height, anchor = stack.pop()
+                height += 1
+                if anchor is not None:
+                    anchors[anchor] = (nodes, size, height)
+                    open_anchors.discard(anchor)
+            elif cls is alias_event:
+                if event.anchor in open_anchors:
+                    raise InputError(f"{where(event)}: anchor '{event.anchor}' contains an alias to itself (an "
+                                     "endless object)")
+                target = anchors.get(event.anchor)
+                if target is None:
+                    continue  # an unknown anchor: the composer reports it with its line
+                decoded += 1 + target[0]
+                from_aliases += target[0]
+                if len(stack) + target[2] > MAX_DEPTH:
+                    raise InputError(f"{where(event)}: alias *{event.anchor} makes it nest deeper than {MAX_DEPTH} "
+                                     "levels (the most read here)")
+                nodes, size, height = 1 + target[0], target[1], target[2]
+            elif cls is document_start:
+                doc += 1
+                anchors.clear()
+                open_anchors.clear()
+                decoded, from_aliases, root = 1, 0, [0, 0, 0, None]
+                continue
+            elif cls is stream_end:
+                return
+            else:
+                continue
+            if from_aliases > 100:
+                excessive(event)
+            parent = stack[-1] if stack else root
+            parent[0] += nodes
+            parent[1] += size
+            if height > parent[2]:
+                parent[2] = height
+            if parent[1] > MAX_OBJECT_BYTES:
+                cause = "expands to" if from_aliases else "holds"
+                raise InputError(f"{where(event)} {cause} more than {_mib(MAX_OBJECT_BYTES)} of text, more than the "
+                                 "API server accepts for one object" + (" (a YAML alias bomb?)" if from_aliases else ""))
+    finally:
+        parser.dispose()
 
 
 class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
