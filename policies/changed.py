@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .entry import guarded
+from .loader import InputError
 from .render import _inputs, find_overlays
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +31,7 @@ def overlay_inputs(root: Path) -> dict[Path, set[Path]]:
 def affected(changed: list[str], root: Path) -> list[str]:
     """The folders to validate for these changed files (paths relative to root), in a stable order."""
     root = root.resolve()
-    paths = [(root / c).resolve() for c in changed]
+    paths = [_resolved(root / c) for c in changed]
     targets: list[str] = []
     for folder, inputs in sorted(overlay_inputs(root).items()):
         # A file an overlay reads, or any file inside the overlay (a new patch not wired in yet still counts).
@@ -39,6 +41,15 @@ def affected(changed: list[str], root: Path) -> list[str]:
     if (root / "argocd" / "kustomization.yaml").is_file() and any(r.startswith(ARGO_INPUTS) for r in rels):
         targets.append("argocd")
     return targets
+
+
+def _resolved(path: Path) -> Path:
+    """The path with its folders' links resolved; a file that is itself a symlink loop or a dangling link keeps its
+    name (so a loop next to an overlay still maps to that overlay, whose validation then says what kustomize reads)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: pathlib's "Symlink loop" before Python 3.13
+        return _resolved(path.parent) / path.name
 
 
 def git_changed(root: Path, staged: bool) -> list[str]:
@@ -51,6 +62,10 @@ def git_changed(root: Path, staged: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return guarded(lambda: _main(argv), (InputError,))
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m policies.changed", description=__doc__)
     ap.add_argument("files", nargs="*", help="changed files (default: git's uncommitted changes)")
     ap.add_argument("--staged", action="store_true", help="the files staged for commit")

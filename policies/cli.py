@@ -2,25 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from . import engine
 from .entry import guarded
-from .loader import InputError
+from .loader import InputError, rel as _rel
 from .paths import overlay_path
 from .schema import ValidatorUnavailable
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO / "overlays"
-
-
-def _rel(source: str) -> str:
-    try:
-        return str(Path(source).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return source
 
 
 def _paths(args: argparse.Namespace) -> list[str]:
@@ -44,6 +38,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
     units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env)
     validator = None if args.schema == "none" else _validator(args.schema)
+    if any(u.kind == "overlay" for u in units):
+        _kustomize_banner()  # which kustomize rendered; said only where one did (not for files or standard input)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
     trace_all(units)
@@ -54,6 +50,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
     sys.stdout.write(FORMATS[args.format](run))
     return 1 if engine.failed(units, args.strict) else 0
+
+
+def _kustomize_banner() -> None:
+    from .gitops import ConfigError, summary
+
+    try:
+        print(summary(), file=sys.stderr, flush=True)
+    except (ConfigError, InputError) as exc:
+        print(f"kustomize: {exc}", file=sys.stderr, flush=True)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -148,10 +153,41 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # `make validate PATHS="a b"` passes one word per path; a single quoted string with spaces splits the same way.
     if hasattr(args, "paths"):
-        args.paths = [p for raw in args.paths for p in raw.split()]
+        args.paths = rejoin([p for raw in args.paths for p in split_paths(raw)])
     return guarded(lambda: args.func(args), (InputError, ValidatorUnavailable))
+
+
+def split_paths(raw: str) -> list[str]:
+    """One argument as paths. A path that exists is taken whole, spaces and all (`make validate PATHS='"my
+    file.yaml"'`, or the CLI with the name quoted). Otherwise a string with spaces in it is several paths (a caller
+    that passes `"$PATHS"` as one word) when every one of them exists; else it is one path, reported as missing."""
+    if os.path.lexists(raw):
+        return [raw]
+    parts = raw.split()
+    if len(parts) > 1 and not all(p == "-" or os.path.lexists(p) for p in parts):
+        return [raw]
+    return parts
+
+
+
+def rejoin(paths: list[str]) -> list[str]:
+    """`make validate PATHS="my file.yaml"` reaches here as `my` and `file.yaml` (make hands PATHS to the shell
+    unquoted): words that name nothing, but joined by one space name an existing path, are that path. Words that
+    exist are never joined."""
+    out: list[str] = []
+    i = 0
+    while i < len(paths):
+        word = paths[i]
+        if word != "-" and not os.path.lexists(word):
+            for j in range(i + 1, len(paths)):
+                joined = " ".join(paths[i:j + 1])
+                if os.path.lexists(joined):
+                    word, i = joined, j
+                    break
+        out.append(word)
+        i += 1
+    return out
 
 
 if __name__ == "__main__":

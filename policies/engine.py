@@ -3,6 +3,8 @@ the environment's severities and the objects' suppressions are applied."""
 from __future__ import annotations
 
 import os
+import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Iterable, Protocol
 from . import argocd, environment
 from .environment import Environment
 from .launchers import Bundle, Check, Child, Workload, expand, workloads
-from .loader import InputError, read
+from .loader import InputError, path_error, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .podspecs import NOT_MODELLED, WRAPPERS
 from .render import find_overlays, kustomization_file, render_all
@@ -103,7 +105,7 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
             for d in found:
                 folders.append((len(units), d))
                 units.append(Unit(str(d), "overlay"))
-            units += [_read_file(str(f)) for f in plain]
+            units += [_read_found(f) for f in plain]
             continue
         units.append(_read_file(raw))
     for (i, _), rendered in zip(folders, render_all([d for _, d in folders])):
@@ -132,11 +134,31 @@ def _read_file(raw: str) -> Unit:
     return unit
 
 
+def _read_found(path: Path) -> Unit:
+    """A file found in a folder walk: read only if it is a regular file. A FIFO would wait for a writer forever and
+    a device never ends; each is one line (a file named on the command line is read whatever it is, within the
+    loader's bounds: `<(kustomize build ...)` is a pipe)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return _input_error(str(path), "file", str(path_error(path, exc)))
+    if not stat.S_ISREG(mode):
+        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        return _input_error(str(path), "file", f"{path}: {what}, not a regular file: not read (name it on the command "
+                            "line to read it)")
+    return _read_file(str(path))
+
+
 def _input_error(source: str, kind: str, message: str) -> Unit:
     """A unit that could not be read: the problem points at the file (and line) the message names."""
-    where, sep, text = message.partition(": ")
-    if not sep or " " in where:
-        where, text = source, message
+    named = re.match(r"(:\d+)?: ", message[len(source):]) if message.startswith(source) else None
+    if named:  # the source itself, spaces and all, perhaps with a line
+        where, text = source + (named.group(1) or ""), message[len(source) + named.end():]
+    else:
+        where, sep, text = message.partition(": ")
+        if not sep or " " in where:
+            where, text = source, message
     return Unit(source, kind, problems=[Problem("INPUT", text, where)], failed_input=True)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from .loader import InputError, read_text, rel as _rel
 from .model import ERROR, SEVERITIES, Problem
 from .render import _inputs, kustomization_file
 from .rules import RULES
@@ -75,10 +76,10 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         return Problem("ENV", message, src, hint=hint, severity=ERROR, location=(src, line))
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as exc:
-        return None, [err(f"cannot read the environment declaration: {exc.strerror or exc}")]
+    except InputError as exc:  # unreadable, or past the loader's bounds
+        return None, [err(f"cannot read the environment declaration: {exc}")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return None, [err(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", (mark.line + 1) if mark else 1)]
@@ -138,13 +139,6 @@ def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
         return None, [Problem("ENV", f"several environment declarations apply: {names}", str(folder),
                               hint="keep one policy.yaml per environment, in its component", severity=ERROR)]
     return load(found[0])
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def describe(env: Environment) -> dict[str, Any]:

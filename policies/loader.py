@@ -2,10 +2,13 @@
 Every failure is an InputError with one line naming the file, document and what is wrong."""
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -19,6 +22,132 @@ except AttributeError:  # pragma: no cover
 
 class InputError(Exception):
     """Bad input: the message is the whole one-line report."""
+
+
+# Bounds on what one input may be and what one YAML document may expand to, checked on the parser's events before
+# anything is built (docs/validation.md, "Bounds"), so memory and time stay bounded on any input:
+# - MAX_INPUT_BYTES: one file, standard input or one overlay's render. Read at most this much plus one byte, so
+#   /dev/zero or an endless pipe ends too. About 40 times the repository's 13 rendered overlays together.
+MAX_INPUT_BYTES = 32 * 1024 * 1024
+# - MAX_OBJECT_BYTES: the text of one document once its aliases are expanded (every scalar, keys included). The API
+#   server refuses a request body over 3 MiB (MaxRequestBodyBytes, kubernetes/kubernetes
+#   staging/src/k8s.io/apiserver/pkg/server/config.go, NewConfig), and an object is one request, so a larger one
+#   can never be applied.
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
+# - MAX_DEPTH: nesting of one document, aliases expanded. go-yaml (what kubectl and kubeconform read YAML with)
+#   refuses 10,000 ("exceeded max depth", kubeconform v0.7.0 vendor/sigs.k8s.io/yaml/goyaml.v2/scannerc.go:894-948);
+#   here every stage after the reader walks objects recursively, within Python's default recursion limit of 1,000,
+#   and libyaml's composer recurses in C (100,000 levels crash it), hence less. The deepest real manifest here, the
+#   TrainJob CRD, nests 48 levels.
+MAX_DEPTH = 256
+# - Aliases: go-yaml's own rule, as kubectl and kubeconform apply it ("document contains excessive aliasing", the
+#   fix for CVE-2019-11253): once more than 100 of a document's decoded nodes come from aliases and more than 1,000
+#   are decoded, at most 99 % may come from aliases up to 400,000 decoded nodes, falling linearly to 10 % at
+#   4,000,000 (kubeconform v0.7.0 vendor/sigs.k8s.io/yaml/goyaml.v2/decode.go:321-357, allowedAliasRatio and
+#   unmarshal). Counted the same way, in the same order, so what go-yaml decodes is read here and what it refuses
+#   is refused.
+_ALIAS_RANGE_LOW, _ALIAS_RANGE_HIGH = 400_000, 4_000_000
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    if decoded <= _ALIAS_RANGE_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RANGE_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RANGE_LOW) / (_ALIAS_RANGE_HIGH - _ALIAS_RANGE_LOW)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MiB"
+
+
+def check_bounds(text: str, source: str) -> None:
+    """Refuse, as one InputError naming the file, line and document, YAML that would expand past the bounds above.
+    Walks the parser's events (libyaml's parser keeps its own stack, so any depth is safe to scan) and keeps, per
+    anchor, the size of what an alias to it expands to: the whole walk is linear in the text. Syntax errors are
+    yaml.YAMLError, as from yaml.load."""
+    if len(text) > MAX_INPUT_BYTES:
+        raise InputError(f"{source}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
+    anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (nodes decoded, scalar bytes, height) of its node
+    open_anchors: set[str] = set()
+    stack: list[list[Any]] = []  # per open collection: [nodes, bytes, height of its children, anchor]
+    doc = decoded = from_aliases = 0
+    root: list[Any] = [0, 0, 0, None]
+
+    def where(event: Any) -> str:
+        return f"{source}:{event.start_mark.line + 1}: document {doc}"
+
+    def excessive(event: Any) -> None:  # go-yaml checks at every node it decodes; so does this, in its order
+        if from_aliases > 100 and decoded > 1000 and from_aliases / decoded > _allowed_alias_ratio(decoded):
+            raise InputError(f"{where(event)}: excessive aliasing: {from_aliases:,} of the first {decoded:,} nodes "
+                             "come from aliases (a YAML alias bomb? kubectl's YAML reader refuses it too)")
+
+    scalar_event, alias_event, start_events = yaml.ScalarEvent, yaml.AliasEvent, (yaml.MappingStartEvent,
+                                                                                yaml.SequenceStartEvent)
+    end_events, document_start, stream_end = (yaml.MappingEndEvent, yaml.SequenceEndEvent), yaml.DocumentStartEvent, \
+        yaml.StreamEndEvent
+    parser = _Base(text)
+    try:
+        while True:
+            event = parser.get_event()  # one event at a time: the walk holds no more than the open collections
+            cls = type(event)
+            if cls is scalar_event:
+                decoded += 1
+                size, height, nodes = len(event.value), 1, 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (1, size, 1)
+            elif cls in start_events:
+                decoded += 1
+                if len(stack) >= MAX_DEPTH:
+                    raise InputError(f"{where(event)} nests deeper than {MAX_DEPTH} levels (the most read here)")
+                if event.anchor is not None:
+                    open_anchors.add(event.anchor)
+                stack.append([1, 0, 0, event.anchor])
+                if from_aliases > 100:
+                    excessive(event)
+                continue
+            elif cls in end_events:
+                nodes, size, height, anchor = stack.pop()
+                height += 1
+                if anchor is not None:
+                    anchors[anchor] = (nodes, size, height)
+                    open_anchors.discard(anchor)
+            elif cls is alias_event:
+                if event.anchor in open_anchors:
+                    raise InputError(f"{where(event)}: anchor '{event.anchor}' contains an alias to itself (an "
+                                     "endless object)")
+                target = anchors.get(event.anchor)
+                if target is None:
+                    continue  # an unknown anchor: the composer reports it with its line
+                decoded += 1 + target[0]
+                from_aliases += target[0]
+                if len(stack) + target[2] > MAX_DEPTH:
+                    raise InputError(f"{where(event)}: alias *{event.anchor} makes it nest deeper than {MAX_DEPTH} "
+                                     "levels (the most read here)")
+                nodes, size, height = 1 + target[0], target[1], target[2]
+            elif cls is document_start:
+                doc += 1
+                anchors.clear()
+                open_anchors.clear()
+                decoded, from_aliases, root = 1, 0, [0, 0, 0, None]
+                continue
+            elif cls is stream_end:
+                return
+            else:
+                continue
+            if from_aliases > 100:
+                excessive(event)
+            parent = stack[-1] if stack else root
+            parent[0] += nodes
+            parent[1] += size
+            if height > parent[2]:
+                parent[2] = height
+            if parent[1] > MAX_OBJECT_BYTES:
+                cause = "expands to" if from_aliases else "holds"
+                raise InputError(f"{where(event)} {cause} more than {_mib(MAX_OBJECT_BYTES)} of text, more than the "
+                                 "API server accepts for one object" + (" (a YAML alias bomb?)" if from_aliases else ""))
+    finally:
+        parser.dispose()
 
 
 class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
@@ -92,6 +221,7 @@ for _tag in ("set", "omap", "pairs"):
 def parse(text: str, source: str) -> list[Manifest]:
     """All objects in a multi-document YAML text; `List` kinds are unpacked; empty documents are skipped."""
     try:
+        check_bounds(text, source)
         docs = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -111,14 +241,35 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def parse_json(text: str, source: str) -> list[Manifest]:
-    """One JSON document (an object, a `List` of objects); duplicate keys are refused as in YAML."""
+    """One JSON document (an object, a `List` of objects); duplicate keys are refused as in YAML. JSON has no
+    aliases; its size and depth are bounded as YAML's are (JSON is YAML: the same walk checks it)."""
+    try:
+        check_bounds(text, source)
+        walked = True
+    except yaml.YAMLError:
+        walked = False  # not YAML-readable (tabs): json.loads below says what is wrong, or reads it
     try:
         doc = json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise InputError(f"{source}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
     except ValueError as exc:  # a duplicate key (JSON gives no position for it)
         raise InputError(f"{source}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: invalid JSON: nests deeper than {MAX_DEPTH} levels (the most read here)") from None
+    if not walked:
+        _json_depth(doc, source)
     return objects([doc], source)
+
+
+def _json_depth(doc: Any, source: str) -> None:
+    """MAX_DEPTH for JSON the YAML walk could not read (tabs), without recursion."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise InputError(f"{source}: document 1 nests deeper than {MAX_DEPTH} levels (the most read here)")
+            stack += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
 
 
 def objects(docs: list[Any], source: str) -> list[Manifest]:
@@ -159,17 +310,81 @@ def parse_any(text: str, source: str) -> list[Manifest]:
     return parse(text, source)
 
 
-def read(path: str) -> list[Manifest]:
-    """Objects from a manifest file (YAML, or JSON for `.json`), or from standard input for `-`."""
-    if path == "-":
-        return parse_any(sys.stdin.read(), "<stdin>")
-    p = Path(path)
+STDIN_PROMPT = "reading manifests from standard input (end with Ctrl-D)"
+
+
+def read_bounded(stream: IO[bytes], source: str) -> bytes:
+    """At most MAX_INPUT_BYTES from a binary stream; more is one InputError (so /dev/zero ends too)."""
+    data = stream.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"{source}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
+    return data
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 text (what kubectl reads), else one InputError naming the first byte that is not."""
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file or folder") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}): a "
+                         "manifest is UTF-8 YAML or JSON") from None
+
+
+def path_error(path: str | Path, exc: OSError) -> InputError:
+    """One line for a path that cannot be read: missing, a symlink loop, a link to nothing, no permission."""
+    p = Path(path)
+    if exc.errno == errno.ELOOP:
+        return InputError(f"{path}: a symlink loop (a link that leads back to itself): remove or fix the link")
+    if exc.errno == errno.ENOENT:
+        if p.is_symlink():
+            return InputError(f"{path}: a symlink to {os.readlink(p)}, which does not exist")
+        return InputError(f"{path}: no such file or folder")
+    return InputError(f"{path}: cannot read: {exc.strerror or exc}")
+
+
+def read_text(path: str | Path) -> str:
+    """A YAML file's UTF-8 text, within the bounds (its size, then check_bounds): for the YAML read beside the
+    manifests (kustomizations, patches traced to their lines, environment declarations). One InputError otherwise."""
+    try:
+        if os.stat(path).st_size > MAX_INPUT_BYTES:
+            raise InputError(f"{path}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
+        with open(path, "rb") as f:
+            text = decode(read_bounded(f, str(path)), str(path))
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_any(text, path)
+        raise path_error(path, exc) from None
+    try:
+        check_bounds(text, str(path))
+    except yaml.YAMLError:
+        pass  # the reader that parses it says what is wrong, with its line
+    return text
+
+
+def rel(path: str | Path) -> str:
+    """The path relative to the working directory where it is below it, else as given; never fails (a symlink loop
+    or a missing file is shown as written)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: pathlib's "Symlink loop" before Python 3.13
+        return str(path)
+
+
+def read(path: str) -> list[Manifest]:
+    """Objects from a manifest file (YAML, or JSON for `.json`), or from standard input for `-`. A FIFO or device
+    named on the command line is read like standard input (`<(kustomize build ...)` works), up to MAX_INPUT_BYTES."""
+    if path == "-":
+        if sys.stdin is None:
+            raise InputError("<stdin>: no standard input")
+        if sys.stdin.isatty():
+            print(STDIN_PROMPT, file=sys.stderr, flush=True)
+        return parse_any(decode(read_bounded(sys.stdin.buffer, "<stdin>"), "<stdin>"), "<stdin>")
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"{path}: a folder, not a manifest file")
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_INPUT_BYTES:
+            raise InputError(f"{path}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
+        with open(path, "rb") as f:
+            data = read_bounded(f, path)
+    except OSError as exc:
+        raise path_error(path, exc) from None
+    return parse_any(decode(data, path), path)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import copy
+import errno
 import hashlib
 import os
 import re
 import subprocess
+import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +18,20 @@ from typing import Any
 import yaml
 
 from .gitops import build_options, kubectl
-from .loader import InputError, parse
+from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse, path_error, read_text, rel
 from .model import Manifest
 from .transaction import pending
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
 KUSTOMIZE_FLAGS: list[str] = build_options()
+# kustomize's bounds (docs/validation.md, "Bounds"). It expands YAML aliases while it reads (issue 15's alias bomb of
+# under 600 bytes in a resource took it past 1.5 GB), so on Linux it runs with its data segment limited (RLIMIT_DATA: what Go's heap
+# grows in; the address space is no use as a limit, Go reserves gigabytes of it at start) and is stopped after
+# KUSTOMIZE_TIMEOUT_S; its output is read up to loader.MAX_INPUT_BYTES. The repository's overlays each need under
+# 100 MB.
+KUSTOMIZE_MEMORY_BYTES = 1024 * 1024 * 1024
+KUSTOMIZE_TIMEOUT_S = 120
 
 
 _YAML_CACHE: dict[tuple[str, int, int], Any] = {}
@@ -34,7 +44,11 @@ def read_yaml(path: Path) -> Any:
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _YAML_CACHE:
-        _YAML_CACHE[key] = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
+        try:
+            text = read_text(path)
+        except InputError as exc:  # past the loader's bounds: unreadable here; kustomize, bounded too, says the rest
+            raise yaml.YAMLError(str(exc)) from None
+        _YAML_CACHE[key] = yaml.load(text, Loader=_FAST_LOADER)
     return copy.deepcopy(_YAML_CACHE[key])
 
 
@@ -72,7 +86,10 @@ class Rendered:
 def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
     """Collect every file a kustomization reads, following its folders; False if it reads anything remote or
     anything this function does not understand (then the render is not cached)."""
-    folder = folder.resolve()
+    try:
+        folder = folder.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError in pathlib before 3.13)
+        return False
     if folder in seen:
         return True
     seen.add(folder)
@@ -101,7 +118,10 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
     for ref in refs:
         if "://" in ref or ref.startswith(("github.com", "git@")):
             return False
-        target = (folder / ref).resolve()
+        try:
+            target = (folder / ref).resolve()
+        except (OSError, RuntimeError):  # a symlink loop (RuntimeError in pathlib before 3.13): kustomize says so
+            return False
         if target.is_dir():
             if not _inputs(target, seen, files):
                 return False
@@ -155,6 +175,12 @@ def render(folder: Path, options: list[str] | None = None) -> Rendered:
     source = str(folder)
     kfile = kustomization_file(folder)
     if kfile is None:
+        for name in KUSTOMIZATION_FILES:  # one that is there but cannot be read: a symlink loop, a dangling link
+            try:
+                os.stat(folder / name)
+            except OSError as exc:
+                if (folder / name).is_symlink() or exc.errno != errno.ENOENT:
+                    return Rendered(source, [], str(path_error(folder / name, exc)))
         return Rendered(source, [], f"{source}: no kustomization.yaml in this folder")
     half_written = pending(folder)  # an interrupted make scale: neither the old overlay nor the new one
     if half_written:
@@ -163,7 +189,7 @@ def render(folder: Path, options: list[str] | None = None) -> Rendered:
     if _RUN_MEMO is not None:
         try:
             memo_key = _content_key(folder, options)
-        except (OSError, InputError):
+        except (OSError, RuntimeError, InputError):  # RuntimeError: a symlink loop (pathlib before 3.13)
             memo_key = None
         if memo_key is not None and memo_key in _RUN_MEMO:
             return _RUN_MEMO[memo_key]
@@ -177,7 +203,7 @@ def _render_uncached_run(folder: Path, source: str, kfile: Path, content_key: st
                          options: list[str] | None = None) -> Rendered:
     try:
         key = None if os.environ.get("POLICIES_NO_CACHE") else (content_key or _cache_key(folder, options))
-    except (OSError, InputError):
+    except (OSError, RuntimeError, InputError):  # RuntimeError: a symlink loop (pathlib before 3.13)
         key = None
     cached = cache_dir() / f"{key}.yaml" if key else None
     if cached is not None and cached.is_file():
@@ -187,21 +213,110 @@ def _render_uncached_run(folder: Path, source: str, kfile: Path, content_key: st
             pass  # a damaged cache entry: render again
     try:
         flags = KUSTOMIZE_FLAGS if options is None else options
-        proc = subprocess.run([kubectl(), "kustomize", *flags, str(folder)], capture_output=True,
-                              text=True, timeout=120)
+        run = run_bounded([kubectl(), "kustomize", *flags, str(folder)])
     except InputError as exc:
         return Rendered(source, [], str(exc))
-    except subprocess.TimeoutExpired:
-        return Rendered(source, [], f"{_rel(str(kfile))}: kustomize did not finish within 120 s")
-    if proc.returncode != 0:
-        return Rendered(source, [], f"{_rel(str(kfile))}: kustomize failed: {_first_line(proc.stderr)}")
+    except OSError as exc:
+        return Rendered(source, [], f"{rel(kfile)}: kustomize could not start: {exc.strerror or exc}")
+    if run.failure:
+        return Rendered(source, [], f"{rel(kfile)}: {run.failure}{_suspect(folder)}")
+    if run.returncode != 0:
+        return Rendered(source, [], f"{rel(kfile)}: kustomize failed: {_first_line(run.stderr)}")
     try:
-        rendered = Rendered(source, parse(proc.stdout, source))
+        stdout = run.stdout.decode("utf-8")
+        rendered = Rendered(source, parse(stdout, source))
+    except UnicodeDecodeError:
+        return Rendered(source, [], f"{rel(kfile)}: kustomize's output is not UTF-8 text")
     except InputError as exc:
         return Rendered(source, [], str(exc))
     if cached is not None:
-        _write_atomic(cached, proc.stdout)
+        _write_atomic(cached, stdout)
     return rendered
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: bytes
+    stderr: str
+    failure: str | None = None  # the bound it broke or how it died, as one line (then nothing else is read)
+
+
+def _limited(cmd: list[str]) -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return cmd
+    # A shell builtin rather than preexec_fn, which is unsafe in render_all's threads. A lower hard limit stays.
+    return ["/bin/sh", "-c", f'ulimit -d {KUSTOMIZE_MEMORY_BYTES // 1024} 2>/dev/null; exec "$@"', "kustomize", *cmd]
+
+
+def run_bounded(cmd: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S) -> Run:
+    """Run kustomize (or any command) within the bounds above: memory, time, and at most MAX_INPUT_BYTES of output
+    kept (1 MiB of standard error); a broken bound is `failure`, one line, never a Go stack dump."""
+    proc = subprocess.Popen(_limited(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = bytearray(), bytearray()
+    too_much = threading.Event()
+
+    def pump(stream: Any, buf: bytearray, cap: int, kill: bool) -> None:
+        while chunk := stream.read(65536):
+            if len(buf) + len(chunk) > cap:
+                if kill:
+                    too_much.set()
+                    proc.kill()
+                    return
+                continue  # drain the rest, keep what fits
+            buf += chunk
+
+    pumps = [threading.Thread(target=pump, args=(proc.stdout, out, MAX_INPUT_BYTES, True), daemon=True),
+             threading.Thread(target=pump, args=(proc.stderr, err, 1024 * 1024, False), daemon=True)]
+    for t in pumps:
+        t.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+        timed_out = True
+    for t in pumps:
+        t.join()
+    proc.stdout.close()  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+    stderr = err.decode("utf-8", "replace")
+    failure = None
+    if timed_out:
+        failure = f"kustomize did not finish within {timeout:g} s"
+    elif too_much.is_set():
+        failure = f"kustomize's output is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one render may be"
+    elif "out of memory" in stderr or "cannot allocate memory" in stderr:
+        failure = (f"kustomize ran out of memory (it may use {KUSTOMIZE_MEMORY_BYTES // (1024 * 1024)} MiB here): a "
+                   "YAML alias bomb in a resource, or an overlay too large")
+    elif re.search(r"^(fatal error|panic): ", stderr, re.M):
+        first = re.search(r"^(fatal error|panic): .*$", stderr, re.M)
+        failure = f"kustomize crashed: {first.group(0) if first else 'no message'}"
+    elif rc < 0:
+        failure = f"kustomize was killed by signal {-rc}"
+    return Run(rc, bytes(out), stderr, failure)
+
+
+def _suspect(folder: Path) -> str:
+    """After kustomize broke a bound: the first of the overlay's YAML inputs that breaks the loader's bounds, as
+    `; <file>:<line>: ...`, so the line names the file to fix; empty when none does (or they cannot be listed)."""
+    files: list[Path] = []
+    try:
+        _inputs(folder, set(), files)
+    except (OSError, RuntimeError):
+        return ""
+    for f in files:
+        if f.suffix.lower() not in (".yaml", ".yml", ".json") and f.name != "Kustomization":
+            continue
+        try:
+            text = f.read_bytes()[:MAX_INPUT_BYTES + 1].decode("utf-8", "replace")
+            check_bounds(text, rel(f))
+        except InputError as exc:
+            return f"; {exc}"
+        except (OSError, yaml.YAMLError):
+            continue
+    return ""
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -219,17 +334,13 @@ def _first_line(text: str) -> str:
     flat = " ".join(text.split())
     if flat.startswith("Error:"):
         flat = flat[len("Error:"):].strip()
+    loop = re.search(r"evalsymlink failure on '([^']+)' : EvalSymlinks: too many links", flat)
+    if loop:
+        return f"{rel(loop.group(1))}: a symlink loop (a link that leads back to itself): remove or fix the link"
     missing = re.findall(r"lstat (\S+?): no such file or directory", flat)
     if missing:
-        return f"{_rel(missing[-1])}: no such file or directory"
+        return f"{rel(missing[-1])}: no such file or directory"
     return flat if len(flat) <= 400 else flat[:397] + "..."
-
-
-def _rel(path: str) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return path
 
 
 def render_all(folders: list[Path], jobs: int | None = None, options: list[str] | None = None) -> list[Rendered]:

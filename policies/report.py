@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .engine import Unit, count, count_suppressed, failed
+from .loader import rel
 from .model import ERROR, INFO, WARNING, Problem
 from .rules import FAMILIES, RULES
 
@@ -54,11 +55,6 @@ class Run:
                 "failed": failed(self.units, self.strict), "strict": self.strict, "seconds": round(self.seconds, 3)}
 
 
-def rel(path: str) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except (ValueError, OSError):
-        return path
 
 
 def where(p: Problem, unit: Unit) -> tuple[str | None, int | None, bool]:

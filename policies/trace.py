@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from .loader import InputError, read_text, rel as _rel
 from .model import Manifest, Problem
 
 try:
@@ -59,9 +60,9 @@ class Tracer:
         self.docs: list[_Doc] = []
         for order, f in enumerate(files):
             try:
-                text = f.read_text(encoding="utf-8")
+                text = read_text(f)  # within the loader's bounds: composing nests in C, without a depth limit
                 nodes = list(yaml.compose_all(text, Loader=_Loader))
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            except (InputError, yaml.YAMLError):
                 continue
             rel = _rel(f)
             for node in nodes:
@@ -157,13 +158,6 @@ def _walk_generator(node: Any, tokens: list[str | int]) -> tuple[int, int]:
                 if (_scalar(lit) or "").split("=", 1)[0] == str(tokens[1]):
                     return 2, lit.start_mark.line + 1
     return 0, line
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _ref_parts(ref: str) -> tuple[str, str]:
