@@ -6,8 +6,11 @@ on the repository's Markdown, a small GPT-2 config (under 1M parameters) gets ra
 written with `save_pretrained`, so the trainer loads the folder with the very code that loads /models/<name>.
 The Markdown's paragraphs become `train.jsonl` and `val.jsonl` (`{"text": ...}`, every 10th paragraph held out).
 
-    .venv/bin/python scripts/tiny_lm.py                       # what `make tiny-lm` runs: .cache/tiny-lm/{model,data}
-    .venv/bin/python scripts/tiny_lm.py --out /tmp/lm --layers 2
+    .venv/bin/python scripts/tiny_lm.py     # what `make tiny-lm` runs: .cache/tiny-lm/models/tiny-lm and .cache/tiny-lm/data
+    .venv/bin/python scripts/tiny_lm.py --out /tmp/lm --layers 1
+
+The layout is that of the volumes: `models/` is what models-pvc holds at /models, `data/` what datasets-pvc holds
+at /data (make simulate PVC="models-pvc=.cache/tiny-lm/models datasets-pvc=.cache/tiny-lm/data").
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def train_tokenizer(texts: list[str], vocab: int):
                                    pad_token=EOS, model_max_length=256)
 
 
-def build(out: Path, layers: int, width: int, heads: int, positions: int, seed: int) -> dict:
+def build(out: Path, layers: int, width: int, heads: int, positions: int, seed: int, name: str = "tiny-lm") -> dict:
+    """<out>/models/<name>/ (save_pretrained: config, weights, tokenizer) and <out>/data/{train,val}.jsonl."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -71,20 +75,20 @@ def build(out: Path, layers: int, width: int, heads: int, positions: int, seed: 
     # written whole next to the target, then swapped in: a reader never sees half a folder
     tmp = Path(tempfile.mkdtemp(dir=out, prefix=".tmp-"))
     try:
-        model.save_pretrained(tmp / "model")
-        tok.save_pretrained(tmp / "model")
+        model.save_pretrained(tmp / "models" / name)
+        tok.save_pretrained(tmp / "models" / name)
         data = tmp / "data"
         data.mkdir()
         with (data / "train.jsonl").open("w") as tr, (data / "val.jsonl").open("w") as va:
             for i, t in enumerate(texts):
                 (va if i % VAL_EVERY == VAL_EVERY - 1 else tr).write(json.dumps({"text": t}) + "\n")
-        for name in ("model", "data"):
-            if (out / name).exists():
-                shutil.rmtree(out / name)
-            os.replace(tmp / name, out / name)
+        for part in ("models", "data"):
+            if (out / part).exists():
+                shutil.rmtree(out / part)
+            os.replace(tmp / part, out / part)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"model": str(out / "model"), "data": str(out / "data"), "params": params, "vocab": len(tok),
+    return {"model": str(out / "models" / name), "data": str(out / "data"), "params": params, "vocab": len(tok),
             "layers": layers, "width": width, "positions": positions, "paragraphs": len(texts)}
 
 

@@ -95,6 +95,16 @@ def save(run_dir: Path, name: str, model: nn.Module, optimizer: torch.optim.Opti
     D.agree(publish)
 
 
+def remove_temp(run_dir: Path) -> list[str]:
+    """Leftovers of writes a killed process never renamed (rank 0, before any rank writes)."""
+    removed = []
+    for p in [*run_dir.glob(f"{TMP}*"), *(run_dir / CHECKPOINTS).glob(f"{TMP}*")]:
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    return removed
+
+
 def find_resume(run_dir: Path) -> tuple[Path | None, dict[str, Any] | None]:
     """The checkpoint `latest` names and its trainer.json; (None, None) for a new run. Each rank reads it."""
     pointer = run_dir / LATEST

@@ -253,6 +253,10 @@ class LMRun:
             from trainer import checkpoint as ckpt
 
             ckpt.check_writable(self.run_dir)
+            removed = lmc.remove_temp(self.run_dir)
+            if removed:
+                warnings.append(f"removed {len(removed)} leftover temporary folder(s) of an interrupted write: "
+                                + ", ".join(removed[:5]))
         if args.clip_grad < 0:
             raise TrainerError(f"--clip-grad {args.clip_grad} must be >= 0 (0: off)")
         if not 0 <= args.min_lr_ratio <= 1:
