@@ -103,8 +103,9 @@ bench: bench-validate bench-trainer ## Run every benchmark
 bench-validate: $(PY) ## Time make validate and the schema and policy stages, up to 200+ generated overlays
 	@$(PY) bench/bench_validate.py
 
-bench-trainer: $(PY) ## Trainer samples/s and CPU time: 1 process x 1 and x 2 threads, 2 processes x 1, a plain DataLoader loop; a GPU epoch if present
+bench-trainer: $(PY) ## Trainer samples/s and CPU time: 1 process x 1 and x 2 threads, 2 processes x 1, a plain DataLoader loop; a GPU epoch if present; causal-lm tokens/s (1 and 2 processes)
 	@$(PY) bench/bench_trainer.py
+	@$(PY) bench/bench_lm.py
 
 schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py

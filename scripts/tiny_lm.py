@@ -59,6 +59,9 @@ def build(out: Path, layers: int, width: int, heads: int, positions: int, seed: 
     """<out>/models/<name>/ (save_pretrained: config, weights, tokenizer) and <out>/data/{train,val}.jsonl."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     texts = paragraphs(markdown_files(ROOT))
     if len(texts) < 20:
@@ -77,6 +80,8 @@ def build(out: Path, layers: int, width: int, heads: int, positions: int, seed: 
     try:
         model.save_pretrained(tmp / "models" / name)
         tok.save_pretrained(tmp / "models" / name)
+        for f in (tmp / "models" / name).iterdir():  # the weights come as a 0600 temporary file renamed
+            f.chmod(0o644)
         data = tmp / "data"
         data.mkdir()
         with (data / "train.jsonl").open("w") as tr, (data / "val.jsonl").open("w") as va:

@@ -179,6 +179,8 @@ def test_bad_model_folders_seq_len_and_checkpoint_of_another_model(tiny, tmp_pat
         (["--model-local-dir", str(no_weights)], f"--model-local-dir {no_weights}: no weights"),
         (["--model-local-dir", str(small_vocab)], "has 2048 tokens but model"),
         (["--seq-len", "4096"], "--seq-len 4096 exceeds the maximum sequence length"),
+        (["--model-local-dir", "", "--model-id", "gpt2", "--local-files-only"],
+         "--model-id gpt2 names a hub model but the run is offline"),
     ]
     base = lm_args(tiny, tmp_path, "cases", "--epochs", "1", "--max-steps", "1")
     for extra, expected in cases:

@@ -154,6 +154,10 @@ def export_pretrained(run_dir: Path, name: str, model: nn.Module, base: nn.Modul
             shutil.rmtree(tmp, ignore_errors=True)
             base.save_pretrained(tmp, state_dict=full)
             tokenizer.save_pretrained(tmp)
+            # transformers writes the weights through a 0600 temporary file: give them the usual mode, so that
+            # an inference server running as another user of the pod's group can read best/
+            for f in tmp.iterdir():
+                f.chmod(0o666 & ~ckpt._UMASK)
             ckpt.atomic_write(tmp / "metrics.json", (json.dumps(metrics, sort_keys=True) + "\n").encode())
             shutil.rmtree(old, ignore_errors=True)
             if target.exists():
