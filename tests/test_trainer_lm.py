@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer_helpers import ROOT, TRAIN_PY, clean_env, has_trainer_traceback, run, tagged, torchrun_cmd, \
+from tests.trainer_helpers import ROOT, clean_env, has_trainer_traceback, run, tagged, torchrun_cmd, \
     trainer_errors, worker_exit_codes
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -150,14 +150,19 @@ def test_bad_jsonl_line_stops_both_ranks_with_one_line(tiny, tmp_path):
     assert not has_trainer_traceback(res.output)
 
 
-def _one_process(args: list[str]) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, str(TRAIN_PY), *args], capture_output=True, text=True, timeout=200,
-                          env=clean_env(), cwd=ROOT)
-    assert not has_trainer_traceback(proc.stdout + proc.stderr), proc.stderr[-2000:]
-    return proc.returncode, "\n".join(trainer_errors(proc.stderr))
+def _in_process(args: list[str], capsys) -> tuple[int, str]:
+    """train.main in this process (a world of one, no torchrun): the checks are the same code on every rank,
+    and the test saves a transformers import per case."""
+    from trainer import train
+
+    capsys.readouterr()
+    code = train.main(args)
+    err = capsys.readouterr().err
+    assert not has_trainer_traceback(err), err[-2000:]
+    return code, "\n".join(trainer_errors(err))
 
 
-def test_bad_model_folders_seq_len_and_checkpoint_of_another_model(tiny, tmp_path):
+def test_bad_model_folders_seq_len_and_checkpoint_of_another_model(tiny, tmp_path, capsys):
     model = tiny / "models" / "tiny-lm"
     no_config = tmp_path / "no-config"
     shutil.copytree(model, no_config)
@@ -184,10 +189,10 @@ def test_bad_model_folders_seq_len_and_checkpoint_of_another_model(tiny, tmp_pat
     ]
     base = lm_args(tiny, tmp_path, "cases", "--epochs", "1", "--max-steps", "1")
     for extra, expected in cases:
-        code, err = _one_process(base + extra)
+        code, err = _in_process(base + extra, capsys)
         assert code == 2 and expected in err and err.count("\n") == 0, (extra, err)
 
-    code, err = _one_process(base)  # one step, one checkpoint of the tiny model
+    code, err = _in_process(base, capsys)  # one step, one checkpoint of the tiny model
     assert code == 0, err
-    code, err = _one_process(base + ["--model-local-dir", str(other / "models" / "tiny-lm")])
+    code, err = _in_process(base + ["--model-local-dir", str(other / "models" / "tiny-lm")], capsys)
     assert code == 2 and "was written for another model or data" in err and "params" in err, err
