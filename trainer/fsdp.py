@@ -45,6 +45,3 @@ def wrap(model: nn.Module, strategy: str, device: torch.device) -> tuple[nn.Modu
     fully_shard(model)
     return model, units + 1
 
-
-def unwrap(module: nn.Module) -> nn.Module:
-    return module.module if hasattr(module, "module") and isinstance(module, nn.parallel.DistributedDataParallel) else module
