@@ -37,7 +37,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate validate-changed diff scale new-run recover plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -88,8 +88,8 @@ plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies.cli render $(PATHS)
 
-simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s)
-	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE))
+simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, PVC="claim=folder ...")
+	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(foreach p,$(PVC),--pvc $(p))
 
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
@@ -97,13 +97,17 @@ test: $(PY) $(SIM_DEPS) ## Run the test suite
 test-fast: $(PY) ## The unit-level tests: everything but the simulations and the multi-process trainer runs
 	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore-glob='tests/test_trainer_*.py'
 
+tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
+	@$(PY) scripts/tiny_lm.py
+
 bench: bench-validate bench-trainer ## Run every benchmark
 
 bench-validate: $(PY) ## Time make validate and the schema and policy stages, up to 200+ generated overlays
 	@$(PY) bench/bench_validate.py
 
-bench-trainer: $(PY) ## Trainer samples/s and CPU time: 1 process x 1 and x 2 threads, 2 processes x 1, a plain DataLoader loop; a GPU epoch if present
+bench-trainer: $(PY) ## Trainer samples/s and CPU time: 1 process x 1 and x 2 threads, 2 processes x 1, a plain DataLoader loop; a GPU epoch if present; causal-lm tokens/s (1 and 2 processes)
 	@$(PY) bench/bench_trainer.py
+	@$(PY) bench/bench_lm.py
 
 schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py

@@ -719,7 +719,22 @@ class Result:
         return "\n".join(lines)
 
 
-def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout) -> int:
+def seed_pvcs(run_dir: Path, pvcs: list[str]) -> list[str]:
+    """Copy a folder into a claim's volume before the pods start (--pvc CLAIM=FOLDER): the data or model
+    a PVC holds on the cluster (make tiny-lm's models/ and data/ for the causal-lm overlay)."""
+    seeded = []
+    for item in pvcs:
+        claim, sep, folder = item.partition("=")
+        src = Path(folder)
+        if not sep or not claim or not src.is_dir():
+            raise SimulationError(f"--pvc {item!r}: expected CLAIM=FOLDER with an existing folder")
+        shutil.copytree(src, run_dir / "pvc" / claim, dirs_exist_ok=True)
+        seeded.append(f"{claim} <- {src}")
+    return seeded
+
+
+def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout,
+             pvcs: list[str] | None = None) -> int:
     units = engine.collect([source], REPO / "overlays")
     if len(units) != 1:
         raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
@@ -747,6 +762,8 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
+    for line in seed_pvcs(run_dir, pvcs or []):
+        print(f"simulate: PVC {line} (copied before the pods start)", file=out)
     sim = Simulation(manifests, run_dir, deadline, out, source)
     pods = sim.plan()
     print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
@@ -780,10 +797,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale-to", type=int, default=None,
                     help="run an overlay that does not fit this machine at this many pods (1 process each, no GPUs)")
     ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
+    ap.add_argument("--pvc", action="append", default=[], metavar="CLAIM=FOLDER",
+                    help="copy FOLDER into the volume of PVC CLAIM before the pods start (repeatable)")
     args = ap.parse_args(argv)
     args.overlay = paths.overlay_path(args.overlay)  # kind-cpu/indexed-job as make scale takes it, or overlays/...
     run_dir = args.run_dir or REPO / ".sim" / re.sub(r"[^A-Za-z0-9._-]+", "_", args.overlay.strip("/"))
-    return guarded(lambda: simulate(args.overlay, run_dir, args.deadline, args.scale_to), (SimulationError,))
+    return guarded(lambda: simulate(args.overlay, run_dir, args.deadline, args.scale_to, pvcs=args.pvc),
+                   (SimulationError,))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ import pytest
 from conftest import FIXTURES, REPO, run_cli
 
 ALL = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays").glob("*/*/kustomization.yaml"))
-# Variants beside the environment x launcher grid (kind-cpu/statefulset-etcd: the etcd rendezvous).
-VARIANTS = {Path("overlays/kind-cpu/statefulset-etcd")}
+# Variants beside the environment x launcher grid (kind-cpu/statefulset-etcd: the etcd rendezvous;
+# 64x8-h100/statefulset-lm: the causal-lm task).
+VARIANTS = {Path("overlays/kind-cpu/statefulset-etcd"), Path("overlays/64x8-h100/statefulset-lm")}
 OVERLAYS = [p for p in ALL if p not in VARIANTS]
 EXPECTED = {"kind-cpu": (2, 2, 4, 0), "gke-t4": (4, 1, 4, 1), "64x8-h100": (64, 8, 512, 8)}
 

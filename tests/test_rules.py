@@ -68,3 +68,15 @@ def test_messages_say_found_and_expected():
     # `--nnodes=$(NNODES)`: the problem points at the env entry where the user writes the number.
     assert p.field.startswith("spec.template.spec.containers[0].env[")
     assert p.obj == "Job/ddp-train"
+
+
+def test_res006_says_when_it_could_not_run(tmp_path):
+    text = (FIXTURES / "rules/RES006/pass/1b-ddp.yaml").read_text()
+    assert "  MODEL_PARAMS: 1B\n" in text
+    path = tmp_path / "no-params.yaml"
+    path.write_text(text.replace("  MODEL_PARAMS: 1B\n", ""))
+    found = [p for p in problems_of(path) if p.rule == "RES006"]
+    assert [p.severity for p in found] == ["info"] and "memory per GPU was not checked" in found[0].message
+    path.write_text(text.replace("NVIDIA-H100-80GB-HBM3", "some-gpu"))
+    found = [p for p in problems_of(path) if p.rule == "RES006"]
+    assert [p.severity for p in found] == ["info"] and "GPU of unknown memory (some-gpu)" in found[0].message

@@ -271,3 +271,17 @@ def test_processes_of_one_pod_binding_port_0_at_once_get_distinct_ports(tmp_path
                                   env={**env, "SOCKET_WRAPPER_DIR": str(net)}) for _ in range(4)]
         ports = [p.communicate(timeout=30)[0].strip() for p in procs]
         assert all(p.isdigit() for p in ports) and len(set(ports)) == 4, ports
+
+
+def test_pvc_seeding_copies_folders_and_refuses_bad_items(tmp_path):
+    from policies.simulate import SimulationError, seed_pvcs
+
+    src = tmp_path / "models"
+    (src / "tiny-lm").mkdir(parents=True)
+    (src / "tiny-lm" / "config.json").write_text("{}")
+    run_dir = tmp_path / "run"
+    assert seed_pvcs(run_dir, [f"models-pvc={src}"]) == [f"models-pvc <- {src}"]
+    assert (run_dir / "pvc" / "models-pvc" / "tiny-lm" / "config.json").read_text() == "{}"
+    for bad in ("models-pvc", f"={src}", f"models-pvc={tmp_path / 'absent'}"):
+        with pytest.raises(SimulationError, match="expected CLAIM=FOLDER"):
+            seed_pvcs(run_dir, [bad])

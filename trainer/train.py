@@ -97,8 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", choices=list(TASKS), default=_env("TASK", "synthetic"),
                    help="[TASK] " + "; ".join(f"{t.name}: {t.summary}" for t in TASKS.values()))
     p.add_argument("--epochs", type=_positive(int), default=_env("EPOCHS", "3"), help="[EPOCHS] total epochs")
-    p.add_argument("--batch-size", type=_positive(int), default=_env("BATCH_SIZE", "256"),
-                   help="[BATCH_SIZE] samples per step on each rank")
+    p.add_argument("--batch-size", type=_positive(int), default=_env("BATCH_SIZE", None),
+                   help="[BATCH_SIZE] samples per step on each rank; None: the task's own ("
+                   + ", ".join(f"{t.name} {t.default_batch_size}" for t in TASKS.values()) + ")")
     p.add_argument("--lr", type=_positive(float), default=_env("LR", None),
                    help="[LR] AdamW learning rate; None: the task's own ("
                    + ", ".join(f"{t.name} {t.default_lr:g}" for t in TASKS.values()) + ")")
@@ -130,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="[MAX_STEPS] stop after this many optimiser steps in total")
     p.add_argument("--record-shards", type=_bool, nargs="?", const=True, default=_env("RECORD_SHARDS", "false"),
                    help="[RECORD_SHARDS] every rank writes the indices of its shard per epoch to <run>/shards/ (debug)")
+    for task in TASKS.values():
+        if task.add_arguments is not None:
+            task.add_arguments(p)
     return p
 
 
@@ -146,6 +150,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"argument --run-id: {args.run_id!r} is not a plain folder name ([A-Za-z0-9._-], 128 max)")
     if args.lr is None:
         args.lr = TASKS[args.task].default_lr
+    if args.batch_size is None:
+        args.batch_size = TASKS[args.task].default_batch_size
     return args
 
 
@@ -269,6 +275,8 @@ class Trainer:
         return Prepared(data, model, identity, str(path) if path else None, state, warnings)
 
     def run(self) -> int:
+        if self.task.run is not None:  # a task with a loop of its own (causal-lm)
+            return self.task.run(self)
         args, denv, device = self.args, self.denv, self.device
         self.stop.install()
         prep = D.agree(self._prepare)

@@ -41,10 +41,15 @@ class Data:
 class Task:
     name: str
     summary: str
-    load: Callable[[argparse.Namespace], Data]  # CPU tensors; raises TrainerError on bad input
-    build_model: Callable[[Data], nn.Module]
+    load: Callable[[argparse.Namespace], Data] | None  # CPU tensors; raises TrainerError on bad input
+    build_model: Callable[[Data], nn.Module] | None
     default_lr: float
     image: bool  # 4-D image input: --channels-last applies
+    # A task whose data does not fit the in-memory classification loop runs its own (given the Trainer),
+    # with flags of its own added to the parser; load and build_model are then None.
+    run: Callable[[Any], int] | None = None
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    default_batch_size: int = 256
 
 
 TASKS: dict[str, Task] = {}
@@ -65,4 +70,4 @@ def get(name: str) -> Task:
 
 
 # Importing the modules registers their tasks; keep this list in the order `--help` shows them.
-from trainer.tasks import synthetic, digits, mnist  # noqa: E402,F401
+from trainer.tasks import synthetic, digits, mnist, causal_lm  # noqa: E402,F401
