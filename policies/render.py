@@ -1,7 +1,6 @@
 """Find overlays and render them with the pinned kubectl's kustomize, several at a time."""
 from __future__ import annotations
 
-import copy
 import hashlib
 import marshal
 import os
@@ -30,25 +29,29 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def read_yaml(path: Path) -> Any:
     """A small YAML file (a kustomization), parsed once per process while it is unchanged; libyaml where present.
+    The object is shared by every caller: read it, never change it (a copy per call cost more than the parse).
     Raises OSError and yaml.YAMLError like yaml.safe_load."""
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _YAML_CACHE:
         _YAML_CACHE[key] = yaml.load(path.read_text(encoding="utf-8"), Loader=_FAST_LOADER)
-    return copy.deepcopy(_YAML_CACHE[key])
+    return _YAML_CACHE[key]
 
 
 def kustomization_file(folder: Path) -> Path | None:
+    base = os.fspath(folder)
     for name in KUSTOMIZATION_FILES:
-        if (folder / name).is_file():
-            return folder / name
+        if os.path.isfile(os.path.join(base, name)):  # asked thousands of times a run: no Path made for a miss
+            return Path(folder, name)
     return None
 
 
 def find_overlays(root: Path) -> list[Path]:
     """Every folder under `root` with a kustomization (of kind Kustomization, not Component) that no other overlay
     below `root` includes, i.e. the leaves users deploy."""
-    found = sorted({p.parent for name in KUSTOMIZATION_FILES for p in root.rglob(name)})
+    # One walk (three rglob calls walked the tree once per name); like rglob, symlinked folders are not followed.
+    found = sorted(Path(folder) for folder, _, files in os.walk(root)
+                   if any(name in files for name in KUSTOMIZATION_FILES))
     return [d for d in found if not (kustomization_file(d) and _is_component(kustomization_file(d)))]
 
 
@@ -112,6 +115,19 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
     return True
 
 
+def inputs(folder: Path) -> tuple[bool, list[Path]]:
+    """Every file the kustomization in `folder` reads, and False where it reads something `_inputs` cannot follow;
+    worked out once per run when share_renders() is on (the render cache key and the environment both need it)."""
+    if _INPUTS_MEMO is not None and folder in _INPUTS_MEMO:
+        ok, found = _INPUTS_MEMO[folder]
+        return ok, list(found)
+    files: list[Path] = []
+    ok = _inputs(folder, set(), files)
+    if _INPUTS_MEMO is not None:
+        _INPUTS_MEMO[folder] = (ok, tuple(files))
+    return ok, files
+
+
 def _cache_key(folder: Path, options: list[str] | None = None) -> str | None:
     if os.environ.get("POLICIES_NO_CACHE"):
         return None
@@ -121,17 +137,20 @@ def _cache_key(folder: Path, options: list[str] | None = None) -> str | None:
 # One validate run renders a folder once, even where several checks ask for it (an overlay and the Argo CD
 # Application that points at it): results by content key, for this process only, when share_renders() is on.
 _RUN_MEMO: dict[str, "Rendered"] | None = None
+_INPUTS_MEMO: dict[Path, tuple[bool, tuple[Path, ...]]] | None = None
 
 
 def share_renders() -> None:
-    global _RUN_MEMO
+    global _RUN_MEMO, _INPUTS_MEMO
     if _RUN_MEMO is None:
         _RUN_MEMO = {}
+    if _INPUTS_MEMO is None:
+        _INPUTS_MEMO = {}
 
 
 def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
-    files: list[Path] = []
-    if not _inputs(folder, set(), files):
+    ok, files = inputs(folder)
+    if not ok:
         return None
     h = hashlib.sha256()
     exe = Path(kubectl())
