@@ -12,7 +12,7 @@ import yaml
 
 from .loader import InputError, read_text, rel as _rel
 from .model import ERROR, SEVERITIES, Problem
-from .render import _inputs, kustomization_file
+from .render import inputs, kustomization_file
 from .rules import RULES
 
 FILE_NAME = "policy.yaml"
@@ -118,8 +118,7 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
 
 def declarations_for(folder: Path) -> list[Path]:
     """The `policy.yaml` files beside the kustomizations an overlay reads (its own, its bases', its components')."""
-    files: list[Path] = []
-    _inputs(folder, set(), files)
+    _, files = inputs(folder)
     seen: list[Path] = []
     for f in files:
         d = f.parent

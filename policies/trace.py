@@ -171,10 +171,9 @@ def trace_unit(unit: Any) -> None:
     if not todo:
         return
     if unit.kind == "overlay":
-        from .render import _inputs
+        from .render import inputs
 
-        files: list[Path] = []
-        _inputs(Path(unit.source), set(), files)
+        _, files = inputs(Path(unit.source))
     elif unit.source != "<stdin>":
         files = [Path(unit.source)]
     else:

@@ -66,3 +66,21 @@ def test_no_cache_env_renders_without_writing(tmp_path, monkeypatch):
     monkeypatch.setenv("POLICIES_NO_CACHE", "1")
     assert validate(root, cache).returncode == 0
     assert not cache.exists()
+
+
+def test_parsed_objects_are_used_only_for_the_yaml_they_came_from(tmp_path):
+    root = copy_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    assert validate(root, cache).returncode == 0
+    (entry,) = cache.glob("*.yaml")
+    parsed = entry.with_suffix(".parsed")
+    assert parsed.is_file()
+    # The YAML entry is the truth: objects parsed from another text are not used.
+    entry.write_text(entry.read_text().replace("clusterIP: None", "clusterIP: 10.96.0.9"))
+    proc = validate(root, cache)
+    assert proc.returncode == 1 and "TOPO004" in proc.stdout, proc.stdout
+    # A damaged parsed file: the YAML is parsed again and the file rewritten.
+    parsed.write_bytes(b"\x00garbage")
+    proc = validate(root, cache)
+    assert proc.returncode == 1 and "TOPO004" in proc.stdout, proc.stdout
+    assert parsed.read_bytes() != b"\x00garbage"

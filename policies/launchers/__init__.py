@@ -24,8 +24,13 @@ def group_of(api_version: str) -> str:
 
 
 def of(m: Manifest) -> Launcher | None:
-    """The launcher that owns this object's group and kind, if any."""
-    return _lookup(m.api_version, m.kind)
+    """The launcher that owns this object's group and kind, if any (asked some 30 times per object in a run: kept
+    on the object, whose apiVersion and kind do not change after loading)."""
+    try:
+        return m.__dict__["_launcher"]
+    except KeyError:
+        found = m.__dict__["_launcher"] = _lookup(m.api_version, m.kind)
+        return found
 
 
 @functools.lru_cache(maxsize=1024)

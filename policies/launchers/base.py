@@ -38,12 +38,16 @@ def as_int(value: Any, default: int | None = None) -> int | None:
 def dig(obj: Any, *path: Any) -> Any:
     """obj[path[0]][path[1]]...; None where a step is missing or of the wrong type."""
     for key in path:
-        if isinstance(key, int):
+        if type(obj) is dict and type(key) is str:  # the common step, tested first
+            obj = obj.get(key)
+        elif isinstance(key, int):
             if not isinstance(obj, list) or not -len(obj) <= key < len(obj):
                 return None
+            obj = obj[key]
         elif not isinstance(obj, dict):
             return None
-        obj = obj[key] if isinstance(key, int) else obj.get(key)
+        else:
+            obj = obj.get(key)
     return obj
 
 
@@ -306,7 +310,7 @@ class Workload:
         return pod.ready()
 
     def _fill_env(self, pod: Pod, ce: ContainerEnv, injected: list[Injected]) -> None:
-        env, fields, c, cf = ce.env, ce.env_fields, ce.container, ce.field
+        env, fields, c, cf = ce._env, ce._fields, ce.container, ce.field  # being filled: not through the properties
         for i, src in enumerate(listing(c.get("envFrom"))):
             src = mapping(src)
             prefix = str(src.get("prefix") or "")
@@ -319,9 +323,11 @@ class Workload:
         for j in first:
             self._inject(pod, ce, j)
         dropped = {j.name for j in first}
+        defined: set[str] = set()
         for i, var in enumerate(listing(c.get("env"))):
             var = mapping(var)
             name = str(var.get("name"))
+            defined.add(name)
             if name in dropped:
                 continue
             fields[name] = f"{cf}.env[{i}]"
@@ -334,15 +340,14 @@ class Workload:
                 env[name] = ""
         # Controllers append their variables after the user's (so a user's `$(VAR)` in an env value cannot see
         # them; command and args can): the kubelet keeps the last definition of a name.
-        defined = {str(mapping(v).get("name")) for v in listing(c.get("env"))}
         for j in injected:
             if j.mode == OVERRIDE or (j.mode == IF_ABSENT and j.name not in defined):
                 self._inject(pod, ce, j)
 
     def _inject(self, pod: Pod, ce: ContainerEnv, j: Injected) -> None:
-        ce.env[j.name] = downward(j.field_ref, pod) if j.field_ref else j.value
-        ce.env_fields[j.name] = f"{self.manifest.kind} controller"
-        ce.injected.add(j.name)
+        ce._env[j.name] = downward(j.field_ref, pod) if j.field_ref else j.value
+        ce._fields[j.name] = f"{self.manifest.kind} controller"
+        ce._injected.add(j.name)
 
     def _value_from(self, source: dict[str, Any], pod: Pod) -> str | None:
         """Resolve a downward-API, ConfigMap or Secret reference the way the kubelet would, where it can be known."""
