@@ -37,7 +37,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup validate validate-changed diff scale new-run plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup validate validate-changed diff scale new-run plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -88,6 +88,9 @@ render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s)
 	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE))
+
+report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
+	@$(PY) -m trainer.report "$(RUN)"
 
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
