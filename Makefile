@@ -62,6 +62,7 @@ setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubecon
 	@BIN=$(BIN) scripts/install-release.sh actionlint \
 	  https://github.com/rhysd/actionlint/releases/download/v$(ACTIONLINT_VERSION)/actionlint_$(ACTIONLINT_VERSION)_linux_amd64.tar.gz \
 	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
+	@scripts/install-prometheus.sh
 	@$(PY) -m policies.cli tools
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1]
