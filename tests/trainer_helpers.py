@@ -33,7 +33,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     drop = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TASK",
             "EPOCHS", "BATCH_SIZE", "LR", "SEED", "SAMPLES", "FEATURES", "CLASSES", "DATA_ROOT", "OUT_DIR",
             "RUN_ID", "DIST_BACKEND", "AMP", "CHANNELS_LAST", "LOG_INTERVAL", "CHECKPOINT_EVERY",
-            "CHECKPOINT_STEPS", "MAX_STEPS", "RECORD_SHARDS", "PG_TIMEOUT", "TERMINATION_GRACE_PERIOD_SECONDS"}
+            "CHECKPOINT_STEPS", "MAX_STEPS", "RECORD_SHARDS", "PG_TIMEOUT", "TERMINATION_GRACE_PERIOD_SECONDS",
+            "METRICS_PORT", "MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "KUBEFLOW_TRAINER_SERVER_URL",
+            "KUBEFLOW_TRAINER_SERVER_CA_CERT", "KUBEFLOW_TRAINER_SERVER_TOKEN"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("TORCHELASTIC_", "PET_"))}
     env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
