@@ -193,7 +193,8 @@ def cpu_comparison(args: argparse.Namespace) -> dict:
             for rep in range(args.reps):
                 order = names[rep % len(names):] + names[:rep % len(names)]  # rotated: no fixed position
                 for name in order:
-                    fig = measure(name, args, bs, Path(tmp), f"b{bs}-{name.replace(' ', '-')}-r{rep}")
+                    tag = f"b{bs}-{name.replace(' ', '-').replace('+', '')}-r{rep}"  # a plain --run-id
+                    fig = measure(name, args, bs, Path(tmp), tag)
                     runs[name].append(fig)
                     print(f"  batch={bs} {name} rep={rep + 1}/{args.reps}: {fig['samples_per_s']:,.0f} samples/s "
                           f"over {fig['train_s']:.1f} s, {fig['cores_busy']:.2f} cores busy; run "
