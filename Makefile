@@ -37,7 +37,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,6 +62,7 @@ setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubecon
 	@BIN=$(BIN) scripts/install-release.sh actionlint \
 	  https://github.com/rhysd/actionlint/releases/download/v$(ACTIONLINT_VERSION)/actionlint_$(ACTIONLINT_VERSION)_linux_amd64.tar.gz \
 	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
+	@scripts/install-prometheus.sh
 	@$(PY) -m policies.cli tools
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1]
@@ -90,6 +91,9 @@ render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, PVC="claim=folder ...")
 	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(foreach p,$(PVC),--pvc $(p))
+
+report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
+	@$(PY) -m trainer.report "$(RUN)"
 
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q

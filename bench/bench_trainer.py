@@ -57,13 +57,16 @@ CONFIGS = {
     "trainer 1x1": ("trainer", 1, 1),
     "trainer 1x2": ("trainer", 1, 2),
     "trainer 2x1": ("trainer", 2, 1),
+    "trainer 2x1 +metrics": ("trainer", 2, 1),  # with METRICS_PORT: both ranks serve Prometheus metrics
 }
 RATIOS = [  # (label, numerator, denominator)
     ("trainer 2x1 / trainer 1x2 (same 2 cores: processes or threads)", "trainer 2x1", "trainer 1x2"),
     ("trainer 2x1 / trainer 1x1 (a second process on a second core)", "trainer 2x1", "trainer 1x1"),
     ("trainer 1x2 / trainer 1x1 (a second thread on a second core)", "trainer 1x2", "trainer 1x1"),
     ("trainer 1x2 / loop 1x2 (the trainer against a plain loop)", "trainer 1x2", "loop 1x2"),
+    ("trainer 2x1 +metrics / trainer 2x1 (the metrics endpoint, end to end)", "trainer 2x1 +metrics", "trainer 2x1"),
 ]
+METRICS_TARGET = 0.01  # issue 13: the metrics cost less than 1 % of step time
 
 
 def torchrun() -> str:
@@ -141,7 +144,10 @@ def measure(name: str, args: argparse.Namespace, batch: int, out_dir: Path, tag:
                "--log-interval", "1000000", "--backend", "gloo", "--out-dir", str(out_dir), "--run-id", tag, *common]
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--loop-worker", *common]
-    out, wall, cpu = run_measured(cmd, _env(threads))
+    env = _env(threads)
+    if name.endswith("+metrics"):
+        env["METRICS_PORT"] = str(free_port())  # rank 1 takes the next port; a taken one is one warning line
+    out, wall, cpu = run_measured(cmd, env)
     fig = summarise(epoch_figures(out))
     fig.update(run_wall_s=wall, run_cpu_s=cpu)
     return fig
@@ -187,7 +193,8 @@ def cpu_comparison(args: argparse.Namespace) -> dict:
             for rep in range(args.reps):
                 order = names[rep % len(names):] + names[:rep % len(names)]  # rotated: no fixed position
                 for name in order:
-                    fig = measure(name, args, bs, Path(tmp), f"b{bs}-{name.replace(' ', '-')}-r{rep}")
+                    tag = f"b{bs}-{name.replace(' ', '-').replace('+', '')}-r{rep}"  # a plain --run-id
+                    fig = measure(name, args, bs, Path(tmp), tag)
                     runs[name].append(fig)
                     print(f"  batch={bs} {name} rep={rep + 1}/{args.reps}: {fig['samples_per_s']:,.0f} samples/s "
                           f"over {fig['train_s']:.1f} s, {fig['cores_busy']:.2f} cores busy; run "
@@ -281,6 +288,44 @@ def gpu_epochs(args: argparse.Namespace) -> dict:
             "labels, in GPU memory (MNIST-shaped, not MNIST)", "rows": rows}
 
 
+def metrics_overhead(step_s: float, batch: int, log_interval: int = 50, n: int = 20000) -> dict:
+    """What the metrics add to one training step, timed in this process with a live endpoint: the batch-fetch
+    timing (every step), the pace update (each stop vote; counted here as if every step voted, an upper bound),
+    and the per-rank figures, the log-interval update and the metrics.jsonl line (each log interval)."""
+    from trainer.metrics import RunLog
+    from trainer.telemetry import Telemetry, rank_slots
+
+    cpu = torch.device("cpu")
+    with tempfile.TemporaryDirectory(prefix="bench-metrics-") as tmp:
+        tel = Telemetry("bench", "synthetic", 0, 0, 2, 0, cpu, {"METRICS_PORT": str(free_port())})
+        log = RunLog(True, Path(tmp))
+        log.line = lambda *a, **k: None  # the [TRAIN] line is printed with or without metrics
+        acc = 0.0
+        t0 = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            t = time.perf_counter() - t
+            acc += t
+            acc += t
+        per_step = (time.perf_counter() - t0) / n
+        t0 = time.perf_counter()
+        for i in range(n):
+            tel.pace(i, 1, 0.01, 0.001)
+        per_vote = (time.perf_counter() - t0) / n
+        m = max(200, n // 50)
+        t0 = time.perf_counter()
+        for i in range(m):
+            slots = rank_slots(2, 0, [0.01, 0.001], cpu)
+            tel.interval(i, 1, 3, i, 100, 0.5, 1000.0)
+            log.event("ranks", epoch=1, step=i, step_s=slots[:2].tolist(), data_s=slots[2:].tolist())
+        per_interval = (time.perf_counter() - t0) / m
+        tel.close()
+    cost = per_step + per_vote + per_interval / log_interval
+    return {"step_s": step_s, "batch": batch, "log_interval": log_interval, "fetch_timing_us": per_step * 1e6,
+            "pace_us": per_vote * 1e6, "interval_us": per_interval * 1e6, "cost_per_step_us": cost * 1e6,
+            "fraction": cost / step_s}
+
+
 def _int_list(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
@@ -333,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         print("GPU: MNIST-shaped epochs ...", flush=True)
         results["gpu"] = gpu_epochs(args)
         results["gpu"]["trainer"] = gpu_trainer_epoch(args)
+    if "cpu" in results:  # the trainer's own step time, 1 process x 1 thread
+        bs = args.batch_sizes[0]
+        rate = results["cpu"]["batches"][str(bs)]["rows"]["trainer 1x1"]["median_samples_per_s"]
+        results["metrics"] = metrics_overhead(bs / rate, bs)
     results["wall_s"] = round(time.perf_counter() - t0, 1)
     results["load_average_end"] = os.getloadavg()[0]
 
@@ -351,6 +400,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{t['median_after_first_s']:.3f} s/epoch median after warm-up ({', '.join(f'{s:.3f}' for s in t['epochs_train_s'])})")
     else:
         print("GPU: not measured (torch.cuda.is_available() is False on this machine)")
+    if "metrics" in results:
+        m = results["metrics"]
+        verdict = "met" if m["fraction"] < METRICS_TARGET else "MISSED"
+        print(f"metrics cost per step (in process, live endpoint): {m['cost_per_step_us']:.1f} us = "
+              f"{m['fraction']:.3%} of the trainer 1x1 step ({m['step_s'] * 1e3:.1f} ms at batch {m['batch']}); "
+              f"target < {METRICS_TARGET:.0%}: {verdict} (batch-fetch timing {m['fetch_timing_us']:.2f} us/step, "
+              f"pace update {m['pace_us']:.2f} us/vote, per-rank figures + log update {m['interval_us']:.0f} us "
+              f"per {m['log_interval']}-step interval)")
     print(f"wall time: {results['wall_s']} s; load average {results['load_average_start']:.2f} at the start, "
           f"{results['load_average_end']:.2f} at the end")
     if args.json:

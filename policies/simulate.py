@@ -786,6 +786,10 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
               f"{' '.join(sp.argv)[:200]}", file=out)
     result = sim.run()
     print(result.report(static_problems), file=out)
+    from trainer.report import for_folder  # matplotlib only when a run gets this far
+
+    for line in for_folder(run_dir):
+        print(line, file=out)
     return 0 if result.ok else 1
 
 

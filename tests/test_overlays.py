@@ -71,7 +71,8 @@ def test_h100_overlay_has_the_large_scale_settings():
     env_from = spec["containers"][0]["envFrom"]
     assert {"secretRef": {"name": "hf-token", "optional": True}} in env_from
     assert not [m for m in unit.manifests if m.kind == "Secret"]  # referenced by name only
-    assert kinds["ConfigMap"].obj["data"]["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+    env = next(m for m in unit.manifests if m.kind == "ConfigMap" and m.name == "ddp-env")
+    assert env.obj["data"]["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
 
 
 def test_name_prefix_pitfall_is_caught():

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -53,6 +54,8 @@ def test_kind_cpu_overlay_trains_to_completion(overlay, tmp_path):
     if ISOLATED:  # the world formed with each pod at its own address (the etcd one through the relay)
         assert "network: each pod has its own address" in out and "127.0.0.12" in out
     assert "[DONE] world=4 epochs=3" in out
+    report = re.search(r"^report: (\S+report\.html)$", out, re.M)  # make report's pictures of the run
+    assert report and Path(report.group(1)).is_file() and (Path(report.group(1)).parent / "loss.png").is_file()
     # The trainer really ran: checkpoints in the (mapped) output volume.
     assert list((tmp_path / "run").rglob("epoch-0003.pt")), "no checkpoint written"
     logs = list((tmp_path / "run/logs").glob("*.log"))

@@ -43,24 +43,28 @@ def test_epoch_parsing_skips_the_warm_up_epoch_and_sums_figures():
 def test_configurations_compare_the_same_cores_and_anchor_on_a_plain_loop():
     bench = load_bench()
     cores = {name: procs * threads for name, (_, procs, threads) in bench.CONFIGS.items()}
-    assert cores == {"loop 1x2": 2, "trainer 1x1": 1, "trainer 1x2": 2, "trainer 2x1": 2}
+    assert cores == {"loop 1x2": 2, "trainer 1x1": 1, "trainer 1x2": 2, "trainer 2x1": 2, "trainer 2x1 +metrics": 2}
+    assert ("trainer 2x1 +metrics", "trainer 2x1") in [(a, b) for _, a, b in bench.RATIOS]  # the endpoint's cost
     assert ("trainer 2x1", "trainer 1x2") in [(a, b) for _, a, b in bench.RATIOS]  # same cores
     assert ("trainer 2x1", "trainer 1x1") in [(a, b) for _, a, b in bench.RATIOS]  # per-core scaling
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(200)
 def test_bench_end_to_end_small(tmp_path):
     res = run([PYTHON, "bench/bench_trainer.py", "--reps", "1", "--samples", "1024", "--batch-sizes", "128",
-               "--epochs", "2", "--json", str(tmp_path / "r.json")], timeout=140, env=clean_env())
+               "--epochs", "2", "--json", str(tmp_path / "r.json")], timeout=190, env=clean_env())
     assert res.returncode == 0, res.output[-3000:]
     assert "== trainer benchmark ==" in res.stdout and "same 2 cores" in res.stdout
     assert "data: synthetic task: 1024 samples" in res.stdout
     result = json.loads((tmp_path / "r.json").read_text())
     b = result["cpu"]["batches"]["128"]
-    assert set(b["rows"]) == {"loop 1x2", "trainer 1x1", "trainer 1x2", "trainer 2x1"}
+    assert set(b["rows"]) == {"loop 1x2", "trainer 1x1", "trainer 1x2", "trainer 2x1", "trainer 2x1 +metrics"}
     for row in b["rows"].values():
         assert row["median_samples_per_s"] > 0 and row["median_run_cpu_s"] > 0 and row["median_cores_busy"] > 0
         assert row["min"] <= row["median_samples_per_s"] <= row["max"]
-    assert len(b["ratios"]) == 4 and all(v > 0 for v in b["ratios"].values())
+    assert len(b["ratios"]) == 5 and all(v > 0 for v in b["ratios"].values())
+    m = result["metrics"]
+    assert m["cost_per_step_us"] > 0 and m["fraction"] == pytest.approx(m["cost_per_step_us"] / 1e6 / m["step_s"])
+    assert "metrics cost per step (in process, live endpoint)" in res.stdout
     if not torch.cuda.is_available():
         assert "GPU: not measured" in res.stdout

@@ -37,7 +37,9 @@ def clean_env(**extra: str) -> dict[str, str]:
             # the causal-lm task's
             "MODEL_LOCAL_DIR", "TOKENIZER_LOCAL_DIR", "MODEL_ID", "LOCAL_FILES_ONLY", "TRAIN_FILE", "VAL_FILE",
             "SEQ_LEN", "GRAD_ACCUM", "CLIP_GRAD", "WARMUP_STEPS", "LR_SCHEDULE", "MIN_LR_RATIO", "WEIGHT_DECAY",
-            "STRATEGY", "TOKEN_CACHE", "SAVE_EPOCHS"}
+            "STRATEGY", "TOKEN_CACHE", "SAVE_EPOCHS",
+            "METRICS_PORT", "MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "KUBEFLOW_TRAINER_SERVER_URL",
+            "KUBEFLOW_TRAINER_SERVER_CA_CERT", "KUBEFLOW_TRAINER_SERVER_TOKEN"}
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("TORCHELASTIC_", "PET_"))}
     env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
     env.update(extra)

@@ -39,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from trainer import checkpoint as ckpt
 from trainer import distributed as D
 from trainer import engine
+from trainer import telemetry
 from trainer import threads as T
 from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError
 from trainer.metrics import RunLog
@@ -246,6 +247,7 @@ class Trainer:
         self.threads, self.threads_why = T.choose_threads(os.environ, denv.local_world_size)
         if self.threads is not None:
             torch.set_num_threads(self.threads)
+        self.tel = telemetry.Telemetry.from_trainer(args, denv, device)
 
     # ---- set-up: every precondition is checked on every rank, then agreed on (no rank left waiting)
     def _prepare(self) -> Prepared:
@@ -323,6 +325,9 @@ class Trainer:
                       batch_per_rank=args.batch_size, lr=args.lr, epochs=args.epochs, threads=torch.get_num_threads(),
                       threads_from=self.threads_why, stop_check_s=self.stop_check_s, grace_s=args.grace_period,
                       pg_timeout_s=args.pg_timeout if D.active() else None, run_dir=str(self.run_dir))
+        self.tel.start(vars(args), {"world_size": denv.world_size, "local_world_size": denv.local_world_size,
+                                    "backend": denv.backend if D.active() else "none", "device": device.type,
+                                    "restart": denv.restart_count}, args.epochs)
         if state is not None:
             self.log.emit("DDP", "resume", resumed_from=resume_path, epoch=progress.epoch,
                           epoch_step=progress.epoch_step, step=progress.step, data_seed=args.seed,
@@ -368,7 +373,10 @@ class Trainer:
                 except OSError as e:
                     raise TrainerError(f"cannot write checkpoint in {self.run_dir}: {e.strerror or e}") from None
 
+        started = time.perf_counter()
         D.agree(write)
+        if self.denv.is_main:
+            self.tel.checkpoint(self.run_dir / (name or ckpt.BEST), time.perf_counter() - started)
         return name
 
     def _record_shard(self, epoch: int, shard: torch.Tensor, start_batch: int) -> None:
@@ -409,7 +417,8 @@ class Trainer:
             progress.partial = None
             t_epoch = t_interval = t_vote = time.perf_counter()
             cpu_epoch = time.process_time()  # this process's CPU time, all its threads (gloo's included)
-            vote_step = progress.step
+            vote_step = interval_step = progress.step
+            data_vote = data_interval = 0.0  # seconds spent fetching batches, for the metrics endpoint and ranks
             stop_at_epoch_end = False
 
             def partial_figures() -> dict[str, Any]:  # this rank's figures of the epoch so far (host sync)
@@ -418,9 +427,13 @@ class Trainer:
                         "train_s": offset_s + time.perf_counter() - t_epoch}
 
             for i, sl in engine.batch_slices(shard.numel(), args.batch_size, start_batch):
+                t_data = time.perf_counter()
                 idx = shard[sl]
-                loss = engine.train_step(self.ddp, self.optimizer, data.train_x[idx], data.train_y[idx], self.amp,
-                                         self.channels_last)
+                xb, yb = data.train_x[idx], data.train_y[idx]
+                t_data = time.perf_counter() - t_data
+                data_vote += t_data
+                data_interval += t_data
+                loss = engine.train_step(self.ddp, self.optimizer, xb, yb, self.amp, self.channels_last)
                 b = idx.numel()
                 interval_loss += loss * b
                 interval_samples += b
@@ -433,19 +446,31 @@ class Trainer:
                     now = time.perf_counter()
                     stats = torch.tensor([float(self.stop.requested), now - t_vote], device=device,
                                          dtype=torch.float64)
-                    if log_due:
+                    if log_due:  # with each rank's own step and data time, for metrics.jsonl
+                        steps = max(1, progress.step - interval_step)
                         stats = torch.cat([stats, torch.stack([interval_loss.double(), torch.tensor(
-                            float(interval_samples), device=device, dtype=torch.float64)])])
+                            float(interval_samples), device=device, dtype=torch.float64)]),
+                            telemetry.rank_slots(denv.world_size, denv.rank, [
+                                (now - t_interval) / steps, data_interval / steps], device)])
                     reduced = D.all_reduce_sum(stats).tolist()
+                    own = max(1, progress.step - vote_step)
+                    self.tel.pace(progress.step, epoch + 1, (now - t_vote) / own, data_vote / own)
+                    data_vote = 0.0
                     stop, seconds = reduced[0], reduced[1] / denv.world_size
                     next_vote = progress.step + steps_until_next_check(
                         seconds / max(1, progress.step - vote_step), self.stop_check_s)
                     t_vote, vote_step = now, progress.step
                     if log_due:
-                        loss_sum, samples = reduced[2], reduced[3]
+                        loss_sum, samples, per_rank = reduced[2], reduced[3], reduced[4:]
+                        rate = samples / max(now - t_interval, 1e-9)
                         self.log.emit("TRAIN", "train", epoch=epoch + 1, step=progress.step,
                                       epoch_step=i + 1, epoch_steps=steps_per_epoch, loss=loss_sum / samples,
-                                      samples_per_s=samples / max(now - t_interval, 1e-9))
+                                      samples_per_s=rate)
+                        self.log.event("ranks", epoch=epoch + 1, step=progress.step,
+                                       step_s=per_rank[:denv.world_size], data_s=per_rank[denv.world_size:])
+                        self.tel.interval(progress.step, epoch + 1, args.epochs, i + 1, steps_per_epoch,
+                                          loss_sum / samples, rate)
+                        interval_step, data_interval = progress.step, 0.0
                         epoch_loss += interval_loss
                         epoch_samples += interval_samples
                         interval_loss.zero_()
@@ -511,6 +536,7 @@ class Trainer:
         else:  # --max-steps ended the run inside this epoch
             name = ckpt.step_name(progress.step)
         saved = self._save(progress, name, is_best, metrics, partial)
+        self.tel.epoch(metrics, args.epochs)
         self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=args.epochs, step=progress.step,
                       train_loss=metrics["train_loss"], val_loss=val_loss, val_acc=val_acc,
                       samples_per_s=metrics["samples_per_s"], train_s=metrics["train_s"], cpu_s=metrics["cpu_s"],
@@ -532,6 +558,7 @@ class Trainer:
                       best_epoch=best.get("epoch"), model=str(self.run_dir / ckpt.BEST) if best else None,
                       latest=str(self.run_dir / ckpt.LATEST), data=self.data.description,
                       train_s=round(train_s, 3), total_s=round(total_s, 3))
+        self.tel.done({"best": best, "steps": progress.step, "epochs": progress.epoch}, self.run_dir)
 
 
 # --------------------------------------------------------------------------------------------- main

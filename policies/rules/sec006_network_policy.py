@@ -5,7 +5,9 @@ authentication. On a shared cluster a NetworkPolicy should select the training p
 job's own pods, and, where it restricts egress, still allow the job's own pods and DNS (port 53). Collectives
 connect on ephemeral ports, so the rule for the job's own pods must not restrict ports. No policy, or one that also
 admits other sources, is a warning; a policy that blocks the job's own traffic or DNS is an error: the rendezvous
-cannot complete.
+cannot complete. A rule that admits others only to the trainer's metrics ports (a container port named `metrics`
+and the 7 above it, where local ranks 1-7 serve; components/monitoring admits Prometheus so) is the scrape, not a
+hole.
 
 Fails: no NetworkPolicy selecting the pods (warning); ingress from the job's pods only on port 29500 (error:
 collectives blocked); `policyTypes: [Egress]` without a rule for port 53 (error: MASTER_ADDR does not resolve).
@@ -60,6 +62,35 @@ def _own(peer, labels_list, namespace) -> bool:
     return all(selects(sel, labels) for labels in labels_list)
 
 
+METRICS_PORT_NAME = "metrics"
+LOCAL_RANKS = 8  # local rank r serves on the metrics port + r (trainer/telemetry.py)
+
+
+def metrics_ports(pods) -> set[int]:
+    """The port numbers the trainer's metrics endpoints may use: each `metrics` container port and the 7 above."""
+    out: set[int] = set()
+    for pod in pods:
+        for p in pod.container.get("ports") or []:
+            if isinstance(p, dict) and str(p.get("name", "")).startswith(METRICS_PORT_NAME) \
+                    and isinstance(p.get("containerPort"), int):
+                out.update(range(p["containerPort"], p["containerPort"] + LOCAL_RANKS))
+    return out
+
+
+def _only_metrics(rule, allowed: set[int], names: set[str]) -> bool:
+    ports = rule.get("ports") or []
+    if not ports or not allowed:
+        return False
+    for p in ports:
+        port, end = p.get("port"), p.get("endPort")
+        if isinstance(port, str):
+            if port not in names:
+                return False
+        elif not isinstance(port, int) or not set(range(port, (end if isinstance(end, int) else port) + 1)) <= allowed:
+            return False
+    return True
+
+
 def _ports_text(ports) -> str:
     return ", ".join(str(p.get("port", "?")) for p in ports)
 
@@ -71,7 +102,11 @@ def check(ctx):
     policies = [(m, spec, _types(spec)) for m, spec in
                 ((m, m.obj.get("spec") or {}) for m in ctx.bundle.manifests if m.kind == "NetworkPolicy")]
     for t in workloads:
-        labels_list = [p.labels for p in distinct_pods(t)]
+        pods = distinct_pods(t)
+        labels_list = [p.labels for p in pods]
+        scrape_ports = metrics_ports(pods)
+        scrape_names = {str(p.get("name")) for pod in pods for p in pod.container.get("ports") or []
+                        if isinstance(p, dict) and str(p.get("name", "")).startswith(METRICS_PORT_NAME)}
         ns = t.workload.namespace
         selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
                      all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
@@ -101,7 +136,7 @@ def check(ctx):
                         own_some_ports = own_some_ports or (m, i, r)
                     else:
                         own_all_ports = True
-                if other:
+                if other and not _only_metrics(r, scrape_ports, scrape_names):
                     outside.append((m, i, r))
         if isolated and not own_all_ports:
             if own_some_ports:
