@@ -93,7 +93,7 @@ test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
 test-fast: $(PY) ## The unit-level tests: everything but the simulations and the multi-process trainer runs
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore-glob='tests/test_trainer_*.py'
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore=tests/test_simulate_stop.py --ignore=tests/test_simulate_faults.py --ignore-glob='tests/test_trainer_*.py'
 
 bench: bench-validate bench-trainer ## Run every benchmark
 

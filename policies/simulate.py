@@ -122,6 +122,7 @@ class SimPod:
     joined: bool = False
     finished_at: float | None = None
     last_words: list[str] = field(default_factory=list)
+    said_waiting: bool = False
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""
@@ -237,6 +238,9 @@ class Simulation:
             self.swrap, self.host_network_reason = None, "no C compiler to build policies/native/swrap_serial.c"
         self.swrap_dir: Path | None = None
         self._relays: list[socket.socket] = []
+        # The pods with a process left after the run stopped them (stop_all).
+        self.left: list[str] = []
+        self.dns: dict[str, str] = {}
 
     def say(self, text: str) -> None:
         with self._lock:
@@ -309,7 +313,7 @@ class Simulation:
                 # A service pod (an etcd, say) may not call the C library for its sockets (Go does not), so it runs
                 # on the host network and the simulator relays its declared ports into the pods' network.
                 sp.host_ip = f"127.0.1.{k + 1}"
-        dns = self._dns(pods)
+        dns = self.dns = self._dns(pods)
         wrapper = nss_wrapper()
         for sp in pods:
             self._prepare(sp, dns, wrapper)
@@ -440,7 +444,14 @@ class Simulation:
                     del sp.lines[:200]
                 if "Rendezvous complete for workers" in line:
                     sp.joined = True
-                if _noise(line):
+                waiting = _WAITING.search(line)
+                if waiting and not sp.said_waiting:
+                    sp.said_waiting = True
+                    host, port = waiting.groups()
+                    peer = next((p.name for p in self.pods if self.dns.get(host) == p.ip), host)
+                    self.say(f"[{sp.name}] waiting for {peer} ({host}:{port}): nothing listens there yet; torch's "
+                             f"connection retries go to {sp.log}")
+                if _noise(line) or not line.strip():
                     continue
                 self.say(f"[{sp.name}] {line}")
 
@@ -536,19 +547,19 @@ class Simulation:
         trainers = [sp for sp in self.pods if sp.training]
         if not trainers:  # no torchrun world here: run every pod as written and wait for all of them
             services, trainers = [], list(self.pods)
-        for sp in services:
-            self._start(sp)
-        for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
-            for port in sp.ports:
-                while (port and sp.host_ip and time.monotonic() - start < min(30.0, self.deadline)
-                       and not _port_open(sp.host_ip, port)):
-                    if sp.proc and sp.proc.poll() is not None:
-                        break
-                    time.sleep(0.2)
-        for sp in trainers:
-            self._start(sp)
         timed_out = False
         try:
+            for sp in services:
+                self._start(sp)
+            for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
+                for port in sp.ports:
+                    while (port and sp.host_ip and time.monotonic() - start < min(30.0, self.deadline)
+                           and not _port_open(sp.host_ip, port)):
+                        if sp.proc and sp.proc.poll() is not None:
+                            break
+                        time.sleep(0.2)
+            for sp in trainers:
+                self._start(sp)
             while True:
                 for sp in self.pods:
                     if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
@@ -575,11 +586,43 @@ class Simulation:
             for sp in self.pods:
                 # What each pod last said on its own, before the simulator stops it (and it prints its exit).
                 sp.last_words = _last_words(sp.lines)
-                self._stop(sp)
-                if sp.proc is not None and sp.exit_code is None:
-                    sp.exit_code = None  # still running at the end: killed
+            self.stop_all()
             time.sleep(0.1)
         return Result(self, timed_out, time.monotonic() - start)
+
+    def stop_all(self) -> list[str]:
+        """Stop every pod at once (see _stop) and check that none of their processes is left; the pods that still
+        have one (none, unless a process outlives SIGKILL)."""
+        live = [sp for sp in self.pods if sp.proc is not None and sp.proc.poll() is None]
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            for sp in live:
+                try:
+                    os.killpg(sp.proc.pid, sig)  # type: ignore[union-attr]
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + wait
+            while live and time.monotonic() < end:
+                live = [sp for sp in live if sp.proc is not None and sp.proc.poll() is None]
+                time.sleep(0.05)
+            if not live:
+                break
+        left: list[str] = []
+        for attempt in range(20):  # killed processes vanish once reaped
+            left = []
+            for sp in self.pods:
+                pids = _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, ""))
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                if pids:
+                    left.append(sp.name)
+            if not left:
+                break
+            time.sleep(0.1)
+        self.left = left
+        return left
 
 
 def _processes_with(name: str, value: str) -> list[int]:
@@ -611,10 +654,20 @@ def _last_words(lines: list[str]) -> list[str]:
     return out[-3:]
 
 
+# torch's store client while the store it connects to is not up yet: a warning per address and try, each with the
+# C++ stack of the exception it retries (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp).
+_STORE_RETRY = re.compile(r"^\[[WE]\d{4} [\d:.]+ (?:\d+ )?\S*(?:socket|TCPStore)\.cpp:\d+\] \[c10d\] "
+                          r"(?:The client socket has failed to connect|TCP client failed to connect)")
+_CPP_STACK = re.compile(r"^(?:frame #\d+: |Exception raised from \w+ at \S+socket\.cpp:\d+|<omitting python frames>$)")
+_WAITING = re.compile(r"TCP client failed to connect/validate to host (\S+?):(\d+) - retrying")
+
+
 def _noise(line: str) -> bool:
-    """torchrun's INFO chatter and c10d's IPv6 lookup warnings stay in the pod log, not on the terminal."""
+    """torchrun's INFO chatter, c10d's IPv6 lookup warnings and the store client's retries (with their C++ stacks)
+    stay in the pod log, not on the terminal."""
     return ("cannot be retrieved (gai error: -9" in line or line.startswith(("I1", "I0")) or "*****" in line
-            or "OMP_NUM_THREADS" in line)
+            or "OMP_NUM_THREADS" in line or bool(_STORE_RETRY.match(line)) or bool(_CPP_STACK.match(line))
+            or "has failed to shutdown the rendezvous" in line)
 
 
 def _port_free(ip: str, port: int) -> bool:
@@ -719,6 +772,61 @@ class Result:
         return "\n".join(lines)
 
 
+# Written into every run folder the simulator makes: the only folders it ever empties.
+RUN_MARKER = ".ddp-sim-run"
+# What a run folder of an earlier version (before the marker) held: emptied only under the checkout's .sim/.
+_LEGACY_RUN_ENTRIES = {"logs", "pods", "pvc"}
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """An empty run folder, marked as the simulator's. An existing folder is emptied only when the simulator made it
+    (its marker), never when it holds the repository or a .git; anything else is refused before a pod starts."""
+    where = run_dir.resolve()
+    if where.exists() and not where.is_dir():
+        raise SimulationError(f"--run-dir {run_dir}: is a file, not a folder")
+    if where == REPO or REPO.is_relative_to(where):
+        raise SimulationError(f"--run-dir {run_dir}: holds this repository ({REPO}); the simulator empties its run "
+                              "folder: give a folder of its own (default .sim/<overlay>)")
+    if where.is_dir():
+        entries = {e.name for e in where.iterdir()}
+        if ".git" in entries:
+            raise SimulationError(f"--run-dir {run_dir}: holds a .git; the simulator empties its run folder: give a "
+                                  "folder of its own (default .sim/<overlay>)")
+        legacy = where.parent.is_relative_to(REPO / ".sim") and entries <= _LEGACY_RUN_ENTRIES
+        if entries and RUN_MARKER not in entries and not legacy:
+            raise SimulationError(f"--run-dir {run_dir}: exists, is not empty and was not made by the simulator (no "
+                                  f"{RUN_MARKER} in it): give a new or empty folder, or remove this one yourself")
+        for e in where.iterdir():  # the folder itself stays: a user may have made it (empty)
+            if e.is_dir() and not e.is_symlink():
+                shutil.rmtree(e)
+            else:
+                e.unlink()
+    where.mkdir(parents=True, exist_ok=True)
+    (where / RUN_MARKER).write_text("made by `python -m policies.simulate`; emptied by its next run into this "
+                                    "folder\n")
+
+
+def default_run_dir(source: str) -> Path:
+    """.sim/<overlay>, named from where the overlay is (`..` from an overlay's patches/ names that overlay)."""
+    path = Path(source).resolve()
+    try:
+        name = str(path.relative_to(REPO / "overlays"))
+    except ValueError:
+        name = path.name or "run"
+    return REPO / ".sim" / (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "run")
+
+
+def positive_seconds(text: str, what: str = "DEADLINE") -> float:
+    """A deadline as given on the command line or in DEADLINE: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value <= 7 * 24 * 3600):
+        raise SimulationError(f"{what} must be a positive number of seconds (at most a week), got {text!r}")
+    return value
+
+
 def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout) -> int:
     units = engine.collect([source], REPO / "overlays")
     if len(units) != 1:
@@ -744,9 +852,7 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     check = engine.Unit(source, "overlay", manifests)
     engine.check_policies(check)
     static_problems = [p.line() for p in check.problems if p.severity == ERROR]
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    prepare_run_dir(run_dir)
     sim = Simulation(manifests, run_dir, deadline, out, source)
     pods = sim.plan()
     print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
@@ -767,22 +873,63 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
         where = f", on the host network at {sp.host_ip}, ports relayed" if sim.swrap and sp.host_ip else ""
         print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}{where}): "
               f"{' '.join(sp.argv)[:200]}", file=out)
-    result = sim.run()
+    try:
+        result = sim.run()
+    except Stopped as stop:  # every pod was stopped on the way out (Simulation._run)
+        name = signal.Signals(stop.signum).name
+        if sim.left:
+            print(f"simulate: stopped by {name}; processes of {', '.join(sim.left)} are still running", file=out)
+        else:
+            print(f"simulate: stopped by {name}; every process of every pod stopped, none left", file=out)
+        return 128 + stop.signum
     print(result.report(static_problems), file=out)
     return 0 if result.ok else 1
+
+
+class Stopped(KeyboardInterrupt):
+    """The simulator was told to stop (Ctrl-C, SIGTERM from `timeout` or a cancelled CI job, SIGHUP from a closed
+    terminal): the run's pods are stopped on the way out as at the deadline."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    for s in STOP_SIGNALS:  # the pods' cleanup runs to its end (bounded: about 10 s)
+        signal.signal(s, signal.SIG_IGN)
+    raise Stopped(signum)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="simulate", description=__doc__)
     ap.add_argument("overlay", help="an overlay folder or a rendered manifest file")
-    ap.add_argument("--deadline", type=float, default=float(os.environ.get("DEADLINE") or 180),
+    ap.add_argument("--deadline", default=os.environ.get("DEADLINE") or "180",
                     help="seconds before a world that has not finished is stopped and diagnosed (default 180)")
-    ap.add_argument("--scale-to", type=int, default=None,
+    ap.add_argument("--scale-to", default=None,
                     help="run an overlay that does not fit this machine at this many pods (1 process each, no GPUs)")
     ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
     args = ap.parse_args(argv)
-    run_dir = args.run_dir or REPO / ".sim" / re.sub(r"[^A-Za-z0-9._-]+", "_", args.overlay.strip("/"))
-    return guarded(lambda: simulate(args.overlay, run_dir, args.deadline, args.scale_to), (SimulationError,))
+    run_dir = args.run_dir or default_run_dir(args.overlay)
+
+    def body() -> int:
+        scale_to = None
+        if args.scale_to is not None:
+            if not re.fullmatch(r"\s*\d+\s*", args.scale_to) or int(args.scale_to) < 1:
+                raise SimulationError(f"SCALE_TO must be a positive number of pods, got {args.scale_to!r}")
+            scale_to = int(args.scale_to)
+        deadline = positive_seconds(args.deadline)
+        for s in STOP_SIGNALS:
+            signal.signal(s, _stop_on_signal)
+        try:
+            return simulate(args.overlay, run_dir, deadline, scale_to)
+        except Stopped as stop:  # before any pod started
+            return 128 + stop.signum
+
+    return guarded(body, (SimulationError,))
 
 
 if __name__ == "__main__":
