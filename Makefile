@@ -29,6 +29,8 @@ POLICY_ENV ?=
 OVERLAY ?= overlays/kind-cpu/indexed-job
 SCALE_TO ?=
 DEADLINE ?=
+# make simulate: faults to inject (docs/simulate.md), e.g. FAULT="kill:1@step=6 term:0@epoch=1".
+FAULT   ?=
 SIM_DEPS := $(VENV)/.sim-deps
 IMAGE   ?= ghcr.io/example/ddp-trainer
 TAG     ?= 0.1.0
@@ -86,8 +88,8 @@ plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies.cli render $(PATHS)
 
-simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s)
-	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE))
+simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...")
+	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(if $(FAULT),--fault "$(FAULT)")
 
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q

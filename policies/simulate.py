@@ -26,8 +26,11 @@ from typing import Any, TextIO
 
 from .entry import guarded
 from . import engine
+from . import faults as F
 from . import launchers
 from .launchers import Bundle, Pod, Workload, as_int, workloads
+from .launchers.base import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, WAIT, Decision, PodExit,
+                             RestartCount)
 from .model import ERROR, Manifest
 from .topology import compute
 
@@ -123,6 +126,13 @@ class SimPod:
     finished_at: float | None = None
     last_words: list[str] = field(default_factory=list)
     said_waiting: bool = False
+    # Fault runs: what the simulator did to the pod (the kubelet's and controller's cause), a deletion in progress,
+    # a stop the simulator asked for (not a failure), a pod that completed, how many pods stood under this name.
+    fault_note: str | None = None
+    deleting: bool = False
+    stopping: bool = False
+    done: bool = False
+    generation: int = 0
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""
@@ -241,6 +251,15 @@ class Simulation:
         # The pods with a process left after the run stopped them (stop_all).
         self.left: list[str] = []
         self.dns: dict[str, str] = {}
+        # Fault runs (policies/faults.py): the faults, env added to the training pods, what happened.
+        self.faults: list[F.Fault] = []
+        self.extra_env: dict[str, str] = {}
+        self.step = 0
+        self.epoch = 0
+        self.decisions: list[str] = []
+        self.outcome: tuple[str, str] | None = None
+        self._timers: list[tuple[float, Any]] = []
+        self._t0 = 0.0
 
     def say(self, text: str) -> None:
         with self._lock:
@@ -374,6 +393,8 @@ class Simulation:
         if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or
                                                                    t.startswith("--rdzv_conf") for t in sp.argv):
             env["PET_RDZV_CONF"] = f"join_timeout={self.rdzv_timeout},timeout={self.rdzv_timeout}"
+        if sp.training:
+            env.update(self.extra_env)
         sp.env = env
         sp.ports = [as_int(port.get("containerPort"), 0) or 0 for port in p.container.get("ports") or []]
 
@@ -434,7 +455,7 @@ class Simulation:
 
     def _pump(self, sp: SimPod) -> None:
         assert sp.proc and sp.proc.stdout
-        with open(sp.log, "w", encoding="utf-8") as log:
+        with open(sp.log, "a", encoding="utf-8") as log:  # a restarted container appends (kubectl logs -p)
             for raw in sp.proc.stdout:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 log.write(line + "\n")
@@ -444,6 +465,8 @@ class Simulation:
                     del sp.lines[:200]
                 if "Rendezvous complete for workers" in line:
                     sp.joined = True
+                if self.faults and sp.training:
+                    self._progress(line)
                 waiting = _WAITING.search(line)
                 if waiting and not sp.said_waiting:
                     sp.said_waiting = True
@@ -558,30 +581,7 @@ class Simulation:
                         if sp.proc and sp.proc.poll() is not None:
                             break
                         time.sleep(0.2)
-            for sp in trainers:
-                self._start(sp)
-            while True:
-                for sp in self.pods:
-                    if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
-                        sp.exit_code = sp.proc.returncode
-                        sp.finished_at = time.monotonic() - start
-                if all(sp.exit_code is not None for sp in trainers):
-                    break
-                if any(sp.exit_code not in (None, 0) for sp in trainers) and all(
-                        sp.exit_code is not None or not sp.training for sp in trainers):
-                    break
-                if time.monotonic() - start > self.deadline:
-                    timed_out = True
-                    break
-                time.sleep(0.2)
-            # A failed pod in a gang: the others cannot finish; give them a moment to fail on their own.
-            if not timed_out and any(sp.exit_code not in (None, 0) for sp in trainers):
-                grace = time.monotonic() + 10
-                while time.monotonic() < grace and any(sp.exit_code is None for sp in trainers):
-                    for sp in trainers:
-                        if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
-                            sp.exit_code = sp.proc.returncode
-                    time.sleep(0.2)
+            timed_out = self._run_faulted(start, trainers) if self.faults else self._run_plain(start, trainers)
         finally:
             for sp in self.pods:
                 # What each pod last said on its own, before the simulator stops it (and it prints its exit).
@@ -589,6 +589,209 @@ class Simulation:
             self.stop_all()
             time.sleep(0.1)
         return Result(self, timed_out, time.monotonic() - start)
+
+    def _run_plain(self, start: float, trainers: list[SimPod]) -> bool:
+        """Start the training pods and wait for them; True when the deadline stopped the run."""
+        timed_out = False
+        for sp in trainers:
+            self._start(sp)
+        while True:
+            for sp in self.pods:
+                if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
+                    sp.exit_code = sp.proc.returncode
+                    sp.finished_at = time.monotonic() - start
+            if all(sp.exit_code is not None for sp in trainers):
+                break
+            if any(sp.exit_code not in (None, 0) for sp in trainers) and all(
+                    sp.exit_code is not None or not sp.training for sp in trainers):
+                break
+            if time.monotonic() - start > self.deadline:
+                timed_out = True
+                break
+            time.sleep(0.2)
+        # A failed pod in a gang: the others cannot finish; give them a moment to fail on their own.
+        if not timed_out and any(sp.exit_code not in (None, 0) for sp in trainers):
+            grace = time.monotonic() + 10
+            while time.monotonic() < grace and any(sp.exit_code is None for sp in trainers):
+                for sp in trainers:
+                    if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
+                        sp.exit_code = sp.proc.returncode
+                time.sleep(0.2)
+        return timed_out
+
+    # --- fault runs (policies/faults.py): inject, then do what the kubelet and the controller would ---------------
+
+    def _later(self, at: float, action: Any) -> None:
+        with self._lock:
+            self._timers.append((at, action))
+
+    def _progress(self, line: str) -> None:
+        """The trainer's step and epoch as rank 0 prints them; fires the faults they make due (from the pump
+        thread, so that a fault lands at the step it names, not a poll later)."""
+        m = _STEP.search(line)
+        if m:
+            self.step = max(self.step, int(m.group(1))) if not line.startswith("[DDP] resume") else int(m.group(1))
+        e = _EPOCH_END.search(line)
+        if e:
+            self.epoch = int(e.group(1))
+        for f in self.faults:
+            if f.fired or f.when not in ("step", "epoch"):
+                continue
+            if (f.when == "step" and m and int(m.group(1)) >= (f.at or 0)) or (
+                    f.when == "epoch" and e and int(e.group(1)) >= (f.at or 0)):
+                self._inject(f)
+
+    def _trainers(self) -> list[SimPod]:
+        return [sp for sp in self.pods if sp.training]
+
+    def _inject(self, f: F.Fault) -> None:
+        with self._lock:
+            if f.fired:
+                return
+            f.fired = True
+        sp = self._trainers()[f.target]
+        where = f"{f.trigger()}" + (f" (trainer at step {self.step})" if f.when != "step" else "")
+        pids = _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, ""))
+        if f.action == F.KILL:
+            sp.fault_note = f"killed {where}"
+            self.say(f"[sim] fault {f.text}: SIGKILL to every process of pod {sp.name} ({len(pids)})")
+            for pid in pids:
+                _signal(pid, signal.SIGKILL)
+        elif f.action == F.KILL_WORKER:
+            workers = [pid for pid in pids if sp.proc is not None and _parent(pid) == sp.proc.pid]
+            if not workers:
+                self.say(f"[sim] fault {f.text}: pod {sp.name} has no worker process now: nothing killed")
+                return
+            sp.fault_note = f"lost a worker {where}"
+            self.say(f"[sim] fault {f.text}: SIGKILL to worker process {workers[-1]} of pod {sp.name}")
+            _signal(workers[-1], signal.SIGKILL)
+        elif f.action == F.TERM:
+            grace = float(as_int(sp.pod.spec.get("terminationGracePeriodSeconds"), 30) or 0)
+            sp.fault_note, sp.deleting = f"deleted (SIGTERM, grace {grace:g} s) {where}", True
+            self.say(f"[sim] fault {f.text}: pod {sp.name} deleted: SIGTERM to its container, SIGKILL in {grace:g} s "
+                     "(terminationGracePeriodSeconds)")
+            if sp.proc is not None:
+                _signal(sp.proc.pid, signal.SIGTERM)
+            proc = sp.proc
+            self._later(time.monotonic() + grace, lambda: self._kill_rest(sp, proc))
+        elif f.action == F.PARTITION:
+            self.say(f"[sim] fault {f.text}: pod {sp.name} unreachable for {f.seconds:g} s {where}: {F.PARTITION_MODEL}")
+            for pid in pids:
+                _signal(pid, signal.SIGSTOP)
+
+            def resume() -> None:
+                for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):
+                    _signal(pid, signal.SIGCONT)
+                self.say(f"[sim] pod {sp.name} reachable again")
+            self._later(time.monotonic() + (f.seconds or 0), resume)
+
+    def _kill_rest(self, sp: SimPod, proc: subprocess.Popen[bytes] | None) -> None:
+        """The end of a deleted pod's grace period: SIGKILL to whatever of it still runs."""
+        if proc is not None and sp.proc is proc:
+            for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):
+                _signal(pid, signal.SIGKILL)
+
+    def _run_faulted(self, start: float, trainers: list[SimPod]) -> bool:
+        """Start the training pods (late where a delay fault says), inject the faults, and after each pod that ends
+        do what its launcher module says the kubelet and the controller do, until the world finishes, the
+        controller fails it, or the deadline comes (a world that hangs). True when the deadline stopped it."""
+        self._t0 = time.monotonic()
+        delayed = {f.target: f for f in self.faults if f.action == F.DELAY}
+        for i, sp in enumerate(trainers):
+            if i in delayed:
+                f = delayed[i]
+                f.fired = True
+                self.say(f"[sim] fault {f.text}: pod {sp.name} starts {f.seconds:g} s after the others")
+                self._later(self._t0 + (f.seconds or 0), lambda sp=sp: self._start(sp))
+            else:
+                self._start(sp)
+        for f in self.faults:
+            if f.when == "t":
+                self._later(self._t0 + (f.at or 0), lambda f=f: self._inject(f))
+        counts: dict[int, RestartCount] = {}
+        while True:
+            now = time.monotonic()
+            with self._lock:
+                due = [a for t, a in self._timers if t <= now]
+                self._timers = [(t, a) for t, a in self._timers if t > now]
+            for action in due:
+                action()
+            for sp in trainers:
+                if sp.proc is None or sp.exit_code is not None or sp.proc.poll() is None:
+                    continue
+                rc = sp.proc.returncode
+                sp.exit_code = 128 - rc if rc < 0 else rc
+                sp.finished_at = now - start
+                if sp.stopping:
+                    continue
+                if sp.exit_code == 0 and not sp.deleting:
+                    sp.done = True
+                    continue
+                self._decide(sp, counts.setdefault(id(sp.workload), RestartCount()), now)
+                if self.outcome is not None:
+                    return False
+            if all(sp.done for sp in trainers):
+                self.outcome = ("finished", "every training pod completed")
+                return False
+            if now - start > self.deadline:
+                waiting = [sp.name for sp in trainers if not sp.done]
+                self.outcome = ("hung", f"{', '.join(waiting)} had not completed at the deadline")
+                return True
+            time.sleep(0.1)
+
+    def _decide(self, sp: SimPod, count: RestartCount, now: float) -> None:
+        w = sp.workload
+        ended = PodExit(sp.pod.index, sp.exit_code or 0, sp.deleting)
+        d: Decision = w.controller.after_exit(w, self.bundle, ended, count)
+        cause = sp.fault_note or f"exited {sp.exit_code}"
+        sp.fault_note, sp.deleting = None, False
+        line = f"pod {sp.name} {cause} -> {d.controller}: {d.why}"
+        self.decisions.append(f"{line} [{d.source}]" if d.source else line)
+        self.say(f"[sim] {line}" + (f"  ({d.source})" if d.source else ""))
+        if d.action == RESTART_CONTAINER:
+            count.container_restarts[ended.index] = count.container_restarts.get(ended.index, 0) + 1
+            self._later(now + d.delay, lambda: self._restart(sp, new_pod=False))
+        elif d.action == RECREATE_POD:
+            if d.counted:
+                count.failed_pods[ended.index] = count.failed_pods.get(ended.index, 0) + 1
+            self._later(now + d.delay, lambda: self._restart(sp, new_pod=True))
+        elif d.action == RECREATE_ALL:
+            if d.counted:
+                count.workload_restarts += 1
+            group = [p for p in self._trainers() if p.workload is w]
+            for p in group:
+                if p is not sp and p.proc is not None and p.proc.poll() is None:
+                    p.stopping = True
+                    self._stop(p)
+            for p in group:
+                self._later(now + d.delay, lambda p=p: self._restart(p, new_pod=True))
+        elif d.action == FAIL:
+            self.outcome = ("failed", f"{d.controller}: {d.why}")
+        elif d.action == WAIT:
+            sp.done = False  # nothing brings it back: the world waits (the deadline says so)
+
+    def _restart(self, sp: SimPod, new_pod: bool) -> None:
+        """Start the pod's container again: in place (same pod, same volumes) or as a new pod (the controller's: a
+        new generated name where the pod has one, fresh emptyDirs, the same claims)."""
+        for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):  # the container's cgroup is gone
+            _signal(pid, signal.SIGKILL)
+        token = sp.env.get("SOCKET_WRAPPER_DIR")
+        old = sp.name
+        if new_pod:
+            sp.generation += 1
+            if "<random>" in sp.pod.name:
+                sp.suffix = generated_suffix(f"{sp.workload.manifest.ref}/{sp.pod.index}/{sp.generation}")
+            else:
+                shutil.rmtree(self.run_dir / "pods" / sp.name / "volumes", ignore_errors=True)  # emptyDirs start empty
+            sp.log = self.run_dir / "logs" / f"{sp.name}.log"
+            self._prepare(sp, self.dns, nss_wrapper())
+            if token:
+                sp.env["SOCKET_WRAPPER_DIR"] = token
+        sp.proc, sp.exit_code, sp.joined, sp.stopping, sp.done, sp.said_waiting = None, None, False, False, False, False
+        what = f"new pod {sp.name}" + (f" (replaces {old})" if old != sp.name else "") if new_pod else \
+            f"pod {sp.name}: container restarted"
+        self.say(f"[sim] {what}")
+        self._start(sp)
 
     def stop_all(self) -> list[str]:
         """Stop every pod at once (see _stop) and check that none of their processes is left; the pods that still
@@ -641,6 +844,24 @@ def _processes_with(name: str, value: str) -> list[int]:
             continue
     return found
 
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
+_STEP = re.compile(r"^\[(?:TRAIN|EPOCH|DDP)\] .*?\bstep=(\d+)\b")
+_EPOCH_END = re.compile(r"^\[EPOCH\] epoch=(\d+)/")
 
 _EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")
 
@@ -705,6 +926,8 @@ class Result:
 
     @property
     def ok(self) -> bool:
+        if self.sim.outcome is not None:
+            return self.sim.outcome[0] == "finished"
         return not self.timed_out and bool(self.trainers) and all(sp.exit_code == 0 for sp in self.trainers)
 
     def world_size(self) -> int | None:
@@ -827,7 +1050,9 @@ def positive_seconds(text: str, what: str = "DEADLINE") -> float:
     return value
 
 
-def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout) -> int:
+def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout,
+             fault_spec: str | None = None) -> int:
+    faults = F.parse(fault_spec) if fault_spec is not None else []
     units = engine.collect([source], REPO / "overlays")
     if len(units) != 1:
         raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
@@ -852,9 +1077,15 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     check = engine.Unit(source, "overlay", manifests)
     engine.check_policies(check)
     static_problems = [p.line() for p in check.problems if p.severity == ERROR]
-    prepare_run_dir(run_dir)
     sim = Simulation(manifests, run_dir, deadline, out, source)
+    if faults:
+        sim.faults = faults
+        if any(f.when == "step" for f in faults):
+            sim.extra_env["LOG_INTERVAL"] = "1"  # the trainer reports every step: a step fault lands on its step
+    prepare_run_dir(run_dir)
     pods = sim.plan()
+    if faults:
+        check_faults(sim, faults, check)
     print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
     print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
           "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper, only where "
@@ -883,7 +1114,91 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
             print(f"simulate: stopped by {name}; every process of every pod stopped, none left", file=out)
         return 128 + stop.signum
     print(result.report(static_problems), file=out)
+    if faults:
+        print(fault_report(sim, check), file=out)
     return 0 if result.ok else 1
+
+
+def check_faults(sim: Simulation, faults: list[F.Fault], check: engine.Unit) -> None:
+    """Each fault names a training pod and a step inside the run (before any pod starts); print what is injected."""
+    trainers = [sp for sp in sim.pods if sp.training]
+    if not trainers:
+        raise F.FaultError("FAULT: nothing trains in these manifests: no pod to inject a fault into")
+    F.resolve(faults, [(sp.name, sp.pod.hostname) for sp in trainers])
+    plan = planned(sim)
+    for f in faults:
+        if plan is not None and f.when in ("step", "epoch"):
+            per_epoch, epochs, total = plan
+            last = total if f.when == "step" else epochs
+            if (f.at or 0) > last - (1 if f.when == "epoch" else 0) or (f.when == "step" and (f.at or 0) >= total):
+                raise F.FaultError(f"FAULT {f.text!r}: the run ends at step {total} (epoch {epochs}, {per_epoch} steps "
+                                   f"an epoch): a fault {f.trigger()} would never fire")
+    print("simulate: faults: " + "; ".join(f"{f.text} ({f.action} pod {trainers[f.target].name} {f.trigger()})"
+                                          for f in faults), file=sim.out)
+    if plan is not None:
+        print(f"simulate: the trainer runs {plan[2]} steps ({plan[1]} epochs of {plan[0]})", file=sim.out)
+    if sim.extra_env:
+        print("simulate: added to each training pod's env for the faults: " +
+              " ".join(f"{k}={v}" for k, v in sim.extra_env.items()) + " (the trainer reports every step)",
+              file=sim.out)
+
+
+def planned(sim: Simulation) -> tuple[int, int, int] | None:
+    """(steps per epoch, epochs, total steps) of the repository's trainer in these pods, where it can be known."""
+    tops = compute(sim.bundle)[0]
+    sp = next((p for p in sim.pods if p.training), None)
+    if sp is None or not tops or not any(t.endswith("train.py") for t in sp.argv):
+        return None
+    script = next(i for i, t in enumerate(sp.argv) if t.endswith("train.py"))
+    world = tops[0].world_size
+    if not isinstance(world, int) or world < 1:
+        return None
+    return F.planned_steps(sp.argv[script + 1:], sp.env, world)
+
+
+def fault_report(sim: Simulation, check: engine.Unit) -> str:
+    """The outcome of a faulted run, its steps from the trainer's metrics.jsonl, and what the RESTART and ELASTIC
+    rules predicted for the same manifests."""
+    lines = ["", "== faults"]
+    lines += [f"  {d}" for d in sim.decisions] or ["  (no pod ended before the run did)"]
+    unfired = [f.text for f in sim.faults if not f.fired]
+    if unfired:
+        lines.append(f"  not injected (the run ended first): {', '.join(unfired)}")
+    kind, why = sim.outcome or ("stopped", "the run was stopped")
+    plan = planned(sim)
+    expected = plan[2] if plan else None
+    metrics = next(iter(sorted(sim.run_dir.rglob("metrics.jsonl"))), None)
+    acc = F.account(metrics)
+    if kind == "finished":
+        verdict = ("no step lost, none done again beyond the last checkpoint" if acc.intact(expected) else
+                   "steps lost or done again beyond the last checkpoint")
+        lines.append(f"outcome: finished at step {acc.final_step}: {verdict}")
+    elif kind == "failed":
+        lines.append(f"outcome: failed: {why}")
+    else:
+        pg = next((t.split("=", 1)[1] for sp in sim.pods if sp.training for t in sp.argv if t.startswith("--pg-timeout=")),
+                  None) or next((sp.env.get("PG_TIMEOUT") for sp in sim.pods if sp.training and sp.env.get("PG_TIMEOUT")),
+                                None) or "600"
+        lines.append(f"outcome: hung: {why}; in a cluster the ranks left waiting give up at the trainer's process-group "
+                     f"timeout (--pg-timeout/PG_TIMEOUT, {pg} s) or torchrun's rendezvous timeout, then the controller "
+                     "decides again")
+    lines += [f"  {ln}" for ln in acc.lines(expected if kind == "finished" else None)]
+    if metrics is None:
+        lines.append("  steps: no metrics.jsonl in the run folder: the trainer wrote none (steps not counted)")
+    # The static prediction: what restarts the world (the launcher's restarts(), RESTART004's reading), and the
+    # RESTART/ELASTIC findings on the same manifests.
+    recovers = []
+    for w in workloads(sim.bundle):
+        recovers += w.controller.restarts(w, sim.bundle)
+    findings = [p.line() for p in check.problems if p.rule.startswith(("RESTART", "ELASTIC"))]
+    predicted = "recovers" if recovers else "fails"
+    lines.append(f"the rules predicted: {predicted} ({'; '.join(recovers) if recovers else 'nothing restarts the world'})"
+                 + (f"; findings: {len(findings)}" if findings else "; RESTART/ELASTIC rules found nothing"))
+    lines += [f"  {f}" for f in findings]
+    agree = (predicted == "recovers") == (kind == "finished")
+    if kind in ("finished", "failed", "hung") and not agree:
+        lines.append(f"DISAGREEMENT: the rules predicted the world {predicted}, the run {kind}: one of them is wrong")
+    return "\n".join(lines)
 
 
 class Stopped(KeyboardInterrupt):
@@ -912,6 +1227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale-to", default=None,
                     help="run an overlay that does not fit this machine at this many pods (1 process each, no GPUs)")
     ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
+    ap.add_argument("--fault", default=None, help="faults to inject, e.g. 'kill:1@step=6 term:0@epoch=1' "
+                    "(docs/simulate.md; policies/faults.py)")
     args = ap.parse_args(argv)
     run_dir = args.run_dir or default_run_dir(args.overlay)
 
@@ -925,11 +1242,11 @@ def main(argv: list[str] | None = None) -> int:
         for s in STOP_SIGNALS:
             signal.signal(s, _stop_on_signal)
         try:
-            return simulate(args.overlay, run_dir, deadline, scale_to)
+            return simulate(args.overlay, run_dir, deadline, scale_to, fault_spec=args.fault)
         except Stopped as stop:  # before any pod started
             return 128 + stop.signum
 
-    return guarded(body, (SimulationError,))
+    return guarded(body, (SimulationError, F.FaultError))
 
 
 if __name__ == "__main__":
