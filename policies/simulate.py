@@ -734,8 +734,15 @@ class Simulation:
                 self.outcome = ("finished", "every training pod completed")
                 return False
             if now - start > self.deadline:
-                waiting = [sp.name for sp in trainers if not sp.done]
-                self.outcome = ("hung", f"{', '.join(waiting)} had not completed at the deadline")
+                waiting = [sp for sp in trainers if not sp.done]
+                why = f"{', '.join(sp.name for sp in waiting)} had not completed at the deadline"
+                looping = [sp for sp in waiting if sum(c.container_restarts.get(sp.pod.index, 0) + c.failed_pods.get(
+                    sp.pod.index, 0) for c in counts.values()) >= 3]
+                if looping:  # restarted again and again: a crash loop, each restart failing as the last
+                    last = next(iter(_last_words(looping[0].lines)), "")
+                    why += (f"; {', '.join(sp.name for sp in looping)} restarted 3 times or more and failed again each "
+                            f"time (CrashLoopBackOff{': ' + last[:160] if last else ''})")
+                self.outcome = ("hung", why)
                 return True
             time.sleep(0.1)
 
@@ -876,10 +883,12 @@ def _last_words(lines: list[str]) -> list[str]:
 
 
 # torch's store client while the store it connects to is not up yet: a warning per address and try, each with the
-# C++ stack of the exception it retries (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp).
+# C++ stack of the exception it retries (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp); a C++ stack of
+# any other exception (gloo's sendBytes when a peer is gone) stays there too, its Python exception line does not.
 _STORE_RETRY = re.compile(r"^\[[WE]\d{4} [\d:.]+ (?:\d+ )?\S*(?:socket|TCPStore)\.cpp:\d+\] \[c10d\] "
                           r"(?:The client socket has failed to connect|TCP client failed to connect)")
-_CPP_STACK = re.compile(r"^(?:frame #\d+: |Exception raised from \w+ at \S+socket\.cpp:\d+|<omitting python frames>$)")
+_CPP_STACK = re.compile(r"^(?:frame #\d+: |Exception raised from \w+ at \S+:\d+ \(most recent call first\):|"
+                        r"<omitting python frames>$)")
 _WAITING = re.compile(r"TCP client failed to connect/validate to host (\S+?):(\d+) - retrying")
 
 

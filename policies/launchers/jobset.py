@@ -341,6 +341,7 @@ def jobset_after_exit(w: Workload, jobs: tuple[Manifest, list[tuple[str, dict[st
                                      PodExit(0, ended.exit_code, ended.deleted), local, default_policy)
     if job.action != FAIL:
         return job
+    who = f"{job.controller} + {who}"
     policy = jobset_spec.get("failurePolicy")
     if not isinstance(policy, dict):
         return Decision(FAIL, who, f"{job.why}; no failurePolicy -> JobSet failed", JOBSET_SOURCE + ":53")
