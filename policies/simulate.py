@@ -727,22 +727,23 @@ class Simulation:
                 if sp.exit_code == 0 and not sp.deleting:
                     sp.done = True
                     continue
-                self._decide(sp, counts.setdefault(id(sp.workload), RestartCount()), now)
+                count = counts.setdefault(id(sp.workload), RestartCount())
+                self._decide(sp, count, now)
                 if self.outcome is not None:
+                    return False
+                if count.container_restarts.get(sp.pod.index, 0) + count.failed_pods.get(sp.pod.index, 0) > CRASH_LOOP:
+                    # Started CRASH_LOOP times after the fault and failed each time: the kubelet's CrashLoopBackOff,
+                    # which nothing ends on its own; the run says so now rather than at the deadline.
+                    last = next(iter(_last_words(sp.lines)), "")
+                    self.outcome = ("hung", f"{sp.name} failed again after each of {CRASH_LOOP} restarts: a crash loop "
+                                    f"(CrashLoopBackOff) that nothing ends{': ' + last[:160] if last else ''}")
                     return False
             if all(sp.done for sp in trainers):
                 self.outcome = ("finished", "every training pod completed")
                 return False
             if now - start > self.deadline:
-                waiting = [sp for sp in trainers if not sp.done]
-                why = f"{', '.join(sp.name for sp in waiting)} had not completed at the deadline"
-                looping = [sp for sp in waiting if sum(c.container_restarts.get(sp.pod.index, 0) + c.failed_pods.get(
-                    sp.pod.index, 0) for c in counts.values()) >= 3]
-                if looping:  # restarted again and again: a crash loop, each restart failing as the last
-                    last = next(iter(_last_words(looping[0].lines)), "")
-                    why += (f"; {', '.join(sp.name for sp in looping)} restarted 3 times or more and failed again each "
-                            f"time (CrashLoopBackOff{': ' + last[:160] if last else ''})")
-                self.outcome = ("hung", why)
+                waiting = [sp.name for sp in trainers if not sp.done]
+                self.outcome = ("hung", f"{', '.join(waiting)} had not completed at the deadline")
                 return True
             time.sleep(0.1)
 
@@ -865,6 +866,10 @@ def _parent(pid: int) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
 
+
+# A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
+# CrashLoopBackOff): the run ends there as hung.
+CRASH_LOOP = 3
 
 # What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
 _STEP = re.compile(r"^\[(?:TRAIN|EPOCH|DDP)\] .*?\bstep=(\d+)\b")
