@@ -29,6 +29,8 @@ POLICY_ENV ?=
 OVERLAY ?= overlays/kind-cpu/indexed-job
 SCALE_TO ?=
 DEADLINE ?=
+# make simulate: faults to inject (docs/simulate.md), e.g. FAULT="kill:1@step=6 term:0@epoch=1".
+FAULT   ?=
 SIM_DEPS := $(VENV)/.sim-deps
 IMAGE   ?= ghcr.io/example/ddp-trainer
 TAG     ?= 0.1.0
@@ -89,8 +91,8 @@ plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies.cli render $(PATHS)
 
-simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, PVC="claim=folder ...")
-	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(foreach p,$(PVC),--pvc $(p))
+simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...", PVC="claim=folder ...")
+	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(if $(FAULT),--fault "$(FAULT)") $(foreach p,$(PVC),--pvc $(p))
 
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
 	@$(PY) -m trainer.report "$(RUN)"
@@ -99,7 +101,7 @@ test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
 test-fast: $(PY) ## The unit-level tests: everything but the simulations and the multi-process trainer runs
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore-glob='tests/test_trainer_*.py'
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore=tests/test_simulate_stop.py --ignore=tests/test_simulate_faults.py --ignore-glob='tests/test_trainer_*.py'
 
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py

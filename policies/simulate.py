@@ -26,8 +26,11 @@ from typing import Any, TextIO
 
 from .entry import guarded
 from . import engine
+from . import faults as F
 from . import launchers, paths
 from .launchers import Bundle, Pod, Workload, as_int, workloads
+from .launchers.base import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, WAIT, Decision, PodExit,
+                             RestartCount)
 from .model import ERROR, Manifest
 from .topology import compute
 
@@ -122,6 +125,14 @@ class SimPod:
     joined: bool = False
     finished_at: float | None = None
     last_words: list[str] = field(default_factory=list)
+    said_waiting: bool = False
+    # Fault runs: what the simulator did to the pod (the kubelet's and controller's cause), a deletion in progress,
+    # a stop the simulator asked for (not a failure), a pod that completed, how many pods stood under this name.
+    fault_note: str | None = None
+    deleting: bool = False
+    stopping: bool = False
+    done: bool = False
+    generation: int = 0
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""
@@ -237,6 +248,18 @@ class Simulation:
             self.swrap, self.host_network_reason = None, "no C compiler to build policies/native/swrap_serial.c"
         self.swrap_dir: Path | None = None
         self._relays: list[socket.socket] = []
+        # The pods with a process left after the run stopped them (stop_all).
+        self.left: list[str] = []
+        self.dns: dict[str, str] = {}
+        # Fault runs (policies/faults.py): the faults, env added to the training pods, what happened.
+        self.faults: list[F.Fault] = []
+        self.extra_env: dict[str, str] = {}
+        self.step = 0
+        self.epoch = 0
+        self.decisions: list[str] = []
+        self.outcome: tuple[str, str] | None = None
+        self._timers: list[tuple[float, Any]] = []
+        self._t0 = 0.0
 
     def say(self, text: str) -> None:
         with self._lock:
@@ -309,7 +332,7 @@ class Simulation:
                 # A service pod (an etcd, say) may not call the C library for its sockets (Go does not), so it runs
                 # on the host network and the simulator relays its declared ports into the pods' network.
                 sp.host_ip = f"127.0.1.{k + 1}"
-        dns = self._dns(pods)
+        dns = self.dns = self._dns(pods)
         wrapper = nss_wrapper()
         for sp in pods:
             self._prepare(sp, dns, wrapper)
@@ -370,6 +393,8 @@ class Simulation:
         if sp.training and "PET_RDZV_CONF" not in env and not any(t.startswith("--rdzv-conf") or
                                                                    t.startswith("--rdzv_conf") for t in sp.argv):
             env["PET_RDZV_CONF"] = f"join_timeout={self.rdzv_timeout},timeout={self.rdzv_timeout}"
+        if sp.training:
+            env.update(self.extra_env)
         sp.env = env
         sp.ports = [as_int(port.get("containerPort"), 0) or 0 for port in p.container.get("ports") or []]
 
@@ -430,7 +455,7 @@ class Simulation:
 
     def _pump(self, sp: SimPod) -> None:
         assert sp.proc and sp.proc.stdout
-        with open(sp.log, "w", encoding="utf-8") as log:
+        with open(sp.log, "a", encoding="utf-8") as log:  # a restarted container appends (kubectl logs -p)
             for raw in sp.proc.stdout:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 log.write(line + "\n")
@@ -440,7 +465,16 @@ class Simulation:
                     del sp.lines[:200]
                 if "Rendezvous complete for workers" in line:
                     sp.joined = True
-                if _noise(line):
+                if self.faults and sp.training:
+                    self._progress(line)
+                waiting = _WAITING.search(line)
+                if waiting and not sp.said_waiting:
+                    sp.said_waiting = True
+                    host, port = waiting.groups()
+                    peer = next((p.name for p in self.pods if self.dns.get(host) == p.ip), host)
+                    self.say(f"[{sp.name}] waiting for {peer} ({host}:{port}): nothing listens there yet; torch's "
+                             f"connection retries go to {sp.log}")
+                if _noise(line) or not line.strip():
                     continue
                 self.say(f"[{sp.name}] {line}")
 
@@ -536,50 +570,270 @@ class Simulation:
         trainers = [sp for sp in self.pods if sp.training]
         if not trainers:  # no torchrun world here: run every pod as written and wait for all of them
             services, trainers = [], list(self.pods)
-        for sp in services:
-            self._start(sp)
-        for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
-            for port in sp.ports:
-                while (port and sp.host_ip and time.monotonic() - start < min(30.0, self.deadline)
-                       and not _port_open(sp.host_ip, port)):
-                    if sp.proc and sp.proc.poll() is not None:
-                        break
-                    time.sleep(0.2)
-        for sp in trainers:
-            self._start(sp)
         timed_out = False
         try:
-            while True:
-                for sp in self.pods:
-                    if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
-                        sp.exit_code = sp.proc.returncode
-                        sp.finished_at = time.monotonic() - start
-                if all(sp.exit_code is not None for sp in trainers):
-                    break
-                if any(sp.exit_code not in (None, 0) for sp in trainers) and all(
-                        sp.exit_code is not None or not sp.training for sp in trainers):
-                    break
-                if time.monotonic() - start > self.deadline:
-                    timed_out = True
-                    break
-                time.sleep(0.2)
-            # A failed pod in a gang: the others cannot finish; give them a moment to fail on their own.
-            if not timed_out and any(sp.exit_code not in (None, 0) for sp in trainers):
-                grace = time.monotonic() + 10
-                while time.monotonic() < grace and any(sp.exit_code is None for sp in trainers):
-                    for sp in trainers:
-                        if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
-                            sp.exit_code = sp.proc.returncode
-                    time.sleep(0.2)
+            for sp in services:
+                self._start(sp)
+            for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
+                for port in sp.ports:
+                    while (port and sp.host_ip and time.monotonic() - start < min(30.0, self.deadline)
+                           and not _port_open(sp.host_ip, port)):
+                        if sp.proc and sp.proc.poll() is not None:
+                            break
+                        time.sleep(0.2)
+            timed_out = self._run_faulted(start, trainers) if self.faults else self._run_plain(start, trainers)
         finally:
             for sp in self.pods:
                 # What each pod last said on its own, before the simulator stops it (and it prints its exit).
                 sp.last_words = _last_words(sp.lines)
-                self._stop(sp)
-                if sp.proc is not None and sp.exit_code is None:
-                    sp.exit_code = None  # still running at the end: killed
+            self.stop_all()
             time.sleep(0.1)
         return Result(self, timed_out, time.monotonic() - start)
+
+    def _run_plain(self, start: float, trainers: list[SimPod]) -> bool:
+        """Start the training pods and wait for them; True when the deadline stopped the run."""
+        timed_out = False
+        for sp in trainers:
+            self._start(sp)
+        while True:
+            for sp in self.pods:
+                if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
+                    sp.exit_code = sp.proc.returncode
+                    sp.finished_at = time.monotonic() - start
+            if all(sp.exit_code is not None for sp in trainers):
+                break
+            if any(sp.exit_code not in (None, 0) for sp in trainers) and all(
+                    sp.exit_code is not None or not sp.training for sp in trainers):
+                break
+            if time.monotonic() - start > self.deadline:
+                timed_out = True
+                break
+            time.sleep(0.2)
+        # A failed pod in a gang: the others cannot finish; give them a moment to fail on their own.
+        if not timed_out and any(sp.exit_code not in (None, 0) for sp in trainers):
+            grace = time.monotonic() + 10
+            while time.monotonic() < grace and any(sp.exit_code is None for sp in trainers):
+                for sp in trainers:
+                    if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
+                        sp.exit_code = sp.proc.returncode
+                time.sleep(0.2)
+        return timed_out
+
+    # --- fault runs (policies/faults.py): inject, then do what the kubelet and the controller would ---------------
+
+    def _later(self, at: float, action: Any) -> None:
+        with self._lock:
+            self._timers.append((at, action))
+
+    def _progress(self, line: str) -> None:
+        """The trainer's step and epoch as rank 0 prints them; fires the faults they make due (from the pump
+        thread, so that a fault lands at the step it names, not a poll later)."""
+        m = _STEP.search(line)
+        if m:
+            self.step = max(self.step, int(m.group(1))) if not line.startswith("[DDP] resume") else int(m.group(1))
+        e = _EPOCH_END.search(line)
+        if e:
+            self.epoch = int(e.group(1))
+        for f in self.faults:
+            if f.fired or f.when not in ("step", "epoch"):
+                continue
+            if (f.when == "step" and m and int(m.group(1)) >= (f.at or 0)) or (
+                    f.when == "epoch" and e and int(e.group(1)) >= (f.at or 0)):
+                self._inject(f)
+
+    def _trainers(self) -> list[SimPod]:
+        return [sp for sp in self.pods if sp.training]
+
+    def _inject(self, f: F.Fault) -> None:
+        with self._lock:
+            if f.fired:
+                return
+            f.fired = True
+        sp = self._trainers()[f.target]
+        where = f"{f.trigger()}" + (f" (trainer at step {self.step})" if f.when != "step" else "")
+        pids = _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, ""))
+        if f.action == F.KILL:
+            sp.fault_note = f"killed {where}"
+            self.say(f"[sim] fault {f.text}: SIGKILL to every process of pod {sp.name} ({len(pids)})")
+            for pid in pids:
+                _signal(pid, signal.SIGKILL)
+        elif f.action == F.KILL_WORKER:
+            workers = [pid for pid in pids if sp.proc is not None and _parent(pid) == sp.proc.pid]
+            if not workers:
+                self.say(f"[sim] fault {f.text}: pod {sp.name} has no worker process now: nothing killed")
+                return
+            sp.fault_note = f"lost a worker {where}"
+            self.say(f"[sim] fault {f.text}: SIGKILL to worker process {workers[-1]} of pod {sp.name}")
+            _signal(workers[-1], signal.SIGKILL)
+        elif f.action == F.TERM:
+            grace = float(as_int(sp.pod.spec.get("terminationGracePeriodSeconds"), 30) or 0)
+            sp.fault_note, sp.deleting = f"deleted (SIGTERM, grace {grace:g} s) {where}", True
+            self.say(f"[sim] fault {f.text}: pod {sp.name} deleted: SIGTERM to its container, SIGKILL in {grace:g} s "
+                     "(terminationGracePeriodSeconds)")
+            if sp.proc is not None:
+                _signal(sp.proc.pid, signal.SIGTERM)
+            proc = sp.proc
+            self._later(time.monotonic() + grace, lambda: self._kill_rest(sp, proc))
+        elif f.action == F.PARTITION:
+            self.say(f"[sim] fault {f.text}: pod {sp.name} unreachable for {f.seconds:g} s {where}: {F.PARTITION_MODEL}")
+            for pid in pids:
+                _signal(pid, signal.SIGSTOP)
+
+            def resume() -> None:
+                for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):
+                    _signal(pid, signal.SIGCONT)
+                self.say(f"[sim] pod {sp.name} reachable again")
+            self._later(time.monotonic() + (f.seconds or 0), resume)
+
+    def _kill_rest(self, sp: SimPod, proc: subprocess.Popen[bytes] | None) -> None:
+        """The end of a deleted pod's grace period: SIGKILL to whatever of it still runs."""
+        if proc is not None and sp.proc is proc:
+            for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):
+                _signal(pid, signal.SIGKILL)
+
+    def _run_faulted(self, start: float, trainers: list[SimPod]) -> bool:
+        """Start the training pods (late where a delay fault says), inject the faults, and after each pod that ends
+        do what its launcher module says the kubelet and the controller do, until the world finishes, the
+        controller fails it, or the deadline comes (a world that hangs). True when the deadline stopped it."""
+        self._t0 = time.monotonic()
+        delayed = {f.target: f for f in self.faults if f.action == F.DELAY}
+        for i, sp in enumerate(trainers):
+            if i in delayed:
+                f = delayed[i]
+                f.fired = True
+                self.say(f"[sim] fault {f.text}: pod {sp.name} starts {f.seconds:g} s after the others")
+                self._later(self._t0 + (f.seconds or 0), lambda sp=sp: self._start(sp))
+            else:
+                self._start(sp)
+        for f in self.faults:
+            if f.when == "t":
+                self._later(self._t0 + (f.at or 0), lambda f=f: self._inject(f))
+        counts: dict[int, RestartCount] = {}
+        while True:
+            now = time.monotonic()
+            with self._lock:
+                due = [a for t, a in self._timers if t <= now]
+                self._timers = [(t, a) for t, a in self._timers if t > now]
+            for action in due:
+                action()
+            for sp in trainers:
+                if sp.proc is None or sp.exit_code is not None or sp.proc.poll() is None:
+                    continue
+                rc = sp.proc.returncode
+                sp.exit_code = 128 - rc if rc < 0 else rc
+                sp.finished_at = now - start
+                if sp.stopping:
+                    continue
+                if sp.exit_code == 0 and not sp.deleting:
+                    sp.done = True
+                    continue
+                count = counts.setdefault(id(sp.workload), RestartCount())
+                self._decide(sp, count, now)
+                if self.outcome is not None:
+                    return False
+                if count.container_restarts.get(sp.pod.index, 0) + count.failed_pods.get(sp.pod.index, 0) > CRASH_LOOP:
+                    # Started CRASH_LOOP times after the fault and failed each time: the kubelet's CrashLoopBackOff,
+                    # which nothing ends on its own; the run says so now rather than at the deadline.
+                    last = next(iter(_last_words(sp.lines)), "")
+                    self.outcome = ("hung", f"{sp.name} failed again after each of {CRASH_LOOP} restarts: a crash loop "
+                                    f"(CrashLoopBackOff) that nothing ends{': ' + last[:160] if last else ''}")
+                    return False
+            if all(sp.done for sp in trainers):
+                self.outcome = ("finished", "every training pod completed")
+                return False
+            if now - start > self.deadline:
+                waiting = [sp.name for sp in trainers if not sp.done]
+                self.outcome = ("hung", f"{', '.join(waiting)} had not completed at the deadline")
+                return True
+            time.sleep(0.1)
+
+    def _decide(self, sp: SimPod, count: RestartCount, now: float) -> None:
+        w = sp.workload
+        ended = PodExit(sp.pod.index, sp.exit_code or 0, sp.deleting)
+        d: Decision = w.controller.after_exit(w, self.bundle, ended, count)
+        cause = sp.fault_note or f"exited {sp.exit_code}"
+        sp.fault_note, sp.deleting = None, False
+        line = f"pod {sp.name} {cause} -> {d.controller}: {d.why}"
+        self.decisions.append(f"{line} [{d.source}]" if d.source else line)
+        self.say(f"[sim] {line}" + (f"  ({d.source})" if d.source else ""))
+        if d.action == RESTART_CONTAINER:
+            count.container_restarts[ended.index] = count.container_restarts.get(ended.index, 0) + 1
+            self._later(now + d.delay, lambda: self._restart(sp, new_pod=False))
+        elif d.action == RECREATE_POD:
+            if d.counted:
+                count.failed_pods[ended.index] = count.failed_pods.get(ended.index, 0) + 1
+            self._later(now + d.delay, lambda: self._restart(sp, new_pod=True))
+        elif d.action == RECREATE_ALL:
+            if d.counted:
+                count.workload_restarts += 1
+            group = [p for p in self._trainers() if p.workload is w]
+            for p in group:
+                if p is not sp and p.proc is not None and p.proc.poll() is None:
+                    p.stopping = True
+                    self._stop(p)
+            for p in group:
+                self._later(now + d.delay, lambda p=p: self._restart(p, new_pod=True))
+        elif d.action == FAIL:
+            self.outcome = ("failed", f"{d.controller}: {d.why}")
+        elif d.action == WAIT:
+            sp.done = False  # nothing brings it back: the world waits (the deadline says so)
+
+    def _restart(self, sp: SimPod, new_pod: bool) -> None:
+        """Start the pod's container again: in place (same pod, same volumes) or as a new pod (the controller's: a
+        new generated name where the pod has one, fresh emptyDirs, the same claims)."""
+        for pid in _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, "")):  # the container's cgroup is gone
+            _signal(pid, signal.SIGKILL)
+        token = sp.env.get("SOCKET_WRAPPER_DIR")
+        old = sp.name
+        if new_pod:
+            sp.generation += 1
+            if "<random>" in sp.pod.name:
+                sp.suffix = generated_suffix(f"{sp.workload.manifest.ref}/{sp.pod.index}/{sp.generation}")
+            else:
+                shutil.rmtree(self.run_dir / "pods" / sp.name / "volumes", ignore_errors=True)  # emptyDirs start empty
+            sp.log = self.run_dir / "logs" / f"{sp.name}.log"
+            self._prepare(sp, self.dns, nss_wrapper())
+            if token:
+                sp.env["SOCKET_WRAPPER_DIR"] = token
+        sp.proc, sp.exit_code, sp.joined, sp.stopping, sp.done, sp.said_waiting = None, None, False, False, False, False
+        what = f"new pod {sp.name}" + (f" (replaces {old})" if old != sp.name else "") if new_pod else \
+            f"pod {sp.name}: container restarted"
+        self.say(f"[sim] {what}")
+        self._start(sp)
+
+    def stop_all(self) -> list[str]:
+        """Stop every pod at once (see _stop) and check that none of their processes is left; the pods that still
+        have one (none, unless a process outlives SIGKILL)."""
+        live = [sp for sp in self.pods if sp.proc is not None and sp.proc.poll() is None]
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            for sp in live:
+                try:
+                    os.killpg(sp.proc.pid, sig)  # type: ignore[union-attr]
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + wait
+            while live and time.monotonic() < end:
+                live = [sp for sp in live if sp.proc is not None and sp.proc.poll() is None]
+                time.sleep(0.05)
+            if not live:
+                break
+        left: list[str] = []
+        for attempt in range(20):  # killed processes vanish once reaped
+            left = []
+            for sp in self.pods:
+                pids = _processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, ""))
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                if pids:
+                    left.append(sp.name)
+            if not left:
+                break
+            time.sleep(0.1)
+        self.left = left
+        return left
 
 
 def _processes_with(name: str, value: str) -> list[int]:
@@ -599,6 +853,28 @@ def _processes_with(name: str, value: str) -> list[int]:
     return found
 
 
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
+# CrashLoopBackOff): the run ends there as hung.
+CRASH_LOOP = 3
+
+# What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
+_STEP = re.compile(r"^\[(?:TRAIN|EPOCH|DDP)\] .*?\bstep=(\d+)\b")
+_EPOCH_END = re.compile(r"^\[EPOCH\] epoch=(\d+)/")
+
 _EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")
 
 
@@ -611,10 +887,22 @@ def _last_words(lines: list[str]) -> list[str]:
     return out[-3:]
 
 
+# torch's store client while the store it connects to is not up yet: a warning per address and try, each with the
+# C++ stack of the exception it retries (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp); a C++ stack of
+# any other exception (gloo's sendBytes when a peer is gone) stays there too, its Python exception line does not.
+_STORE_RETRY = re.compile(r"^\[[WE]\d{4} [\d:.]+ (?:\d+ )?\S*(?:socket|TCPStore)\.cpp:\d+\] \[c10d\] "
+                          r"(?:The client socket has failed to connect|TCP client failed to connect)")
+_CPP_STACK = re.compile(r"^(?:frame #\d+: |Exception raised from \w+ at \S+:\d+ \(most recent call first\):|"
+                        r"<omitting python frames>$)")
+_WAITING = re.compile(r"TCP client failed to connect/validate to host (\S+?):(\d+) - retrying")
+
+
 def _noise(line: str) -> bool:
-    """torchrun's INFO chatter and c10d's IPv6 lookup warnings stay in the pod log, not on the terminal."""
+    """torchrun's INFO chatter, c10d's IPv6 lookup warnings and the store client's retries (with their C++ stacks)
+    stay in the pod log, not on the terminal."""
     return ("cannot be retrieved (gai error: -9" in line or line.startswith(("I1", "I0")) or "*****" in line
-            or "OMP_NUM_THREADS" in line)
+            or "OMP_NUM_THREADS" in line or bool(_STORE_RETRY.match(line)) or bool(_CPP_STACK.match(line))
+            or "has failed to shutdown the rendezvous" in line)
 
 
 def _port_free(ip: str, port: int) -> bool:
@@ -652,6 +940,8 @@ class Result:
 
     @property
     def ok(self) -> bool:
+        if self.sim.outcome is not None:
+            return self.sim.outcome[0] == "finished"
         return not self.timed_out and bool(self.trainers) and all(sp.exit_code == 0 for sp in self.trainers)
 
     def world_size(self) -> int | None:
@@ -733,8 +1023,64 @@ def seed_pvcs(run_dir: Path, pvcs: list[str]) -> list[str]:
     return seeded
 
 
+# Written into every run folder the simulator makes: the only folders it ever empties.
+RUN_MARKER = ".ddp-sim-run"
+# What a run folder of an earlier version (before the marker) held: emptied only under the checkout's .sim/.
+_LEGACY_RUN_ENTRIES = {"logs", "pods", "pvc"}
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """An empty run folder, marked as the simulator's. An existing folder is emptied only when the simulator made it
+    (its marker), never when it holds the repository or a .git; anything else is refused before a pod starts."""
+    where = run_dir.resolve()
+    if where.exists() and not where.is_dir():
+        raise SimulationError(f"--run-dir {run_dir}: is a file, not a folder")
+    if where == REPO or REPO.is_relative_to(where):
+        raise SimulationError(f"--run-dir {run_dir}: holds this repository ({REPO}); the simulator empties its run "
+                              "folder: give a folder of its own (default .sim/<overlay>)")
+    if where.is_dir():
+        entries = {e.name for e in where.iterdir()}
+        if ".git" in entries:
+            raise SimulationError(f"--run-dir {run_dir}: holds a .git; the simulator empties its run folder: give a "
+                                  "folder of its own (default .sim/<overlay>)")
+        legacy = where.parent.is_relative_to(REPO / ".sim") and entries <= _LEGACY_RUN_ENTRIES
+        if entries and RUN_MARKER not in entries and not legacy:
+            raise SimulationError(f"--run-dir {run_dir}: exists, is not empty and was not made by the simulator (no "
+                                  f"{RUN_MARKER} in it): give a new or empty folder, or remove this one yourself")
+        for e in where.iterdir():  # the folder itself stays: a user may have made it (empty)
+            if e.is_dir() and not e.is_symlink():
+                shutil.rmtree(e)
+            else:
+                e.unlink()
+    where.mkdir(parents=True, exist_ok=True)
+    (where / RUN_MARKER).write_text("made by `python -m policies.simulate`; emptied by its next run into this "
+                                    "folder\n")
+
+
+def default_run_dir(source: str) -> Path:
+    """.sim/<overlay>, named from where the overlay is (`..` from an overlay's patches/ names that overlay)."""
+    path = Path(source).resolve()
+    try:
+        name = str(path.relative_to(REPO / "overlays"))
+    except ValueError:
+        name = path.name or "run"
+    return REPO / ".sim" / (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip(".") or "run")
+
+
+def positive_seconds(text: str, what: str = "DEADLINE") -> float:
+    """A deadline as given on the command line or in DEADLINE: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value <= 7 * 24 * 3600):
+        raise SimulationError(f"{what} must be a positive number of seconds (at most a week), got {text!r}")
+    return value
+
+
 def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout,
-             pvcs: list[str] | None = None) -> int:
+             fault_spec: str | None = None, pvcs: list[str] | None = None) -> int:
+    faults = F.parse(fault_spec) if fault_spec is not None else []
     units = engine.collect([source], REPO / "overlays")
     if len(units) != 1:
         raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
@@ -759,13 +1105,17 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     check = engine.Unit(source, "overlay", manifests)
     engine.check_policies(check)
     static_problems = [p.line() for p in check.problems if p.severity == ERROR]
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    sim = Simulation(manifests, run_dir, deadline, out, source)
+    if faults:
+        sim.faults = faults
+        if any(f.when == "step" for f in faults):
+            sim.extra_env["LOG_INTERVAL"] = "1"  # the trainer reports every step: a step fault lands on its step
+    prepare_run_dir(run_dir)
     for line in seed_pvcs(run_dir, pvcs or []):
         print(f"simulate: PVC {line} (copied before the pods start)", file=out)
-    sim = Simulation(manifests, run_dir, deadline, out, source)
     pods = sim.plan()
+    if faults:
+        check_faults(sim, faults, check)
     print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
     print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
           "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper, only where "
@@ -784,8 +1134,18 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
         where = f", on the host network at {sp.host_ip}, ports relayed" if sim.swrap and sp.host_ip else ""
         print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}{where}): "
               f"{' '.join(sp.argv)[:200]}", file=out)
-    result = sim.run()
+    try:
+        result = sim.run()
+    except Stopped as stop:  # every pod was stopped on the way out (Simulation._run)
+        name = signal.Signals(stop.signum).name
+        if sim.left:
+            print(f"simulate: stopped by {name}; processes of {', '.join(sim.left)} are still running", file=out)
+        else:
+            print(f"simulate: stopped by {name}; every process of every pod stopped, none left", file=out)
+        return 128 + stop.signum
     print(result.report(static_problems), file=out)
+    if faults:
+        print(fault_report(sim, check), file=out)
     from trainer.report import for_folder  # matplotlib only when a run gets this far
 
     for line in for_folder(run_dir):
@@ -793,21 +1153,137 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     return 0 if result.ok else 1
 
 
+def check_faults(sim: Simulation, faults: list[F.Fault], check: engine.Unit) -> None:
+    """Each fault names a training pod and a step inside the run (before any pod starts); print what is injected."""
+    trainers = [sp for sp in sim.pods if sp.training]
+    if not trainers:
+        raise F.FaultError("FAULT: nothing trains in these manifests: no pod to inject a fault into")
+    F.resolve(faults, [(sp.name, sp.pod.hostname) for sp in trainers])
+    plan = planned(sim)
+    for f in faults:
+        if plan is not None and f.when in ("step", "epoch"):
+            per_epoch, epochs, total = plan
+            last = total if f.when == "step" else epochs
+            if (f.at or 0) > last - (1 if f.when == "epoch" else 0) or (f.when == "step" and (f.at or 0) >= total):
+                raise F.FaultError(f"FAULT {f.text!r}: the run ends at step {total} (epoch {epochs}, {per_epoch} steps "
+                                   f"an epoch): a fault {f.trigger()} would never fire")
+    print("simulate: faults: " + "; ".join(f"{f.text} ({f.action} pod {trainers[f.target].name} {f.trigger()})"
+                                          for f in faults), file=sim.out)
+    if plan is not None:
+        print(f"simulate: the trainer runs {plan[2]} steps ({plan[1]} epochs of {plan[0]})", file=sim.out)
+    if sim.extra_env:
+        print("simulate: added to each training pod's env for the faults: " +
+              " ".join(f"{k}={v}" for k, v in sim.extra_env.items()) + " (the trainer reports every step)",
+              file=sim.out)
+
+
+def planned(sim: Simulation) -> tuple[int, int, int] | None:
+    """(steps per epoch, epochs, total steps) of the repository's trainer in these pods, where it can be known."""
+    tops = compute(sim.bundle)[0]
+    sp = next((p for p in sim.pods if p.training), None)
+    if sp is None or not tops or not any(t.endswith("train.py") for t in sp.argv):
+        return None
+    script = next(i for i, t in enumerate(sp.argv) if t.endswith("train.py"))
+    world = tops[0].world_size
+    if not isinstance(world, int) or world < 1:
+        return None
+    return F.planned_steps(sp.argv[script + 1:], sp.env, world)
+
+
+def fault_report(sim: Simulation, check: engine.Unit) -> str:
+    """The outcome of a faulted run, its steps from the trainer's metrics.jsonl, and what the RESTART and ELASTIC
+    rules predicted for the same manifests."""
+    lines = ["", "== faults"]
+    lines += [f"  {d}" for d in sim.decisions] or ["  (no pod ended before the run did)"]
+    unfired = [f.text for f in sim.faults if not f.fired]
+    if unfired:
+        lines.append(f"  not injected (the run ended first): {', '.join(unfired)}")
+    kind, why = sim.outcome or ("stopped", "the run was stopped")
+    plan = planned(sim)
+    expected = plan[2] if plan else None
+    metrics = next(iter(sorted(sim.run_dir.rglob("metrics.jsonl"))), None)
+    acc = F.account(metrics)
+    if kind == "finished":
+        verdict = ("no step lost, none done again beyond the last checkpoint" if acc.intact(expected) else
+                   "steps lost or done again beyond the last checkpoint")
+        lines.append(f"outcome: finished at step {acc.final_step}: {verdict}")
+    elif kind == "failed":
+        lines.append(f"outcome: failed: {why}")
+    else:
+        pg = next((t.split("=", 1)[1] for sp in sim.pods if sp.training for t in sp.argv if t.startswith("--pg-timeout=")),
+                  None) or next((sp.env.get("PG_TIMEOUT") for sp in sim.pods if sp.training and sp.env.get("PG_TIMEOUT")),
+                                None) or "600"
+        lines.append(f"outcome: hung: {why}; in a cluster the ranks left waiting give up at the trainer's process-group "
+                     f"timeout (--pg-timeout/PG_TIMEOUT, {pg} s) or torchrun's rendezvous timeout, then the controller "
+                     "decides again")
+    lines += [f"  {ln}" for ln in acc.lines(expected if kind == "finished" else None)]
+    if metrics is None:
+        lines.append("  steps: no metrics.jsonl in the run folder: the trainer wrote none (steps not counted)")
+    # The static prediction: what restarts the world (the launcher's restarts(), RESTART004's reading), and the
+    # RESTART/ELASTIC findings on the same manifests.
+    recovers = []
+    for w in workloads(sim.bundle):
+        recovers += w.controller.restarts(w, sim.bundle)
+    findings = [p.line() for p in check.problems if p.rule.startswith(("RESTART", "ELASTIC"))]
+    predicted = "recovers" if recovers else "fails"
+    lines.append(f"the rules predicted: {predicted} ({'; '.join(recovers) if recovers else 'nothing restarts the world'})"
+                 + (f"; findings: {len(findings)}" if findings else "; RESTART/ELASTIC rules found nothing"))
+    lines += [f"  {f}" for f in findings]
+    agree = (predicted == "recovers") == (kind == "finished")
+    if kind in ("finished", "failed", "hung") and not agree:
+        lines.append(f"DISAGREEMENT: the rules predicted the world {predicted}, the run {kind}: one of them is wrong")
+    return "\n".join(lines)
+
+
+class Stopped(KeyboardInterrupt):
+    """The simulator was told to stop (Ctrl-C, SIGTERM from `timeout` or a cancelled CI job, SIGHUP from a closed
+    terminal): the run's pods are stopped on the way out as at the deadline."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    for s in STOP_SIGNALS:  # the pods' cleanup runs to its end (bounded: about 10 s)
+        signal.signal(s, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="simulate", description=__doc__)
     ap.add_argument("overlay", help="an overlay folder or a rendered manifest file")
-    ap.add_argument("--deadline", type=float, default=float(os.environ.get("DEADLINE") or 180),
+    ap.add_argument("--deadline", default=os.environ.get("DEADLINE") or "180",
                     help="seconds before a world that has not finished is stopped and diagnosed (default 180)")
-    ap.add_argument("--scale-to", type=int, default=None,
+    ap.add_argument("--scale-to", default=None,
                     help="run an overlay that does not fit this machine at this many pods (1 process each, no GPUs)")
     ap.add_argument("--run-dir", type=Path, default=None, help="where logs and volumes go (default .sim/<overlay>)")
     ap.add_argument("--pvc", action="append", default=[], metavar="CLAIM=FOLDER",
                     help="copy FOLDER into the volume of PVC CLAIM before the pods start (repeatable)")
+    ap.add_argument("--fault", default=None, help="faults to inject, e.g. 'kill:1@step=6 term:0@epoch=1' "
+                    "(docs/simulate.md; policies/faults.py)")
     args = ap.parse_args(argv)
     args.overlay = paths.overlay_path(args.overlay)  # kind-cpu/indexed-job as make scale takes it, or overlays/...
-    run_dir = args.run_dir or REPO / ".sim" / re.sub(r"[^A-Za-z0-9._-]+", "_", args.overlay.strip("/"))
-    return guarded(lambda: simulate(args.overlay, run_dir, args.deadline, args.scale_to, pvcs=args.pvc),
-                   (SimulationError,))
+    run_dir = args.run_dir or default_run_dir(args.overlay)
+
+    def body() -> int:
+        scale_to = None
+        if args.scale_to is not None:
+            if not re.fullmatch(r"\s*\d+\s*", args.scale_to) or int(args.scale_to) < 1:
+                raise SimulationError(f"SCALE_TO must be a positive number of pods, got {args.scale_to!r}")
+            scale_to = int(args.scale_to)
+        deadline = positive_seconds(args.deadline)
+        for s in STOP_SIGNALS:
+            signal.signal(s, _stop_on_signal)
+        try:
+            return simulate(args.overlay, run_dir, deadline, scale_to, fault_spec=args.fault, pvcs=args.pvc)
+        except Stopped as stop:  # before any pod started
+            return 128 + stop.signum
+
+    return guarded(body, (SimulationError, F.FaultError))
 
 
 if __name__ == "__main__":

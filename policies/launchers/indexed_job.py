@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from ..model import Manifest
-from .base import (COMPLETION_INDEX, IF_ABSENT, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload,
-                   as_int, dig, mapping)
+from .base import (COMPLETION_INDEX, FAIL, IF_ABSENT, RECREATE_POD, Bundle, Check, Decision, Injected, Launcher,
+                   PodExit, PodGroup, RestartCount, ScaleSpec, Workload, as_int, dig, kubelet_restarts, listing,
+                   mapping)
 
 KIND = "Job"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -99,6 +100,83 @@ def backoff_restarts(job_specs: Iterator[tuple[str, dict[str, Any]]]) -> list[st
     return []
 
 
+# kubernetes v1.36.0 pkg/controller/job/job_controller.go: DefaultJobPodFailureBackOff 10 s, MaxJobPodFailureBackOff
+# 10 min (a failed pod's replacement waits 10 s x 2^(failures-1)); the API server defaults backoffLimit to 6.
+JOB_SOURCE = "kubernetes v1.36.0 pkg/controller/job/"
+POD_FAILURE_BACKOFF, MAX_POD_FAILURE_BACKOFF, DEFAULT_BACKOFF_LIMIT = 10.0, 600.0, 6
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+def matching_failure_rule(job_spec: dict[str, Any], container: str, ended: PodExit) -> tuple[int, str] | None:
+    """The first podFailurePolicy rule a failed pod matches, and its action (pod_failure_policy.go
+    matchPodFailurePolicy): onExitCodes on a non-zero exit of the named container (any, unnamed), onPodConditions on
+    DisruptionTarget, which a deleted or evicted pod carries."""
+    for i, rule in enumerate(listing(dig(job_spec, "podFailurePolicy", "rules"))):
+        rule = mapping(rule)
+        codes = rule.get("onExitCodes")
+        if isinstance(codes, dict):
+            name = codes.get("containerName")
+            values = [as_int(v) for v in listing(codes.get("values"))]
+            if ended.exit_code != 0 and name in (None, container) and (
+                    (codes.get("operator") == "In" and ended.exit_code in values)
+                    or (codes.get("operator") == "NotIn" and ended.exit_code not in values)):
+                return i, str(rule.get("action"))
+        elif any(mapping(c).get("type") == DISRUPTION_TARGET and str(mapping(c).get("status", "True")) == "True"
+                 for c in listing(rule.get("onPodConditions"))) and ended.deleted:
+            return i, str(rule.get("action"))
+    return None
+
+
+def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container: str, ended: PodExit,
+                   count: RestartCount, default_policy: str | None = None, who: str = "Job controller") -> Decision:
+    """What the kubelet and the Job controller do when a pod of a Job ends with a failure (job_controller.go
+    syncJob at v1.36.0). restartPolicy OnFailure: the kubelet restarts the container and the controller counts the
+    restarts against backoffLimit (pastBackoffLimitOnFailure). Never, or a deleted pod: the pod failed; the
+    podFailurePolicy decides (FailJob, Ignore, Count), then backoffLimitPerIndex or backoffLimit; a replacement pod
+    for the index comes after the pod failure back-off."""
+    backoff = as_int(job_spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT)
+    backoff = DEFAULT_BACKOFF_LIMIT if backoff is None else backoff
+    per_index = as_int(job_spec.get("backoffLimitPerIndex"))
+    spec = {**pod_spec, "restartPolicy": pod_spec.get("restartPolicy") or default_policy or "Never"}
+    in_place = kubelet_restarts(spec, ended, count)
+    if in_place is not None:
+        restarts = count.total_restarts() + count.total_failed() + 1
+        if per_index is None and restarts > backoff:
+            return Decision(FAIL, who, f"restartPolicy OnFailure, backoffLimit {backoff}: {restarts} restart"
+                            f"{'s' if restarts != 1 else ''} > {backoff} -> Job failed (BackoffLimitExceeded)",
+                            JOB_SOURCE + "job_controller.go pastBackoffLimitOnFailure")
+        in_place.why = f"restartPolicy OnFailure, backoffLimit {backoff} ({restarts} of {backoff} used): " + \
+            in_place.why.split(": ", 1)[1]
+        return in_place
+    how = f"restartPolicy {spec['restartPolicy']}" + (", pod deleted (DisruptionTarget)" if ended.deleted else "")
+    rule = matching_failure_rule(job_spec, container, ended)
+    policy_source = JOB_SOURCE + "pod_failure_policy.go matchPodFailurePolicy"
+    if rule is not None and rule[1] == "FailJob":
+        return Decision(FAIL, who, f"{how}, podFailurePolicy rule {rule[0]} FailJob matches exit code "
+                        f"{ended.exit_code} -> Job failed", policy_source)
+    ignored = rule is not None and rule[1] == "Ignore"
+    n_index = count.failed_pods.get(ended.index, 0) + (0 if ignored else 1)
+    total = count.total_failed() + (0 if ignored else 1)
+    delay = min(POD_FAILURE_BACKOFF * 2 ** max(total - 1, 0), MAX_POD_FAILURE_BACKOFF)
+    if ignored:
+        return Decision(RECREATE_POD, who, f"{how}, podFailurePolicy rule {rule[0]} Ignore (not counted) -> new pod for "
+                        f"index {ended.index}", policy_source, 0.0, counted=False)
+    if per_index is not None:
+        if n_index > per_index:
+            return Decision(FAIL, who, f"{how}, backoffLimitPerIndex {per_index}: index {ended.index} failed {n_index} "
+                            "times -> index failed; the other ranks cannot finish without it -> Job failed",
+                            JOB_SOURCE + "backoff_utils.go / indexed_job_utils.go")
+        return Decision(RECREATE_POD, who, f"{how}, backoffLimitPerIndex {per_index} ({n_index} of {per_index} used) "
+                        f"-> new pod for index {ended.index} after {delay:.0f} s", JOB_SOURCE +
+                        "indexed_job_utils.go", delay)
+    if total > backoff:
+        return Decision(FAIL, who, f"{how}, backoffLimit {backoff}: {total} failed pod{'s' if total != 1 else ''} > "
+                        f"{backoff} -> Job failed (BackoffLimitExceeded)", JOB_SOURCE + "job_controller.go syncJob")
+    return Decision(RECREATE_POD, who, f"{how}, backoffLimit {backoff} ({total} of {backoff} used) -> new pod for "
+                    f"index {ended.index} after {delay:.0f} s (pod failure back-off)",
+                    JOB_SOURCE + "job_controller.go manageJob", delay)
+
+
 def job_validation(js: dict[str, Any], field: str) -> list[Check]:
     """What the API server's Job validation refuses that the schema cannot say (pkg/apis/batch/validation/
     validation.go validateJobSpec at v1.36.0)."""
@@ -180,6 +258,11 @@ class JobLauncher(Launcher):
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         return backoff_restarts(self.job_specs(w.manifest))
+
+    def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
+        pod = w.pod(ended.index)
+        return job_after_exit(mapping(w.manifest.obj.get("spec")), pod.spec, str(pod.container.get("name")), ended,
+                              count)
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         spec = m.obj.setdefault("spec", {})

@@ -9,8 +9,8 @@ from typing import Any, Callable, Iterator
 
 from ..model import Manifest
 from . import indexed_job
-from .base import (DNS1035, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing,
-                   mapping)
+from .base import (DNS1035, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
+                   RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
 
 KIND = "JobSet"
 PREFIX = "jobset.sigs.k8s.io/"
@@ -300,6 +300,9 @@ class JobSetLauncher(Launcher):
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         return job_restarts(self.job_specs(w.manifest), mapping(w.manifest.obj.get("spec")))
 
+    def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
+        return jobset_after_exit(w, self.jobs(w), mapping(w.manifest.obj.get("spec")), ended, count)
+
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         for _, js in self.job_specs(m):
             js["completions"] = js["parallelism"] = nodes
@@ -313,6 +316,56 @@ def job_restarts(job_specs: Iterator[tuple[str, dict[str, Any]]], jobset_spec: d
     if isinstance(max_restarts, int) and max_restarts > 0:
         why.append(f"failurePolicy.maxRestarts {max_restarts}")
     return why
+
+
+# jobset v0.12.0 pkg/controllers/failure_policy.go: no failurePolicy fails the JobSet on its first failed Job (line
+# 53); otherwise the first matching rule's action, by default RestartJobSet (line 45), which recreates every child
+# Job (failurePolicyRecreateAll) until restarts reach maxRestarts (restartJobSetActionApplier, line 226).
+JOBSET_SOURCE = "jobset v0.12.0 pkg/controllers/failure_policy.go"
+
+
+def jobset_after_exit(w: Workload, jobs: tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None,
+                      jobset_spec: dict[str, Any], ended: PodExit, count: RestartCount,
+                      who: str = "JobSet controller") -> Decision:
+    """The child Job's controller first (indexed_job.job_after_exit); a failed child Job then meets the JobSet's
+    failurePolicy."""
+    if jobs is None:
+        return Decision(WAIT, who, "no Job found for the pod: nothing modelled restarts it", JOBSET_SOURCE)
+    pod = w.pod(ended.index)
+    group, _ = w.group_of(ended.index)
+    _, sites, default_policy = jobs
+    job_spec = next((js for f, js in sites if group.template_field.removeprefix("(runtime) ").startswith(f)),
+                    sites[0][1] if sites else {})
+    local = RestartCount({0: count.container_restarts.get(ended.index, 0)}, {0: count.failed_pods.get(ended.index, 0)})
+    job = indexed_job.job_after_exit(job_spec, pod.spec, str(pod.container.get("name")),
+                                     PodExit(0, ended.exit_code, ended.deleted), local, default_policy)
+    if job.action != FAIL:
+        return job
+    who = f"{job.controller} + {who}"
+    policy = jobset_spec.get("failurePolicy")
+    if not isinstance(policy, dict):
+        return Decision(FAIL, who, f"{job.why}; no failurePolicy -> JobSet failed", JOBSET_SOURCE + ":53")
+    reason = "PodFailurePolicy" if "podFailurePolicy" in job.why else "BackoffLimitExceeded"
+    action, rule_name = "RestartJobSet", None
+    for rule in listing(policy.get("rules")):
+        rule = mapping(rule)
+        reasons = listing(rule.get("onJobFailureReasons"))
+        targets = listing(rule.get("targetReplicatedJobs"))
+        if (not reasons or reason in reasons) and (not targets or group.role in targets):
+            action, rule_name = str(rule.get("action")), str(rule.get("name"))
+            break
+    via = f"failurePolicy rule {rule_name}: {action}" if rule_name else "failurePolicy"
+    max_restarts = as_int(policy.get("maxRestarts"), 0) or 0
+    if action == "FailJobSet":
+        return Decision(FAIL, who, f"{job.why}; {via} -> JobSet failed", JOBSET_SOURCE + ":215")
+    if action == "RestartJobSetAndIgnoreMaxRestarts":
+        return Decision(RECREATE_ALL, who, f"{job.why}; {via} -> every Job recreated (not counted)",
+                        JOBSET_SOURCE + ":267", counted=False)
+    if count.workload_restarts >= max_restarts:
+        return Decision(FAIL, who, f"{job.why}; {via}, maxRestarts {max_restarts} ({count.workload_restarts} "
+                        "used) -> JobSet failed (ReachedMaxRestarts)", JOBSET_SOURCE + ":226")
+    return Decision(RECREATE_ALL, who, f"{job.why}; {via}, maxRestarts {max_restarts} (restart "
+                    f"{count.workload_restarts + 1} of {max_restarts}) -> every Job recreated", JOBSET_SOURCE + ":226")
 
 
 LAUNCHER = JobSetLauncher()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..model import Manifest
-from .base import (DNS1035, Bundle, Check, Injected, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing,
-                   mapping)
+from .base import (DNS1035, FAIL, RECREATE_POD, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
+                   RestartCount, ScaleSpec, Workload, as_int, dig, kubelet_restarts, listing, mapping)
 
 KIND = "PyTorchJob"
 MASTER, WORKER = "Master", "Worker"
@@ -290,6 +290,47 @@ class PyTorchJobLauncher(Launcher):
         if restarting and backoff != 0:
             why.append(f"restartPolicy {restarting[0]}")
         return why
+
+    def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
+        """training-operator v1.9.4: a replica's restartPolicy becomes the pod's (pkg/core/pod.go SetRestartPolicy;
+        ExitCode -> Never), OnFailure by default (pytorch_types.go PyTorchJobDefaultRestartPolicy). OnFailure/Always:
+        the kubelet restarts the container and the operator fails the job once the running pods' restartCounts reach
+        runPolicy.backoffLimit (pkg/core/job.go PastBackoffLimit: above 0 when the limit is 0). ExitCode: a failed
+        pod with a retryable exit code (>= 128, pkg/util/train/train_util.go IsRetryableExitCode) is deleted and
+        created again, any other fails the job (pkg/controller.v1/common/pod.go ReconcilePods, lines 352 and 367).
+        Never: a failed replica fails the job (pytorchjob_controller.go UpdateJobStatus, line 441). A deleted pod is
+        created again under the same name (ReconcilePods creates the missing indexes)."""
+        who, src = "PyTorchJob operator", "training-operator v1.9.4 "
+        spec = mapping(w.manifest.obj.get("spec"))
+        group, _ = w.group_of(ended.index)
+        replica = mapping(replica_specs(spec).get(group.role))
+        policy = replica.get("restartPolicy") or "OnFailure"
+        backoff = as_int(mapping(spec.get("runPolicy")).get("backoffLimit"))
+        pod_policy = "Never" if policy == "ExitCode" else policy
+        in_place = kubelet_restarts({**w.pod(ended.index).spec, "restartPolicy": pod_policy}, ended, count)
+        head = f"{group.role} restartPolicy {policy}, backoffLimit {backoff if backoff is not None else 'unset'}"
+        if in_place is not None:
+            restarts = count.total_restarts() + 1
+            if backoff is not None and (restarts > 0 if backoff == 0 else restarts >= backoff):
+                return Decision(FAIL, who, f"{head}: {restarts} container restart{'s' if restarts != 1 else ''} "
+                                f"reach the limit -> PyTorchJob failed", src + "pkg/core/job.go PastBackoffLimit")
+            in_place.why = f"{head} ({restarts} restarts counted): " + in_place.why.split(": ", 1)[1]
+            return in_place
+        if ended.deleted:
+            return Decision(RECREATE_POD, who, f"{head}, pod deleted -> created again, same name",
+                            src + "pkg/controller.v1/common/pod.go ReconcilePods")
+        if policy == "ExitCode":
+            if ended.exit_code >= 128:
+                failures = count.total_failed() + 1
+                if backoff is not None and failures > backoff:
+                    return Decision(FAIL, who, f"{head}: {failures} failed pods > {backoff} -> PyTorchJob failed",
+                                    src + "pkg/controller.v1/common/job.go ReconcileJobs exceedsBackoffLimit")
+                return Decision(RECREATE_POD, who, f"{head}: exit code {ended.exit_code} is retryable (>= 128) -> pod "
+                                "deleted and created again, same name", src + "pkg/controller.v1/common/pod.go:352")
+            return Decision(FAIL, who, f"{head}: exit code {ended.exit_code} is not retryable -> PyTorchJob failed",
+                            src + "pkg/controller.v1/common/pod.go:367")
+        return Decision(FAIL, who, f"{head}: a {group.role} replica failed -> PyTorchJob failed",
+                        src + "pkg/controller.v1/pytorch/pytorchjob_controller.go:441")
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         spec = m.obj.setdefault("spec", {})

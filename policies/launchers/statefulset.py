@@ -6,7 +6,8 @@ from typing import Any, Iterator
 
 from ..model import Manifest
 from ..model import ERROR, WARNING
-from .base import POD_INDEX, Bundle, Check, Launcher, PodGroup, ScaleSpec, Workload, as_int, dig, listing, mapping
+from .base import (POD_INDEX, RECREATE_POD, Bundle, Check, Decision, Launcher, PodExit, PodGroup, RestartCount,
+                   ScaleSpec, Workload, as_int, dig, kubelet_restarts, listing, mapping)
 
 KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -92,6 +93,18 @@ class StatefulSetLauncher(Launcher):
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         return ["a StatefulSet restarts its pods"]
+
+    def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
+        """The kubelet restarts the container in place (a StatefulSet's pods are restartPolicy Always, the only value
+        the API server accepts); a deleted pod is created again under the same name with the same claims
+        (kubernetes v1.36.0 pkg/controller/statefulset/stateful_set_control.go updateStatefulSet: replicas missing
+        or failed are recreated). A StatefulSet never fails."""
+        in_place = kubelet_restarts({**w.pod(ended.index).spec, "restartPolicy": "Always"}, ended, count)
+        if in_place is not None:
+            return in_place
+        return Decision(RECREATE_POD, "StatefulSet controller", f"pod deleted -> pod {ended.index} created again, "
+                        "same name and claims", "kubernetes v1.36.0 pkg/controller/statefulset/stateful_set_control.go "
+                        "updateStatefulSet")
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         m.obj.setdefault("spec", {})["replicas"] = nodes

@@ -13,7 +13,8 @@ import yaml
 
 from ..model import Manifest
 from . import jobset
-from .base import GPU_RESOURCES, Bundle, Check, Injected, Launcher, ScaleSpec, Workload, as_int, dig, listing, mapping
+from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
+                   Workload, as_int, dig, listing, mapping)
 
 KIND = "TrainJob"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -428,6 +429,13 @@ class TrainJobLauncher(Launcher):
             return []
         return jobset.job_restarts(runtime_job_specs(runtime, trainer_only=True),
                                    mapping(dig(runtime.obj, "spec", "template", "spec")))
+
+    def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
+        """The TrainJob's pods run in the JobSet the Trainer builds from the runtime's template: the JobSet and Job
+        controllers decide (jobset.jobset_after_exit with the runtime's failurePolicy)."""
+        runtime = w.facts.get("runtime")
+        return jobset.jobset_after_exit(w, self.jobs(w), mapping(dig(runtime.obj, "spec", "template", "spec"))
+                                        if runtime is not None else {}, ended, count)
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         tr = m.obj.setdefault("spec", {}).setdefault("trainer", {})

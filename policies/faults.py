@@ -1,0 +1,199 @@
+"""`make simulate FAULT=...`: the faults a simulated run injects (what they are, when they fire, which pod), and the
+accounting of a faulted run from the trainer's own metrics.jsonl. The simulator (policies/simulate.py) runs them;
+what the kubelet and each controller do after a pod ends comes from the launcher modules (Launcher.after_exit).
+
+A fault is `<action>:<pod>@<when>`, several separated by spaces or commas:
+
+  kill:1@step=6            SIGKILL every process of pod 1 once the trainer reports step 6 (a node or container lost)
+  kill-worker:1@step=6     SIGKILL one training process of pod 1 (torchrun sees a worker die)
+  term:1@epoch=1           SIGTERM to pod 1's container, SIGKILL after its terminationGracePeriodSeconds; the pod is
+                           deleted (an eviction, a spot pre-emption): it carries DisruptionTarget
+  partition=20:1@t=30      pod 1 stops answering for 20 s, 30 s after the trainers start (its processes stopped:
+                           SIGSTOP, then SIGCONT)
+  delay=30:1               pod 1 starts 30 s after the others (a node pulling the image late, a partial gang)
+
+<pod> is the pod's number among the training pods (0 = node rank 0), its name as the simulator prints it, or its
+hostname. <when> is `step=N` (the trainer's global step; the simulator sets LOG_INTERVAL=1 so that it sees each),
+`epoch=N` (once epoch N has ended) or `t=S` (seconds after the training pods start)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KILL, KILL_WORKER, TERM, PARTITION, DELAY = "kill", "kill-worker", "term", "partition", "delay"
+ACTIONS = (KILL, KILL_WORKER, TERM, PARTITION, DELAY)
+WHEN = ("step", "epoch", "t")
+_FAULT = re.compile(r"^(?P<action>[a-z-]+)(?:=(?P<seconds>\d+(?:\.\d+)?))?:(?P<pod>[^@\s:]+)"
+                    r"(?:@(?P<when>[a-z]+)=(?P<at>\d+(?:\.\d+)?))?$")
+# What SIGSTOP for N seconds models, printed with the fault.
+PARTITION_MODEL = ("its processes stopped (SIGSTOP) and resumed (SIGCONT): peers see no answer and no reset, as "
+                   "behind a dropped network or a frozen node; open connections survive, as they would a short "
+                   "partition")
+
+
+class FaultError(Exception):
+    """A fault that cannot be injected: the message says why, in one line."""
+
+
+@dataclass
+class Fault:
+    action: str
+    pod: str
+    when: str | None = None
+    at: float | None = None
+    seconds: float | None = None
+    text: str = ""
+    target: int = -1  # index into the simulator's training pods, once resolved
+    fired: bool = False
+
+    def trigger(self) -> str:
+        if self.when is None:
+            return "at the start"
+        return {"step": f"at step {self.at:g}", "epoch": f"after epoch {self.at:g}",
+                "t": f"{self.at:g} s after the start"}[self.when]
+
+
+def parse(spec: str) -> list[Fault]:
+    """The faults of a FAULT= value; a FaultError naming the first one that is not understood."""
+    faults = []
+    for text in [t for t in re.split(r"[\s,]+", spec.strip()) if t]:
+        m = _FAULT.match(text)
+        usage = ("expected <action>:<pod>@<when>, e.g. kill:1@step=6, kill-worker:1@step=6, term:0@epoch=1, "
+                 "partition=20:1@t=30, delay=30:1")
+        if m is None:
+            raise FaultError(f"FAULT {text!r}: {usage}")
+        action, seconds = m["action"], m["seconds"]
+        if action not in ACTIONS:
+            raise FaultError(f"FAULT {text!r}: unknown fault {action!r} (known: {', '.join(ACTIONS)})")
+        if action in (PARTITION, DELAY) and not seconds:
+            raise FaultError(f"FAULT {text!r}: {action} needs its seconds, e.g. {action}=20:1"
+                             + ("@t=30" if action == PARTITION else ""))
+        if action not in (PARTITION, DELAY) and seconds:
+            raise FaultError(f"FAULT {text!r}: {action} takes no seconds")
+        if action == DELAY and m["when"]:
+            raise FaultError(f"FAULT {text!r}: delay applies to the pod's start; it takes no @<when>")
+        if action != DELAY and not m["when"]:
+            raise FaultError(f"FAULT {text!r}: say when, e.g. {text}@step=6, @epoch=1 or @t=30")
+        if m["when"] and m["when"] not in WHEN:
+            raise FaultError(f"FAULT {text!r}: unknown time {m['when']!r} (step=N, epoch=N or t=seconds)")
+        at = float(m["at"]) if m["at"] else None
+        if m["when"] in ("step", "epoch") and (at is None or at != int(at) or at < 1):
+            raise FaultError(f"FAULT {text!r}: {m['when']} must be a whole number from 1")
+        faults.append(Fault(action, m["pod"], m["when"], at, float(seconds) if seconds else None, text))
+    if not faults:
+        raise FaultError("FAULT is empty: give at least one fault, e.g. kill:1@step=6")
+    return faults
+
+
+def resolve(faults: list[Fault], pods: list[tuple[str, str]]) -> None:
+    """Point each fault at a training pod: (name, hostname) per training pod, in node-rank order."""
+    for f in faults:
+        if f.pod.isdigit() and int(f.pod) < len(pods):
+            f.target = int(f.pod)
+            continue
+        matches = [i for i, (name, host) in enumerate(pods) if f.pod in (name, host)]
+        if not matches:
+            known = ", ".join(f"{i} ({name})" for i, (name, _) in enumerate(pods))
+            raise FaultError(f"FAULT {f.text!r}: no training pod {f.pod!r} (the pods: {known})")
+        f.target = matches[0]
+
+
+def planned_steps(script_args: list[str], env: dict[str, str], world: int) -> tuple[int, int, int] | None:
+    """(steps per epoch, epochs, total steps) the repository's trainer will run with these arguments and env on a
+    world of `world` ranks (trainer/train.py: each rank trains ceil(ceil(n / world) / batch) batches an epoch), or
+    None where the data set's size is known only once it is loaded (tasks other than synthetic)."""
+    from trainer import train  # the trainer's own parser: its defaults, flags and env names
+
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        args, _ = train.build_parser().parse_known_args(script_args)
+    except SystemExit:
+        return None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    if args.task != "synthetic":
+        return None
+    per_epoch = math.ceil(math.ceil(args.samples / world) / args.batch_size)
+    total = per_epoch * args.epochs
+    if args.max_steps:
+        total = min(total, args.max_steps)
+    return per_epoch, args.epochs, total
+
+
+# --- what the trainer's metrics.jsonl says about a faulted run ---------------------------------------------------
+
+
+@dataclass
+class Account:
+    """Steps of a run counted from the trainer's metrics.jsonl (rank 0 writes it, appending across restarts)."""
+
+    final_step: int = 0
+    finished: bool = False
+    starts: int = 0
+    resumes: list[tuple[int, int, int]] = field(default_factory=list)  # (step reached before, resumed at, checkpoint)
+    repeated: int = 0
+    beyond_checkpoint: int = 0  # repeated steps that a checkpoint written before the fault already covered
+
+    def lines(self, expected: int | None) -> list[str]:
+        out = []
+        for reached, resumed, ckpt in self.resumes:
+            note = ("the last checkpoint" if resumed == ckpt else
+                    f"an older checkpoint than the last one (step {ckpt})")
+            out.append(f"restart: reached step {reached}, resumed at step {resumed} ({note}): "
+                       f"{max(reached - resumed, 0)} step{'s' if reached - resumed != 1 else ''} done again")
+        if expected is not None:
+            out.append(f"steps: {self.final_step} of {expected}"
+                       + (" (as an uninterrupted run)" if self.final_step == expected else
+                          f" ({expected - self.final_step} lost)" if self.final_step < expected else
+                          f" ({self.final_step - expected} more than planned)"))
+        return out
+
+    def intact(self, expected: int | None) -> bool:
+        """No step lost, none repeated beyond the last checkpoint."""
+        return self.finished and (expected is None or self.final_step == expected) and self.beyond_checkpoint == 0
+
+
+def account(metrics: Path | None) -> Account:
+    acc = Account()
+    if metrics is None or not metrics.exists():
+        return acc
+    reached = 0
+    last_ckpt = 0
+    for line in metrics.read_text(errors="replace").splitlines():
+        try:
+            rec: dict[str, Any] = json.loads(line)
+        except ValueError:
+            continue
+        event = rec.get("event")
+        step = rec.get("step") if isinstance(rec.get("step"), int) else None
+        if event == "start":
+            acc.starts += 1
+            if acc.starts > 1:  # a restart: from step 0 unless a resume event follows
+                acc.resumes.append((reached, 0, last_ckpt))
+                reached = 0
+        elif event == "resume" and acc.resumes:
+            before, _, ckpt = acc.resumes[-1]
+            acc.resumes[-1] = (before, step or 0, ckpt)
+            reached = step or 0
+        elif event in ("train", "epoch") and step is not None:
+            reached = max(reached, step)
+        elif event == "checkpoint" and step is not None:
+            last_ckpt = max(last_ckpt, step)
+        if event == "epoch" and rec.get("checkpoint") and step is not None:
+            last_ckpt = max(last_ckpt, step)
+        if event == "done":
+            acc.finished = True
+            reached = max(reached, rec.get("steps") if isinstance(rec.get("steps"), int) else 0)
+    acc.final_step = reached
+    for before, at, ckpt in acc.resumes:
+        acc.repeated += max(before - at, 0)
+        acc.beyond_checkpoint += max(ckpt - at, 0)
+    return acc

@@ -1,0 +1,230 @@
+"""What the kubelet and each controller do after a pod ends (Launcher.after_exit), on the kind-cpu overlays and
+on their settings changed one at a time; FAULT= parsing and refusals; the step accounting of metrics.jsonl. Unit
+level: no process starts (the runs are in tests/test_simulate_faults.py)."""
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import sys
+
+import pytest
+
+from conftest import REPO
+from policies import faults as F
+from policies.engine import collect
+from policies.launchers import Bundle, workloads
+from policies.launchers.base import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, PodExit, RestartCount
+from policies.model import Manifest
+
+KILLED, TERMINATED, PEER_LOST = 137, 143, 1
+
+
+@functools.lru_cache(maxsize=None)
+def rendered(overlay: str):
+    (unit,) = collect([str(REPO / "overlays/kind-cpu" / overlay)], REPO / "overlays")
+    return unit.manifests
+
+
+def workload(overlay: str, mutate=None):
+    manifests = [Manifest(copy.deepcopy(m.obj), m.source, m.index) for m in rendered(overlay)]
+    if mutate:
+        for m in manifests:
+            mutate(m.obj)
+    bundle = Bundle.of(manifests)
+    (w,) = [w for w in workloads(bundle) if w.pods > 1]
+    return w, bundle
+
+
+def decide(overlay, ended, count=None, mutate=None):
+    w, bundle = workload(overlay, mutate)
+    return w.controller.after_exit(w, bundle, ended, count or RestartCount())
+
+
+# --- the overlays as they are -------------------------------------------------------------------------------------
+
+def test_indexed_job_fails_on_a_killed_pod():
+    d = decide("indexed-job", PodExit(1, KILLED))
+    assert d.action == FAIL and "podFailurePolicy rule 0 FailJob matches exit code 137" in d.why
+    assert "pod_failure_policy.go" in d.source
+
+
+def test_statefulset_restarts_in_place_and_recreates_a_deleted_pod():
+    d = decide("statefulset", PodExit(1, KILLED))
+    assert d.action == RESTART_CONTAINER and d.delay == 0 and "kubelet.go" in d.source
+    # the kubelet's back-off: at once, then 10 s doubling to 300 s
+    assert decide("statefulset", PodExit(1, KILLED), RestartCount({1: 1})).delay == 10
+    assert decide("statefulset", PodExit(1, KILLED), RestartCount({1: 3})).delay == 40
+    assert decide("statefulset", PodExit(1, KILLED), RestartCount({1: 12})).delay == 300
+    d = decide("statefulset", PodExit(1, TERMINATED, deleted=True))
+    assert d.action == RECREATE_POD and "same name" in d.why
+
+
+def test_pytorchjob_on_failure_counts_restarts_against_backoff_limit():
+    assert decide("pytorchjob", PodExit(1, KILLED), RestartCount({0: 1})).action == RESTART_CONTAINER  # 2 of 3
+    d = decide("pytorchjob", PodExit(1, KILLED), RestartCount({0: 1, 1: 1}))  # the third restart reaches 3
+    assert d.action == FAIL and "PastBackoffLimit" in d.source
+
+
+def test_trainjob_fails_through_its_jobset_without_failure_policy():
+    d = decide("trainjob", PodExit(1, KILLED))
+    assert d.action == FAIL and "no failurePolicy -> JobSet failed" in d.why and "failure_policy.go:53" in d.source
+
+
+# --- one setting changed ------------------------------------------------------------------------------------------
+
+def no_failure_policy(backoff):
+    def mutate(obj):
+        if obj["kind"] == "Job":
+            obj["spec"].pop("podFailurePolicy", None)
+            obj["spec"]["backoffLimit"] = backoff
+    return mutate
+
+
+def test_job_backoff_limit_recreates_then_fails():
+    d = decide("indexed-job", PodExit(1, KILLED), mutate=no_failure_policy(2))
+    assert d.action == RECREATE_POD and d.delay == 10 and "backoffLimit 2" in d.why
+    d = decide("indexed-job", PodExit(1, KILLED), RestartCount(failed_pods={1: 1}), mutate=no_failure_policy(2))
+    assert d.action == RECREATE_POD and d.delay == 20
+    d = decide("indexed-job", PodExit(1, KILLED), RestartCount(failed_pods={0: 1, 1: 1}), no_failure_policy(2))
+    assert d.action == FAIL and "BackoffLimitExceeded" in d.why
+
+
+def test_job_ignore_rule_on_disruption_is_not_counted():
+    def mutate(obj):
+        if obj["kind"] == "Job":
+            obj["spec"]["podFailurePolicy"]["rules"].insert(0, {
+                "action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})
+    d = decide("indexed-job", PodExit(1, TERMINATED, deleted=True), mutate=mutate)
+    assert d.action == RECREATE_POD and not d.counted and "Ignore" in d.why
+    # a pod killed without being deleted has no DisruptionTarget: the FailJob rule still ends the Job
+    assert decide("indexed-job", PodExit(1, KILLED), mutate=mutate).action == FAIL
+
+
+def test_job_backoff_limit_per_index():
+    def mutate(obj):
+        if obj["kind"] == "Job":
+            obj["spec"].pop("podFailurePolicy", None)
+            obj["spec"].pop("backoffLimit", None)
+            obj["spec"]["backoffLimitPerIndex"] = 1
+    assert decide("indexed-job", PodExit(1, KILLED), mutate=mutate).action == RECREATE_POD
+    d = decide("indexed-job", PodExit(1, KILLED), RestartCount(failed_pods={1: 1}), mutate=mutate)
+    assert d.action == FAIL and "backoffLimitPerIndex 1" in d.why
+    # another index's failures do not count against this one
+    assert decide("indexed-job", PodExit(1, KILLED), RestartCount(failed_pods={0: 1}), mutate=mutate).action == \
+        RECREATE_POD
+
+
+def test_job_on_failure_restarts_in_place_until_backoff_limit():
+    def mutate(obj):
+        if obj["kind"] == "Job":
+            obj["spec"].pop("podFailurePolicy", None)
+            obj["spec"]["backoffLimit"] = 1
+            obj["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    assert decide("indexed-job", PodExit(1, KILLED), mutate=mutate).action == RESTART_CONTAINER
+    d = decide("indexed-job", PodExit(1, KILLED), RestartCount({0: 1}), mutate=mutate)
+    assert d.action == FAIL and "pastBackoffLimitOnFailure" in d.source
+
+
+def test_jobset_max_restarts_recreates_everything_then_fails():
+    def mutate(obj):
+        if obj["kind"] == "ClusterTrainingRuntime":
+            obj["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    d = decide("trainjob", PodExit(1, KILLED), mutate=mutate)
+    assert d.action == RECREATE_ALL and "maxRestarts 1 (restart 1 of 1)" in d.why
+    d = decide("trainjob", PodExit(1, KILLED), RestartCount(workload_restarts=1), mutate=mutate)
+    assert d.action == FAIL and "ReachedMaxRestarts" in d.why and "failure_policy.go:226" in d.source
+
+
+def test_jobset_fail_rule_on_pod_failure_policy():
+    def mutate(obj):
+        if obj["kind"] == "ClusterTrainingRuntime":
+            obj["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 3, "rules": [
+                {"name": "stop", "action": "FailJobSet", "onJobFailureReasons": ["PodFailurePolicy"]}]}
+    d = decide("trainjob", PodExit(1, KILLED), mutate=mutate)
+    assert d.action == FAIL and "rule stop: FailJobSet" in d.why
+
+
+@pytest.mark.parametrize("policy, code, action", [
+    ("ExitCode", KILLED, RECREATE_POD),       # >= 128: retryable, pod deleted and created again
+    ("ExitCode", PEER_LOST, FAIL),            # 1: permanent
+    ("Never", KILLED, FAIL),
+])
+def test_pytorchjob_restart_policies(policy, code, action):
+    def mutate(obj):
+        if obj["kind"] == "PyTorchJob":
+            for rs in obj["spec"]["pytorchReplicaSpecs"].values():
+                rs["restartPolicy"] = policy
+    d = decide("pytorchjob", PodExit(1, code), mutate=mutate)
+    assert d.action == action, d.why
+    assert "training-operator v1.9.4" in d.source
+
+
+# --- FAULT= ------------------------------------------------------------------------------------------------------
+
+def test_parse_faults():
+    fs = F.parse("kill:1@step=6, term:ddp-train-run-001-0@epoch=1 partition=20:1@t=30 delay=5:0 kill-worker:1@step=2")
+    assert [(f.action, f.pod, f.when, f.at, f.seconds) for f in fs] == [
+        ("kill", "1", "step", 6, None), ("term", "ddp-train-run-001-0", "epoch", 1, None),
+        ("partition", "1", "t", 30, 20), ("delay", "0", None, None, 5), ("kill-worker", "1", "step", 2, None)]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("explode:1@step=3", "unknown fault 'explode'"),
+    ("kill:1", "say when"),
+    ("kill:1@step=0", "whole number from 1"),
+    ("kill:1@minute=3", "unknown time 'minute'"),
+    ("partition:1@t=3", "partition needs its seconds"),
+    ("delay=3:1@t=2", "takes no @<when>"),
+    ("kill 1", "expected <action>:<pod>@<when>"),
+    ("", "FAULT is empty"),
+])
+def test_bad_faults_are_one_line(spec, message):
+    with pytest.raises(F.FaultError, match=message):
+        F.parse(spec)
+
+
+# --- steps from metrics.jsonl -------------------------------------------------------------------------------------
+
+def metrics(tmp_path, records):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_account_of_a_kill_after_a_checkpoint(tmp_path):
+    recs = [{"event": "start"}] + [{"event": "train", "step": s} for s in range(1, 5)] + [
+        {"event": "epoch", "step": 4, "checkpoint": "epoch-0001.pt"}, {"event": "train", "step": 5},
+        {"event": "train", "step": 6}, {"event": "start"}, {"event": "resume", "step": 4}] + [
+        {"event": "train", "step": s} for s in range(5, 13)] + [{"event": "done", "steps": 12}]
+    acc = F.account(metrics(tmp_path, recs))
+    assert acc.finished and acc.final_step == 12 and acc.resumes == [(6, 4, 4)]
+    assert acc.repeated == 2 and acc.beyond_checkpoint == 0 and acc.intact(12)
+    assert "reached step 6, resumed at step 4 (the last checkpoint): 2 steps done again" in acc.lines(12)[0]
+
+
+def test_account_of_a_restart_from_scratch(tmp_path):
+    """A restart that found no checkpoint starts at step 0: the steps before the last checkpoint are done again."""
+    recs = [{"event": "start"}, {"event": "train", "step": 4}, {"event": "checkpoint", "step": 4},
+            {"event": "train", "step": 5}, {"event": "start"}, {"event": "train", "step": 12},
+            {"event": "done", "steps": 12}]
+    acc = F.account(metrics(tmp_path, recs))
+    assert acc.resumes == [(5, 0, 4)] and acc.beyond_checkpoint == 4 and not acc.intact(12)
+
+
+def test_the_fault_table_rows_have_the_scripts_format():
+    """docs/simulate.md's table is the script's output: header, one row per overlay and fault, each row parsed back
+    into the script's own columns (the runs themselves: tests/test_simulate_faults.py)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import fault_table
+    text = (REPO / "docs/simulate.md").read_text()
+    assert fault_table.BEGIN in text and fault_table.END in text
+    rows = fault_table.documented()
+    assert {fault_table.key(r) for r in rows} == {(f"`{o.removeprefix('overlays/')}`", f"`{f}`")
+                                                  for o in fault_table.overlays() for f in fault_table.FAULTS}
+    body = text[text.index(fault_table.BEGIN):text.index(fault_table.END) + len(fault_table.END)]
+    assert body == fault_table.table(rows)
+    for r in rows:
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        assert len(cells) == 6 and cells[2] in ("finished", "failed", "hung"), r
+        assert (cells[3] != "-") == (cells[2] == "finished"), r
