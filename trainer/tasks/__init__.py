@@ -45,6 +45,8 @@ class Task:
     build_model: Callable[[Data], nn.Module]
     default_lr: float
     image: bool  # 4-D image input: --channels-last applies
+    # --batch-size when none is given: small data sets need small batches to take enough steps per epoch
+    default_batch_size: int = 256
 
 
 TASKS: dict[str, Task] = {}
