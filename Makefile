@@ -30,6 +30,9 @@ OVERLAY ?= overlays/kind-cpu/indexed-job
 SCALE_TO ?=
 DEADLINE ?=
 SIM_DEPS := $(VENV)/.sim-deps
+# checkov (make lint) lives in a venv of its own: its pinned dependencies clash with .venv's (requirements-checkov.txt).
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV     := $(CHECKOV_VENV)/bin/checkov
 IMAGE   ?= ghcr.io/example/ddp-trainer
 TAG     ?= 0.1.0
 
@@ -48,6 +51,12 @@ $(PY): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
 	@touch $(PY)
 
+$(CHECKOV): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-checkov.txt
+	@touch $(CHECKOV)
+
 # libnss_wrapper, libsocket_wrapper and etcd for `make simulate` (Debian packages, where the machine allows);
 # retried until present.
 $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
@@ -55,7 +64,7 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && compgen -G "/usr/lib/*/libsocket_wrapper.so" >/dev/null \
 	  && command -v etcd >/dev/null; then touch $@; fi
 
-setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubeconform and the simulator's packages where the machine allows
+setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@BIN=$(BIN) scripts/install-release.sh kubeconform \
 	  https://github.com/yannh/kubeconform/releases/download/$(KUBECONFORM_VERSION)/kubeconform-linux-amd64.tar.gz \
 	  $(KUBECONFORM_SHA256) -v "the in-process validator will be used"
@@ -118,8 +127,9 @@ image: ## Build the trainer image (needs a Docker engine)
 image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 	docker build -f Dockerfile.cpu -t $(IMAGE):$(TAG)-cpu .
 
-lint: $(PY) ## Lint the Dockerfiles with hadolint
+lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint and every rendered overlay (or PATHS) with checkov
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(PATHS)
 
 clean: ## Remove the virtual environment and downloaded tools
-	rm -rf $(VENV) $(BIN) .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(BIN) .pytest_cache
