@@ -101,8 +101,8 @@ simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
-test-fast: $(PY) ## The unit-level tests: everything but the simulations and the multi-process trainer runs
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore-glob='tests/test_trainer_*.py'
+test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
 
 bench: bench-validate bench-trainer ## Run every benchmark
 

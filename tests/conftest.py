@@ -19,3 +19,20 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path = REPO) -> subproces
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# `make test-fast` runs `pytest -m "not slow"`; `make test` runs everything. Whole modules that launch real processes
+# end to end are slow by their name (so a test added to them is too); single slow tests elsewhere carry
+# @pytest.mark.slow. Unit-level trainer modules stay in the fast loop.
+SLOW_MODULES = {"test_simulate", "test_checkov"}
+FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
+
+
+def _slow_module(name: str) -> bool:
+    return name in SLOW_MODULES or (name.startswith("test_trainer_") and name not in FAST_TRAINER_MODULES)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _slow_module(Path(str(item.fspath)).stem):
+            item.add_marker(pytest.mark.slow)
