@@ -24,15 +24,35 @@ def repo() -> Path:
 # `make test-fast` runs `pytest -m "not slow"`; `make test` runs everything. Whole modules that launch real processes
 # end to end are slow by their name (so a test added to them is too); single slow tests elsewhere carry
 # @pytest.mark.slow. Unit-level trainer modules stay in the fast loop.
-SLOW_MODULES = {"test_simulate", "test_checkov"}
+# Chosen from `pytest --durations=0` (2026-11-24, make test-fast's set before the marker: 1,435 tests, 876 s on 2
+# loaded cores, where these took about two thirds of the time).
+SLOW_MODULES = {
+    "test_simulate", "test_checkov",
+    "test_no_internal_error",  # every input and hundreds of mutations through validate and plan
+    "test_corpus",  # 41 upstream manifests end to end
+    "test_diff",  # git worktrees and renders of two commits
+}
 FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
+SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
+    "test_scale": {"test_scale_up_then_down_gives_back_the_bytes", "test_bad_input_is_one_line_and_touches_nothing"},
+    "test_render_cache": {"test_cache_is_used_and_invalidated", "test_damaged_cache_entry_is_rendered_again"},
+    # both share a fixture that runs kubeconform over every fixture file
+    "test_kubeconform": {"test_verdicts_agree_on_every_fixture", "test_schema_fail_fixtures_name_their_fields_with_kubeconform"},
+    "test_schemas": {"test_committed_crd_schemas_are_reproducible", "test_check_reports_drift_and_stale_files",
+                     "test_committed_kubernetes_schemas_are_reproducible", "test_kubeconform_names_match_our_files",
+                     "test_builtin_throughput"},
+    "test_reports": {"test_repository_overlays_report_clean_in_every_format"},
+    "test_upstream": {"test_runs_as_written_has_no_errors"},
+}
 
 
-def _slow_module(name: str) -> bool:
-    return name in SLOW_MODULES or (name.startswith("test_trainer_") and name not in FAST_TRAINER_MODULES)
+def _slow(module: str, function: str) -> bool:
+    return (module in SLOW_MODULES or function in SLOW_TESTS.get(module, ())
+            or (module.startswith("test_trainer_") and module not in FAST_TRAINER_MODULES))
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _slow_module(Path(str(item.fspath)).stem):
+        function = getattr(item, "originalname", None) or item.name.split("[")[0]
+        if _slow(Path(str(item.fspath)).stem, function):
             item.add_marker(pytest.mark.slow)
