@@ -32,6 +32,9 @@ DEADLINE ?=
 # make simulate: faults to inject (docs/simulate.md), e.g. FAULT="kill:1@step=6 term:0@epoch=1".
 FAULT   ?=
 SIM_DEPS := $(VENV)/.sim-deps
+# checkov (make lint) lives in a venv of its own: its pinned dependencies clash with .venv's (requirements-checkov.txt).
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV     := $(CHECKOV_VENV)/bin/checkov
 IMAGE   ?= ghcr.io/example/ddp-trainer
 TAG     ?= 0.1.0
 
@@ -50,6 +53,12 @@ $(PY): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
 	@touch $(PY)
 
+$(CHECKOV): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-checkov.txt
+	@touch $(CHECKOV)
+
 # libnss_wrapper, libsocket_wrapper and etcd for `make simulate` (Debian packages, where the machine allows);
 # retried until present.
 $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
@@ -57,7 +66,7 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && compgen -G "/usr/lib/*/libsocket_wrapper.so" >/dev/null \
 	  && command -v etcd >/dev/null; then touch $@; fi
 
-setup: $(PY) $(SIM_DEPS) ## Create .venv with every pinned tool; install kubeconform and the simulator's packages where the machine allows
+setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@BIN=$(BIN) scripts/install-release.sh kubeconform \
 	  https://github.com/yannh/kubeconform/releases/download/$(KUBECONFORM_VERSION)/kubeconform-linux-amd64.tar.gz \
 	  $(KUBECONFORM_SHA256) -v "the in-process validator will be used"
@@ -100,8 +109,8 @@ report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throu
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
-test-fast: $(PY) ## The unit-level tests: everything but the simulations and the multi-process trainer runs
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/test_simulate.py --ignore=tests/test_simulate_stop.py --ignore=tests/test_simulate_faults.py --ignore-glob='tests/test_trainer_*.py'
+test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
 
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py
@@ -130,8 +139,9 @@ image: ## Build the trainer image (needs a Docker engine)
 image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 	docker build -f Dockerfile.cpu -t $(IMAGE):$(TAG)-cpu .
 
-lint: $(PY) ## Lint the Dockerfiles with hadolint
+lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint and every rendered overlay (or PATHS) with checkov
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(PATHS)
 
 clean: ## Remove the virtual environment and downloaded tools
-	rm -rf $(VENV) $(BIN) .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(BIN) .pytest_cache

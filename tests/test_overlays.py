@@ -67,11 +67,17 @@ def test_h100_overlay_has_the_large_scale_settings():
     assert {vols[n]["persistentVolumeClaim"]["claimName"] for n in ("data", "out", "models")} == {
         "datasets-pvc", "outputs-pvc", "models-pvc"}
     mounts = {m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
-    assert {"/data", "/out", "/models", "/dev/shm"} <= mounts
-    env_from = spec["containers"][0]["envFrom"]
-    assert {"secretRef": {"name": "hf-token", "optional": True}} in env_from
-    assert not [m for m in unit.manifests if m.kind == "Secret"]  # referenced by name only
+    assert {"/data", "/out", "/models", "/dev/shm", "/tmp"} <= mounts
+    # The optional hf-token Secret as a file that HF_TOKEN_PATH names (huggingface_hub reads it), not an env var.
+    assert vols["hf-token"]["secret"] == {"secretName": "hf-token", "optional": True,
+                                          "items": [{"key": "HF_TOKEN", "path": "token"}]}
+    (hf_mount,) = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == "hf-token"]
+    assert hf_mount["readOnly"] is True
     env = next(m for m in unit.manifests if m.kind == "ConfigMap" and m.name == "ddp-env")
+    assert env.obj["data"]["HF_TOKEN_PATH"] == hf_mount["mountPath"] + "/token"
+    assert not [e for e in spec["containers"][0]["envFrom"] if "secretRef" in e]
+    assert not [m for m in unit.manifests if m.kind == "Secret"]  # referenced by name only
+    assert spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
     assert env.obj["data"]["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
 
 

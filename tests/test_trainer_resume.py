@@ -206,16 +206,20 @@ def test_mid_epoch_checkpoints_and_exact_resume(tmp_path):
     assert a["step"] == b["step"] == 32
 
 
-@pytest.mark.timeout(60)
-def test_finished_run_restarted_does_nothing_more(tmp_path):
-    first = run(plain(tmp_path, "done"), timeout=60)
+@pytest.mark.timeout(150)
+def test_finished_run_restarted_says_it_is_complete_and_how_to_start_another(tmp_path):
+    first = run(plain(tmp_path, "done"), timeout=120)
     assert first.returncode == 0, first.output
-    again = run(plain(tmp_path, "done"), timeout=60)
+    again = run(plain(tmp_path, "done"), timeout=120)
     assert again.returncode == 0, again.output
-    assert "[EPOCH]" not in again.stdout
-    done = tagged(again.stdout, "DONE")[0]
-    assert (done["epochs"], done["steps"]) == ("2", "32")
-    assert done["best_val_loss"] == tagged(first.stdout, "DONE")[0]["best_val_loss"]
+    assert "[EPOCH]" not in again.stdout and "train_s=" not in again.stdout
+    done = [line for line in again.stdout.splitlines() if line.startswith("[DONE]")]
+    assert done == [f"[DONE] run {tmp_path / 'done'} is already complete (finished 2 of 2 epochs; best val_acc="
+                    f"{float(tagged(first.stdout, 'DONE')[0]['best_val_acc']):.4f} at epoch "
+                    f"{tagged(first.stdout, 'DONE')[0]['best_epoch']} in {tmp_path / 'done' / 'best.pt'}): nothing to "
+                    "train. To train it further raise --epochs; to start a new run pass another --run-id (or --out-dir)."]
+    event = metrics(tmp_path / "done")[-1]
+    assert (event["event"], event["already_complete"], event["epochs"], event["steps"]) == ("done", True, 2, 32)
 
 
 @pytest.mark.timeout(60)

@@ -224,6 +224,9 @@ def test_defaults_and_task_learning_rate(monkeypatch):
         ("synthetic", "/data", "/out", "default", "auto", 3, 256)
     assert a.lr == TASKS["synthetic"].default_lr
     assert parse_args(["--task", "mnist"]).lr == TASKS["mnist"].default_lr
+    # a small data set takes a small default batch, so that the plain command trains enough steps
+    assert parse_args(["--task", "digits"]).batch_size == TASKS["digits"].default_batch_size == 32
+    assert parse_args(["--task", "digits", "--batch-size", "64"]).batch_size == 64
 
 
 @pytest.mark.parametrize("argv,env", [

@@ -185,6 +185,23 @@ def find_resume(folder: Path) -> tuple[Path | None, dict[str, Any] | None, list[
     return best[0], best[1], warnings
 
 
+def read_best_record(folder: Path, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """What best.pt records of itself (its `best`: val_loss, val_acc, epoch, step), so that a restart keeps it
+    until a better model comes; (None, warnings) when there is none or it cannot be read."""
+    path = folder / BEST
+    if not path.exists():
+        return None, []
+    try:
+        state = read_verified(path)
+    except TrainerError as e:
+        return None, [f"{e}: the next best model of this run replaces it"]
+    check_identity(state, identity, path)
+    record = state.get("best") or {}
+    if not isinstance(record.get("val_loss"), (int, float)):
+        return None, [f"{path} records no validation loss: the next best model of this run replaces it"]
+    return dict(record), []
+
+
 def check_identity(state: dict[str, Any], identity: dict[str, Any], where: Path) -> None:
     """Refuse a checkpoint written for another task, model or data set, saying which differs."""
     theirs = state.get("identity") or {}

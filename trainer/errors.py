@@ -15,3 +15,27 @@ class TrainerError(Exception):
 
 class Preempted(Exception):
     """Raised on every rank once all ranks agreed to stop after SIGTERM and the checkpoint is saved."""
+
+
+ERROR_FILE_ENV = "TORCHELASTIC_ERROR_FILE"  # set by torchrun for every worker (torch.distributed.elastic)
+
+
+def write_error_file(message: str) -> None:
+    """Leave this worker's one-line reason where torchrun looks for it: the file named by TORCHELASTIC_ERROR_FILE.
+
+    torchrun 2.13 reads it into its failure report (`ProcessFailure`, torch/distributed/elastic/multiprocessing/
+    errors/__init__.py, which accepts {"message": str, "timestamp": int}); `python -m trainer.launch` prints it
+    as its last line. Nothing happens outside torchrun, and a write that fails is not worth a second error.
+    """
+    import json
+    import os
+    import time
+
+    path = os.environ.get(ERROR_FILE_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "w") as f:
+            json.dump({"message": message, "timestamp": int(time.time())}, f)
+    except OSError:
+        pass

@@ -41,7 +41,7 @@ from trainer import distributed as D
 from trainer import engine
 from trainer import telemetry
 from trainer import threads as T
-from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError
+from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError, write_error_file
 from trainer.metrics import RunLog
 from trainer.sharding import digest, eval_indices, shard_indices
 from trainer.tasks import TASKS, Data, get as get_task
@@ -175,16 +175,27 @@ def steps_until_next_check(seconds_per_step: float, check_s: float) -> int:
 
 
 class StopFlag:
-    """SIGTERM (pre-emption, pod deletion, torchrun shutting down) only sets a flag; ranks act on it together."""
+    """SIGTERM (pre-emption, pod deletion, torchrun shutting down) and SIGINT (Ctrl-C, which torchrun forwards
+    to its workers) only set a flag; the ranks act on it together: save, then exit 143."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def __init__(self) -> None:
         self.requested = False
+        self.signal: str | None = None  # the first signal this rank received
 
     def install(self) -> None:
-        signal.signal(signal.SIGTERM, self._handle)
+        for signum in self.SIGNALS:
+            signal.signal(signum, self._handle)
 
     def _handle(self, signum, frame) -> None:
         self.requested = True
+        self.signal = self.signal or signal.Signals(signum).name
+
+    @property
+    def reason(self) -> str:
+        """What the logs name as the cause: this rank's signal (rank 0 may stop on another rank's vote)."""
+        return self.signal or "SIGTERM"
 
 
 def rng_state(device: torch.device) -> dict[str, Any]:
@@ -229,6 +240,7 @@ class Prepared:
     resume_path: str | None
     resume_state: dict[str, Any] | None
     warnings: list[str]
+    best_record: dict[str, Any] | None = None  # what best.pt records of itself (`best`), when it is readable
 
 
 # --------------------------------------------------------------------------------------------- trainer
@@ -274,7 +286,11 @@ class Trainer:
             warnings += found_warnings
             if state is not None:
                 ckpt.check_identity(state, identity, path)
-        return Prepared(data, model, identity, str(path) if path else None, state, warnings)
+            best_record, best_warnings = ckpt.read_best_record(self.run_dir, identity)
+            warnings += best_warnings
+        else:
+            best_record = None
+        return Prepared(data, model, identity, str(path) if path else None, state, warnings, best_record)
 
     def run(self) -> int:
         if self.task.run is not None:  # a task with a loop of its own (causal-lm)
@@ -285,7 +301,8 @@ class Trainer:
         for w in prep.warnings:
             self.log.warn(w)
         # The run folder may be local to rank 0's node: rank 0 read the checkpoint, the others get it from it.
-        resume_path, state = D.broadcast_object((prep.resume_path, prep.resume_state) if denv.is_main else None)
+        resume_path, state, best_record = D.broadcast_object(
+            (prep.resume_path, prep.resume_state, prep.best_record) if denv.is_main else None)
 
         engine.configure_device(device)
         data = prep.data.to(device, self.channels_last)
@@ -316,6 +333,9 @@ class Trainer:
                               f"epoch {progress.epoch + 1} starts again from its beginning")
                 progress.epoch_step = 0
                 progress.partial = None
+        self._keep_best(progress, best_record, state is None)
+        if state is not None and self._already_complete(progress, resume_path):
+            return 0
         ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None) if D.active() else model
 
         self.log.emit("DDP", "start", world=denv.world_size, backend=denv.backend if D.active() else "none",
@@ -340,6 +360,38 @@ class Trainer:
         train_time = self._train(progress)
         self._done(progress, time.perf_counter() - started, train_time)
         return 0
+
+    def _keep_best(self, progress: Progress, record: dict[str, Any] | None, fresh: bool) -> None:
+        """Never let a restart replace a better best.pt with a worse model: when best.pt records a lower
+        validation loss than the checkpoint this run resumes from (or it starts over because no checkpoint
+        could be read), that record stays the one to beat."""
+        if not record or (progress.best and not record["val_loss"] < progress.best["val_loss"]):
+            return
+        progress.best = dict(record)
+        how = "starting over without a readable checkpoint" if fresh else "resuming from an older checkpoint"
+        self.log.warn(f"{how}: keeping {self.run_dir / ckpt.BEST} (val_loss={record['val_loss']:.4f}, "
+                      f"val_acc={record.get('val_acc', float('nan')):.4f}, epoch {record.get('epoch')}) until a "
+                      f"model of this run has a lower validation loss; use another --run-id for a new lineage")
+
+    def _already_complete(self, progress: Progress, resume_path: str | None) -> bool:
+        """A finished run started again trains nothing: say so, and how to train more or start anew."""
+        args = self.args
+        if progress.epoch < args.epochs and not (args.max_steps and progress.step >= args.max_steps):
+            return False
+        limit = (f"reached --max-steps {args.max_steps}" if progress.epoch < args.epochs
+                 else f"finished {progress.epoch} of {args.epochs} epochs")
+        best = progress.best
+        if best:
+            limit += (f"; best val_acc={best.get('val_acc', float('nan')):.4f} at epoch {best.get('epoch')} in "
+                      f"{self.run_dir / ckpt.BEST}")
+        if self.denv.is_main:
+            print(f"[DONE] run {self.run_dir} is already complete ({limit}): nothing to train. To train it "
+                  f"further raise --epochs{' or --max-steps' if args.max_steps else ''}; to start a new run "
+                  f"pass another --run-id (or --out-dir).", flush=True)
+        self.log.event("done", already_complete=True, epochs=progress.epoch, steps=progress.step,
+                       best_val_loss=best.get("val_loss"), best_val_acc=best.get("val_acc"),
+                       best_epoch=best.get("epoch"), latest=resume_path)
+        return True
 
     # ---- checkpoints
     def _save(self, progress: Progress, name: str | None, is_best: bool, metrics: dict[str, Any],
@@ -481,7 +533,7 @@ class Trainer:
                             # the epoch's last step: finish the epoch (validation, epoch checkpoint), then stop
                             stop_at_epoch_end = True
                             break
-                        self._preempt(progress, "SIGTERM", partial_figures())
+                        self._preempt(progress, self.stop.reason, partial_figures())
                 if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
                         and progress.epoch_step < steps_per_epoch and not at_max):
                     name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": "interval"},
@@ -543,13 +595,17 @@ class Trainer:
                       checkpoint=saved,
                       best=is_best)
         if stop:
-            self.log.emit("CKPT", "checkpoint", file=saved, epoch=epoch + 1, step=progress.step, reason="SIGTERM")
-            raise Preempted()
+            self.log.emit("CKPT", "checkpoint", file=saved, epoch=epoch + 1, step=progress.step, reason=self.stop.reason)
+            raise Preempted(self._stopped_message(saved))
 
     def _preempt(self, progress: Progress, reason: str, partial: dict[str, Any]) -> None:
         name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": reason}, partial)
         self.log.emit("CKPT", "checkpoint", file=name, epoch=progress.epoch + 1, step=progress.step, reason=reason)
-        raise Preempted()
+        raise Preempted(self._stopped_message(name))
+
+    def _stopped_message(self, saved: str | None) -> str:
+        where = self.run_dir / saved if saved else self.run_dir / ckpt.LATEST
+        return f"stopped by {self.stop.reason} after saving {where}: run the same command again to resume from it"
 
     def _done(self, progress: Progress, total_s: float, train_s: float) -> None:
         best = progress.best
@@ -584,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         denv, device = D.init(args.backend, args.pg_timeout)
     except TrainerError as e:  # environment problem found before any collective: every rank says it
         print(f"[ERROR] {e}", file=sys.stderr, flush=True)
+        write_error_file(str(e))
         return EXIT_USAGE
     trainer = Trainer(args, denv, device)
     try:
@@ -591,19 +648,25 @@ def main(argv: list[str] | None = None) -> int:
     except TrainerError as e:  # agreed on by all ranks: rank 0 prints it, every rank exits non-zero
         if denv.is_main:
             print(f"[ERROR] {e}", file=sys.stderr, flush=True)
+        write_error_file(str(e))
         code = EXIT_USAGE
-    except Preempted:
+    except Preempted as e:
+        write_error_file(str(e))
         code = EXIT_PREEMPTED
     except Exception as e:
         if not (D.active() and (trainer.stop.requested or _is_comm_failure(e))):
             raise
         first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         if trainer.stop.requested:
-            print(f"[ERROR] rank {denv.rank}: stopped by SIGTERM while a peer was gone ({first}); "
-                  "resume from the last checkpoint", file=sys.stderr)
+            message = (f"rank {denv.rank}: stopped by {trainer.stop.reason} while a peer was gone ({first}); "
+                       "resume from the last checkpoint")
+            print(f"[ERROR] {message}", file=sys.stderr)
+            write_error_file(message)
             _hard_exit(EXIT_PREEMPTED)
-        print(f"[ERROR] rank {denv.rank}: lost another worker ({first}); exiting so that torchrun can restart "
-              "the group from the last checkpoint", file=sys.stderr)
+        message = (f"rank {denv.rank}: lost another worker ({first}); exiting so that torchrun can restart "
+                   "the group from the last checkpoint")
+        print(f"[ERROR] {message}", file=sys.stderr)
+        write_error_file(message)
         _hard_exit(EXIT_PEER_LOST)
     D.shutdown()
     return code

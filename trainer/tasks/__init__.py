@@ -49,6 +49,7 @@ class Task:
     # with flags of its own added to the parser; load and build_model are then None.
     run: Callable[[Any], int] | None = None
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    # --batch-size when none is given: small data sets need small batches to take enough steps per epoch
     default_batch_size: int = 256
 
 
