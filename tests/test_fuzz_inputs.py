@@ -19,8 +19,10 @@ from conftest import FIXTURES, REPO
 SEED = 15
 MEMORY_LIMIT = 1_500_000_000  # bytes of address space for the whole run
 CPU_LIMIT_S = 240  # a hang guard, not a speed target (make bench measures speed)
-MANIFESTS = sorted((FIXTURES / "upstream/runs-as-written").glob("*.yaml")) + sorted(
-    (FIXTURES / "rules").glob("*/fail/*.yaml"))[:40]
+# Argo CD's rule fixtures are left out: an Application renders the folder it names, whose problems are that folder's,
+# not the fuzzed file's.
+MANIFESTS = sorted((FIXTURES / "upstream/runs-as-written").glob("*.yaml")) + [
+    p for p in sorted((FIXTURES / "rules").glob("*/fail/*.yaml")) if not p.parent.parent.name.startswith("ARGO")][:40]
 
 HARNESS = """
 import resource, sys
