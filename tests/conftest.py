@@ -32,23 +32,37 @@ SLOW_MODULES = {
     "test_no_internal_error",  # every input and hundreds of mutations through validate and plan
     "test_corpus",  # 41 upstream manifests end to end
     "test_diff",  # git worktrees and renders of two commits
+    "test_scale_transaction",  # real make scale processes paused, killed and raced
 }
 FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
-    "test_scale": {"test_scale_up_then_down_gives_back_the_bytes", "test_bad_input_is_one_line_and_touches_nothing",
+    "test_scale": {"test_new_run_renames_the_workload_and_its_run_id", "test_scale_with_a_new_run_in_one_step",
+                   "test_every_dependent_field_changes_and_comments_stay", "test_scale_up_then_down_gives_back_the_bytes",
+                   "test_bad_input_is_one_line_and_touches_nothing",
                    "test_shm_and_memory_follow_the_gpus", "test_make_targets_pass_the_arguments"},
-    "test_cli": {"test_standard_input_and_files_mix", "test_unknown_kind_has_no_schema"},
+    "test_cli": {"test_standard_input_and_files_mix", "test_unknown_kind_has_no_schema", "test_rules_doc_is_up_to_date",
+                 "test_empty_render_is_a_warning_not_a_silent_pass"},
     "test_environments": {"test_bad_declarations_are_one_line_each_with_file_and_line"},
     "test_suppressions": {"test_suppressed_problem_does_not_fail_and_stays_visible"},
-    "test_render_cache": {"test_cache_is_used_and_invalidated", "test_damaged_cache_entry_is_rendered_again"},
     # both share a fixture that runs kubeconform over every fixture file
     "test_kubeconform": {"test_verdicts_agree_on_every_fixture", "test_schema_fail_fixtures_name_their_fields_with_kubeconform"},
     "test_schemas": {"test_committed_crd_schemas_are_reproducible", "test_check_reports_drift_and_stale_files",
                      "test_committed_kubernetes_schemas_are_reproducible", "test_kubeconform_names_match_our_files",
                      "test_builtin_throughput", "test_crd_checksum_mismatch_is_refused",
                      "test_kubeconform_failure_is_a_problem", "test_kubeconform_results_map_back_like_builtin"},
-    "test_reports": {"test_repository_overlays_report_clean_in_every_format"},
+    "test_reports": {"test_repository_overlays_report_clean_in_every_format",
+                     "test_junit_is_well_formed_and_counts_add_up"},
     "test_upstream": {"test_runs_as_written_has_no_errors"},
+    "test_hostile_inputs": {"test_a_path_with_a_space_through_make",
+                            "test_refuses_exactly_what_kubeconforms_yaml_reader_refuses",
+                            "test_kustomize_time_and_output_are_bounded",
+                            "test_no_kustomize_banner_for_files_and_standard_input",
+                            "test_symlink_loop_in_the_changed_files", "test_a_kustomization_that_lists_a_symlink_loop",
+                            "test_symlink_loops_in_plan", "test_binary_on_standard_input_is_one_line"},
+    "test_telemetry": {"test_report_writes_html_and_pngs", "test_report_with_many_ranks_shows_their_spread",
+                       "test_an_unreachable_tracking_server_is_one_warning"},
+    "test_render_cache": {"test_cache_is_used_and_invalidated", "test_damaged_cache_entry_is_rendered_again",
+                          "test_parsed_objects_are_used_only_for_the_yaml_they_came_from"},
 }
 
 
