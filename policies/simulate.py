@@ -423,12 +423,13 @@ class Simulation:
 
     @staticmethod
     def _rewrite(text: str, mapping: dict[str, Path]) -> str:
-        for cpath in sorted(mapping, key=len, reverse=True):
-            if cpath in ("", "/"):
-                continue
-            pattern = re.compile(r"(?<![\w.\-/])" + re.escape(cpath) + r"(?=/|$|[\s:;,'\"=])")
-            text = pattern.sub(lambda m: str(mapping[cpath]), text)
-        return text
+        """Every in-pod path in `text` as its host folder, in one pass: a path already mapped is never mapped again
+        (a run folder under /tmp, once /out is mapped into it, is not then taken for the pod's /tmp volume)."""
+        paths = [c for c in sorted(mapping, key=len, reverse=True) if c not in ("", "/")]
+        if not paths:
+            return text
+        pattern = re.compile(r"(?<![\w.\-/])(" + "|".join(map(re.escape, paths)) + r")(?=/|$|[\s:;,'\"=])")
+        return pattern.sub(lambda m: str(mapping[m.group(1)]), text)
 
     # --- running ---------------------------------------------------------------------------------------------
 
