@@ -5,11 +5,15 @@ namespace unless `namespaceSelector` says otherwise) and per `podMetricsEndpoint
 container port (`portNumber` matches the number). A PodMonitor that matches no training pod, or only ports the
 training container does not declare, scrapes nothing, silently; a container port that is not the trainer's
 `METRICS_PORT` (local rank 0 listens there, local rank r on METRICS_PORT + r), or no METRICS_PORT at all, is a
-target that is always down. None of it stops training: warnings.
+target that is always down. With more than one process per pod (`nproc`), local rank r serves its own step time
+on METRICS_PORT + r: a port of a local rank that is not declared, or that no endpoint names, is a rank (perhaps
+the straggler) nobody sees. None of it stops training: warnings.
 
 Fails: a PodMonitor selecting `app.kubernetes.io/component: exporter`; an endpoint `port: prom` on a container
-that declares `metrics`; `metrics: 9400` declared while the ddp-env ConfigMap sets METRICS_PORT=9500 or sets none.
-Passes: components/monitoring with an environment that sets METRICS_PORT=9400 (overlays/64x8-h100/*).
+that declares `metrics`; `metrics: 9400` declared while the ddp-env ConfigMap sets METRICS_PORT=9500 or sets none;
+2 processes per pod with only `metrics: 9400` declared (local rank 1's 9401 missing).
+Passes: components/monitoring with an environment that sets METRICS_PORT=9400 and declares one port per local rank
+(overlays/64x8-h100/*: metrics, metrics-1 ... metrics-7 = 9400-9407).
 """
 from __future__ import annotations
 
@@ -75,3 +79,30 @@ def check(ctx):
                                   f"{first}, the trainer listens on METRICS_PORT={raw}: the target is down",
                                   f"set METRICS_PORT={first}, or declare the port the trainer uses",
                                   severity=WARNING)
+            elif first is not None and (t.nproc or 1) > 1:
+                yield from _every_rank(m, t, where, first, {n for _, _, n in hit}, numbers)
+
+
+def _every_rank(m, t, where, first, scraped, declared):
+    """Local rank r serves on METRICS_PORT + r: with P processes per pod, ports first+1 .. first+P-1 must be
+    declared on the container and named by an endpoint, or those ranks' step times (a straggler) never show."""
+    wanted = [first + r for r in range(1, t.nproc)]
+    undeclared = [n for n in wanted if n not in declared]
+    unscraped = [n for n in wanted if n in declared and n not in scraped]
+    if undeclared:
+        yield obj_problem(ID, m, "spec.podMetricsEndpoints", f"{where} runs {t.nproc} processes per pod (local rank r "
+                          f"serves METRICS_PORT+r) but declares no containerPort {_ports(undeclared)}: those ranks "
+                          "are not scraped", f"declare containerPorts {_ports(undeclared)} named metrics-1, "
+                          "metrics-2, ... on the training container (components/64x8-h100/patches/metrics-ports.yaml "
+                          "shows how)", severity=WARNING)
+    if unscraped:
+        yield obj_problem(ID, m, "spec.podMetricsEndpoints", f"{where} runs {t.nproc} processes per pod but no "
+                          f"endpoint names port(s) {_ports(unscraped)}: those ranks are not scraped",
+                          "add an endpoint per local rank's port (port: metrics-1, ...)", severity=WARNING)
+
+
+def _ports(numbers) -> str:
+    numbers = sorted(numbers)
+    if len(numbers) > 2 and numbers[-1] - numbers[0] == len(numbers) - 1:
+        return f"{numbers[0]}-{numbers[-1]}"
+    return ", ".join(map(str, numbers))
