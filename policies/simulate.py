@@ -32,6 +32,7 @@ from .launchers import Bundle, Pod, Workload, as_int, workloads
 from .launchers.base import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, WAIT, Decision, PodExit,
                              RestartCount)
 from .model import ERROR, Manifest
+from .rules import RULES
 from .topology import compute
 
 REPO = Path(__file__).resolve().parent.parent
@@ -1225,9 +1226,14 @@ def fault_report(sim: Simulation, check: engine.Unit) -> str:
     recovers = []
     for w in workloads(sim.bundle):
         recovers += w.controller.restarts(w, sim.bundle)
-    findings = [p.line() for p in check.problems if p.rule.startswith(("RESTART", "ELASTIC"))]
-    predicted = "recovers" if recovers else "fails"
-    lines.append(f"the rules predicted: {predicted} ({'; '.join(recovers) if recovers else 'nothing restarts the world'})"
+    findings = [p.line() for p in check.problems + check.suppressed if p.rule.startswith(("RESTART", "ELASTIC"))]
+    # A suppressed finding still holds (the overlay says so on purpose): the world does not re-form either way.
+    blocked = sorted({p.rule for p in check.problems + check.suppressed
+                      if p.rule in RULES and RULES[p.rule].blocks_recovery})
+    predicted = "recovers" if recovers and not blocked else "fails"
+    basis = (f"{'; '.join(recovers)}, but {', '.join(blocked)}: the world does not re-form" if recovers and blocked
+             else '; '.join(recovers) if recovers else 'nothing restarts the world')
+    lines.append(f"the rules predicted: {predicted} ({basis})"
                  + (f"; findings: {len(findings)}" if findings else "; RESTART/ELASTIC rules found nothing"))
     lines += [f"  {f}" for f in findings]
     agree = (predicted == "recovers") == (kind == "finished")

@@ -53,6 +53,9 @@ def row(overlay: str, fault: str, out: str) -> str:
         decided = "; ".join(sorted({policy(who) for _, who in decisions})) or "-"
     predicted = re.search(r"^the rules predicted: (\w+)", out, re.M)
     pred = predicted.group(1) if predicted else "-"
+    blocked = re.search(r"^the rules predicted: \w+ \(.*, but ([A-Z0-9, ]+): the world does not re-form", out, re.M)
+    if blocked:
+        pred += f" ({blocked.group(1)})"
     if "DISAGREEMENT" in out:
         pred += " (DISAGREES)"
     return f"| `{overlay.removeprefix('overlays/')}` | `{fault}` | {kind} | {steps} | {decided} | {pred} |"

@@ -1,0 +1,54 @@
+"""A world on torchrun's etcd rendezvous that its controller restarts keeps a torchrun restart, or one failure closes it.
+
+When one pod of the world dies, the workers of every other pod fail with it (their collective loses a peer). A
+torchrun with no restart left (`--max-restarts` 0, torchrun's default) then ends and, on its way out, closes the
+rendezvous (torch v2.13.0 `torch/distributed/launcher/api.py` line 403, `spec.rdzv_handler.shutdown()`; only an
+agent killed by a signal skips it, line 395). The etcd backends keep that `closed` state in etcd under the run's
+`--rdzv-id` (`torch/distributed/elastic/rendezvous/etcd_rendezvous.py` `set_closed`, line 822), in a key leased
+for two hours that every starting agent renews (line 88): each pod the kubelet or the controller starts again
+reads it and ends at once with `RendezvousClosedError` (line 368), a crash loop that only a new run id or a cleared
+etcd ends. The c10d backend keeps its state in the torchrun of the endpoint's pod, which ends too, so a restart
+starts clean. With `--max-restarts` above 0 the surviving torchrun does not close the rendezvous: it restarts its
+workers into a new round, which the restarted pod joins; with the etcd-v2 backend (torch's dynamic rendezvous) the
+restarted pod then still waits for the store address of the survivor, which torch 2.13 publishes in the first round
+only (`dynamic_rendezvous.py` lines 1209-1223; `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` makes every round publish one),
+so this rule claims only the closing. The rule applies where the controller restarts or
+recreates the pods (a StatefulSet, a PyTorchJob restart policy other than `Never`, a Job or JobSet that retries).
+A warning: the world forms and trains; only its recovery from a failure is lost. `make simulate FAULT=kill:1@step=6`
+on such an overlay shows it.
+
+Fails: a StatefulSet with `--rdzv-backend=etcd-v2` and no `--max-restarts`.
+Passes: the same with `--max-restarts=3`; `--rdzv-backend=c10d`; an Indexed Job with `backoffLimit: 0` (no restart).
+"""
+from __future__ import annotations
+
+from ..model import WARNING
+from ..rulekit import problem
+
+ID = "RESTART005"
+NAME = "etcd-rendezvous-survives-restart"
+SEVERITY = WARNING
+# The rules' prediction of recovery (policies/simulate.py's fault report) counts this rule's findings as "does not
+# recover": the pods restart, the world does not re-form.
+BLOCKS_RECOVERY = True
+
+
+def check(ctx):
+    for t in ctx.topologies:
+        if not t.torchrun or not t.backend.startswith("etcd"):
+            continue
+        restarts = t.workload.controller.restarts(t.workload, ctx.bundle)
+        if not restarts:
+            continue
+        v = t.first
+        mr = v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields)
+        if mr.value.isdigit() and int(mr.value) > 0:
+            continue
+        shown = f"--max-restarts {mr.value}" + (" (torchrun's default)" if mr.origin == "default" else "")
+        yield problem(ID, t, mr.field or v.inv.field,
+                      f"{restarts[0]} but torchrun has {shown} with the {t.backend} rendezvous: on a peer's "
+                      f"failure the other pods' torchrun closes rendezvous '{v.rdzv_id.value}' in etcd, and every "
+                      "restarted pod ends with RendezvousClosedError", "use --rdzv-backend=c10d (its state ends with "
+                      "the pods, a restart starts clean), or set --max-restarts above 0 so that torchrun restarts its "
+                      "workers into a new round instead of closing the rendezvous",
+                      severity=WARNING)
