@@ -633,6 +633,14 @@ def _hard_exit(code: int) -> None:
     os._exit(code)
 
 
+# The trainer (its DDP Reducer and, through it, the process group) outlives main(): `_hard_exit` must leave before
+# their destructors run. Freed when main() returns, the Reducer destroys gloo's process group, whose destructor joins
+# gloo's worker thread while holding the GIL, while that thread waits for the GIL to release the last collective's
+# tensors: a deadlock after a run that finished (seen on the simulator's second pod, py-spy: ~ProcessGroupGloo in
+# std::thread::join, the worker in gil_scoped_acquire under ~AsyncAllgatherWork).
+_ALIVE: list[Any] = []
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     denv = None
@@ -643,6 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         write_error_file(str(e))
         return EXIT_USAGE
     trainer = Trainer(args, denv, device)
+    _ALIVE.append(trainer)
     try:
         code = trainer.run()
     except TrainerError as e:  # agreed on by all ranks: rank 0 prints it, every rank exits non-zero
