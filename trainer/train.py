@@ -39,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from trainer import checkpoint as ckpt
 from trainer import distributed as D
 from trainer import engine
+from trainer.flags import boolean as _bool, env as _env, non_negative_int as _non_negative_int, positive as _positive
 from trainer import telemetry
 from trainer import threads as T
 from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError, write_error_file
@@ -50,42 +51,10 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 # --------------------------------------------------------------------------------------------- flags
-def _env(name: str, default: Any) -> Any:
-    """Environment default for a flag; argparse converts string defaults with the flag's type."""
-    return os.environ.get(name, default)
-
-
-def _bool(text: str) -> bool:
-    low = str(text).strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off", ""):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
-
-
-def _positive(kind):
-    def check(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-
-    check.__name__ = f"positive {kind.__name__}"
-    return check
-
-
 def _positive_seconds(text: str) -> float:
     value = float(text)
     if not value > 0 or math.isinf(value):
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
 
 

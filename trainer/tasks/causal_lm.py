@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from trainer import distributed as D
+from trainer.flags import boolean as _bool, env as _env, non_negative_int as _non_negative_int, positive as _positive
 from trainer import engine
 from trainer import fsdp
 from trainer import lm_checkpoint as lmc
@@ -40,35 +41,6 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 SCHEDULES = ("cosine", "constant")
-
-
-def _env(name: str, default: Any) -> Any:
-    return os.environ.get(name, default)
-
-
-def _bool(text: str) -> bool:
-    low = str(text).strip().lower()
-    if low in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
-        return low in ("1", "true", "yes", "on")
-    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
-
-
-def _positive(kind):
-    def check(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-
-    check.__name__ = f"positive {kind.__name__}"
-    return check
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
