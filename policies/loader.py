@@ -66,6 +66,28 @@ def check_bounds(text: str, source: str) -> None:
     Walks the parser's events (libyaml's parser keeps its own stack, so any depth is safe to scan) and keeps, per
     anchor, the size of what an alias to it expands to: the whole walk is linear in the text. Syntax errors are
     yaml.YAMLError, as from yaml.load."""
+    _walk(text, source, build=False)
+
+
+class _Fallback(Exception):
+    """What the one-pass builder leaves to PyYAML's own loader (explicit tags, merge keys, keys that are not
+    strings, duplicate keys, undefined aliases): it reads those, and says what is wrong with its line."""
+
+
+_NO_KEY = object()
+_STR_TAG, _MAP_TAG, _SEQ_TAG = (yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG,
+                                yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG)
+# Tags a plain scalar may resolve to that the builder constructs itself (with _StrictLoader's own constructors, so
+# the values are the same); any other (merge `<<`, value `=`) goes to the fallback.
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp")}
+_PLAIN_CACHE: dict[str, Any] = {}  # plain scalar text -> its value (the tag depends on the text alone)
+
+
+def _walk(text: str, source: str, build: bool) -> list[Any] | None:
+    """check_bounds' walk; with `build`, also the documents, built from the same events (what yaml.load_all with
+    _StrictLoader returns, in one pass instead of a second parse). None where the builder met what it leaves to
+    PyYAML (_Fallback); the bounds are checked over the whole text either way."""
     if len(text) > MAX_INPUT_BYTES:
         raise InputError(f"{source}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
     anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (nodes decoded, scalar bytes, height) of its node
@@ -73,6 +95,11 @@ def check_bounds(text: str, source: str) -> None:
     stack: list[list[Any]] = []  # per open collection: [nodes, bytes, height of its children, anchor]
     doc = decoded = from_aliases = 0
     root: list[Any] = [0, 0, 0, None]
+    # The builder: per open collection [container, pending key]; the documents; anchored values.
+    docs: list[Any] = []
+    frames: list[list[Any]] = []
+    values: dict[str, Any] = {}
+    top: list[Any] = []
 
     def where(event: Any) -> str:
         return f"{source}:{event.start_mark.line + 1}: document {doc}"
@@ -82,10 +109,30 @@ def check_bounds(text: str, source: str) -> None:
             raise InputError(f"{where(event)}: excessive aliasing: {from_aliases:,} of the first {decoded:,} nodes "
                              "come from aliases (a YAML alias bomb? kubectl's YAML reader refuses it too)")
 
+    def place(value: Any, is_str_key: bool) -> None:
+        if not frames:
+            top.append(value)
+            return
+        frame = frames[-1]
+        container, key = frame
+        if type(container) is list:
+            container.append(value)
+        elif key is _NO_KEY:
+            if not is_str_key or value in container:
+                raise _Fallback  # a key that is not a string (sigs.k8s.io/yaml's conversions), or a duplicate
+            frame[1] = value
+        else:
+            container[key] = value
+            frame[1] = _NO_KEY
+
+    loader = _StrictLoader("") if build else None
+    scalar_node = yaml.ScalarNode
     scalar_event, alias_event, start_events = yaml.ScalarEvent, yaml.AliasEvent, (yaml.MappingStartEvent,
                                                                                 yaml.SequenceStartEvent)
+    mapping_start = yaml.MappingStartEvent
     end_events, document_start, stream_end = (yaml.MappingEndEvent, yaml.SequenceEndEvent), yaml.DocumentStartEvent, \
         yaml.StreamEndEvent
+    document_end = yaml.DocumentEndEvent
     parser = _Base(text)
     try:
         while True:
@@ -94,6 +141,15 @@ def check_bounds(text: str, source: str) -> None:
             if cls is scalar_event:
                 decoded += 1
                 size, height, nodes = len(event.value), 1, 1
+                if build:
+                    try:
+                        value, is_str = _scalar(loader, event)
+                        place(value, is_str)
+                    except _Fallback:
+                        build = False
+                    else:
+                        if event.anchor is not None:
+                            values[event.anchor] = value
                 if event.anchor is not None:
                     anchors[event.anchor] = (1, size, 1)
             elif cls in start_events:
@@ -103,6 +159,19 @@ def check_bounds(text: str, source: str) -> None:
                 if event.anchor is not None:
                     open_anchors.add(event.anchor)
                 stack.append([1, 0, 0, event.anchor])
+                if build:
+                    tag = event.tag
+                    container: Any = {} if cls is mapping_start else []
+                    try:
+                        if tag not in (None, "!", _MAP_TAG if cls is mapping_start else _SEQ_TAG):
+                            raise _Fallback  # !!set, !!omap, a custom tag: PyYAML says what it makes of it
+                        place(container, False)
+                    except _Fallback:
+                        build = False
+                    else:
+                        frames.append([container, _NO_KEY])
+                        if event.anchor is not None:
+                            values[event.anchor] = container
                 if from_aliases > 100:
                     excessive(event)
                 continue
@@ -112,13 +181,22 @@ def check_bounds(text: str, source: str) -> None:
                 if anchor is not None:
                     anchors[anchor] = (nodes, size, height)
                     open_anchors.discard(anchor)
+                if build:
+                    frames.pop()
             elif cls is alias_event:
                 if event.anchor in open_anchors:
                     raise InputError(f"{where(event)}: anchor '{event.anchor}' contains an alias to itself (an "
                                      "endless object)")
                 target = anchors.get(event.anchor)
                 if target is None:
-                    continue  # an unknown anchor: the composer reports it with its line
+                    build = False  # an unknown anchor: the composer reports it with its line
+                    continue
+                if build:
+                    try:
+                        value = values[event.anchor]
+                        place(value, False)  # an alias as a key: PyYAML's reading (and refusal) of it
+                    except (_Fallback, KeyError):
+                        build = False
                 decoded += 1 + target[0]
                 from_aliases += target[0]
                 if len(stack) + target[2] > MAX_DEPTH:
@@ -129,10 +207,15 @@ def check_bounds(text: str, source: str) -> None:
                 doc += 1
                 anchors.clear()
                 open_anchors.clear()
+                values.clear()
                 decoded, from_aliases, root = 1, 0, [0, 0, 0, None]
                 continue
+            elif cls is document_end:
+                if build:
+                    docs.append(top.pop() if top else None)
+                continue
             elif cls is stream_end:
-                return
+                return docs if build else None
             else:
                 continue
             if from_aliases > 100:
@@ -148,6 +231,35 @@ def check_bounds(text: str, source: str) -> None:
                                  "API server accepts for one object" + (" (a YAML alias bomb?)" if from_aliases else ""))
     finally:
         parser.dispose()
+
+
+def _scalar(loader: Any, event: Any) -> tuple[Any, bool]:
+    """A scalar event's value as _StrictLoader constructs it, and whether it is a string; _Fallback where the builder
+    leaves it to PyYAML. The tag is resolved as PyYAML's composer does (`resolve` with the event's implicit flags)."""
+    tag, value = event.tag, event.value
+    if tag is None or tag == "!":
+        if not event.implicit[0]:
+            return value, True  # quoted (or a block scalar): a string
+        hit = _PLAIN_CACHE.get(value, _NO_KEY)
+        if hit is not _NO_KEY:
+            return hit, type(hit) is str
+        tag = loader.resolve(yaml.ScalarNode, value, event.implicit)
+        if tag == _STR_TAG:
+            result: Any = value
+        elif tag in _PLAIN_TAGS:
+            try:
+                result = loader.yaml_constructors[tag](loader, yaml.ScalarNode(tag, value, event.start_mark,
+                                                                                event.end_mark, event.style))
+            except yaml.YAMLError:
+                raise _Fallback from None
+        else:
+            raise _Fallback
+        if len(_PLAIN_CACHE) < 65536:
+            _PLAIN_CACHE[value] = result
+        return result, type(result) is str
+    if tag == _STR_TAG:
+        return value, True
+    raise _Fallback  # !!binary, !!int "3", a custom tag: PyYAML constructs (or refuses) it
 
 
 class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
@@ -221,8 +333,9 @@ for _tag in ("set", "omap", "pairs"):
 def parse(text: str, source: str) -> list[Manifest]:
     """All objects in a multi-document YAML text; `List` kinds are unpacked; empty documents are skipped."""
     try:
-        check_bounds(text, source)
-        docs = list(yaml.load_all(text, Loader=_StrictLoader))
+        docs = _walk(text, source, build=True)
+        if docs is None:
+            docs = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

@@ -36,6 +36,7 @@ SLOW_MODULES = {
 }
 FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
+    "test_loader_one_pass": {"test_every_yaml_file_in_the_repository_reads_the_same"},  # the CRDs, 10-15 s
     "test_scale": {"test_new_run_renames_the_workload_and_its_run_id", "test_scale_with_a_new_run_in_one_step",
                    "test_every_dependent_field_changes_and_comments_stay", "test_scale_up_then_down_gives_back_the_bytes",
                    "test_bad_input_is_one_line_and_touches_nothing",
