@@ -32,6 +32,11 @@ KUSTOMIZE_FLAGS: list[str] = build_options()
 # 100 MB.
 KUSTOMIZE_MEMORY_BYTES = 1024 * 1024 * 1024
 KUSTOMIZE_TIMEOUT_S = 120
+# Go's garbage collector, off until the heap reaches GOMEMLIMIT (well under the bound above): a render lives a
+# fraction of a second and needs under 100 MB, so collecting as it goes is wasted work. Measured on the repository's
+# 13 overlays and argocd/, 14 `kubectl kustomize` runs: 25-30 % less CPU in total (bench/bench_validate.py prints
+# the figure). A GOGC or GOMEMLIMIT the user set is kept.
+KUSTOMIZE_GO_ENV = {"GOGC": "off", "GOMEMLIMIT": f"{KUSTOMIZE_MEMORY_BYTES // 2 // (1024 * 1024)}MiB"}
 
 
 _YAML_CACHE: dict[tuple[str, int, int], Any] = {}
@@ -275,7 +280,11 @@ def _limited(cmd: list[str]) -> list[str]:
 def run_bounded(cmd: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S) -> Run:
     """Run kustomize (or any command) within the bounds above: memory, time, and at most MAX_INPUT_BYTES of output
     kept (1 MiB of standard error); a broken bound is `failure`, one line, never a Go stack dump."""
-    proc = subprocess.Popen(_limited(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = None
+    if not any(k in os.environ for k in KUSTOMIZE_GO_ENV):
+        env = {**os.environ, **KUSTOMIZE_GO_ENV}
+    proc = subprocess.Popen(_limited(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
     out, err = bytearray(), bytearray()
     too_much = threading.Event()
 

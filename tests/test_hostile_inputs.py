@@ -345,3 +345,16 @@ def test_nothing_the_product_needs_points_at_the_shared_folder():
             continue
         offenders += [f"{name}:{i}" for i, line in enumerate(text.splitlines(), 1) if "../shared" in line]
     assert offenders == []
+
+
+def test_kustomize_runs_without_go_collecting_until_its_memory_limit(monkeypatch) -> None:
+    """Renders are short-lived: Go's collector stays off until GOMEMLIMIT, half the memory bound (render.py says
+    why); a GOGC or GOMEMLIMIT the user set is passed through untouched."""
+    from policies import render
+
+    show = ["/bin/sh", "-c", 'echo "$GOGC $GOMEMLIMIT"']
+    for name in render.KUSTOMIZE_GO_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert render.run_bounded(show).stdout.decode().split() == ["off", "512MiB"]
+    monkeypatch.setenv("GOGC", "100")
+    assert render.run_bounded(show).stdout.decode().split() == ["100"]
