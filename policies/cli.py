@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import engine
@@ -36,10 +37,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
-    units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env)
+    paths = _paths(args)
+    banner = _kustomize_banner_ahead(paths)
+    units = engine.collect(paths, DEFAULT_ROOT, env_file=args.env)
     validator = None if args.schema == "none" else _validator(args.schema)
-    if any(u.kind == "overlay" for u in units):
-        _kustomize_banner()  # which kustomize rendered; said only where one did (not for files or standard input)
+    if banner is not None and any(u.kind == "overlay" for u in units):
+        _kustomize_banner(banner)  # which kustomize rendered; said only where one did (not for files or stdin)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
     trace_all(units)
@@ -52,11 +55,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if engine.failed(units, args.strict) else 0
 
 
-def _kustomize_banner() -> None:
-    from .gitops import ConfigError, summary
+def _kustomize_banner_ahead(paths: list[str]) -> Future[str] | None:
+    """Where a folder is named (overlays may be rendered), ask kubectl for its kustomize version in a thread while
+    the overlays render: `kubectl version` is a process of its own (0.1-0.2 s here) that need not wait for them."""
+    if not any(os.path.isdir(p) for p in paths):
+        return None
+    from .gitops import summary
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(summary)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _kustomize_banner(banner: Future[str]) -> None:
+    from .gitops import ConfigError
 
     try:
-        print(summary(), file=sys.stderr, flush=True)
+        print(banner.result(), file=sys.stderr, flush=True)
     except (ConfigError, InputError) as exc:
         print(f"kustomize: {exc}", file=sys.stderr, flush=True)
 
