@@ -103,6 +103,73 @@ def schema_stage_child(name: str, overlays: Path) -> None:
                       "units": len(units), "problems": bad}))
 
 
+ONE_FILE_CHILD = """
+import sys
+from policies import loader, schema
+path = sys.argv[1]
+manifests = loader.parse(open(path, encoding="utf-8").read(), path)
+found = schema.BuiltinValidator().validate(manifests)
+assert not found, [p.line() for p in found][:3]
+"""
+
+
+def kustomize_gc(repeat: int) -> None:
+    """CPU of rendering the repository's overlays and argocd/ with kubectl kustomize, one process each, with the Go
+    settings render.py gives it against Go's defaults (GOGC=100), interleaved."""
+    from policies.gitops import kubectl
+    from policies.render import KUSTOMIZE_GO_ENV
+
+    folders = sorted(str(p.parent) for p in (REPO / "overlays").glob("*/*/kustomization.yaml")) + [str(REPO / "argocd")]
+    base = {k: v for k, v in os.environ.items() if k not in KUSTOMIZE_GO_ENV}
+    settings = {"render.py's (" + " ".join(f"{k}={v}" for k, v in KUSTOMIZE_GO_ENV.items()) + ")":
+                {**base, **KUSTOMIZE_GO_ENV}, "Go's default (GOGC=100)": {**base, "GOGC": "100"}}
+    cpu: dict[str, list[float]] = {name: [] for name in settings}
+    for _ in range(repeat):
+        for name, env in settings.items():
+            kids0 = _children_cpu()
+            for folder in folders:
+                subprocess.run([kubectl(), "kustomize", folder], env=env, check=True, capture_output=True)
+            cpu[name].append(_children_cpu() - kids0)
+    print(f"\nkubectl kustomize of the repository's {len(folders)} folders, one process each, CPU s (median of "
+          f"{repeat}, interleaved): " + "; ".join(f"{n}: {statistics.median(c):.2f}" for n, c in cpu.items()))
+
+
+def one_file_side_by_side(overlays: Path, repeat: int) -> None:
+    """Both validators as whole processes on one file that holds every rendered object of the tree (what a user's
+    `make validate PATHS=rendered.yaml` or a CI step on a `kustomize build` output reads): kubeconform with the
+    command the project gives it (`-n` = cores), against a Python process that reads the file with the project's
+    loader and runs the in-process schema stage. Paired and interleaved; wall and CPU, median of `repeat`."""
+    import yaml
+
+    units = [u for u in engine.collect([str(overlays)], overlays) if not u.failed_input and u.manifests]
+    objects = [m.obj for u in units for m in u.manifests]
+    path = overlays.parent / "rendered.yaml"
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    commands = {"jsonschema-rs (in-process, one process)": [sys.executable, "-c", ONE_FILE_CHILD, str(path)]}
+    try:
+        kc = make_validator("kubeconform")
+        commands[kc.name] = kc.command(path)  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - absent: said in the table
+        commands[f"kubeconform: could not run ({exc})"] = []
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, cmd in commands.items():
+            if not cmd:
+                continue
+            kids0, start = _children_cpu(), time.perf_counter()
+            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(_children_cpu() - kids0)
+            assert proc.returncode == 0, (name, proc.stderr[-500:])
+    med = statistics.median
+    print(f"\none rendered file, {len(objects)} objects, {path.stat().st_size // 1024} KB, each validator a whole "
+          f"process ({os.cpu_count()} cores), paired, median of {repeat}:")
+    print("\n| validator | wall s | CPU s |\n|---|---:|---:|")
+    for name in commands:
+        print(f"| {name} | {med(wall[name]):.3f} | {med(cpu[name]):.3f} |" if wall[name] else f"| {name} | | |")
+
+
 def validators_side_by_side(overlays: Path, repeat: int) -> None:
     """Both validators on one tree: the schema stage alone, and the whole `policies.cli validate` (render cache
     warm, so the schema stage is not hidden behind kustomize), wall and CPU (children included), median of `repeat`."""
@@ -152,8 +219,9 @@ def main() -> int:
     if args.validators_only:
         with tempfile.TemporaryDirectory() as tmp:
             os.environ["POLICIES_CACHE_DIR"] = str(Path(tmp) / "cache")
-            validators_side_by_side(make_tree(Path(tmp) / f"tree-{args.side_by_side}", args.side_by_side),
-                                    args.repeat)
+            tree = make_tree(Path(tmp) / f"tree-{args.side_by_side}", args.side_by_side)
+            validators_side_by_side(tree, args.repeat)
+            one_file_side_by_side(tree, args.repeat)
         return 0
     validator = make_validator("auto")
     print(f"schema validator: {validator.name}; kubectl: {shutil.which('kubectl') or 'venv'}")
@@ -170,6 +238,7 @@ def main() -> int:
     warm = median_time(lambda: make({}), args.repeat)
     print(f"make validate on the repository ({len(list((REPO / 'overlays').glob('*/*/kustomization.yaml')))} overlays + argocd/), median of {args.repeat}: cold (no render cache) "
           f"{cold:.2f} s, warm (unchanged overlays) {warm:.2f} s; target < 2 s cold: {'met' if cold < 2 else 'MISSED'}")
+    kustomize_gc(args.repeat)
     os.environ["POLICIES_NO_CACHE"] = "1"  # the stage table below measures real rendering
 
     print("\n| overlays | objects | render s | schema s | schema obj/s | policy s | policy obj/s | total s |")
@@ -187,7 +256,9 @@ def main() -> int:
         objects, rate = policy_throughput(largest, args.repeat)
         os.environ["POLICIES_CACHE_DIR"] = str(Path(tmp) / "cache")
         side = Path(tmp) / f"tree-{args.side_by_side}" / "overlays"
-        validators_side_by_side(side if side.is_dir() else make_tree(side.parent, args.side_by_side), args.repeat)
+        side = side if side.is_dir() else make_tree(side.parent, args.side_by_side)
+        validators_side_by_side(side, args.repeat)
+        one_file_side_by_side(side, args.repeat)
     print(f"\npolicy stage alone over {objects} rendered objects: median {rate:,.0f} objects/s "
           f"(target >= 20,000: {'met' if rate >= 20000 else 'MISSED'})")
     return 0
