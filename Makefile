@@ -109,8 +109,8 @@ report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throu
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
-test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...)
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
+test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto
 
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py
