@@ -98,7 +98,7 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
     """Collect every file a kustomization reads, following its folders; False if it reads anything remote or
     anything this function does not understand (then the render is not cached)."""
     try:
-        folder = folder.resolve()
+        folder = _resolve(folder)
     except (OSError, RuntimeError):  # a symlink loop (RuntimeError in pathlib before 3.13)
         return False
     if folder in seen:
@@ -130,7 +130,7 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
         if "://" in ref or ref.startswith(("github.com", "git@")):
             return False
         try:
-            target = (folder / ref).resolve()
+            target = _resolve(folder / ref)
         except (OSError, RuntimeError):  # a symlink loop (RuntimeError in pathlib before 3.13): kustomize says so
             return False
         if target.is_dir():
@@ -141,6 +141,18 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
         else:
             return False  # missing: let kustomize say so
     return True
+
+
+def _resolve(path: Path) -> Path:
+    """path.resolve(), once per path and run when share_renders() is on: overlays share their bases and components,
+    and resolving (an lstat per component) was most of a warm run's time on large trees."""
+    if _RESOLVED is None:
+        return path.resolve()
+    key = os.fspath(path)
+    hit = _RESOLVED.get(key)
+    if hit is None:
+        hit = _RESOLVED[key] = path.resolve()
+    return hit
 
 
 def inputs(folder: Path) -> tuple[bool, list[Path]]:
@@ -166,14 +178,17 @@ def _cache_key(folder: Path, options: list[str] | None = None) -> str | None:
 # Application that points at it): results by content key, for this process only, when share_renders() is on.
 _RUN_MEMO: dict[str, "Rendered"] | None = None
 _INPUTS_MEMO: dict[Path, tuple[bool, tuple[Path, ...]]] | None = None
+_RESOLVED: dict[str, Path] | None = None
 
 
 def share_renders() -> None:
-    global _RUN_MEMO, _INPUTS_MEMO
+    global _RUN_MEMO, _INPUTS_MEMO, _RESOLVED
     if _RUN_MEMO is None:
         _RUN_MEMO = {}
     if _INPUTS_MEMO is None:
         _INPUTS_MEMO = {}
+    if _RESOLVED is None:
+        _RESOLVED = {}
 
 
 def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
@@ -185,9 +200,9 @@ def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
     flags = KUSTOMIZE_FLAGS if options is None else options
     h.update(f"{exe}:{exe.stat().st_size}:{exe.stat().st_mtime_ns}:{flags}".encode())
     # Paths relative to the overlay: the same files in another checkout (make diff's base) share the entry.
-    root = folder.resolve()
+    root = _resolve(folder)
     for f in sorted(set(files)):
-        h.update(os.path.relpath(f.resolve(), root).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(os.path.relpath(_resolve(f), root).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 

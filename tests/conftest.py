@@ -78,3 +78,13 @@ def pytest_collection_modifyitems(config, items):
         function = getattr(item, "originalname", None) or item.name.split("[")[0]
         if _slow(Path(str(item.fspath)).stem, function):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_render_memos():
+    """`policies.cli validate` turns on per-run memos (render.share_renders) in its process; a test that calls it
+    in-process must not leave them on for the tests after it."""
+    yield
+    from policies import render
+
+    render._RUN_MEMO = render._INPUTS_MEMO = render._RESOLVED = None
