@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,6 +214,13 @@ def render(folder: Path, options: list[str] | None = None) -> Rendered:
     """Render one overlay with gitops.yaml's build options (or `options`: another checkout's, for make diff).
     Output is cached under .cache/render, keyed by the content of every file the kustomization reads, the options
     and the kubectl binary, so an unchanged overlay is not rendered twice."""
+    ahead = _PREFETCHED.pop(os.fspath(folder), None) if options is None else None
+    if ahead is not None:
+        return ahead.result()  # started by prefetch(): the same call, begun earlier
+    return _render(folder, options)
+
+
+def _render(folder: Path, options: list[str] | None = None) -> Rendered:
     source = str(folder)
     kfile = kustomization_file(folder)
     if kfile is None:
@@ -418,10 +425,39 @@ def _first_line(text: str) -> str:
     return flat if len(flat) <= 400 else flat[:397] + "..."
 
 
+_PREFETCHED: dict[str, "Future[Rendered]"] = {}
+
+
+def prefetch(paths: list[str]) -> None:
+    """Start rendering the overlays PATHS names (a folder with a kustomization, else every overlay below a folder,
+    as engine.collect finds them) in threads, before the rest of the validator is even imported: the command line
+    calls this first, and render() of the same folder later takes the result. Never raises: whatever goes wrong is
+    met again, and reported, by the render that collect asks for."""
+    try:
+        folders: list[Path] = []
+        for raw in paths:
+            p = Path(raw)
+            if raw != "-" and p.is_dir():
+                folders += [p] if kustomization_file(p) else find_overlays(p)
+        if not folders:
+            return
+        pool = ThreadPoolExecutor(max_workers=_jobs(len(folders)))
+        for folder in folders:
+            if os.fspath(folder) not in _PREFETCHED:
+                _PREFETCHED[os.fspath(folder)] = pool.submit(_render, folder)
+        pool.shutdown(wait=False)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return
+
+
+def _jobs(folders: int) -> int:
+    return min(folders, max(2, (os.cpu_count() or 2) * 2))
+
+
 def render_all(folders: list[Path], jobs: int | None = None, options: list[str] | None = None) -> list[Rendered]:
     """Render in parallel (kustomize is a process each); results in the order given."""
     if not folders:
         return []
-    jobs = jobs or min(len(folders), max(2, (os.cpu_count() or 2) * 2))
+    jobs = jobs or _jobs(len(folders))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(lambda f: render(f, options), folders))

@@ -88,3 +88,4 @@ def _fresh_render_memos():
     from policies import render
 
     render._RUN_MEMO = render._INPUTS_MEMO = render._RESOLVED = None
+    render._PREFETCHED.clear()

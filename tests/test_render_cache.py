@@ -84,3 +84,44 @@ def test_parsed_objects_are_used_only_for_the_yaml_they_came_from(tmp_path):
     proc = validate(root, cache)
     assert proc.returncode == 1 and "TOPO004" in proc.stdout, proc.stdout
     assert parsed.read_bytes() != b"\x00garbage"
+
+
+def test_prefetched_renders_are_the_renders_collect_asks_for(tmp_path, monkeypatch):
+    """The command line starts rendering before the validator is imported (render.prefetch); collect then takes
+    those results: each overlay is rendered once, and a failure reaches the report as it would without prefetch."""
+    import shutil
+
+    from policies import engine, render
+
+    monkeypatch.setenv("POLICIES_NO_CACHE", "1")
+    calls: list[str] = []
+    real = render._render_uncached_run
+
+    def counted(folder, *args, **kwargs):
+        calls.append(str(folder))
+        return real(folder, *args, **kwargs)
+
+    monkeypatch.setattr(render, "_render_uncached_run", counted)
+    tree = tmp_path / "tree"
+    shutil.copytree(REPO / "base", tree / "base")
+    shutil.copytree(REPO / "components", tree / "components")
+    shutil.copytree(REPO / "overlays" / "kind-cpu", tree / "overlays" / "kind-cpu")
+    broken = tree / "overlays" / "kind-cpu" / "broken"
+    broken.mkdir()
+    (broken / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    render.prefetch([str(tree / "overlays")])
+    assert render._PREFETCHED, "nothing was started ahead"
+    units = engine.collect([str(tree / "overlays")], tree)
+    assert not render._PREFETCHED  # every result taken
+    overlays = sorted(u.source for u in units)
+    assert sorted(calls) == overlays  # once each
+    bad = [u for u in units if u.failed_input]
+    assert [u.source for u in bad] == [str(broken)] and "missing.yaml" in bad[0].problems[0].message
+    assert all(u.manifests for u in units if not u.failed_input)
+
+
+def test_prefetch_never_raises(tmp_path):
+    from policies import render
+
+    render.prefetch([str(tmp_path / "nothing"), "-", "\0bad"])
+    assert not render._PREFETCHED
