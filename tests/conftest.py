@@ -82,10 +82,14 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _fresh_render_memos():
-    """`policies.cli validate` turns on per-run memos (render.share_renders) in its process; a test that calls it
-    in-process must not leave them on for the tests after it."""
+    """`policies.cli validate` turns on per-run memos (render.share_renders) and freezes what it read out of the
+    cyclic collector's sight (gc.freeze) in its process; a test that calls it in-process must not leave either
+    for the tests after it."""
     yield
+    import gc
+
     from policies import render
 
+    gc.unfreeze()
     render._RUN_MEMO = render._INPUTS_MEMO = render._RESOLVED = None
     render._PREFETCHED.clear()
