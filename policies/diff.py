@@ -41,16 +41,29 @@ def git(root: Path, *args: str, binary: bool = False) -> Any:
     return proc.stdout
 
 
+def _rev(root: Path, ref: str) -> str:
+    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                          capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def resolve_ref(root: Path, ref: str, what: str) -> tuple[str, str]:
+    """(the ref as shown, its commit): a branch this clone has only as origin/<branch> (a clone of another
+    branch has no local main) is read there, as `git checkout <branch>` would, and shown as origin/<branch>."""
+    if ref and not _rev(root, ref) and "/" not in ref and _rev(root, f"origin/{ref}"):
+        ref = f"origin/{ref}"
+    return ref, resolve(root, ref, what)
+
+
 def resolve(root: Path, ref: str, what: str) -> str:
     if not ref:
         raise DiffError(f"{what} is empty: give a git ref, e.g. {what}=main")
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0 or not proc.stdout.strip():
+    sha = _rev(root, ref)
+    if not sha:
         if subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
             raise DiffError(f"{root} is not a git repository, so {what}={ref} cannot be read")
         raise DiffError(f"{what}={ref} is not a commit in this repository (try `git fetch`, or a branch, tag or sha)")
-    return proc.stdout.strip()
+    return sha
 
 
 def export(root: Path, sha: str, dest: Path) -> Path:
@@ -416,8 +429,8 @@ def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
 
 def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDiff], str, str]:
     root = root.resolve()
-    base_sha = resolve(root, base_ref, "BASE")
-    head_sha = resolve(root, head_ref, "HEAD") if head_ref else None
+    base_ref, base_sha = resolve_ref(root, base_ref, "BASE")
+    head_ref, head_sha = resolve_ref(root, head_ref, "HEAD") if head_ref else (None, None)
     from .transaction import hook, scratch, sweep_scratch
 
     sweep_scratch()  # what killed runs left in the temporary folder

@@ -108,6 +108,18 @@ def test_a_ref_that_does_not_exist_is_one_line(repo, args, message):
     assert line.startswith("error: make diff: ") and message in line
 
 
+def test_a_clone_on_another_branch_compares_with_origin_main(repo, tmp_path):
+    # `git clone -b feature` (or a clone of a worktree) has origin/main but no local main: the default BASE=main
+    # takes origin/main, as `git checkout main` would, and says so.
+    sh(repo, "git", "branch", "feature")
+    clone = tmp_path / "clone"
+    sh(tmp_path, "git", "clone", "-q", "-b", "feature", str(repo), str(clone))
+    proc = diff(clone, "--base", "main")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("make diff: origin/main (") and f"0 of {FOLDERS} rendered folders differ" in proc.stdout
+    assert proc.stderr == ""
+
+
 def test_not_a_repository(tmp_path):
     proc = diff(tmp_path, "--base", "main")
     assert proc.returncode == 2 and "is not a git repository" in proc.stderr
