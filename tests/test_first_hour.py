@@ -12,10 +12,14 @@ import pytest
 
 from conftest import REPO
 
-ALARMING = re.compile(r"^(\[[^\]]+\] )?[WE]\d{4} |Warning\b|Traceback|^frame #")
+# torch's log lines at warning or error level (`W1124 03:25:51.470000 1213 run.py:865] ...` from Python,
+# `[W1124 03:25:51.470992 socket.cpp:764] ...` from C++), each behind the pod's name on make simulate's terminal;
+# Python's warnings (`UserWarning: ...`), tracebacks and C++ stack frames.
+ALARMING = re.compile(r"^(\[[^\]]+\] )?\[?[WE]\d{4} |Warning\b|Traceback|^frame #")
 
 
 def alarming(text: str) -> list[str]:
+    """The lines of a terminal's output that a new user would read as something gone wrong."""
     return [ln for ln in text.splitlines() if ALARMING.search(ln)]
 
 
@@ -31,7 +35,8 @@ def test_alarming_lines_are_recognised():
     assert alarming("W1124 03:25:51.470000 1213 torch/distributed/run.py:865] node_rank is only used\n"
                     "[pod-1] W1124 03:25:51.470000 1213 x.py:1] y\nfoo.py:118: UserWarning: No artists\n"
                     "Traceback (most recent call last):\nframe #3: c10d::x\n[EPOCH] epoch=1/3 ok\n") != []
-    assert len(alarming("W1124 0 x] a\n[p] E1124 0 x] b\nUserWarning: c\nTraceback (\nframe #0: d\n")) == 5
+    assert len(alarming("W1124 0 x] a\n[p] E1124 0 x] b\nUserWarning: c\nTraceback (\nframe #0: d\n"
+                        "[p] [W1124 03:48:04.075 socket.cpp:764] [c10d] e\n[E1124 0 f.cpp:1] g\n")) == 7
     assert alarming("[EPOCH] epoch=1/3 step=4 train_loss=1.3\n[DONE] world=4\nwarning: the input is empty\n") == []
 
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from conftest import REPO, run_cli
+from test_first_hour import alarming
 from policies.engine import collect
 from policies.simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
@@ -60,9 +61,7 @@ def test_kind_cpu_overlay_trains_to_completion(overlay, tmp_path):
     assert "frame #" not in out and "No route to host" not in out, out[-3000:]
     # nothing alarming on a clean run: no torch or Python warning and no traceback reaches the terminal (torchrun's
     # "node_rank is only used for static rdzv_backend" did, for the c10d and etcd StatefulSets)
-    alarming = [ln for ln in out.splitlines() if re.match(r"(\[[^\]]+\] )?[WE]\d{4} ", ln)
-                or re.search(r"Warning\b|Traceback", ln)]
-    assert alarming == [], "\n".join(alarming)
+    assert alarming(out) == [], "\n".join(alarming(out))
     assert all(out.count(f"[{pod}] waiting for ") <= 1 for pod in re.findall(r"^simulate: pod (\S+) ", out, re.M))
     # The trainer really ran: checkpoints in the (mapped) output volume.
     assert list((tmp_path / "run").rglob("epoch-0003.pt")), "no checkpoint written"
