@@ -7,6 +7,7 @@ import argparse
 import difflib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -181,11 +182,27 @@ def changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
     return [] if old == new else [(path, old, new)]
 
 
-def short(value: Any) -> str:
+def short(value: Any, skip: int = 0) -> str:
+    """The value in at most 60 characters; `skip` leaves out (as "...") that many characters at its start."""
     if value is None:
         return "(none)"
     text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
+    if len(text) <= 60:
+        return text
+    if skip:
+        text = "..." + text[skip:]
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def short_pair(old: Any, new: Any) -> tuple[str, str]:
+    """Both sides of a change, each in at most 60 characters (63 with a leading "..."): long values that share their
+    start begin shortly before the first character that differs, so the difference is on the line."""
+    texts = [json.dumps(v, separators=(",", ":")) if isinstance(v, (dict, list)) else str(v) for v in (old, new)]
+    skip = 0
+    if None not in (old, new) and max(map(len, texts)) > 60:
+        same = len(os.path.commonprefix(texts))
+        skip = max(0, same - 20) if same > 40 else 0
+    return short(old, skip if len(texts[0]) > 60 else 0), short(new, skip if len(texts[1]) > 60 else 0)
 
 
 # Fields that cannot be changed in place, or whose change the controller does not apply to a running workload:
@@ -348,7 +365,7 @@ def counts(diffs: list[OverlayDiff]) -> tuple[int, int, int, int]:
 
 
 def field_lines(diffs_: list[tuple[str, Any, Any]]) -> list[str]:
-    lines = [f"      {p}: {short(a)} -> {short(b)}" for p, a, b in diffs_[:12]]
+    lines = [f"      {p}: {' -> '.join(short_pair(a, b))}" for p, a, b in diffs_[:12]]
     if len(diffs_) > 12:
         lines.append(f"      ... {len(diffs_) - 12} more")
     return lines

@@ -90,6 +90,20 @@ def test_markdown_for_the_pull_request_comment(repo):
     assert ["spec.source.path", "overlays/gke-t4/indexed-job", "overlays/gke-t4/statefulset"] in changed
 
 
+def test_a_long_value_shows_where_it_changed(repo):
+    # An argument dropped from the middle of a long list: both sides cut at 60 characters used to show the same
+    # start ("["--nnodes=$(NNODES)","--nproc-per-node=... -> ["--nnodes=$(NNODES)","--nproc-per-node=..."): the
+    # line now starts shortly before the first difference.
+    sts = repo / "base/statefulset/statefulset.yaml"
+    sts.write_text(sts.read_text().replace("            - --task=synthetic\n", "", 1))
+    proc = diff(repo, "--base", "HEAD", "--overlay", "kind-cpu/statefulset")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [ln for ln in proc.stdout.splitlines() if ".args: " in ln]
+    old, new = line.split(".args: ", 1)[1].split(" -> ")
+    assert '--task=synthetic' in old and '--task=synthetic' not in new, line
+    assert old.startswith("...") and new.startswith("...") and len(old) <= 63 and len(new) <= 63, line
+
+
 def test_no_change_says_so(repo):
     proc = diff(repo, "--base", "HEAD")
     assert proc.returncode == 0, proc.stderr
