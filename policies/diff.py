@@ -7,6 +7,7 @@ import argparse
 import difflib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -41,16 +42,29 @@ def git(root: Path, *args: str, binary: bool = False) -> Any:
     return proc.stdout
 
 
+def _rev(root: Path, ref: str) -> str:
+    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                          capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def resolve_ref(root: Path, ref: str, what: str) -> tuple[str, str]:
+    """(the ref as shown, its commit): a branch this clone has only as origin/<branch> (a clone of another
+    branch has no local main) is read there, as `git checkout <branch>` would, and shown as origin/<branch>."""
+    if ref and not _rev(root, ref) and "/" not in ref and _rev(root, f"origin/{ref}"):
+        ref = f"origin/{ref}"
+    return ref, resolve(root, ref, what)
+
+
 def resolve(root: Path, ref: str, what: str) -> str:
     if not ref:
         raise DiffError(f"{what} is empty: give a git ref, e.g. {what}=main")
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0 or not proc.stdout.strip():
+    sha = _rev(root, ref)
+    if not sha:
         if subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
             raise DiffError(f"{root} is not a git repository, so {what}={ref} cannot be read")
         raise DiffError(f"{what}={ref} is not a commit in this repository (try `git fetch`, or a branch, tag or sha)")
-    return proc.stdout.strip()
+    return sha
 
 
 def export(root: Path, sha: str, dest: Path) -> Path:
@@ -168,11 +182,27 @@ def changes(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
     return [] if old == new else [(path, old, new)]
 
 
-def short(value: Any) -> str:
+def short(value: Any, skip: int = 0) -> str:
+    """The value in at most 60 characters; `skip` leaves out (as "...") that many characters at its start."""
     if value is None:
         return "(none)"
     text = json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
+    if len(text) <= 60:
+        return text
+    if skip:
+        text = "..." + text[skip:]
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def short_pair(old: Any, new: Any) -> tuple[str, str]:
+    """Both sides of a change, each in at most 60 characters (63 with a leading "..."): long values that share their
+    start begin shortly before the first character that differs, so the difference is on the line."""
+    texts = [json.dumps(v, separators=(",", ":")) if isinstance(v, (dict, list)) else str(v) for v in (old, new)]
+    skip = 0
+    if None not in (old, new) and max(map(len, texts)) > 60:
+        same = len(os.path.commonprefix(texts))
+        skip = max(0, same - 20) if same > 40 else 0
+    return short(old, skip if len(texts[0]) > 60 else 0), short(new, skip if len(texts[1]) > 60 else 0)
 
 
 # Fields that cannot be changed in place, or whose change the controller does not apply to a running workload:
@@ -335,7 +365,7 @@ def counts(diffs: list[OverlayDiff]) -> tuple[int, int, int, int]:
 
 
 def field_lines(diffs_: list[tuple[str, Any, Any]]) -> list[str]:
-    lines = [f"      {p}: {short(a)} -> {short(b)}" for p, a, b in diffs_[:12]]
+    lines = [f"      {p}: {' -> '.join(short_pair(a, b))}" for p, a, b in diffs_[:12]]
     if len(diffs_) > 12:
         lines.append(f"      ... {len(diffs_) - 12} more")
     return lines
@@ -416,8 +446,8 @@ def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
 
 def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDiff], str, str]:
     root = root.resolve()
-    base_sha = resolve(root, base_ref, "BASE")
-    head_sha = resolve(root, head_ref, "HEAD") if head_ref else None
+    base_ref, base_sha = resolve_ref(root, base_ref, "BASE")
+    head_ref, head_sha = resolve_ref(root, head_ref, "HEAD") if head_ref else (None, None)
     from .transaction import hook, scratch, sweep_scratch
 
     sweep_scratch()  # what killed runs left in the temporary folder

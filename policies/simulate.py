@@ -127,6 +127,9 @@ class SimPod:
     finished_at: float | None = None
     last_words: list[str] = field(default_factory=list)
     said_waiting: bool = False
+    # torchrun's own workers all exited 0 (its agent said so); what the agent logs after that is said once
+    workers_succeeded: bool = False
+    said_after_success: bool = False
     # Fault runs: what the simulator did to the pod (the kubelet's and controller's cause), a deletion in progress,
     # a stop the simulator asked for (not a failure), a pod that completed, how many pods stood under this name.
     fault_note: str | None = None
@@ -476,6 +479,19 @@ class Simulation:
                     peer = next((p.name for p in self.pods if self.dns.get(host) == p.ip), host)
                     self.say(f"[{sp.name}] waiting for {peer} ({host}:{port}): nothing listens there yet; torch's "
                              f"connection retries go to {sp.log}")
+                if "worker group successfully finished" in line:
+                    sp.workers_succeeded = True
+                if sp.workers_succeeded and _TORCH_LOG.match(line):
+                    # torch 2.13's exit barrier: the last agent to arrive still waits on the store after its host's
+                    # agent has passed the barrier and left, and logs the broken connection (sendBytes failed, the
+                    # barrier's traceback, a failed heartbeat). The workers are done: one line here, all in the log.
+                    if not sp.said_after_success:
+                        sp.said_after_success = True
+                        why = (": the rendezvous store was gone, its host having left first (torch 2.13's exit "
+                               "barrier races with it)" if _STORE_GONE.search(line) else "")
+                        self.say(f"[{sp.name}] torchrun logged warnings after its workers had succeeded{why}; "
+                                 f"they are in {sp.log}")
+                    continue
                 if _noise(line) or not line.strip():
                     continue
                 self.say(f"[{sp.name}] {line}")
@@ -897,6 +913,13 @@ _STORE_RETRY = re.compile(r"^\[[WE]\d{4} [\d:.]+ (?:\d+ )?\S*(?:socket|TCPStore)
 _CPP_STACK = re.compile(r"^(?:frame #\d+: |Exception raised from \w+ at \S+:\d+ \(most recent call first\):|"
                         r"<omitting python frames>$)")
 _WAITING = re.compile(r"TCP client failed to connect/validate to host (\S+?):(\d+) - retrying")
+
+
+# torch's log lines at warning or error level, from Python (`W1124 04:00:59.543000 14029 api.py:1008] ...`) and C++
+# (`[W1124 04:00:59.638782784 TCPStore.cpp:106] ...`), and what they say when the store went away.
+_TORCH_LOG = re.compile(r"^\[?[WE]\d{4} ")
+_STORE_GONE = re.compile(r"sendBytes failed|recvValue failed|exit barrier|keep-alive heartbeat|Broken pipe|"
+                         r"Connection reset by peer")
 
 
 def _noise(line: str) -> bool:

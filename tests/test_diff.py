@@ -90,6 +90,20 @@ def test_markdown_for_the_pull_request_comment(repo):
     assert ["spec.source.path", "overlays/gke-t4/indexed-job", "overlays/gke-t4/statefulset"] in changed
 
 
+def test_a_long_value_shows_where_it_changed(repo):
+    # An argument dropped from the middle of a long list: both sides cut at 60 characters used to show the same
+    # start ("["--nnodes=$(NNODES)","--nproc-per-node=... -> ["--nnodes=$(NNODES)","--nproc-per-node=..."): the
+    # line now starts shortly before the first difference.
+    sts = repo / "base/statefulset/statefulset.yaml"
+    sts.write_text(sts.read_text().replace("            - --task=synthetic\n", "", 1))
+    proc = diff(repo, "--base", "HEAD", "--overlay", "kind-cpu/statefulset")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [ln for ln in proc.stdout.splitlines() if ".args: " in ln]
+    old, new = line.split(".args: ", 1)[1].split(" -> ")
+    assert '--task=synthetic' in old and '--task=synthetic' not in new, line
+    assert old.startswith("...") and new.startswith("...") and len(old) <= 63 and len(new) <= 63, line
+
+
 def test_no_change_says_so(repo):
     proc = diff(repo, "--base", "HEAD")
     assert proc.returncode == 0, proc.stderr
@@ -106,6 +120,18 @@ def test_a_ref_that_does_not_exist_is_one_line(repo, args, message):
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("error: make diff: ") and message in line
+
+
+def test_a_clone_on_another_branch_compares_with_origin_main(repo, tmp_path):
+    # `git clone -b feature` (or a clone of a worktree) has origin/main but no local main: the default BASE=main
+    # takes origin/main, as `git checkout main` would, and says so.
+    sh(repo, "git", "branch", "feature")
+    clone = tmp_path / "clone"
+    sh(tmp_path, "git", "clone", "-q", "-b", "feature", str(repo), str(clone))
+    proc = diff(clone, "--base", "main")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("make diff: origin/main (") and f"0 of {FOLDERS} rendered folders differ" in proc.stdout
+    assert proc.stderr == ""
 
 
 def test_not_a_repository(tmp_path):

@@ -95,4 +95,4 @@ def test_plan_shows_the_world_per_overlay():
     out = proc.stdout
     assert out.count("### overlays/") == len(ALL)
     assert "| 64   | 64     | 8        | 512   | 8       | 512  |" in out
-    assert "completion index" in out and "pod index label" in out
+    assert "completion index" in out and "rendezvous (c10d)" in out

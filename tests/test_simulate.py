@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from conftest import REPO, run_cli
+from test_first_hour import alarming
 from policies.engine import collect
 from policies.simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
@@ -58,6 +59,9 @@ def test_kind_cpu_overlay_trains_to_completion(overlay, tmp_path):
     assert report and Path(report.group(1)).is_file() and (Path(report.group(1)).parent / "loss.png").is_file()
     # torch's store retries while pod 0 is not up yet stay in the pod log: at most one line per waiting pod
     assert "frame #" not in out and "No route to host" not in out, out[-3000:]
+    # nothing alarming on a clean run: no torch or Python warning and no traceback reaches the terminal (torchrun's
+    # "node_rank is only used for static rdzv_backend" did, for the c10d and etcd StatefulSets)
+    assert alarming(out) == [], "\n".join(alarming(out))
     assert all(out.count(f"[{pod}] waiting for ") <= 1 for pod in re.findall(r"^simulate: pod (\S+) ", out, re.M))
     # The trainer really ran: checkpoints in the (mapped) output volume.
     assert list((tmp_path / "run").rglob("epoch-0003.pt")), "no checkpoint written"
@@ -100,7 +104,10 @@ def master_addr_names_pod_1(objs):
 
 
 def rank_not_from_pod_index(objs):
-    set_env(container(objs, "StatefulSet"), "NODE_RANK", value_from={"fieldRef": {"fieldPath": "metadata.name"}})
+    # c10d assigns ranks, so the StatefulSet passes no --node-rank; one given must still be an integer
+    c = container(objs, "StatefulSet")
+    c["args"].insert(c["args"].index("--rdzv-backend=c10d"), "--node-rank=$(NODE_RANK)")
+    set_env(c, "NODE_RANK", value_from={"fieldRef": {"fieldPath": "metadata.name"}})
 
 
 def service_port_differs(objs):
@@ -201,6 +208,47 @@ def test_scaled_down_run_says_so(tmp_path):
     assert "SCALED DOWN on request to 2 pods" in proc.stdout
     assert "nvidia.com/gpu removed" in proc.stdout and "DIST_BACKEND nccl -> gloo" in proc.stdout
     assert "world size reached: 2" in proc.stdout
+
+
+# What pod 1's torchrun logged in a passing simulation of 64x8-h100/statefulset-lm (shortened): its workers had
+# succeeded, then the exit barrier lost the store whose host, pod 0, had left (torch 2.13).
+AFTER_SUCCESS = [
+    "I1124 04:00:59.120000 14029 torch/distributed/elastic/agent/server/api.py:932] [default] worker group "
+    "successfully finished. Waiting 300 seconds for other agents to finish.",
+    "[W1124 04:00:59.638782784 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=4, "
+    "remote=[ddp-train-lm-001-0.ddp-train]:29500): Broken pipe",
+    "Exception raised from sendBytes at /__w/pytorch/pytorch/torch/csrc/distributed/c10d/Utils.hpp:758 "
+    "(most recent call first):",
+    "E1124 04:00:59.170000 14029 torch/distributed/elastic/agent/server/api.py:1008] Error waiting on exit barrier.",
+    "E1124 04:00:59.170000 14029 torch/distributed/elastic/agent/server/api.py:1008] Traceback (most recent call last):",
+    "E1124 04:00:59.170000 14029 torch/distributed/elastic/agent/server/api.py:1008] torch.distributed."
+    "DistNetworkError: Broken pipe",
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("succeeded", [True, False])
+def test_what_torchrun_logs_after_its_workers_succeeded_is_one_line(tmp_path, succeeded):
+    lines = AFTER_SUCCESS if succeeded else AFTER_SUCCESS[1:]
+    (tmp_path / "out.txt").write_text("\n".join(lines) + "\n")
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "agent"},
+        "spec": {"completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["cat", str(tmp_path / "out.txt")]}]}}},
+    }
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump(job))
+    proc, _ = simulate(path, tmp_path, 60)
+    assert proc.returncode == 0, proc.stdout
+    log = next((tmp_path / "run" / "logs").glob("agent-0-*.log")).read_text()
+    assert "Error waiting on exit barrier" in log and "sendBytes failed" in log  # the pod log keeps everything
+    if succeeded:
+        assert alarming(proc.stdout) == [], proc.stdout
+        (note,) = [ln for ln in proc.stdout.splitlines() if "after its workers had succeeded" in ln]
+        assert "the rendezvous store was gone" in note and str(tmp_path / "run" / "logs") in note
+    else:  # before the workers succeeded, what torch logs matters: it reaches the terminal
+        assert "Error waiting on exit barrier" in proc.stdout and "sendBytes failed" in proc.stdout
 
 
 @pytest.mark.timeout(120)

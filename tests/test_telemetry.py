@@ -196,3 +196,23 @@ def test_for_folder_reports_every_run_below(tmp_path):
     lines = report.for_folder(tmp_path)
     assert lines[1] == f"report: {tmp_path / 'pvc' / 'outputs-pvc' / 'run-001' / 'report.html'}"
     assert lines[0].startswith("report: not written for") and "no training figures" in lines[0]
+
+
+def test_report_of_a_causal_lm_run_draws_tokens_per_s(tmp_path):
+    # The causal-lm task logs tokens_per_s and val_ppl, not samples_per_s and val_acc: the throughput picture and
+    # the epoch table show those, and matplotlib has no empty legend to warn about (warnings are errors here).
+    folder = tmp_path / "lm"
+    folder.mkdir()
+    rows = [{"event": "start", "world": 2, "task": "causal-lm"}]
+    for step in range(10, 61, 10):
+        rows.append({"event": "train", "step": step, "loss": 6.0 - step / 100, "ppl": 400.0, "tokens_per_s": 9000.0})
+        if step % 30 == 0:
+            rows.append({"event": "epoch", "epoch": step // 30, "step": step, "train_loss": 6.0, "val_loss": 5.9,
+                         "val_ppl": 365.0, "tokens_per_s": 9100.0})
+    rows.append({"event": "done", "epochs": 2, "steps": 60, "best_val_loss": 5.9, "best_val_ppl": 365.0})
+    (folder / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out, warnings = report.report(folder)
+    page = out.read_text()
+    assert warnings == [] and (folder / "throughput.png").stat().st_size > 5000
+    assert "<th>tokens_per_s</th>" in page and "<th>val_ppl</th>" in page and "<th>best_val_ppl</th>" in page
+    assert "samples_per_s" not in page and "val_acc" not in page

@@ -54,6 +54,13 @@ def series(events: list[dict[str, Any]], event: str, key: str) -> tuple[list[flo
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
+def throughput_key(events: list[dict[str, Any]]) -> str:
+    """What the run counts its throughput in: samples_per_s (image and synthetic tasks) or tokens_per_s (causal-lm)."""
+    if any(_num(e.get("tokens_per_s")) for e in events) and not any(_num(e.get("samples_per_s")) for e in events):
+        return "tokens_per_s"
+    return "samples_per_s"
+
+
 def _atomic(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
     try:
@@ -108,12 +115,13 @@ def plot(events: list[dict[str, Any]], folder: Path, title: str) -> list[str]:
     made.append("loss.png")
     # throughput
     fig, ax = plt.subplots(figsize=(8, 3.6))
+    unit = throughput_key(events)
     for event, style, label in (("train", "-", "log interval"), ("epoch", "o", "epoch")):
-        xs, ys = series(events, event, "samples_per_s")
+        xs, ys = series(events, event, unit)
         if xs:
             ax.plot(xs, ys, style, label=label, linewidth=1.2, markersize=4)
     ax.set_xlabel("step")
-    ax.set_ylabel("samples/s (all ranks)")
+    ax.set_ylabel(f"{unit.removesuffix('_per_s')}/s (all ranks)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax.set_title(f"{title}: throughput")
@@ -168,14 +176,16 @@ def write_html(events: list[dict[str, Any]], folder: Path, title: str, pngs: lis
         parts.append(f"<h2>Attempts ({len(starts)})</h2>")
         parts.append(table(starts, ["world", "backend", "device", "restart", "task", "data", "batch_per_rank",
                                     "lr", "epochs"]))
+    # the causal-lm task reports perplexity where the classifiers report accuracy
+    val = "val_ppl" if any(_num(e.get("val_ppl")) for e in epochs) else "val_acc"
     if done:
-        parts.append("<h2>Result</h2>" + table(done[-1:], ["epochs", "steps", "best_val_loss", "best_val_acc",
+        parts.append("<h2>Result</h2>" + table(done[-1:], ["epochs", "steps", "best_val_loss", f"best_{val}",
                                                           "best_epoch", "train_s", "total_s"]))
     parts += [f'<h2>{html.escape(p.removesuffix(".png"))}</h2><img src="{html.escape(p)}" alt="{html.escape(p)}">'
               for p in pngs]
     if epochs:
-        parts.append("<h2>Epochs</h2>" + table(epochs, ["epoch", "step", "train_loss", "val_loss", "val_acc",
-                                                         "samples_per_s", "train_s", "checkpoint", "best"]))
+        parts.append("<h2>Epochs</h2>" + table(epochs, ["epoch", "step", "train_loss", "val_loss", val,
+                                                         throughput_key(events), "train_s", "checkpoint", "best"]))
     path = folder / "report.html"
     _atomic(path, "\n".join(parts).encode())
     return path
