@@ -559,7 +559,7 @@ def overlay_locked(raw: str, root: Path, dry_run: bool) -> Any:
 
 
 def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
-    """(ref, text) of set-run-id.yaml at `base` (HEAD where `base` is no commit here): the run Argo CD runs now;
+    """(ref, text) of set-run-id.yaml at `base` (else origin/`base`, else HEAD): the run Argo CD runs now;
     text None when the overlay is not on that ref yet. None when git cannot tell (not a repository)."""
     path = ov.run_file.resolve()
 
@@ -569,7 +569,10 @@ def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
         except (OSError, subprocess.SubprocessError):
             return None
 
-    for ref in dict.fromkeys((base, "HEAD")):
+    # A branch this clone has only as origin/<branch> (a clone of another branch has no local main) is read there,
+    # as `make diff` reads BASE (diff.resolve_ref).
+    tracked = [f"origin/{base}"] if base and "/" not in base else []
+    for ref in dict.fromkeys((base, *tracked, "HEAD")):
         known = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
         if known is None:
             return None

@@ -285,3 +285,21 @@ def test_an_overlay_not_on_the_base_yet_may_change(repo):
     assert proc.returncode == 0, proc.stderr
     assert "overlays/kind-cpu/indexed-job is not on main yet" in proc.stderr
     assert "cannot be changed in place" not in proc.stderr
+
+
+def test_a_clone_of_another_branch_reads_the_run_at_origin_main(repo, tmp_path):
+    """No local main in a clone of another branch: the run Argo CD runs is origin/main's, not HEAD's (a new run
+    committed on the feature branch is still a new run)."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "checkout", "-q", "-b", "feature")
+    git(clone, "branch", "-q", "-D", "main")
+    assert run(clone, "new-run", OVERLAY).returncode == 0  # run-002, committed on feature only
+    git(clone, "commit", "-q", "-am", "new run")
+    proc = run(clone, "scale", OVERLAY, "--nodes", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "cannot be changed in place" not in proc.stderr
+    assert "is a new run not committed to origin/main yet (run-001 there, run-002 here)" in proc.stderr
