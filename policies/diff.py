@@ -401,14 +401,16 @@ def text(diffs: list[OverlayDiff], base: str, head: str) -> str:
             lines += field_lines(diffs_)
         lines += [f"  warning: {w}" for w in d.warnings]
     n, a, r, c = counts(diffs)
-    lines += ["", f"{n} of {len(diffs)} rendered folders differ: {a} objects added, {r} removed, {c} changed"]
+    lines += ["", f"{n} of {len(diffs)} rendered folders differ: {a} object{'' if a == 1 else 's'} added, {r} removed, "
+                  f"{c} changed"]
     return "\n".join(lines) + "\n"
 
 
 def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
     n, a, r, c = counts(diffs)
     lines = [MARKER, f"### Rendered difference: `{base}` → `{head}`", "",
-             f"{n} of {len(diffs)} rendered folders differ: **{a}** objects added, **{r}** removed, **{c}** changed "
+             f"{n} of {len(diffs)} rendered folders differ: **{a}** object{'' if a == 1 else 's'} added, **{r}** removed, "
+             f"**{c}** changed "
              "(rendered with the repository's pinned kustomize and build options, as Argo CD renders them)."]
     topo = [(d, t) for d in diffs for t in d.topology if not t.startswith("new run:")]
     if topo:

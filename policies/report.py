@@ -57,6 +57,10 @@ class Run:
 
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def where(p: Problem, unit: Unit) -> tuple[str | None, int | None, bool]:
     """(file, line, traced): the traced source line, else the overlay's kustomization or the file itself."""
     if p.location:
@@ -95,15 +99,17 @@ def to_text(run: Run) -> str:
             text = text_line(p, u).split(" ", 1)[1]
             out.append(f"suppressed {text} (reason: {p.suppressed})")
     s = run.summary()
-    what = ", ".join(x for x in (f"{s['overlays']} overlays" if s["overlays"] else "",
-                                 f"{s['files']} files" if s["files"] else "") if x)
+    # An overlay and argocd/ alike are folders kustomize rendered (make diff counts them the same way).
+    what = ", ".join(x for x in (_count(s["overlays"], "rendered folder") if s["overlays"] else "",
+                                 _count(s["files"], "file") if s["files"] else "") if x)
     verdict = "FAILED" if s["failed"] else "OK"
     sup = ""
     if s["suppressed"]:
         rules = sorted({p.rule for p in run.suppressed})
         sup = f" ({', '.join(rules)})"
-    out.append(f"{verdict}: {what}, {s['objects']} objects; schema: {run.schema}; {s['rules']} rules, "
-               f"{s['workloads']} training workloads; {s['errors']} errors, {s['warnings']} warnings, {s['info']} info, "
+    out.append(f"{verdict}: {what}, {_count(s['objects'], 'object')}; schema: {run.schema}; {s['rules']} rules, "
+               f"{_count(s['workloads'], 'training workload')}; {_count(s['errors'], 'error')}, "
+               f"{_count(s['warnings'], 'warning')}, {s['info']} info, "
                f"{s['suppressed']} suppressed{sup}{' (strict)' if run.strict else ''} ({run.seconds:.2f} s)")
     return "\n".join(out) + "\n"
 

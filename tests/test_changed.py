@@ -42,7 +42,7 @@ def test_a_broken_change_fails_the_hook(tmp_path):
                           text=True, timeout=180)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "validating 2 folder(s) the change touches: overlays/kind-cpu/indexed-job argocd" in proc.stderr
-    assert "error TOPO001" in proc.stdout and proc.stdout.splitlines()[-1].startswith("FAILED: 2 overlays")
+    assert "error TOPO001" in proc.stdout and proc.stdout.splitlines()[-1].startswith("FAILED: 2 rendered folders")
 
 
 def test_nothing_to_validate():

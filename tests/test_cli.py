@@ -18,7 +18,7 @@ def test_broken_kustomization_is_one_line_and_others_continue():
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("error")]
     assert len(lines) == 1 and "INPUT" in lines[0] and "broken-kustomization/kustomization.yaml" in lines[0]
     assert "does-not-exist.yaml" in lines[0]
-    assert "2 overlays" in proc.stdout.splitlines()[-1]
+    assert "2 rendered folders" in proc.stdout.splitlines()[-1]
 
 
 def test_missing_resource_and_missing_folder(tmp_path):
@@ -89,7 +89,7 @@ def test_standard_input_and_files_mix():
 
 def test_paths_as_one_string_like_make_passes_them():
     proc = run_cli("validate", f"{GOOD} {REPO / 'overlays/gke-t4/statefulset'}")
-    assert proc.returncode == 0 and "2 overlays" in proc.stdout
+    assert proc.returncode == 0 and "2 rendered folders" in proc.stdout
 
 
 def test_json_format():

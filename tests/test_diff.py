@@ -57,7 +57,7 @@ def test_two_commits_show_the_topology_change(repo):
     assert "overlays/kind-cpu/trainjob (changed)  [Argo CD Application ddp-kind-cpu]" in out
     assert "  + TrainJob/ddp-train-run-002\n" in out and "  - TrainJob/ddp-train-run-001\n" in out
     assert "new run: TrainJob/ddp-train-run-001 -> ddp-train-run-002" in out
-    assert f"1 of {FOLDERS} rendered folders differ: 1 objects added, 1 removed, 1 changed" in out  # + the NetworkPolicy
+    assert f"1 of {FOLDERS} rendered folders differ: 1 object added, 1 removed, 1 changed" in out  # + the NetworkPolicy
 
 
 def test_working_tree_against_a_ref_and_the_immutable_warning(repo):

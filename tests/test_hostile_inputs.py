@@ -209,7 +209,7 @@ def test_symlink_loops_are_one_line_each_and_the_rest_is_validated(tmp_path):
         f"error INPUT {root}/overlays/kind-cpu/x/kustomization.yaml: a symlink loop (a link that leads back to "
         "itself): remove or fix the link",
         f"error INPUT {root}/overlays/kind-cpu/dangling.yaml: a symlink to nowhere.yaml, which does not exist"])
-    assert proc.returncode == 1 and proc.stdout.splitlines()[-1].startswith("FAILED: 2 overlays, 3 files")
+    assert proc.returncode == 1 and proc.stdout.splitlines()[-1].startswith("FAILED: 2 rendered folders, 3 files")
 
 
 def test_symlink_loops_in_plan(tmp_path):
@@ -230,7 +230,7 @@ def test_symlink_loop_in_the_changed_files(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     assert "overlays/gke-t4/statefulset overlays/kind-cpu/indexed-job" in proc.stderr
-    assert proc.returncode == 0 and proc.stdout.startswith("OK: 2 overlays")
+    assert proc.returncode == 0 and proc.stdout.startswith("OK: 2 rendered folders")
 
 
 def test_a_kustomization_that_lists_a_symlink_loop(tmp_path):
@@ -242,7 +242,7 @@ def test_a_kustomization_that_lists_a_symlink_loop(tmp_path):
     [line] = problem_lines(proc)
     assert line == (f"error INPUT {k}: kustomize failed: {root}/overlays/kind-cpu/indexed-job/loop.yaml: a symlink "
                     "loop (a link that leads back to itself): remove or fix the link")
-    assert "2 overlays" in proc.stdout.splitlines()[-1]
+    assert "2 rendered folders" in proc.stdout.splitlines()[-1]
 
 
 # ---------------------------------------------------------------- 3. bytes that are not UTF-8
@@ -277,7 +277,7 @@ def test_a_path_with_a_space_on_the_command_line(tmp_path):
     f = tmp_path / "my file.yaml"
     f.write_text(SERVICE)
     proc = run_cli("validate", "--schema", "builtin", str(f))
-    assert proc.returncode == 0 and proc.stdout.startswith("OK: 1 files, 1 objects"), proc.stdout
+    assert proc.returncode == 0 and proc.stdout.startswith("OK: 1 file, 1 object"), proc.stdout
     missing = run_cli("validate", str(tmp_path / "no such.yaml"))
     assert problem_lines(missing) == [f"error INPUT {tmp_path / 'no such.yaml'}: no such file or folder"]
 
@@ -293,7 +293,7 @@ def test_a_path_with_a_space_through_make(tmp_path, paths):
     proc = subprocess.run(["make", "-s", "validate", "PATHS=" + paths.format(f=f, other=other)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith(f"OK: {2 if '{other}' in paths else 1} files"), proc.stdout
+    assert proc.stdout.startswith("OK: 2 files" if "{other}" in paths else "OK: 1 file,"), proc.stdout
 
 
 # ---------------------------------------------------------------- 5. what is said on standard error
@@ -322,7 +322,7 @@ def test_standard_input_on_a_terminal_says_it_is_waiting():
     finally:
         os.close(leader)
     assert err.splitlines()[0] == "reading manifests from standard input (end with Ctrl-D)"
-    assert proc.returncode == 0 and out.startswith("OK: 1 files, 1 objects"), (out, err)
+    assert proc.returncode == 0 and out.startswith("OK: 1 file, 1 object"), (out, err)
     piped = run_cli("validate", "--schema", "builtin", "-", stdin=SERVICE)
     assert piped.stderr == ""
 

@@ -60,7 +60,7 @@ def test_mixed_tree_renders_overlays_and_validates_files_outside_them(tmp_path):
     # The overlay's patches are kustomize's input, never validated on their own.
     assert got == [("overlays/kind-cpu/indexed-job", "overlay"), ("overlays/extra/svc.yaml", "file")]
     proc = run_cli("validate", "--schema", "builtin", str(tmp_path / "overlays"))
-    assert "1 overlays" in summary(proc) and "1 files" in summary(proc)
+    assert "1 rendered folder, 1 file," in summary(proc)
 
 
 def test_folder_with_nothing_to_validate_says_so(tmp_path):
@@ -129,7 +129,7 @@ def test_json_file_with_tabs_list_and_errors(tmp_path):
 
 def test_json_on_standard_input():
     proc = run_cli("validate", "--schema", "builtin", "-", stdin=json.dumps(CONFIGMAP, indent="\t"))
-    assert proc.returncode == 0 and summary(proc).startswith("OK: 1 files, 1 objects")
+    assert proc.returncode == 0 and summary(proc).startswith("OK: 1 file, 1 object")
 
 
 @pytest.mark.parametrize("header", ["apiVersion: v1\nkind: List\n", "kind: List\n",

@@ -55,4 +55,4 @@ def test_plan_and_validate_take_the_short_form(command):
     proc = subprocess.run([sys.executable, "-m", "policies.cli", command, "kind-cpu/indexed-job/"], cwd=REPO,
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert ("overlays/kind-cpu/indexed-job" if command == "plan" else "OK: 1 overlays, 5 objects") in proc.stdout
+    assert ("overlays/kind-cpu/indexed-job" if command == "plan" else "OK: 1 rendered folder, 5 objects") in proc.stdout

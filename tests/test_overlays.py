@@ -28,7 +28,7 @@ def test_make_validate_passes_on_the_repository():
     proc = run_cli("validate")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     last = proc.stdout.splitlines()[-1]
-    assert last.startswith(f"OK: {len(ALL)} overlays") and "0 errors, 0 warnings" in last, last
+    assert last.startswith(f"OK: {len(ALL)} rendered folders") and "0 errors, 0 warnings" in last, last
     assert "schema: " in last and "skipped" not in last  # says which validator ran
 
 
