@@ -254,7 +254,7 @@ def _scalar(loader: Any, event: Any) -> tuple[Any, bool]:
                 raise _Fallback from None
         else:
             raise _Fallback
-        if len(_PLAIN_CACHE) < 65536:
+        if len(value) <= 64 and len(_PLAIN_CACHE) < 65536:  # keys and short values: at most 4 MiB of text kept
             _PLAIN_CACHE[value] = result
         return result, type(result) is str
     if tag == _STR_TAG:
