@@ -689,7 +689,8 @@ class Simulation:
                 self.say(f"[sim] pod {sp.name} reachable again")
             self._later(time.monotonic() + (f.seconds or 0), resume)
         elif f.action == F.RETURN:
-            held, sp.held = sp.held, None
+            with self._lock:  # against _decide holding the pod at the same moment (f.fired is set by now)
+                held, sp.held = sp.held, None
             self.say(f"[sim] fault {f.text}: pod {sp.name} may come back {where}"
                      + ("" if held else " (nothing pending: it was not down)"))
             if held:
@@ -770,11 +771,14 @@ class Simulation:
                      self._trainers()[f.target] is sp), None)
 
         def after(delay: float, action: Any) -> None:
-            if away is None:
-                self._later(now + delay, action)
-            else:  # its node is away: the decision waits for the return fault (then its back-off, if any)
+            with self._lock:  # the return fault fires from the output pump's thread
+                hold = away is not None and not away.fired
+                if hold:  # its node is away: the decision waits for the return fault (then its back-off)
+                    sp.held = lambda: self._later(time.monotonic() + delay, action)
+            if hold:
                 self.say(f"[sim] pod {sp.name} stays away until {away.text} fires")
-                sp.held = lambda: self._later(time.monotonic() + delay, action)
+            else:
+                self._later(now + delay, action)
 
         if d.action == RESTART_CONTAINER:
             count.container_restarts[ended.index] = count.container_restarts.get(ended.index, 0) + 1
