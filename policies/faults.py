@@ -11,6 +11,9 @@ A fault is `<action>:<pod>@<when>`, several separated by spaces or commas:
   partition=20:1@t=30      pod 1 stops answering for 20 s, 30 s after the trainers start (its processes stopped:
                            SIGSTOP, then SIGCONT)
   delay=30:1               pod 1 starts 30 s after the others (a node pulling the image late, a partial gang)
+  return:1@step=40         pod 1, killed or deleted by an earlier fault, comes back no sooner than step 40: until
+                           then neither the kubelet nor the controller can start it (its node is away), then they
+                           do what they decided (an elastic world runs without it, then takes it back)
 
 <pod> is the pod's number among the training pods (0 = node rank 0), its name as the simulator prints it, or its
 hostname. <when> is `step=N` (the trainer's global step; the simulator sets LOG_INTERVAL=1 so that it sees each),
@@ -25,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KILL, KILL_WORKER, TERM, PARTITION, DELAY = "kill", "kill-worker", "term", "partition", "delay"
-ACTIONS = (KILL, KILL_WORKER, TERM, PARTITION, DELAY)
+KILL, KILL_WORKER, TERM, PARTITION, DELAY, RETURN = "kill", "kill-worker", "term", "partition", "delay", "return"
+ACTIONS = (KILL, KILL_WORKER, TERM, PARTITION, DELAY, RETURN)
 WHEN = ("step", "epoch", "t")
 _FAULT = re.compile(r"^(?P<action>[a-z-]+)(?:=(?P<seconds>\d+(?:\.\d+)?))?:(?P<pod>[^@\s:]+)"
                     r"(?:@(?P<when>[a-z]+)=(?P<at>\d+(?:\.\d+)?))?$")
@@ -64,7 +67,7 @@ def parse(spec: str) -> list[Fault]:
     for text in [t for t in re.split(r"[\s,]+", spec.strip()) if t]:
         m = _FAULT.match(text)
         usage = ("expected <action>:<pod>@<when>, e.g. kill:1@step=6, kill-worker:1@step=6, term:0@epoch=1, "
-                 "partition=20:1@t=30, delay=30:1")
+                 "partition=20:1@t=30, delay=30:1, return:1@step=40")
         if m is None:
             raise FaultError(f"FAULT {text!r}: {usage}")
         action, seconds = m["action"], m["seconds"]
@@ -101,6 +104,16 @@ def resolve(faults: list[Fault], pods: list[tuple[str, str]]) -> None:
             known = ", ".join(f"{i} ({name})" for i, (name, _) in enumerate(pods))
             raise FaultError(f"FAULT {f.text!r}: no training pod {f.pod!r} (the pods: {known})")
         f.target = matches[0]
+    for f in faults:
+        if f.action != RETURN:
+            continue
+        away = [g for g in faults if g.action in (KILL, TERM) and g.target == f.target]
+        if not away:
+            raise FaultError(f"FAULT {f.text!r}: nothing takes pod {f.pod} away first: give a kill or term fault "
+                             f"for it too, e.g. kill:{f.pod}@step=6 {f.text}")
+        if all(g.when == f.when and (g.at or 0) >= (f.at or 0) for g in away):
+            raise FaultError(f"FAULT {f.text!r}: it would fire before pod {f.pod} is taken away ({away[0].text}): "
+                             f"give a later {f.when}")
 
 
 def planned_steps(script_args: list[str], env: dict[str, str], world: int) -> tuple[int, int, int] | None:

@@ -137,6 +137,8 @@ class SimPod:
     stopping: bool = False
     done: bool = False
     generation: int = 0
+    # A restart decided while a `return` fault still holds the pod away: carried out when it fires.
+    held: Any = None
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""
@@ -702,6 +704,13 @@ class Simulation:
                     _signal(pid, signal.SIGCONT)
                 self.say(f"[sim] pod {sp.name} reachable again")
             self._later(time.monotonic() + (f.seconds or 0), resume)
+        elif f.action == F.RETURN:
+            with self._lock:  # against _decide holding the pod at the same moment (f.fired is set by now)
+                held, sp.held = sp.held, None
+            self.say(f"[sim] fault {f.text}: pod {sp.name} may come back {where}"
+                     + ("" if held else " (nothing pending: it was not down)"))
+            if held:
+                held()
 
     def _kill_rest(self, sp: SimPod, proc: subprocess.Popen[bytes] | None) -> None:
         """The end of a deleted pod's grace period: SIGKILL to whatever of it still runs."""
@@ -774,13 +783,26 @@ class Simulation:
         line = f"pod {sp.name} {cause} -> {d.controller}: {d.why}"
         self.decisions.append(f"{line} [{d.source}]" if d.source else line)
         self.say(f"[sim] {line}" + (f"  ({d.source})" if d.source else ""))
+        away = next((f for f in self.faults if f.action == F.RETURN and not f.fired and
+                     self._trainers()[f.target] is sp), None)
+
+        def after(delay: float, action: Any) -> None:
+            with self._lock:  # the return fault fires from the output pump's thread
+                hold = away is not None and not away.fired
+                if hold:  # its node is away: the decision waits for the return fault (then its back-off)
+                    sp.held = lambda: self._later(time.monotonic() + delay, action)
+            if hold:
+                self.say(f"[sim] pod {sp.name} stays away until {away.text} fires")
+            else:
+                self._later(now + delay, action)
+
         if d.action == RESTART_CONTAINER:
             count.container_restarts[ended.index] = count.container_restarts.get(ended.index, 0) + 1
-            self._later(now + d.delay, lambda: self._restart(sp, new_pod=False))
+            after(d.delay, lambda: self._restart(sp, new_pod=False))
         elif d.action == RECREATE_POD:
             if d.counted:
                 count.failed_pods[ended.index] = count.failed_pods.get(ended.index, 0) + 1
-            self._later(now + d.delay, lambda: self._restart(sp, new_pod=True))
+            after(d.delay, lambda: self._restart(sp, new_pod=True))
         elif d.action == RECREATE_ALL:
             if d.counted:
                 count.workload_restarts += 1

@@ -24,10 +24,15 @@ FAULTS = ("kill:1@step=6", "term:1@step=6")
 HEADER = ("| overlay | fault | outcome | steps (from metrics.jsonl) | decided by | the rules predicted |",
           "|---|---|---|---|---|---|")
 DEADLINE = 240
+# Not in the table: the elastic PyTorchJob trains 16 times the data (so that a returning worker is taken back before
+# the run ends: one run is about two minutes here) and is shown shrinking and growing by its own fault,
+# kill:1@step=6 return:1@step=8 (tests/test_simulate_elastic.py; docs/simulate.md, "The elastic PyTorchJob").
+ELSEWHERE = {"overlays/kind-cpu/pytorchjob-elastic"}
 
 
 def overlays() -> list[str]:
-    return sorted(str(p.parent.relative_to(REPO)) for p in (REPO / "overlays/kind-cpu").glob("*/kustomization.yaml"))
+    return sorted(o for o in (str(p.parent.relative_to(REPO)) for p in (REPO / "overlays/kind-cpu").glob(
+        "*/kustomization.yaml")) if o not in ELSEWHERE)
 
 
 def row(overlay: str, fault: str, out: str) -> str:

@@ -28,7 +28,7 @@ def repo() -> Path:
 # loaded cores, where these took about two thirds of the time). With them out: 963 tests in 63.7 s (49 s of CPU) at
 # load average 2.7-2.9 on the same 2 cores, 2026-11-24.
 SLOW_MODULES = {
-    "test_simulate", "test_simulate_stop", "test_simulate_faults", "test_checkov",
+    "test_simulate", "test_simulate_stop", "test_simulate_faults", "test_simulate_elastic", "test_checkov",
     "test_no_internal_error",  # every input and hundreds of mutations through validate and plan
     "test_corpus",  # 41 upstream manifests end to end
     "test_diff",  # git worktrees and renders of two commits

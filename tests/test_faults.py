@@ -184,6 +184,23 @@ def test_bad_faults_are_one_line(spec, message):
         F.parse(spec)
 
 
+PODS = [("w-0", "w-0"), ("w-1", "w-1"), ("w-2", "w-2")]
+
+
+def test_a_return_needs_a_pod_taken_away_before_it():
+    fs = F.parse("kill:1@step=6 return:1@step=8")
+    F.resolve(fs, PODS)
+    assert [(f.action, f.target, f.at) for f in fs] == [("kill", 1, 6), ("return", 1, 8)]
+    for spec, message in (("return:1@step=8", "nothing takes pod 1 away first"),
+                          ("kill:2@step=6 return:1@step=8", "nothing takes pod 1 away first"),
+                          ("kill:1@step=6 return:1@step=6", "would fire before pod 1 is taken away"),
+                          ("term:1@epoch=2 return:1@epoch=1", "would fire before pod 1 is taken away")):
+        with pytest.raises(F.FaultError, match=message):
+            F.resolve(F.parse(spec), PODS)
+    with pytest.raises(F.FaultError, match="return takes no seconds"):
+        F.parse("kill:1@step=6 return=3:1@step=8")
+
+
 # --- steps from metrics.jsonl -------------------------------------------------------------------------------------
 
 def metrics(tmp_path, records):

@@ -58,6 +58,17 @@ def test_pytorchjob_elastic_worker_only():
     assert "MASTER_ADDR" not in p.env and "WORLD_SIZE" not in p.env and p.env["PET_NPROC_PER_NODE"] == "auto"
 
 
+def test_controller_env_values_expand_the_variables_before_them():
+    """The operator appends elasticPolicy.rdzvId as PET_RDZV_ID to the container's env; the kubelet expands a
+    `$(VAR)` in it against the variables listed before it, as in any env value."""
+    text = PYTORCHJOB.replace("  nprocPerNode: \"4\"\n", "  elasticPolicy: {rdzvId: $(RUN_ID)-$(NOPE), maxReplicas: 3}\n")
+    text = text.replace("          containers: [{name: pytorch, image: x}]",
+                        "          containers: [{name: pytorch, image: x, env: [{name: RUN_ID, value: run-007}]}]")
+    (w,) = workloads(bundle(text))
+    assert w.pod(1).env["PET_RDZV_ID"] == "run-007-$(NOPE)"  # an undefined one stays as written
+    assert w.pod(0).env["PET_RDZV_ID"] == "$(RUN_ID)-$(NOPE)"  # the Master's container has no RUN_ID
+
+
 def test_indexed_job_downward_api_and_hostnames():
     text = """
 apiVersion: batch/v1

@@ -10,10 +10,15 @@ from conftest import FIXTURES, REPO, run_cli
 
 ALL = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays").glob("*/*/kustomization.yaml"))
 # Variants beside the environment x launcher grid (kind-cpu/statefulset-etcd: the etcd rendezvous;
-# 64x8-h100/statefulset-lm: the causal-lm task).
-VARIANTS = {Path("overlays/kind-cpu/statefulset-etcd"), Path("overlays/64x8-h100/statefulset-lm")}
+# kind-cpu/pytorchjob-elastic: an elastic world of 2 to 3 workers; 64x8-h100/statefulset-lm: the causal-lm task).
+VARIANTS = {Path("overlays/kind-cpu/statefulset-etcd"), Path("overlays/kind-cpu/pytorchjob-elastic"),
+            Path("overlays/64x8-h100/statefulset-lm")}
 OVERLAYS = [p for p in ALL if p not in VARIANTS]
 EXPECTED = {"kind-cpu": (2, 2, 4, 0), "gke-t4": (4, 1, 4, 1), "64x8-h100": (64, 8, 512, 8)}
+# (pods, processes per pod, world size, GPUs per pod) where a variant's world differs from its environment's; an
+# elastic world has no one size (None), its node range is checked below.
+EXPECTED_VARIANT = {Path("overlays/kind-cpu/pytorchjob-elastic"): (3, 1, None, 0)}
+ELASTIC_RANGE = {Path("overlays/kind-cpu/pytorchjob-elastic"): (2, 3)}
 
 
 def test_every_environment_runs_every_launcher():
@@ -47,8 +52,9 @@ def test_overlay_topology(overlay):
     validate([unit], None)
     assert not unit.problems, [p.line() for p in unit.problems]
     (t,) = unit.topologies
-    nodes, nproc, world, gpus = EXPECTED[overlay.parts[1]]
+    nodes, nproc, world, gpus = EXPECTED_VARIANT.get(overlay, EXPECTED[overlay.parts[1]])
     assert (t.pods, t.nnodes_max, t.nproc, t.world_size, t.gpus) == (nodes, nodes, nproc, world, gpus)
+    assert (t.nnodes_min, t.nnodes_max) == ELASTIC_RANGE.get(overlay, (nodes, nodes))
     assert t.pg_backend and t.pg_backend[0] == ("nccl" if gpus else "gloo")
     if gpus == 0:
         assert t.cpu_limit is not None and t.nproc <= t.cpu_limit

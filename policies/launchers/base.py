@@ -345,7 +345,10 @@ class Workload:
                 self._inject(pod, ce, j)
 
     def _inject(self, pod: Pod, ce: ContainerEnv, j: Injected) -> None:
-        ce._env[j.name] = downward(j.field_ref, pod) if j.field_ref else j.value
+        # The controller's variables are part of the pod's env list: the kubelet expands a `$(VAR)` in their values
+        # against the variables before them (a PyTorchJob's `elasticPolicy.rdzvId: $(RUN_ID)` becomes the run id).
+        value = j.value if j.value is None or "$" not in j.value else expand_k8s(j.value, ce._env)
+        ce._env[j.name] = downward(j.field_ref, pod) if j.field_ref else value
         ce._fields[j.name] = f"{self.manifest.kind} controller"
         ce._injected.add(j.name)
 

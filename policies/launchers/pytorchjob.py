@@ -206,7 +206,7 @@ class PyTorchJobLauncher(Launcher):
 
     def setting_field(self, w: Workload, name: str) -> str | None:
         return {"nproc": "spec.nprocPerNode", "nnodes": "spec.pytorchReplicaSpecs",
-                "rdzv_id": "spec.elasticPolicy.rdzvId"}.get(name)
+                "rdzv_id": "spec.elasticPolicy.rdzvId", "max_restarts": "spec.elasticPolicy.maxRestarts"}.get(name)
 
     def address(self, w: Workload, pod: Any) -> str:
         return pod.name  # the operator's per-replica Service `<job>-<type>-<index>`

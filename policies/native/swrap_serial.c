@@ -8,6 +8,15 @@
  * or is refused. A kernel never hands one port to two listeners. This library makes the pick and the bind one step,
  * under a lock file in SOCKET_WRAPPER_DIR (between processes) and a mutex (between threads); every other call goes
  * straight to libsocket_wrapper.
+ *
+ * It also makes a listener on the IPv6 wildcard "::" answer IPv4 connections to the pod's address, as Linux's
+ * dual-stack sockets do (net.ipv6.bindv6only 0, the default; torch's TCPStore listens on "::" through libuv).
+ * libsocket_wrapper names an IPv4 socket T<iface><port> and an IPv6 one X<iface><port>, so without this an IPv4
+ * client finds only what an earlier process left under the T name: libsocket_wrapper never removes the file of an
+ * explicitly bound socket, and a connection to it is refused. torch's store client tries IPv6 first, takes "No route
+ * to host" (libsocket_wrapper's answer where no file exists) as final for IPv6, then retries a refused IPv4
+ * connection until its timeout: a store that started a moment after its clients was never reached when an earlier
+ * process of the pod had used the port (an elastic world re-forming; docs/simulate.md).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -112,11 +121,49 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
     RETURN_LOCKED(next_(fd, addr, len));
 }
 
+/* After a listen() on "::" port P: the IPv4 name T<iface><P> becomes a second link to the socket's file
+ * X<iface><P> (a Unix socket is reached through any link to its file), replacing whatever file held the name. */
+static void answer_ipv4_too(int fd)
+{
+    struct sockaddr_in6 me;
+    socklen_t len = sizeof(me);
+    const char *dir = getenv("SOCKET_WRAPPER_DIR");
+    const char *iface_env = getenv("SOCKET_WRAPPER_DEFAULT_IFACE");
+    char v6[PATH_MAX], v4[PATH_MAX], tmp[PATH_MAX];
+    unsigned iface, port;
+
+    if (dir == NULL || iface_env == NULL || getsockname(fd, (struct sockaddr *)&me, &len) != 0 ||
+        len < (socklen_t)sizeof(me) || me.sin6_family != AF_INET6 || !IN6_IS_ADDR_UNSPECIFIED(&me.sin6_addr)) {
+        return;
+    }
+    iface = (unsigned)atoi(iface_env);
+    port = ntohs(me.sin6_port);
+    if (iface == 0 || iface > 0xFF || port == 0 ||
+        snprintf(v6, sizeof(v6), "%s/X%02X%04X", dir, iface, port) >= (int)sizeof(v6) ||
+        snprintf(v4, sizeof(v4), "%s/T%02X%04X", dir, iface, port) >= (int)sizeof(v4) ||
+        snprintf(tmp, sizeof(tmp), "%s/.dual-%d-%d", dir, (int)getpid(), fd) >= (int)sizeof(tmp)) {
+        return;
+    }
+    unlink(tmp);
+    if (link(v6, tmp) == 0 && rename(tmp, v4) != 0) { /* rename: the name never goes missing in between */
+        unlink(tmp);
+    }
+}
+
 int listen(int fd, int backlog)
 {
     static listen_call next_;
+    int rc, errno_;
     if (next_ == NULL) {
         next_ = (listen_call)dlsym(RTLD_NEXT, "listen");
     }
-    RETURN_LOCKED(next_(fd, backlog));
+    names_lock();
+    rc = next_(fd, backlog);
+    errno_ = errno;
+    if (rc == 0) {
+        answer_ipv4_too(fd);
+    }
+    names_unlock();
+    errno = errno_;
+    return rc;
 }

@@ -12,7 +12,7 @@ starts clean. With `--max-restarts` above 0 the surviving torchrun does not clos
 workers into a new round, which the restarted pod joins; with the etcd-v2 backend (torch's dynamic rendezvous) the
 restarted pod then still waits for the store address of the survivor, which torch 2.13 publishes in the first round
 only (`dynamic_rendezvous.py` lines 1209-1223; `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` makes every round publish one),
-so this rule claims only the closing. The rule applies where the controller restarts or
+so this rule claims only the closing (RESTART006 reports the wait). The rule applies where the controller restarts or
 recreates the pods (a StatefulSet, a PyTorchJob restart policy other than `Never`, a Job or JobSet that retries).
 A warning: the world forms and trains; only its recovery from a failure is lost. `make simulate FAULT=kill:1@step=6`
 on such an overlay shows it.
