@@ -5,6 +5,7 @@ machine is noisy."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import json
 import resource
@@ -220,6 +221,9 @@ def main() -> int:
     ap.add_argument("--side-by-side", type=int, default=200, help="overlays in the tree the validators share")
     args = ap.parse_args()
     if args.validators_only:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as in main(): the child processes keep bytecode
+        os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-pycache-")
+        atexit.register(shutil.rmtree, os.environ["PYTHONPYCACHEPREFIX"], True)
         with tempfile.TemporaryDirectory() as tmp:
             os.environ["POLICIES_CACHE_DIR"] = str(Path(tmp) / "cache")
             tree = make_tree(Path(tmp) / f"tree-{args.side_by_side}", args.side_by_side)
@@ -227,15 +231,22 @@ def main() -> int:
             one_file_side_by_side(tree, args.repeat)
         return 0
     validator = make_validator("auto")
-    print(f"schema validator: {validator.name}; kubectl: {shutil.which('kubectl') or 'venv'}")
-    # Without a bytecode cache every `make validate` compiles policies/ from source (0.1-0.15 s of CPU per Python
-    # process here): say so, as it moves the cold and warm figures.
-    nopyc = os.environ.get("PYTHONDONTWRITEBYTECODE") and not (REPO / "policies" / "__pycache__").is_dir()
-    print(f"python {sys.version.split()[0]}; bytecode cache: "
-          f"{'none (PYTHONDONTWRITEBYTECODE is set and policies/__pycache__ is absent)' if nopyc else 'on'}")
+    from policies.gitops import kubectl
+
+    print(f"schema validator: {validator.name}; kubectl: {kubectl()}")
+    # A checkout keeps Python's bytecode in __pycache__; where PYTHONDONTWRITEBYTECODE is set (these sessions) every
+    # process would compile policies/ from source (0.1-0.3 s of CPU each). The processes the bench starts get a
+    # bytecode cache of their own, outside the checkout (PYTHONPYCACHEPREFIX), as a user's checkout has one.
+    pycache = tempfile.mkdtemp(prefix="bench-pycache-")
+    atexit.register(shutil.rmtree, pycache, True)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = pycache
+    print(f"python {sys.version.split()[0]}; bytecode cache: on (PYTHONPYCACHEPREFIX={pycache}, filled by the "
+          "first run of each command)")
 
     make = lambda env: subprocess.run(["make", "-s", "validate"], cwd=REPO, check=True, capture_output=True,
                                       env={**os.environ, **env})
+    make({"POLICIES_NO_CACHE": "1"})  # fills the bytecode cache
     cold = median_time(lambda: make({"POLICIES_NO_CACHE": "1"}), args.repeat)
     make({})
     warm = median_time(lambda: make({}), args.repeat)
