@@ -25,6 +25,8 @@ BASE    ?= main
 FORMAT  ?= text
 # make validate: STRICT=1 fails on warnings too; POLICY_ENV=components/<env>/policy.yaml for files and stdin.
 STRICT  ?=
+# make validate: the schema validator, auto (kubeconform where installed, else in-process), kubeconform, builtin or none.
+SCHEMA  ?=
 POLICY_ENV ?=
 OVERLAY ?= overlays/kind-cpu/indexed-job
 SCALE_TO ?=
@@ -76,8 +78,8 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with eve
 	@scripts/install-prometheus.sh
 	@$(PY) -m policies.cli tools
 
-validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1]
-	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform]
+	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
 	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run) --base "$(BASE)"
