@@ -16,7 +16,7 @@ from .launchers import Bundle, Check, Child, Workload, expand, workloads
 from .loader import InputError, path_error, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .podspecs import NOT_MODELLED, WRAPPERS
-from .render import find_overlays, kustomization_file, render_all
+from .render import kustomization_file, overlays_named, render_all
 from .rules import RULES, Context
 from .topology import Topology, compute
 
@@ -93,11 +93,11 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
     for raw in paths:
         p = Path(raw)
         if raw != "-" and p.is_dir():
-            if kustomization_file(p):
+            found = overlays_named(p)
+            if found == [p]:  # the folder is an overlay itself: its files are the kustomization's to read
                 folders.append((len(units), p))
                 units.append(Unit(str(p), "overlay"))
                 continue
-            found = find_overlays(p)
             plain = plain_manifests(p)
             if not found and not plain:
                 units.append(_input_error(str(p), "overlay", f"{p}: no kustomization.yaml and no manifest file "

@@ -77,6 +77,12 @@ def find_overlays(root: Path) -> list[Path]:
     return [d for d in found if (k := kustomization_file(d)) and not _is_component(k)]
 
 
+def overlays_named(folder: Path) -> list[Path]:
+    """The overlays a folder given as PATHS stands for: itself where it has a kustomization, else every overlay
+    below it (find_overlays)."""
+    return [folder] if kustomization_file(folder) else find_overlays(folder)
+
+
 def _is_component(path: Path | None) -> bool:
     if path is None:
         return False
@@ -438,7 +444,7 @@ def prefetch(paths: list[str]) -> None:
         for raw in paths:
             p = Path(raw)
             if raw != "-" and p.is_dir():
-                folders += [p] if kustomization_file(p) else find_overlays(p)
+                folders += overlays_named(p)
         if not folders:
             return
         pool = ThreadPoolExecutor(max_workers=_jobs(len(folders)))
