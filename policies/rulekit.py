@@ -132,6 +132,14 @@ def env_problem(rule: str, ctx: Context, topo: Topology, pod: Any, name: str, me
     return problem_at(rule, ctx, topo, field or pod.container_field, message, hint, severity)
 
 
+def restarts_and_max_restarts(ctx: Context, topo: Topology) -> tuple[list[str], Any]:
+    """What restarts the workload's pods (the controller's and kubelet's reasons, empty if nothing does) and
+    torchrun's `--max-restarts` setting on its first pod (value, origin, field): what the restart rules weigh."""
+    restarts = topo.workload.controller.restarts(topo.workload, ctx.bundle)
+    first = topo.first
+    return restarts, first.inv.setting("max_restarts", first.pod.env, first.pod.env_fields)
+
+
 def distinct_pods(topo: Topology) -> list[Any]:
     """One pod per pod template (PyTorchJob Master and Worker, not two Workers)."""
     return topo.distinct_pods()

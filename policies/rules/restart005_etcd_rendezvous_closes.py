@@ -23,7 +23,7 @@ Passes: the same with `--max-restarts=3`; `--rdzv-backend=c10d`; an Indexed Job 
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import problem
+from ..rulekit import problem, restarts_and_max_restarts
 
 ID = "RESTART005"
 NAME = "etcd-rendezvous-survives-restart"
@@ -37,11 +37,10 @@ def check(ctx):
     for t in ctx.topologies:
         if not t.torchrun or not t.backend.startswith("etcd"):
             continue
-        restarts = t.workload.controller.restarts(t.workload, ctx.bundle)
+        restarts, mr = restarts_and_max_restarts(ctx, t)
         if not restarts:
             continue
         v = t.first
-        mr = v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields)
         if mr.value.isdigit() and int(mr.value) > 0:
             continue
         shown = f"--max-restarts {mr.value}" + (" (torchrun's default)" if mr.origin == "default" else "")

@@ -21,7 +21,7 @@ restart; one node.
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import distinct_pods, launcher_field, problem
+from ..rulekit import distinct_pods, launcher_field, problem, restarts_and_max_restarts
 
 ID = "RESTART006"
 NAME = "fresh-store-per-round"
@@ -37,11 +37,10 @@ def check(ctx):
     for t in ctx.topologies:
         if not t.torchrun or t.backend not in DYNAMIC or not (t.nnodes_max or 0) > 1:
             continue
-        restarts = t.workload.controller.restarts(t.workload, ctx.bundle)
+        restarts, mr = restarts_and_max_restarts(ctx, t)
         if not restarts:
             continue
         v = t.first
-        mr = v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields)
         if not (mr.value.isdigit() and int(mr.value) > 0):
             continue
         if all(str(pod.env.get(VAR, "")).strip() == "1" for pod in distinct_pods(t)):
