@@ -84,6 +84,8 @@ class ContainerEnv:
     _injected: set[str] = field(default_factory=set, repr=False)
     # Works the env out when first read: the rules read the training container's, `make plan` every container's.
     _pending: Callable[[], None] | None = field(default=None, repr=False)
+    # command + args after `$(VAR)` expansion with each token's field path (Pod.argv), worked out once.
+    _argv: tuple[list[str], list[str]] | None = field(default=None, repr=False)
 
     def _ready(self) -> None:
         if self._pending is not None:
@@ -144,16 +146,20 @@ class Pod:
         return expand_k8s(text, self.env)
 
     def argv(self, c: ContainerEnv | None = None) -> tuple[list[str], list[str]]:
-        """A container's command + args after `$(VAR)` expansion, with the field path of each token."""
+        """A container's command + args after `$(VAR)` expansion, with the field path of each token (worked out
+        once per container: the env it expands against is fixed; callers do not change the lists)."""
         c = c or self.main
-        out: list[str] = []
-        fields: list[str] = []
-        for key in ("command", "args"):
-            for i, tok in enumerate(listing(c.container.get(key))):
-                tok = str(tok)
-                out.append(expand_k8s(tok, c.env) if "$" in tok else tok)
-                fields.append(f"{c.field}.{key}[{i}]")
-        return out, fields
+        if c._argv is None:
+            out: list[str] = []
+            fields: list[str] = []
+            env = c.env
+            for key in ("command", "args"):
+                for i, tok in enumerate(listing(c.container.get(key))):
+                    tok = str(tok)
+                    out.append(expand_k8s(tok, env) if "$" in tok else tok)
+                    fields.append(f"{c.field}.{key}[{i}]")
+            c._argv = (out, fields)
+        return c._argv
 
 
 _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
@@ -206,6 +212,21 @@ class PodGroup:
     container_fields: dict[int, str] = field(default_factory=dict)
     # Pods the workload creates outside the training world (a TrainJob's initializers): listed, not ranked.
     aux: bool = False
+    # What every pod of the group shares, read from the template once (Workload._make_pod).
+    _shared: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def shared(self) -> tuple[Any, ...]:
+        """(template labels, template annotations, pod spec, containers, training container index, spec field):
+        the same for every pod of the group."""
+        if self._shared is None:
+            template = mapping(self.template)
+            meta = mapping(template.get("metadata"))
+            spec = mapping(template.get("spec"))
+            raw = self.containers if self.containers is not None else listing(spec.get("containers"))
+            self._shared = ({str(k): str(v) for k, v in mapping(meta.get("labels")).items()},
+                            {str(k): str(v) for k, v in mapping(meta.get("annotations")).items()},
+                            spec, raw, pick_container(raw, self.container_name), f"{self.template_field}.spec")
+        return self._shared
 
 
 @dataclass
@@ -275,20 +296,16 @@ class Workload:
                 yield self.pod(g.offset + local) if not g.aux else self._make_pod(g, local, -1)
 
     def _make_pod(self, group: PodGroup, local: int, index: int) -> Pod:
-        template = mapping(group.template)
-        meta = mapping(template.get("metadata"))
-        spec = mapping(template.get("spec"))
-        labels = {str(k): str(v) for k, v in mapping(meta.get("labels")).items()}
+        base_labels, base_annotations, spec, raw, training, spec_field = group.shared()
+        labels = dict(base_labels)
         labels.update(group.labels(local))
-        annotations = {str(k): str(v) for k, v in mapping(meta.get("annotations")).items()}
+        annotations = dict(base_annotations)
         annotations.update(group.annotations(local))
         hostname = group.hostname(local) if group.hostname_forced else (spec.get("hostname") or group.hostname(local))
         subdomain = group.subdomain if group.subdomain_forced else (spec.get("subdomain") or group.subdomain)
-        raw = group.containers if group.containers is not None else listing(spec.get("containers"))
-        training = pick_container(raw, group.container_name)
         pod = Pod(index=index, name=group.name(local), hostname=str(hostname), subdomain=subdomain or None,
                   namespace=self.namespace, labels=labels, annotations=annotations, spec=spec,
-                  spec_field=f"{group.template_field}.spec", containers=[], init_containers=[], training=training)
+                  spec_field=spec_field, containers=[], init_containers=[], training=training)
         for i, c in enumerate(listing(spec.get("initContainers"))):
             if isinstance(c, dict):
                 pod.init_containers.append(ContainerEnv(str(c.get("name")), f"{pod.spec_field}.initContainers[{i}]",
@@ -316,12 +333,14 @@ class Workload:
             prefix = str(src.get("prefix") or "")
             ref = mapping(src.get("configMapRef") or src.get("secretRef"))
             store = self.configmaps if "configMapRef" in src else self.secrets
+            where = f"{cf}.envFrom[{i}]"
             for k, v in (store.get(str(ref.get("name"))) or {}).items():
                 env[prefix + k] = v
-                fields[prefix + k] = f"{cf}.envFrom[{i}]"
+                fields[prefix + k] = where
         first = [j for j in injected if j.mode == FIRST]
+        by = f"{self.manifest.kind} controller"
         for j in first:
-            self._inject(pod, ce, j)
+            self._inject(pod, ce, j, by)
         dropped = {j.name for j in first}
         defined: set[str] = set()
         for i, var in enumerate(listing(c.get("env"))):
@@ -342,14 +361,14 @@ class Workload:
         # them; command and args can): the kubelet keeps the last definition of a name.
         for j in injected:
             if j.mode == OVERRIDE or (j.mode == IF_ABSENT and j.name not in defined):
-                self._inject(pod, ce, j)
+                self._inject(pod, ce, j, by)
 
-    def _inject(self, pod: Pod, ce: ContainerEnv, j: Injected) -> None:
+    def _inject(self, pod: Pod, ce: ContainerEnv, j: Injected, by: str) -> None:
         # The controller's variables are part of the pod's env list: the kubelet expands a `$(VAR)` in their values
         # against the variables before them (a PyTorchJob's `elasticPolicy.rdzvId: $(RUN_ID)` becomes the run id).
         value = j.value if j.value is None or "$" not in j.value else expand_k8s(j.value, ce._env)
         ce._env[j.name] = downward(j.field_ref, pod) if j.field_ref else value
-        ce._fields[j.name] = f"{self.manifest.kind} controller"
+        ce._fields[j.name] = by
         ce._injected.add(j.name)
 
     def _value_from(self, source: dict[str, Any], pod: Pod) -> str | None:
