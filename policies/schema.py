@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import tempfile
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
@@ -224,18 +223,30 @@ def _cap(m: Manifest, problems: list[Problem]) -> list[Problem]:
 _COMPILED: dict[Path, tuple[Any, dict[str, Any]]] = {}  # per process: schema file -> (compiled validator, schema)
 
 
+def installed_version(module: Any) -> str:
+    """The version of an installed package whose distribution is named like its module, from the
+    `<name>-<version>.dist-info` folder beside it: what importlib.metadata reads, without importing it (0.06 s of
+    every `make validate`); else importlib.metadata."""
+    name = module.__name__
+    site = Path(module.__file__).resolve().parent.parent
+    for info in sorted(site.glob(f"{name}-*.dist-info")):
+        return info.name[len(name) + 1:-len(".dist-info")]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown version"
+
+
 class BuiltinValidator:
     """jsonschema-rs over the committed schemas; each schema file is compiled on first use, once per process."""
 
     def __init__(self, root: Path | None = None) -> None:
-        import jsonschema_rs  # noqa: F401  (fail here, not mid-run, if the package is missing)
+        import jsonschema_rs  # (fail here, not mid-run, if the package is missing)
 
         self.root = root or SCHEMAS_DIR
-        try:
-            ver = package_version("jsonschema_rs")
-        except PackageNotFoundError:
-            ver = "unknown version"
-        self.name = f"jsonschema-rs {ver} (in-process)"
+        self.name = f"jsonschema-rs {installed_version(jsonschema_rs)} (in-process)"
 
     def _compiled(self, path: Path) -> tuple[Any, dict[str, Any]]:
         hit = _COMPILED.get(path)
