@@ -1,5 +1,8 @@
-"""Pin a released trainer image in every environment (`images:` in components/<env>/kustomization.yaml), with the
-same round-trip editing as `make scale`; the image workflow runs it on a tag and opens a pull request."""
+"""Pin a released trainer image in every environment (`images:` in components/<env>/kustomization.yaml, for each
+<env> that has an overlays/<env>/ folder; feature components such as monitoring are left alone), with the same
+round-trip editing as `make scale`; the image workflow runs it on a tag and opens a pull request. Every environment
+is pinned or none: the files are written as one transaction (policies/transaction.py) under a lock on components/,
+and a run interrupted part way is finished by the next run before its own change."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +12,9 @@ from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from . import transaction
 from .entry import guarded
-from .scale import REPO, ScaleError, YamlFile, rel, write_atomic
+from .scale import REPO, ScaleError, YamlFile, rel
 
 BASE_IMAGE = "ghcr.io/example/ddp-trainer"
 # Environments that run the CPU-only image (Dockerfile.cpu), tagged <version>-cpu.
@@ -28,8 +32,12 @@ def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: 
         if d is not None and not DIGEST.match(d):
             raise ScaleError(f"{label} '{d}' is not sha256:<64 hex digits>")
     out: dict[Path, str] = {}
+    environments = {p.name for p in (root / "overlays").iterdir() if p.is_dir()} if (root / "overlays").is_dir() \
+        else set()
     for kfile in sorted((root / "components").glob("*/kustomization.yaml")):
         env = kfile.parent.name
+        if env not in environments:
+            continue  # a feature component (monitoring, causal-lm): its images entry would override an environment's
         f = YamlFile.load(kfile)
         doc = f.docs[0]
         if not isinstance(doc, CommentedMap):
@@ -69,18 +77,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    return guarded(lambda: apply(args), (ScaleError,))
+    return guarded(lambda: apply(args), (ScaleError, transaction.TransactionError))
 
 
 def apply(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
-    changes = pin(root, args.tag, args.digest, args.cpu_digest, args.name)
-    for path, text in changes.items():
+    folder = root / "components"
+    if not folder.is_dir():
+        raise ScaleError(f"{rel(folder)}: no such folder")
+    with transaction.locked(folder, say=lambda m: print(m, file=sys.stderr), who="pin_image", what="folder"):
         if args.dry_run:
-            print(f"would change {rel(path)}")
+            if (folder / transaction.JOURNAL).exists():
+                raise ScaleError(f"{rel(folder)}: an interrupted pin_image left the environments half pinned "
+                                 f"({transaction.JOURNAL}); run it again without --dry-run to finish it")
         else:
-            write_atomic(path, text)
-            print(f"pinned {args.tag} in {rel(path)}")
+            finished = transaction.recover(folder)
+            if finished:
+                print(f"{rel(folder)}: finished the pinning an interrupted run began: wrote "
+                      f"{', '.join(rel(p) for p in finished)}", file=sys.stderr)
+        changes = pin(root, args.tag, args.digest, args.cpu_digest, args.name)
+        if changes and not args.dry_run:
+            transaction.commit(folder, changes)  # every environment or none
+        for path in changes:
+            print(f"would change {rel(path)}" if args.dry_run else f"pinned {args.tag} in {rel(path)}")
     if not changes:
         print(f"every environment already runs {args.tag}")
     return 0

@@ -88,9 +88,11 @@ def _shown(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def locked(folder: Path, wait: float = 60.0, say=None) -> Iterator[None]:
+def locked(folder: Path, wait: float = 60.0, say=None, who: str = "make scale or make new-run",
+           what: str = "overlay") -> Iterator[None]:
     """Hold the overlay's lock (flock on the folder itself: nothing to leave behind, released when the process dies).
-    Waits up to `wait` seconds for another run, telling `say` once, then fails with one line."""
+    Waits up to `wait` seconds for another run, telling `say` once, then fails with one line; `who` and `what` name
+    the commands that take this lock and the folder (pin_image locks components/)."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         deadline = time.monotonic() + wait
@@ -103,10 +105,10 @@ def locked(folder: Path, wait: float = 60.0, say=None) -> Iterator[None]:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise
             if time.monotonic() >= deadline:
-                raise TransactionError(f"{_shown(folder)}: another make scale or make new-run is changing this "
-                                       f"overlay and did not finish within {wait:.0f} s; nothing was written")
+                raise TransactionError(f"{_shown(folder)}: another {who} is changing this {what} and did not "
+                                       f"finish within {wait:.0f} s; nothing was written")
             if not told and say is not None:
-                say(f"{_shown(folder)}: waiting for another make scale or make new-run on this overlay to finish")
+                say(f"{_shown(folder)}: waiting for another {who} on this {what} to finish")
                 told = True
             time.sleep(0.1)
         yield
@@ -137,9 +139,9 @@ def recover(folder: Path) -> list[Path]:
             current = _sha(target.read_bytes()) if target.exists() else None
             if tmp.exists():
                 if current not in (old, new):
-                    raise TransactionError(f"{_shown(target)}: changed since an interrupted make scale began to "
-                                           f"write it; compare it with {tmp.name}, keep what you want and delete "
-                                           f"{JOURNAL}")
+                    raise TransactionError(f"{_shown(target)}: changed since an interrupted make scale (or pin) "
+                                           f"began to write it; compare it with {tmp.name}, keep what you want and "
+                                           f"delete {JOURNAL}")
                 if _sha(tmp.read_bytes()) != new:
                     raise TransactionError(f"{_shown(tmp)}: not the bytes {JOURNAL} promised; compare it with "
                                            f"{target.name}, keep what you want and delete {JOURNAL}")

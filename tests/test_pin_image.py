@@ -2,9 +2,11 @@
 digest, by round-trip edits that change nothing else; a stale digest never outlives a new tag."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -65,3 +67,70 @@ def test_a_tag_without_digest_drops_the_old_digest(repo):
 def test_bad_input(repo, args, message):
     proc = pin(repo, *args)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_feature_components_get_no_images_entry(repo):
+    """Only environments (a components/<env> with an overlays/<env>) are pinned: an images entry in monitoring or
+    causal-lm would override the environment's own in every overlay that lists it after the environment."""
+    before = {d: (repo / f"components/{d}/kustomization.yaml").read_text() for d in ("monitoring", "causal-lm")}
+    proc = pin(repo, "--tag", "0.2.0")
+    assert proc.returncode == 0, proc.stderr
+    assert {d: (repo / f"components/{d}/kustomization.yaml").read_text() for d in before} == before
+    assert sorted(line.split(" in ")[1].split("/")[-2] for line in proc.stdout.splitlines()) == \
+        ["64x8-h100", "gke-t4", "kind-cpu"]
+
+
+def _start(root, *args, hook):
+    env = {**os.environ, "DDP_SCALE_TEST_HOOK": hook}
+    return subprocess.Popen([sys.executable, "-m", "policies.pin_image", *args, "--root", str(root)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _killed_at(root, step, *args):
+    """Start a pin, wait until it says it stopped at `step`, SIGKILL it."""
+    proc = _start(root, *args, hook=step)
+    deadline = time.monotonic() + 120
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.strip() == f"hook: {step}":
+            break
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert seen and seen[-1].strip() == f"hook: {step}", "".join(seen)
+
+
+def _tags(root):
+    return {env: yaml.safe_load((root / f"components/{env}/kustomization.yaml").read_text())["images"][0]["newTag"]
+            for env in ("64x8-h100", "gke-t4", "kind-cpu")}
+
+
+def test_a_pin_killed_between_two_renames_is_finished_by_the_next_run(repo):
+    """Every environment is pinned or none: killed after the first file is renamed, the next run rolls the rest
+    forward (never a release running in some environments and not in others) before its own change."""
+    before = _tags(repo)
+    _killed_at(repo, "renamed-1", "--tag", "0.2.0")
+    half = _tags(repo)
+    assert half != before and half != {"64x8-h100": "0.2.0", "gke-t4": "0.2.0", "kind-cpu": "0.2.0-cpu"}
+    assert (repo / "components/.scale-journal").is_file()
+    dry = pin(repo, "--tag", "0.2.0", "--dry-run")
+    assert dry.returncode == 2 and "half pinned" in dry.stderr.splitlines()[-1], dry.stderr
+    again = pin(repo, "--tag", "0.2.0")
+    assert again.returncode == 0, again.stderr
+    assert "finished the pinning an interrupted run began" in again.stderr
+    assert _tags(repo) == {"64x8-h100": "0.2.0", "gke-t4": "0.2.0", "kind-cpu": "0.2.0-cpu"}
+    assert not (repo / "components/.scale-journal").exists() and not list(repo.rglob(".*.scale-tmp"))
+
+
+def test_a_pin_killed_before_its_journal_changes_nothing(repo):
+    before = {p: p.read_bytes() for p in (repo / "components").rglob("*.yaml")}
+    _killed_at(repo, "temps-written", "--tag", "0.2.0")
+    assert {p: p.read_bytes() for p in (repo / "components").rglob("*.yaml")} == before
+    assert list(repo.rglob(".*.scale-tmp")) and not (repo / "components/.scale-journal").exists()
+    again = pin(repo, "--tag", "0.3.0")
+    assert again.returncode == 0, again.stderr
+    assert _tags(repo) == {"64x8-h100": "0.3.0", "gke-t4": "0.3.0", "kind-cpu": "0.3.0-cpu"}
+    assert not list(repo.rglob(".*.scale-tmp"))
