@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from .entry import guarded
 from . import engine
@@ -539,35 +539,12 @@ class Simulation:
         listener.listen(64)
         self._relays.append(listener)
 
-        def pipe(src: socket.socket, dst: socket.socket) -> None:
-            try:
-                while data := src.recv(65536):
-                    dst.sendall(data)
-            except OSError:
-                pass
-            finally:
-                for s in (src, dst):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
+        def connect() -> socket.socket:
+            upstream = socket.create_connection(target, timeout=5)
+            upstream.settimeout(None)
+            return upstream
 
-        def accept() -> None:
-            while True:
-                try:
-                    client, _ = listener.accept()
-                except OSError:
-                    return  # closed at the end of the run
-                try:
-                    upstream = socket.create_connection(target, timeout=5)
-                    upstream.settimeout(None)
-                except OSError:
-                    client.close()
-                    continue
-                for a, b in ((client, upstream), (upstream, client)):
-                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
-
-        threading.Thread(target=accept, daemon=True).start()
+        relay(listener, connect)
 
     def _close_network(self) -> None:
         for listener in self._relays:
@@ -950,6 +927,42 @@ def _noise(line: str) -> bool:
     return ("cannot be retrieved (gai error: -9" in line or line.startswith(("I1", "I0")) or "*****" in line
             or "OMP_NUM_THREADS" in line or bool(_STORE_RETRY.match(line)) or bool(_CPP_STACK.match(line))
             or "has failed to shutdown the rendezvous" in line)
+
+
+def relay(listener: socket.socket, connect: Callable[[], socket.socket]) -> None:
+    """Accept on `listener` until it is closed, and pipe each connection both ways to the socket `connect()` opens
+    (a connection whose other end cannot be opened, OSError, is closed at once). Each direction's thread closes the
+    socket it reads when either side ends; the other thread closes the other."""
+
+    def pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            src.close()
+
+    def accept() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                upstream = connect()
+            except OSError:
+                client.close()
+                continue
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
 
 
 def _port_free(ip: str, port: int) -> bool:

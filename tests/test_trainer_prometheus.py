@@ -135,46 +135,25 @@ def metrics_overlay(folder, port: int):
 
 def relay(net, iface: int, port: int, client_ports) -> socket.socket:
     """A loopback TCP listener that reaches port `port` of the pod at socket_wrapper interface `iface` (close it to
-    stop)."""
+    stop): simulate.py's relay, the other way round."""
     listener = socket.create_server(("127.0.0.1", 0))
 
-    def pipe(src, dst):
+    def connect() -> socket.socket:
+        target = next((net / f"{fam}{iface:02X}{port:04X}" for fam in "TX"
+                       if (net / f"{fam}{iface:02X}{port:04X}").exists()), None)
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            while data := src.recv(65536):
-                dst.sendall(data)
+            if target is None:
+                raise OSError("not listening yet")
+            # socket_wrapper's accept reads the peer's address from its socket's name: give it one.
+            upstream.bind(str(net / f"T{OBSERVER_IFACE:02X}{next(client_ports):04X}"))
+            upstream.connect(str(target))
         except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            src.close()  # each direction's thread closes the socket it reads; the other thread closes the other
+            upstream.close()
+            raise
+        return upstream
 
-    def accept():
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            target = next((net / f"{fam}{iface:02X}{port:04X}" for fam in "TX"
-                           if (net / f"{fam}{iface:02X}{port:04X}").exists()), None)
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                if target is None:
-                    raise OSError("not listening yet")
-                # socket_wrapper's accept reads the peer's address from its socket's name: give it one.
-                upstream.bind(str(net / f"T{OBSERVER_IFACE:02X}{next(client_ports):04X}"))
-                upstream.connect(str(target))
-            except OSError:
-                client.close()
-                upstream.close()
-                continue
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=pipe, args=(a, b), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
+    simulate.relay(listener, connect)
     return listener
 
 
