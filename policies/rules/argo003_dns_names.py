@@ -32,13 +32,6 @@ def _why(name: str, pattern, limit: int) -> str | None:
     return None
 
 
-def _derived(m):
-    """(derived name, what it is, pattern, field) for the names a controller makes from this object's name."""
-    launcher = launchers.of(m)
-    for field, name, what, service in (launcher.dns_names(m) if launcher else []):
-        yield name, what, DNS1035_LABEL if service else DNS1123_LABEL, field
-
-
 def check(ctx):
     for m in ctx.bundle.manifests:
         name = m.name
@@ -50,10 +43,15 @@ def check(ctx):
             yield obj_problem(ID, m, "metadata.name", f"name '{name}' {why}",
                               "use a lowercase name of letters, digits and '-'")
             continue
-        for derived, what, pat, field in _derived(m):
+        launcher = launchers.of(m)
+        if launcher is None:
+            continue
+        # The names the controller makes from this object's name.
+        for field, derived, what, service in launcher.dns_names(m):
+            pat = DNS1035_LABEL if service else DNS1123_LABEL
             why = _why(derived, pat, 63)
             if why:
-                yield obj_problem(ID, m, field if field != "metadata.name" else "metadata.name",
+                yield obj_problem(ID, m, field,
                                   f"{what} would be '{derived}', which {why}",
                                   "shorten the name" + ("" if pat is DNS1123_LABEL else " and start it with a letter"))
     apps, _ = ctx.argo.apps, ctx.argo.failed

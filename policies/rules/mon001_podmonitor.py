@@ -18,7 +18,7 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import distinct_pods, obj_problem
+from ..rulekit import obj_problem
 from .sec006_network_policy import selects
 
 ID = "MON001"
@@ -37,12 +37,11 @@ def _in_namespaces(spec, monitor_ns, pod_ns) -> bool:
 
 
 def check(ctx):
-    monitors = [m for m in ctx.bundle.manifests if m.kind == "PodMonitor"]
-    for m in monitors:
+    for m in ctx.of_kind("PodMonitor"):
         spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
         selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
         endpoints = [e for e in spec.get("podMetricsEndpoints") or [] if isinstance(e, dict)]
-        selected = [(t, pod) for t in ctx.topologies for pod in distinct_pods(t)
+        selected = [(t, pod) for t in ctx.topologies for pod in ctx.distinct_pods(t)
                     if _in_namespaces(spec, m.namespace, t.workload.namespace) and selects(selector, pod.labels)]
         if not selected:
             if ctx.topologies:

@@ -13,7 +13,7 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from ..rulekit import distinct_pods, problem_at, quantity_bytes
+from ..rulekit import problem_at, quantity_bytes
 
 ID = "RES001"
 NAME = "dev-shm"
@@ -35,7 +35,7 @@ def check(ctx):
     for t in ctx.topologies:
         if not t.gpus:
             continue
-        for pod in distinct_pods(t):
+        for pod in ctx.distinct_pods(t):
             mounts = [(i, m) for i, m in enumerate(pod.container.get("volumeMounts") or [])
                       if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == "/dev/shm"]
             if not mounts:

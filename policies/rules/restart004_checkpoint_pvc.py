@@ -21,7 +21,7 @@ from __future__ import annotations
 import posixpath
 
 from ..model import WARNING
-from ..rulekit import problem_at
+from ..rulekit import problem_at, restarts_and_max_restarts
 
 ID = "RESTART004"
 NAME = "checkpoint-on-pvc"
@@ -34,15 +34,14 @@ REPO_TRAINER = ("trainer/train.py", "/out")
 
 def restart_reasons(ctx, t) -> list[str]:
     why: list[str] = []
-    v = t.first
-    if v.inv is not None:
-        mr = v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields).value
+    restarts, max_restarts = restarts_and_max_restarts(ctx, t)
+    if max_restarts is not None:
+        mr = max_restarts.value
         if mr.isdigit() and int(mr) > 0:
             why.append(f"torchrun --max-restarts {mr}")
     if t.elastic:
         why.append("an elastic node range")
-    why += t.workload.controller.restarts(t.workload, ctx.bundle)
-    return why
+    return why + restarts
 
 
 def checkpoint_folder(v) -> tuple[str | None, str]:

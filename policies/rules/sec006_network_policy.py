@@ -17,7 +17,7 @@ ports, egress to that selector and to port 53.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from ..rulekit import distinct_pods, obj_problem, problem
+from ..rulekit import obj_problem, problem
 
 ID = "SEC006"
 NAME = "network-policy"
@@ -66,15 +66,21 @@ METRICS_PORT_NAME = "metrics"
 LOCAL_RANKS = 8  # local rank r serves on the metrics port + r (trainer/telemetry.py)
 
 
-def metrics_ports(pods) -> set[int]:
-    """The port numbers the trainer's metrics endpoints may use: each `metrics` container port and the 7 above."""
-    out: set[int] = set()
+def metrics_ports(pods) -> tuple[set[int], set[str]]:
+    """The port numbers the trainer's metrics endpoints may use (each `metrics` container port and the 7 above),
+    and the names of those container ports."""
+    numbers: set[int] = set()
+    names: set[str] = set()
     for pod in pods:
         for p in pod.container.get("ports") or []:
-            if isinstance(p, dict) and str(p.get("name", "")).startswith(METRICS_PORT_NAME) \
-                    and isinstance(p.get("containerPort"), int):
-                out.update(range(p["containerPort"], p["containerPort"] + LOCAL_RANKS))
-    return out
+            if isinstance(p, dict):
+                name = str(p.get("name", ""))
+                if name.startswith(METRICS_PORT_NAME):
+                    names.add(name)
+                    port = p.get("containerPort")
+                    if isinstance(port, int):
+                        numbers.update(range(port, port + LOCAL_RANKS))
+    return numbers, names
 
 
 def _only_metrics(rule, allowed: set[int], names: set[str]) -> bool:
@@ -99,14 +105,14 @@ def check(ctx):
     workloads = [t for t in ctx.topologies if t.pods > 1 or (t.nnodes_max or 1) > 1]
     if not workloads:
         return
-    policies = [(m, spec, _types(spec)) for m, spec in
-                ((m, m.obj.get("spec") or {}) for m in ctx.bundle.manifests if m.kind == "NetworkPolicy")]
+    policies = []
+    for m in ctx.of_kind("NetworkPolicy"):
+        spec = m.obj.get("spec") or {}
+        policies.append((m, spec, _types(spec)))
     for t in workloads:
-        pods = distinct_pods(t)
+        pods = ctx.distinct_pods(t)
         labels_list = [p.labels for p in pods]
-        scrape_ports = metrics_ports(pods)
-        scrape_names = {str(p.get("name")) for pod in pods for p in pod.container.get("ports") or []
-                        if isinstance(p, dict) and str(p.get("name", "")).startswith(METRICS_PORT_NAME)}
+        scrape_ports, scrape_names = metrics_ports(pods)
         ns = t.workload.namespace
         selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
                      all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
