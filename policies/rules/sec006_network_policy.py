@@ -112,7 +112,7 @@ def check(ctx):
     for t in workloads:
         pods = ctx.distinct_pods(t)
         labels_list = [p.labels for p in pods]
-        scrape_ports, scrape_names = metrics_ports(pods)
+        scrape = None  # metrics_ports(pods), worked out for the first rule that admits others on some ports
         ns = t.workload.namespace
         selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
                      all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
@@ -142,7 +142,9 @@ def check(ctx):
                         own_some_ports = own_some_ports or (m, i, r)
                     else:
                         own_all_ports = True
-                if other and not _only_metrics(r, scrape_ports, scrape_names):
+                if other and r.get("ports") and scrape is None:
+                    scrape = metrics_ports(pods)
+                if other and not (scrape and _only_metrics(r, *scrape)):
                     outside.append((m, i, r))
         if isolated and not own_all_ports:
             if own_some_ports:
