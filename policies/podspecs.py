@@ -101,13 +101,14 @@ def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
     for m in manifests:
         kind = m.kind
         site: PodSite | None
+        launcher = launchers.of(m) if kind != "Pod" else None
         if kind == "Pod":
             spec = m.obj.get("spec")
             if isinstance(spec, dict):
                 out.append(PodSite(m, "spec", spec, m.metadata.get("labels") or {},
                                    m.metadata.get("annotations") or {}))
-        elif launchers.of(m) is not None:
-            for field, template in launchers.of(m).pod_templates(m):
+        elif launcher is not None:
+            for field, template in launcher.pod_templates(m):
                 site = _site(m, template, field)
                 if site:
                     out.append(site)

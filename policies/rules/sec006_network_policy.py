@@ -40,6 +40,14 @@ def selects(selector, labels) -> bool:
     return True
 
 
+def selects_all(selector, labels_list) -> bool:
+    """The selector matches every one of the pods' label sets."""
+    for labels in labels_list:
+        if not selects(selector, labels):
+            return False
+    return True
+
+
 def _types(spec) -> set[str]:
     types = spec.get("policyTypes")
     if types:
@@ -59,7 +67,7 @@ def _own(peer, labels_list, namespace) -> bool:
     sel = peer.get("podSelector")
     if not sel or not ((sel.get("matchLabels") or {}) or (sel.get("matchExpressions") or [])):
         return False
-    return all(selects(sel, labels) for labels in labels_list)
+    return selects_all(sel, labels_list)
 
 
 METRICS_PORT_NAME = "metrics"
@@ -115,7 +123,7 @@ def check(ctx):
         scrape = None  # metrics_ports(pods), worked out for the first rule that admits others on some ports
         ns = t.workload.namespace
         selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
-                     all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
+                     selects_all(spec.get("podSelector") or {}, labels_list)]
         if not selecting:
             yield problem(ID, t, "metadata", f"no NetworkPolicy selects the pods of {t.manifest.ref}: any pod in the "
                           "cluster can reach the rendezvous store and the collectives, which have no authentication",
