@@ -3,8 +3,8 @@ models ...), with the object and field path a problem about it points at. Securi
 read these; they apply to every pod in git, not only to training pods."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, field as dc_field
+from typing import Any
 
 from . import launchers
 from .model import Manifest
@@ -40,13 +40,14 @@ class PodSite:
     spec: dict[str, Any]
     labels: dict[str, Any]
     annotations: dict[str, Any]
+    _containers: list[tuple[str, dict[str, Any]]] | None = dc_field(default=None, repr=False)
 
-    def containers(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(field path, container) for every container and init container."""
-        for key in ("initContainers", "containers"):
-            for i, c in enumerate(self.spec.get(key) or []):
-                if isinstance(c, dict):
-                    yield f"{self.field}.{key}[{i}]", c
+    def containers(self) -> list[tuple[str, dict[str, Any]]]:
+        """(field path, container) for every init container and container, listed once (several rules read them)."""
+        if self._containers is None:
+            self._containers = [(f"{self.field}.{key}[{i}]", c) for key in ("initContainers", "containers")
+                                for i, c in enumerate(self.spec.get(key) or []) if isinstance(c, dict)]
+        return self._containers
 
 
 @dataclass
@@ -100,13 +101,14 @@ def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
     for m in manifests:
         kind = m.kind
         site: PodSite | None
+        launcher = launchers.of(m) if kind != "Pod" else None
         if kind == "Pod":
             spec = m.obj.get("spec")
             if isinstance(spec, dict):
                 out.append(PodSite(m, "spec", spec, m.metadata.get("labels") or {},
                                    m.metadata.get("annotations") or {}))
-        elif launchers.of(m) is not None:
-            for field, template in launchers.of(m).pod_templates(m):
+        elif launcher is not None:
+            for field, template in launcher.pod_templates(m):
                 site = _site(m, template, field)
                 if site:
                     out.append(site)

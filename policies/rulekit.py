@@ -8,7 +8,7 @@ from dataclasses import dataclass, field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from .argocd import Delivery
-from .launchers import Bundle, Check, Workload
+from .launchers import Bundle, Check, Launcher, Pod, Workload, of
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from .topology import Topology
@@ -40,6 +40,10 @@ class Context:
     workloads: list[Workload] = dc_field(default_factory=list)
     _sites: list[PodSite] | None = dc_field(default=None, repr=False)
     _containers: list[ContainerSite] | None = dc_field(default=None, repr=False)
+    _kinds: dict[str, list[Manifest]] | None = dc_field(default=None, repr=False)
+    _launched: list[tuple[Manifest, Launcher]] | None = dc_field(default=None, repr=False)
+    _pods: dict[int, list[Pod]] = dc_field(default_factory=dict, repr=False)
+    _restarts: dict[int, tuple[list[str], Any]] = dc_field(default_factory=dict, repr=False)
     # Values several rules derive from the same objects, worked out once per overlay (images, ...).
     memo: dict[str, Any] = dc_field(default_factory=dict, repr=False)
 
@@ -56,6 +60,28 @@ class Context:
         if self._containers is None:
             self._containers = container_sites(self.sites)
         return self._containers
+
+    def of_kind(self, kind: str) -> list[Manifest]:
+        """The objects of one kind, in the order of the manifests (indexed once; not to be changed)."""
+        if self._kinds is None:
+            self._kinds = {}
+            for m in self.bundle.manifests:
+                self._kinds.setdefault(m.kind, []).append(m)
+        return self._kinds.get(kind, [])
+
+    @property
+    def launched(self) -> list[tuple[Manifest, Launcher]]:
+        """(object, its launcher module) for every object of a modelled kind, in the order of the manifests."""
+        if self._launched is None:
+            self._launched = [(m, launcher) for m in self.bundle.manifests if (launcher := of(m)) is not None]
+        return self._launched
+
+    def distinct_pods(self, topo: Topology) -> list[Pod]:
+        """One pod per pod template (PyTorchJob Master and Worker, not two Workers), worked out once per topology."""
+        pods = self._pods.get(id(topo))
+        if pods is None:
+            pods = self._pods[id(topo)] = topo.distinct_pods()
+        return pods
 
 
 def obj_problem(rule: str, m: Manifest, field: str | None, message: str, hint: str,
@@ -134,15 +160,15 @@ def env_problem(rule: str, ctx: Context, topo: Topology, pod: Any, name: str, me
 
 def restarts_and_max_restarts(ctx: Context, topo: Topology) -> tuple[list[str], Any]:
     """What restarts the workload's pods (the controller's and kubelet's reasons, empty if nothing does) and
-    torchrun's `--max-restarts` setting on its first pod (value, origin, field): what the restart rules weigh."""
-    restarts = topo.workload.controller.restarts(topo.workload, ctx.bundle)
-    first = topo.first
-    return restarts, first.inv.setting("max_restarts", first.pod.env, first.pod.env_fields)
-
-
-def distinct_pods(topo: Topology) -> list[Any]:
-    """One pod per pod template (PyTorchJob Master and Worker, not two Workers)."""
-    return topo.distinct_pods()
+    torchrun's `--max-restarts` setting on its first pod (value, origin, field; None without torchrun): what the
+    restart rules weigh, worked out once per topology."""
+    found = ctx._restarts.get(id(topo))
+    if found is None:
+        restarts = topo.workload.controller.restarts(topo.workload, ctx.bundle)
+        first = topo.first
+        mr = first.inv.setting("max_restarts", first.pod.env, first.pod.env_fields) if first.inv is not None else None
+        found = ctx._restarts[id(topo)] = (restarts, mr)
+    return found
 
 
 _QUANTITY = re.compile(r"^([0-9.]+)([A-Za-z]*)$")

@@ -19,7 +19,9 @@ from ..rulekit import obj_problem
 
 ID = "ARGO003"
 NAME = "dns-names"
-LABEL_KINDS = {"Namespace": DNS1123_LABEL, "Service": DNS1035_LABEL}
+# (pattern, length limit) of an object's own name: DNS labels for these kinds, a DNS-1123 subdomain for the others.
+NAME_RULES = {"Namespace": (DNS1123_LABEL, 63), "Service": (DNS1035_LABEL, 63)}
+SUBDOMAIN = (DNS1123_SUBDOMAIN, 253)
 
 
 def _why(name: str, pattern, limit: int) -> str | None:
@@ -32,29 +34,25 @@ def _why(name: str, pattern, limit: int) -> str | None:
     return None
 
 
-def _derived(m):
-    """(derived name, what it is, pattern, field) for the names a controller makes from this object's name."""
-    launcher = launchers.of(m)
-    for field, name, what, service in (launcher.dns_names(m) if launcher else []):
-        yield name, what, DNS1035_LABEL if service else DNS1123_LABEL, field
-
-
 def check(ctx):
     for m in ctx.bundle.manifests:
         name = m.name
         if not name:
             continue  # the schema stage reports a missing name
-        pattern = LABEL_KINDS.get(m.kind, DNS1123_SUBDOMAIN)
-        why = _why(name, pattern, 63 if pattern is not DNS1123_SUBDOMAIN else 253)
-        if why:
-            yield obj_problem(ID, m, "metadata.name", f"name '{name}' {why}",
+        pattern, limit = NAME_RULES.get(m.kind, SUBDOMAIN)
+        if len(name) > limit or not pattern.match(name):  # (_why says which, for the few names that fail)
+            yield obj_problem(ID, m, "metadata.name", f"name '{name}' {_why(name, pattern, limit)}",
                               "use a lowercase name of letters, digits and '-'")
             continue
-        for derived, what, pat, field in _derived(m):
-            why = _why(derived, pat, 63)
-            if why:
-                yield obj_problem(ID, m, field if field != "metadata.name" else "metadata.name",
-                                  f"{what} would be '{derived}', which {why}",
+        launcher = launchers.of(m)
+        if launcher is None:
+            continue
+        # The names the controller makes from this object's name.
+        for field, derived, what, service in launcher.dns_names(m):
+            pat = DNS1035_LABEL if service else DNS1123_LABEL
+            if len(derived) > 63 or not pat.match(derived):
+                yield obj_problem(ID, m, field,
+                                  f"{what} would be '{derived}', which {_why(derived, pat, 63)}",
                                   "shorten the name" + ("" if pat is DNS1123_LABEL else " and start it with a letter"))
     apps, _ = ctx.argo.apps, ctx.argo.failed
     for app in apps:

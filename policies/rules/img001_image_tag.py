@@ -10,8 +10,6 @@ Passes: `ghcr.io/example/ddp-trainer:0.1.0`; `...@sha256:<digest>`.
 """
 from __future__ import annotations
 
-from .. import launchers
-
 from ..model import WARNING
 from ..rulekit import obj_problem
 
@@ -37,9 +35,8 @@ def images(ctx) -> list[tuple]:
     if found is None:
         found = [(cs.manifest, f"{cs.field}.image", str(cs.container["image"]))
                  for cs in ctx.containers if cs.container.get("image")]
-        for m in ctx.bundle.manifests:
-            launcher = launchers.of(m)
-            for field, image in launcher.container_settings(m, "image") if launcher else []:
+        for m, launcher in ctx.launched:
+            for field, image in launcher.container_settings(m, "image"):
                 found.append((m, field, str(image)))
         ctx.memo["images"] = found
     return found

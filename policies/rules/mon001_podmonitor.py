@@ -18,7 +18,7 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import distinct_pods, obj_problem
+from ..rulekit import obj_problem
 from .sec006_network_policy import selects
 
 ID = "MON001"
@@ -37,12 +37,11 @@ def _in_namespaces(spec, monitor_ns, pod_ns) -> bool:
 
 
 def check(ctx):
-    monitors = [m for m in ctx.bundle.manifests if m.kind == "PodMonitor"]
-    for m in monitors:
+    for m in ctx.of_kind("PodMonitor"):
         spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
         selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
         endpoints = [e for e in spec.get("podMetricsEndpoints") or [] if isinstance(e, dict)]
-        selected = [(t, pod) for t in ctx.topologies for pod in distinct_pods(t)
+        selected = [(t, pod) for t in ctx.topologies for pod in ctx.distinct_pods(t)
                     if _in_namespaces(spec, m.namespace, t.workload.namespace) and selects(selector, pod.labels)]
         if not selected:
             if ctx.topologies:
@@ -52,12 +51,19 @@ def check(ctx):
                                   "app.kubernetes.io/component: trainer", severity=WARNING)
             continue
         for t, pod in selected:
-            ports = [p for p in pod.container.get("ports") or [] if isinstance(p, dict)]
-            by_name = {str(p.get("name")): p.get("containerPort") for p in ports if p.get("name")}
-            numbers = {p.get("containerPort") for p in ports}
-            hit = [(i, e, by_name.get(str(e.get("port"))) if e.get("port") is not None else e.get("portNumber"))
-                   for i, e in enumerate(endpoints)]
-            hit = [(i, e, n) for i, e, n in hit if n is not None and (e.get("port") is not None or n in numbers)]
+            by_name, numbers = {}, set()
+            for p in pod.container.get("ports") or []:
+                if isinstance(p, dict):
+                    number = p.get("containerPort")
+                    numbers.add(number)
+                    if p.get("name"):
+                        by_name[str(p.get("name"))] = number
+            hit = []  # (index, endpoint, the declared port number it scrapes)
+            for i, e in enumerate(endpoints):
+                port = e.get("port")
+                n = by_name.get(str(port)) if port is not None else e.get("portNumber")
+                if n is not None and (port is not None or n in numbers):
+                    hit.append((i, e, n))
             where = f"{t.manifest.ref} container '{pod.container.get('name')}'"
             if not hit:
                 asked = ", ".join(str(e.get("port", e.get("portNumber"))) for e in endpoints) or "no endpoint"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..model import WARNING
 
-from ..rulekit import distinct_pods, env_problem, training_uses_nccl
+from ..rulekit import env_problem, training_uses_nccl
 
 ID = "NCCL001"
 NAME = "nccl-async-error-handling"
@@ -25,7 +25,7 @@ def check(ctx):
     for t in ctx.topologies:
         if not training_uses_nccl(t):
             continue
-        for pod in distinct_pods(t):
+        for pod in ctx.distinct_pods(t):
             name = next((n for n in NAMES if pod.env.get(n) is not None), None)
             if name is None or str(pod.env[name]).strip() != "0":
                 continue

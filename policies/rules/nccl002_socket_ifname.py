@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..model import WARNING
-from ..rulekit import distinct_pods, env_problem, problem_at, training_uses_nccl
+from ..rulekit import env_problem, problem_at, training_uses_nccl
 
 ID = "NCCL002"
 NAME = "nccl-socket-ifname"
@@ -36,7 +36,7 @@ def check(ctx):
     for t in ctx.topologies:
         if not training_uses_nccl(t) or (t.pods <= 1 and (t.nnodes_max or 1) <= 1):
             continue
-        for pod in distinct_pods(t):
+        for pod in ctx.distinct_pods(t):
             value = pod.env.get("NCCL_SOCKET_IFNAME")
             if value is not None and "$" not in str(value):
                 why = malformed(str(value))

@@ -13,7 +13,7 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from ..rulekit import distinct_pods, problem_at, quantity_bytes
+from ..rulekit import problem_at, quantity_bytes
 
 ID = "RES001"
 NAME = "dev-shm"
@@ -35,10 +35,10 @@ def check(ctx):
     for t in ctx.topologies:
         if not t.gpus:
             continue
-        for pod in distinct_pods(t):
-            mounts = [(i, m) for i, m in enumerate(pod.container.get("volumeMounts") or [])
-                      if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == "/dev/shm"]
-            if not mounts:
+        for pod in ctx.distinct_pods(t):
+            mount = next((m for m in pod.container.get("volumeMounts") or []
+                          if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == "/dev/shm"), None)
+            if mount is None:
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.volumeMounts",
                                  f"no /dev/shm volume: the container gets 64 MB of shared memory for "
                                  f"{t.gpus} GPU{'s' if t.gpus > 1 else ''}" +
@@ -46,12 +46,11 @@ def check(ctx):
                                  "mount an emptyDir {medium: Memory, sizeLimit: <inside the memory limit>} at /dev/shm",
                                  severity=ERROR if t.gpus > 1 else WARNING)
                 continue
-            name = mounts[0][1].get("name")
-            vols = [(j, v) for j, v in enumerate(pod.spec.get("volumes") or []) if isinstance(v, dict)
-                    and v.get("name") == name]
-            if not vols:
+            name = mount.get("name")
+            j, vol = next(((j, v) for j, v in enumerate(pod.spec.get("volumes") or []) if isinstance(v, dict)
+                           and v.get("name") == name), (None, None))
+            if vol is None:
                 continue  # the API server rejects a mount of an undeclared volume; the schema stage cannot see it
-            j, vol = vols[0]
             field = f"{pod.spec_field}.volumes[{j}]"
             empty = vol.get("emptyDir")
             if not isinstance(empty, dict) or empty.get("medium") != "Memory":

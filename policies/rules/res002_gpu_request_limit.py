@@ -9,8 +9,6 @@ Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.
 """
 from __future__ import annotations
 
-from .. import launchers
-
 from ..launchers import as_int
 from ..topology import GPU_RESOURCES
 from ..rulekit import obj_problem
@@ -40,7 +38,6 @@ def check(ctx):
         resources = cs.container.get("resources")
         if resources and resources.get("requests"):
             yield from _check(cs.manifest, f"{cs.field}.resources", resources)
-    for m in ctx.bundle.manifests:
-        launcher = launchers.of(m)
-        for field, resources in launcher.container_settings(m, "resources") if launcher else []:
+    for m, launcher in ctx.launched:
+        for field, resources in launcher.container_settings(m, "resources"):
             yield from _check(m, field, resources)

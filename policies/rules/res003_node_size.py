@@ -10,7 +10,7 @@ Passes: `nvidia.com/gpu: 8` there.
 from __future__ import annotations
 
 from ..topology import _resources
-from ..rulekit import distinct_pods, not_run, problem_at
+from ..rulekit import not_run, problem_at
 
 ID = "RES003"
 NAME = "gpus-fit-node"
@@ -26,7 +26,7 @@ def check(ctx):
         return
     size = ctx.env.gpus_per_node
     for t in gpu:
-        for pod in distinct_pods(t):
+        for pod in ctx.distinct_pods(t):
             gpus = _resources(pod.container)[0]
             if gpus > size:
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.resources.limits", f"{gpus} GPUs per pod but "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import posixpath
 
 from ..model import WARNING
-from ..rulekit import problem_at
+from ..rulekit import problem_at, restarts_and_max_restarts
 
 ID = "RESTART004"
 NAME = "checkpoint-on-pvc"
@@ -34,15 +34,14 @@ REPO_TRAINER = ("trainer/train.py", "/out")
 
 def restart_reasons(ctx, t) -> list[str]:
     why: list[str] = []
-    v = t.first
-    if v.inv is not None:
-        mr = v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields).value
+    restarts, max_restarts = restarts_and_max_restarts(ctx, t)
+    if max_restarts is not None:
+        mr = max_restarts.value
         if mr.isdigit() and int(mr) > 0:
             why.append(f"torchrun --max-restarts {mr}")
     if t.elastic:
         why.append("an elastic node range")
-    why += t.workload.controller.restarts(t.workload, ctx.bundle)
-    return why
+    return why + restarts
 
 
 def checkpoint_folder(v) -> tuple[str | None, str]:
@@ -81,22 +80,25 @@ def check(ctx):
         if "$" in folder or not folder.startswith("/"):
             continue
         folder = posixpath.normpath(folder)
-        mounts = [(i, mt) for i, mt in enumerate(pod.container.get("volumeMounts") or []) if isinstance(mt, dict)]
         best = None
-        for i, mt in mounts:
+        for i, mt in enumerate(pod.container.get("volumeMounts") or []):
+            if not isinstance(mt, dict):
+                continue
             path = posixpath.normpath(str(mt.get("mountPath") or "/"))
             if folder == path or folder.startswith(path.rstrip("/") + "/"):
                 if best is None or len(path) > len(best[2]):
                     best = (i, mt, path)
-        volumes = {str(vol.get("name")): (j, vol) for j, vol in enumerate(pod.spec.get("volumes") or [])
-                   if isinstance(vol, dict)}
         if best is None:
             yield problem_at(ID, ctx, t, f"{pod.container_field}.volumeMounts",
                              f"the world can restart ({reason}) but checkpoints ({how}) go to {folder} inside the "
                              "container, lost with it", f"mount a PersistentVolumeClaim at {folder}", severity=WARNING)
             continue
         i, mt, path = best
-        j, vol = volumes.get(str(mt.get("name")), (None, {}))
+        name = str(mt.get("name"))
+        j, vol = None, {}
+        for k, candidate in enumerate(pod.spec.get("volumes") or []):
+            if isinstance(candidate, dict) and str(candidate.get("name")) == name:
+                j, vol = k, candidate  # (the last of that name, should there be two)
         pvc = vol.get("persistentVolumeClaim")
         field = f"{pod.spec_field}.volumes[{j}]" if j is not None else f"{pod.container_field}.volumeMounts[{i}]"
         if not isinstance(pvc, dict):

@@ -21,7 +21,7 @@ restart; one node.
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import distinct_pods, launcher_field, problem, restarts_and_max_restarts
+from ..rulekit import launcher_field, problem, restarts_and_max_restarts
 
 ID = "RESTART006"
 NAME = "fresh-store-per-round"
@@ -43,7 +43,7 @@ def check(ctx):
         v = t.first
         if not (mr.value.isdigit() and int(mr.value) > 0):
             continue
-        if all(str(pod.env.get(VAR, "")).strip() == "1" for pod in distinct_pods(t)):
+        if all(str(pod.env.get(VAR, "")).strip() == "1" for pod in ctx.distinct_pods(t)):
             continue
         yield problem(ID, t, launcher_field(t, mr.field or v.inv.field, "max_restarts"),
                       f"the pods restart ({', '.join(restarts)}) and torchrun restarts its workers "

@@ -22,7 +22,7 @@ SEVERITY = WARNING
 def check(ctx):
     for site in ctx.sites:
         psc = site.spec.get("securityContext") or {}
-        containers = list(site.containers())
+        containers = site.containers()
         missing = []
         for field, c in containers:
             csc = c.get("securityContext") or {}

@@ -22,7 +22,7 @@ def check(ctx):
     for site in ctx.sites:
         pod_type = ((site.spec.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
         bad = []
-        containers = list(site.containers())
+        containers = site.containers()
         for field, c in containers:
             ctype = ((c.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
             effective = ctype or pod_type

@@ -22,7 +22,7 @@ SEVERITY = WARNING
 
 def check(ctx):
     accounts = {(m.namespace, m.name): m.obj.get("automountServiceAccountToken")
-                for m in ctx.bundle.manifests if m.kind == "ServiceAccount"}
+                for m in ctx.of_kind("ServiceAccount")}
     for site in ctx.sites:
         mount = site.spec.get("automountServiceAccountToken")
         account = str(site.spec.get("serviceAccountName") or site.spec.get("serviceAccount") or "default")

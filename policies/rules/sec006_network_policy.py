@@ -17,7 +17,7 @@ ports, egress to that selector and to port 53.
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from ..rulekit import distinct_pods, obj_problem, problem
+from ..rulekit import obj_problem, problem
 
 ID = "SEC006"
 NAME = "network-policy"
@@ -36,6 +36,14 @@ def selects(selector, labels) -> bool:
         has = key in labels
         if (op == "In" and (not has or labels[key] not in values)) or (op == "NotIn" and has and labels[key] in values) \
                 or (op == "Exists" and not has) or (op == "DoesNotExist" and has):
+            return False
+    return True
+
+
+def selects_all(selector, labels_list) -> bool:
+    """The selector matches every one of the pods' label sets."""
+    for labels in labels_list:
+        if not selects(selector, labels):
             return False
     return True
 
@@ -59,22 +67,28 @@ def _own(peer, labels_list, namespace) -> bool:
     sel = peer.get("podSelector")
     if not sel or not ((sel.get("matchLabels") or {}) or (sel.get("matchExpressions") or [])):
         return False
-    return all(selects(sel, labels) for labels in labels_list)
+    return selects_all(sel, labels_list)
 
 
 METRICS_PORT_NAME = "metrics"
 LOCAL_RANKS = 8  # local rank r serves on the metrics port + r (trainer/telemetry.py)
 
 
-def metrics_ports(pods) -> set[int]:
-    """The port numbers the trainer's metrics endpoints may use: each `metrics` container port and the 7 above."""
-    out: set[int] = set()
+def metrics_ports(pods) -> tuple[set[int], set[str]]:
+    """The port numbers the trainer's metrics endpoints may use (each `metrics` container port and the 7 above),
+    and the names of those container ports."""
+    numbers: set[int] = set()
+    names: set[str] = set()
     for pod in pods:
         for p in pod.container.get("ports") or []:
-            if isinstance(p, dict) and str(p.get("name", "")).startswith(METRICS_PORT_NAME) \
-                    and isinstance(p.get("containerPort"), int):
-                out.update(range(p["containerPort"], p["containerPort"] + LOCAL_RANKS))
-    return out
+            if isinstance(p, dict):
+                name = str(p.get("name", ""))
+                if name.startswith(METRICS_PORT_NAME):
+                    names.add(name)
+                    port = p.get("containerPort")
+                    if isinstance(port, int):
+                        numbers.update(range(port, port + LOCAL_RANKS))
+    return numbers, names
 
 
 def _only_metrics(rule, allowed: set[int], names: set[str]) -> bool:
@@ -99,17 +113,17 @@ def check(ctx):
     workloads = [t for t in ctx.topologies if t.pods > 1 or (t.nnodes_max or 1) > 1]
     if not workloads:
         return
-    policies = [(m, spec, _types(spec)) for m, spec in
-                ((m, m.obj.get("spec") or {}) for m in ctx.bundle.manifests if m.kind == "NetworkPolicy")]
+    policies = []
+    for m in ctx.of_kind("NetworkPolicy"):
+        spec = m.obj.get("spec") or {}
+        policies.append((m, spec, _types(spec)))
     for t in workloads:
-        pods = distinct_pods(t)
+        pods = ctx.distinct_pods(t)
         labels_list = [p.labels for p in pods]
-        scrape_ports = metrics_ports(pods)
-        scrape_names = {str(p.get("name")) for pod in pods for p in pod.container.get("ports") or []
-                        if isinstance(p, dict) and str(p.get("name", "")).startswith(METRICS_PORT_NAME)}
+        scrape = None  # metrics_ports(pods), worked out for the first rule that admits others on some ports
         ns = t.workload.namespace
         selecting = [(m, spec, types) for m, spec, types in policies if m.namespace == ns and
-                     all(selects(spec.get("podSelector") or {}, lab) for lab in labels_list)]
+                     selects_all(spec.get("podSelector") or {}, labels_list)]
         if not selecting:
             yield problem(ID, t, "metadata", f"no NetworkPolicy selects the pods of {t.manifest.ref}: any pod in the "
                           "cluster can reach the rendezvous store and the collectives, which have no authentication",
@@ -136,7 +150,9 @@ def check(ctx):
                         own_some_ports = own_some_ports or (m, i, r)
                     else:
                         own_all_ports = True
-                if other and not _only_metrics(r, scrape_ports, scrape_names):
+                if other and r.get("ports") and scrape is None:
+                    scrape = metrics_ports(pods)
+                if other and not (scrape and _only_metrics(r, *scrape)):
                     outside.append((m, i, r))
         if isolated and not own_all_ports:
             if own_some_ports:
