@@ -17,7 +17,7 @@ from .loader import InputError, path_error, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .podspecs import NOT_MODELLED, WRAPPERS
 from .render import kustomization_file, overlays_named, render_all
-from .rules import RULES, Context
+from .rules import RULES, Context, Rule
 from .topology import Topology, compute
 
 # `policies.ddp/suppress: "SEC001=why; RES001=why"` on an object suppresses those rules' problems on that object.
@@ -185,20 +185,33 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
             found.append(Problem("MODEL", f"{m.kind} is not modelled: {checked}; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
-    present = {m.kind for m in manifests}
-    for rule_id in rules or RULES:
-        rule = RULES[rule_id]
-        if rule.kinds is None or not rule.kinds.isdisjoint(present):
-            try:
-                for p in rule.check(ctx):
-                    p.severity = p.severity or rule.severity
-                    found.append(p)
-            except Exception as exc:  # noqa: BLE001 - one rule that cannot read the input is a line, not a crash
-                found.append(Problem(INTERNAL, f"{rule_id} could not run: {type(exc).__name__}: {exc}", unit.source,
-                                     hint=INTERNAL_HINT))
+    for rule_id, rule in _applicable(frozenset(m.kind for m in manifests), tuple(rules) if rules else None):
+        try:
+            for p in rule.check(ctx):
+                p.severity = p.severity or rule.severity
+                found.append(p)
+        except Exception as exc:  # noqa: BLE001 - one rule that cannot read the input is a line, not a crash
+            found.append(Problem(INTERNAL, f"{rule_id} could not run: {type(exc).__name__}: {exc}", unit.source,
+                                 hint=INTERNAL_HINT))
     if children:
         to_parents(found, children)
     finish(unit, found)
+
+
+_APPLICABLE: dict[tuple[frozenset[str], tuple[str, ...] | None], list[tuple[str, Rule]]] = {}
+
+
+def _applicable(present: frozenset[str], only: tuple[str, ...] | None) -> list[tuple[str, Rule]]:
+    """The rules (of `only`, else every rule) in registry order, less those whose kinds none of `present` has: the
+    registry's index by the set of kinds an input holds, worked out once per such set (a handful per run)."""
+    key = (present, only)
+    hit = _APPLICABLE.get(key)
+    if hit is None:
+        if len(_APPLICABLE) > 4096:  # bounded on any input
+            _APPLICABLE.clear()
+        hit = _APPLICABLE[key] = [(rid, RULES[rid]) for rid in (only or RULES)
+                                  if RULES[rid].kinds is None or not RULES[rid].kinds.isdisjoint(present)]
+    return hit
 
 
 def to_parents(problems: list[Problem], children: list[Child]) -> None:
