@@ -121,14 +121,12 @@ def kustomize_gc(repeat: int) -> None:
     """CPU of rendering the repository's overlays and argocd/ with kubectl kustomize, one process each, with the Go
     settings render.py gives it against Go's defaults (GOGC=100), interleaved."""
     from policies.gitops import kubectl
-    from policies.render import KUSTOMIZE_GO_ENV, KUSTOMIZE_GO_PROCS
+    from policies.render import KUSTOMIZE_GO_ENV
 
     folders = sorted(str(p.parent) for p in (REPO / "overlays").glob("*/*/kustomization.yaml")) + [str(REPO / "argocd")]
-    base = {k: v for k, v in os.environ.items() if k not in KUSTOMIZE_GO_ENV and k not in KUSTOMIZE_GO_PROCS}
-    ours = {**KUSTOMIZE_GO_ENV, **KUSTOMIZE_GO_PROCS}
-    settings = {"render.py's (" + " ".join(f"{k}={v}" for k, v in ours.items()) + ")": {**base, **ours},
-                "the same without GOMAXPROCS=1": {**base, **KUSTOMIZE_GO_ENV},
-                "Go's default (GOGC=100)": {**base, "GOGC": "100"}}
+    base = {k: v for k, v in os.environ.items() if k not in KUSTOMIZE_GO_ENV}
+    settings = {"render.py's (" + " ".join(f"{k}={v}" for k, v in KUSTOMIZE_GO_ENV.items()) + ")":
+                {**base, **KUSTOMIZE_GO_ENV}, "Go's default (GOGC=100)": {**base, "GOGC": "100"}}
     cpu: dict[str, list[float]] = {name: [] for name in settings}
     for _ in range(repeat):
         for name, env in settings.items():

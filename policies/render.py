@@ -37,10 +37,6 @@ KUSTOMIZE_TIMEOUT_S = 120
 # 13 overlays and argocd/, 14 `kubectl kustomize` runs: 25-30 % less CPU in total (bench/bench_validate.py prints
 # the figure). A GOGC or GOMEMLIMIT the user set is kept.
 KUSTOMIZE_GO_ENV = {"GOGC": "off", "GOMEMLIMIT": f"{KUSTOMIZE_MEMORY_BYTES // 2 // (1024 * 1024)}MiB"}
-# One Go scheduler thread per render: a render is one goroutine's work, and render_all already runs one process per
-# core; Go's default (a P per core) only adds idle threads and their wake-ups. A GOMAXPROCS the user set is kept.
-# bench/bench_validate.py prints the CPU with and without it.
-KUSTOMIZE_GO_PROCS = {"GOMAXPROCS": "1"}
 
 
 _YAML_CACHE: dict[tuple[str, int, int], Any] = {}
@@ -312,9 +308,9 @@ def _limited(cmd: list[str]) -> list[str]:
 def run_bounded(cmd: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S) -> Run:
     """Run kustomize (or any command) within the bounds above: memory, time, and at most MAX_INPUT_BYTES of output
     kept (1 MiB of standard error); a broken bound is `failure`, one line, never a Go stack dump."""
-    env = {**KUSTOMIZE_GO_PROCS, **os.environ}
+    env = None
     if not any(k in os.environ for k in KUSTOMIZE_GO_ENV):
-        env.update(KUSTOMIZE_GO_ENV)
+        env = {**os.environ, **KUSTOMIZE_GO_ENV}
     proc = subprocess.Popen(_limited(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env)
     out, err = bytearray(), bytearray()

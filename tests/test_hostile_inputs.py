@@ -358,16 +358,3 @@ def test_kustomize_runs_without_go_collecting_until_its_memory_limit(monkeypatch
     assert render.run_bounded(show).stdout.decode().split() == ["off", "512MiB"]
     monkeypatch.setenv("GOGC", "100")
     assert render.run_bounded(show).stdout.decode().split() == ["100"]
-
-
-def test_kustomize_runs_on_one_go_scheduler_thread_unless_the_user_says(monkeypatch) -> None:
-    """One render is one goroutine's work and render_all runs one process per core: GOMAXPROCS=1 (render.py says
-    why); a GOMAXPROCS the user set is passed through, and does not turn the collector settings off."""
-    from policies import render
-
-    show = ["/bin/sh", "-c", 'echo "$GOMAXPROCS $GOGC"']
-    for name in [*render.KUSTOMIZE_GO_ENV, "GOMAXPROCS"]:
-        monkeypatch.delenv(name, raising=False)
-    assert render.run_bounded(show).stdout.decode().split() == ["1", "off"]
-    monkeypatch.setenv("GOMAXPROCS", "4")
-    assert render.run_bounded(show).stdout.decode().split() == ["4", "off"]
