@@ -1,8 +1,10 @@
 """Shared helpers: the repository root, a runner for the CLI as users call it, and a unit validator."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,29 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
     "test_render_cache": {"test_cache_is_used_and_invalidated", "test_damaged_cache_entry_is_rendered_again",
                           "test_parsed_objects_are_used_only_for_the_yaml_they_came_from"},
 }
+
+
+# A command stopped between two steps of a transaction (policies/transaction.py's DDP_SCALE_TEST_HOOK): make scale,
+# make new-run and pin_image print `hook: <step>` on standard error, then sleep.
+def wait_for_hook(proc, step, timeout=120):
+    """Read the child's standard error until it says it stopped at `step` (the line the test hook prints)."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.strip() == f"hook: {step}":
+            return "".join(seen)
+    stop(proc, signal.SIGKILL)
+    pytest.fail(f"the run never reached {step}: {''.join(seen)}")
+
+
+def stop(proc, sig):
+    """Send `sig`, wait for the end and close the pipes; (stdout, stderr)."""
+    proc.send_signal(sig)
+    return proc.communicate(timeout=120)
 
 
 def _slow(module: str, function: str) -> bool:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, stop, wait_for_hook
 
 GPU = "sha256:" + "a" * 64
 CPU = "sha256:" + "b" * 64
@@ -89,18 +89,8 @@ def _start(root, *args, hook):
 def _killed_at(root, step, *args):
     """Start a pin, wait until it says it stopped at `step`, SIGKILL it."""
     proc = _start(root, *args, hook=step)
-    deadline = time.monotonic() + 120
-    seen = []
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        if line.strip() == f"hook: {step}":
-            break
-    proc.kill()
-    proc.communicate(timeout=30)
-    assert seen and seen[-1].strip() == f"hook: {step}", "".join(seen)
+    wait_for_hook(proc, step)
+    stop(proc, signal.SIGKILL)
 
 
 def _tags(root):

@@ -11,11 +11,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, stop, wait_for_hook
 
 OVERLAY = "kind-cpu/indexed-job"
 FOLDER = f"overlays/{OVERLAY}"
@@ -48,27 +47,6 @@ def start(root, *args, hook=None, env=None):
         env["DDP_SCALE_TEST_HOOK"] = hook
     return subprocess.Popen([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def wait_for_hook(proc, step, timeout=120):
-    """Read the child's standard error until it says it stopped at `step` (the line the test hook prints)."""
-    deadline = time.monotonic() + timeout
-    seen = []
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        if line.strip() == f"hook: {step}":
-            return "".join(seen)
-    stop(proc, signal.SIGKILL)
-    pytest.fail(f"the run never reached {step}: {''.join(seen)}")
-
-
-def stop(proc, sig):
-    """Send `sig`, wait for the end and close the pipes; (stdout, stderr)."""
-    proc.send_signal(sig)
-    return proc.communicate(timeout=120)
 
 
 def snapshot(folder):
