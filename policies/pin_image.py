@@ -34,6 +34,8 @@ def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: 
     out: dict[Path, str] = {}
     environments = {p.name for p in (root / "overlays").iterdir() if p.is_dir()} if (root / "overlays").is_dir() \
         else set()
+    if not environments:
+        raise ScaleError(f"{rel(root / 'overlays')}: no environment folder (overlays/<env>/): nothing to pin")
     for kfile in sorted((root / "components").glob("*/kustomization.yaml")):
         env = kfile.parent.name
         if env not in environments:

@@ -124,3 +124,10 @@ def test_a_pin_killed_before_its_journal_changes_nothing(repo):
     assert again.returncode == 0, again.stderr
     assert _tags(repo) == {"64x8-h100": "0.3.0", "gke-t4": "0.3.0", "kind-cpu": "0.3.0-cpu"}
     assert not list(repo.rglob(".*.scale-tmp"))
+
+
+def test_a_tree_without_environments_is_one_line_not_a_silent_pass(repo):
+    shutil.rmtree(repo / "overlays")
+    proc = pin(repo, "--tag", "0.2.0")
+    assert proc.returncode == 2 and "no environment folder" in proc.stderr.splitlines()[-1], proc.stderr
+    assert "already runs" not in proc.stdout
