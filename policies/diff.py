@@ -226,19 +226,23 @@ class World:
 
 
 def world_of(objs: dict[Key, Manifest]) -> World | None:
-    from .launchers import Bundle
+    """The training worlds the objects start, summed: pods, processes and GPUs in use at once (a Katib
+    Experiment's trial job counted once per trial it runs at the same time, as `make validate` models it)."""
+    from .launchers import Bundle, expand
     from .topology import compute
 
-    topologies, _ = compute(Bundle.of(list(objs.values())))
+    manifests, children, _ = expand(list(objs.values()))
+    topologies, _ = compute(Bundle.of(manifests, children))
     if not topologies:
         return None
     w = World()
     procs = set()
     for t in topologies:
-        w.pods += t.pods or 0
+        copies = t.workload.copies
+        w.pods += (t.pods or 0) * copies
         procs.add(str(t.nproc) if t.nproc is not None else "?")
-        w.world = None if (w.world is None or t.world_size is None) else w.world + t.world_size
-        w.gpus += (t.gpus or 0) * (t.pods or 0)
+        w.world = None if (w.world is None or t.world_size is None) else w.world + t.world_size * copies
+        w.gpus += (t.gpus or 0) * (t.pods or 0) * copies
     w.procs = "/".join(sorted(procs))
     return w
 
