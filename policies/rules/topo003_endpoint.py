@@ -16,37 +16,20 @@ same manifests (and namespace) that declares the endpoint's port.
 """
 from __future__ import annotations
 
+import re
+
 from ..rulekit import problem
 
 ID = "TOPO003"
 NAME = "endpoint-is-pod-0"
 _LOCAL = {"", "localhost", "127.0.0.1", "::1", "0.0.0.0"}
-_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
-_SUFFIXES = ("", ".svc", ".svc.cluster.local")
 
 
-def names_pod0(host: str, base: str, namespace: str) -> bool:
-    """`host` is pod 0's name `base`, optionally followed by `.<namespace>` (any lowercase label where the pod's
-    namespace is not written), `.svc`, `.svc.cluster.local`, and a final dot; string tests, not a pattern compiled
-    per workload. One final newline is accepted, as a `^...$` pattern accepts it."""
-    if host.endswith("\n") and _names_pod0(host[:-1], base, namespace):
-        return True
-    return _names_pod0(host, base, namespace)
-
-
-def _names_pod0(host: str, base: str, namespace: str) -> bool:
-    for h in (host, host[:-1]) if host.endswith(".") else (host,):
-        if h == base:
-            return True
-        if not h.startswith(base + "."):
-            continue
-        rest = h[len(base) + 1:]
-        for suffix in _SUFFIXES:
-            if rest.endswith(suffix):
-                label = rest[:len(rest) - len(suffix)]
-                if label == namespace if namespace else (label and _LABEL_CHARS.issuperset(label)):
-                    return True
-    return False
+def pod0_pattern(base: str, namespace: str) -> re.Pattern[str]:
+    """Pod 0's name `base`, optionally followed by `.<namespace>` (any label where the pod's namespace is not
+    written), `.svc`, `.svc.cluster.local`, and a final dot."""
+    ns = re.escape(namespace) if namespace else r"[a-z0-9-]+"
+    return re.compile(rf"^{re.escape(base)}(\.{ns}(\.svc(\.cluster\.local)?)?)?\.?$")
 
 
 def check(ctx):
@@ -68,7 +51,7 @@ def check(ctx):
         if host in _LOCAL:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
                           f"the other pods cannot reach it", f"point it at pod 0: {expected}")
-        elif not names_pod0(host, expected, pod.namespace):
+        elif not pod0_pattern(expected, pod.namespace).match(host):
             svc = t.first.pod.subdomain
             why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else "")
             yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', expected pod 0 '{expected}'{why}",
