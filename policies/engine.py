@@ -15,7 +15,7 @@ from .environment import Environment
 from .launchers import Bundle, Check, Child, Workload, expand, workloads
 from .loader import InputError, path_error, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
-from .podspecs import NOT_MODELLED, WRAPPERS
+from .podspecs import NOT_MODELLED
 from .render import kustomization_file, overlays_named, render_all
 from .rules import RULES, Context, Rule
 from .topology import Topology, compute
@@ -179,10 +179,9 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     for m in manifests:
-        if m.kind in NOT_MODELLED or m.kind in WRAPPERS:
-            checked = ("its pod templates got the schema, security and image checks" if m.kind in NOT_MODELLED else
-                       "the workloads it wraps were not checked")
-            found.append(Problem("MODEL", f"{m.kind} is not modelled: {checked}; how many pods it starts and the "
+        if m.kind in NOT_MODELLED:
+            found.append(Problem("MODEL", f"{m.kind} is not modelled: its pod templates got the schema, security and "
+                                 "image checks; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
     for rule_id, rule in _applicable(frozenset(m.kind for m in manifests), tuple(rules) if rules else None):
@@ -222,7 +221,7 @@ def to_parents(problems: list[Problem], children: list[Child]) -> None:
         c = by_ref.get(p.obj or "")
         if c is not None:
             p.source, p.obj, p.field = c.parent.source, c.parent.ref, c.at(p.field)
-            p.message = f"in each trial's {c.manifest.kind}: {p.message}"
+            p.message = f"{c.said_as or c.manifest.kind}: {p.message}"
 
 
 # A rule or the launcher model met something it cannot read: said as one error line (never a traceback), which is

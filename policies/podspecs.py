@@ -26,9 +26,6 @@ _RAY_CLUSTER = {"RayCluster": ("spec",), "RayJob": ("spec", "rayClusterSpec"), "
 # Kinds that start distributed training no launcher module models: their pod templates get the security and
 # image rules, and the engine says once per object that the topology was not checked.
 NOT_MODELLED = (*_REPLICA_SPECS, *_RAY_CLUSTER)
-# Kinds that wrap other workloads no launcher module models (Kueue's AppWrapper components): nothing inside them is
-# checked. (Katib's Experiment is modelled: launchers/katib.py makes its trial's job a child checked as written.)
-WRAPPERS = ("AppWrapper",)
 
 
 @dataclass

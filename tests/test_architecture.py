@@ -132,5 +132,5 @@ def test_every_launcher_implements_the_protocol():
         assert launcher.id and launcher.title and launcher.kinds, launcher
         assert launchers.REGISTRY[launcher.kinds[0]] is launcher
     assert set(launchers.BY_ID) == {"pytorchjob", "trainjob", "jobset", "indexed-job", "statefulset", "volcano-job",
-                                    "leaderworkerset", "katib-experiment",
+                                    "leaderworkerset", "katib-experiment", "appwrapper",
                                     "trainingruntime"}

@@ -16,7 +16,8 @@ from policies.schema import BuiltinValidator
 
 ROOT = Path(__file__).parent / "conformance"
 FIXTURES = sorted(ROOT.glob("*/*.yaml"))
-CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset", "volcano", "leaderworkerset", "katib")
+CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset", "volcano", "leaderworkerset", "katib",
+               "appwrapper")
 SOURCE_KEYS = ("repo", "tag", "file", "test", "pinned_by")
 RANDOM = "<random>"
 

@@ -1,5 +1,5 @@
 """The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
-`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`), each a `Launcher` (see `base.py`) that
+`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`, `appwrapper`), each a `Launcher` (see `base.py`) that
 every consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
 adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 import functools
 
 from ..model import Manifest
-from . import indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
+from . import appwrapper, indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
 from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, Child, ContainerEnv, Launcher,
                    Pod, PodGroup, ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
 
 # Every modelled kind, in the order `make plan` lists launchers.
 LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
                                    statefulset.LAUNCHER, trainjob.RUNTIME, volcano.LAUNCHER,
-                                   leaderworkerset.LAUNCHER, katib.LAUNCHER)
+                                   leaderworkerset.LAUNCHER, katib.LAUNCHER, appwrapper.LAUNCHER)
 REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
 BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
 
@@ -49,7 +49,7 @@ def cluster_scoped() -> tuple[tuple[str, str], ...]:
 
 def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list[Check]]:
     """The manifests followed by the objects controllers make from them for other controllers (Katib's trial jobs,
-    see Launcher.children), those children, and what the makers' webhooks refuse."""
+    an AppWrapper's components; see Launcher.children), those children, and what the makers' webhooks refuse."""
     children: list[Child] = []
     checks: list[Check] = []
     for m in manifests:

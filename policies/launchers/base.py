@@ -428,6 +428,8 @@ class Child:
     # How many of it run at once.
     copies: int = 1
     notes: list[str] = field(default_factory=list)
+    # How a problem about it begins ("in each trial's PyTorchJob"): which of the parent's objects it is.
+    said_as: str = ""
 
     def at(self, path: str | None) -> str | None:
         """A field of the child as the field of the parent that holds it. The child's name and namespace are the

@@ -256,7 +256,8 @@ class ExperimentLauncher(Launcher):
                     "value)" if used else "")]
         if tt.get("primaryContainerName"):
             notes.append(f"Katib's primary container: {tt['primaryContainerName']}")
-        child = Child(Manifest(obj, m.source, m.index), m, f"{TEMPLATE}.trialSpec", copies=copies, notes=notes)
+        child = Child(Manifest(obj, m.source, m.index), m, f"{TEMPLATE}.trialSpec", copies=copies, notes=notes,
+                      said_as=f"in each trial's {kind}")
         return [child], checks
 
 

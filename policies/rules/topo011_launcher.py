@@ -20,7 +20,10 @@ Experiment (v0.19.0 webhook): a name of at most 40 characters, trial counts abov
 each named once, referencing a parameter of `spec.parameters` (or the trial's metadata) once, and used in the
 trialSpec, which uses no other, sets no name or namespace, and states `successCondition`/`failureCondition` unless
 Katib defaults them for its kind; the trial's job is then checked by its own launcher (reported at
-`spec.trialTemplate.trialSpec`).
+`spec.trialTemplate.trialSpec`). AppWrapper (v1.2.1 webhook): no nested AppWrapper, no component in another
+namespace, every declared PodSet path leads to a pod template and agrees with the PodSets upstream infers for a
+known kind (path and replicas), between 1 and 8 PodSets in all; each component's object is then checked by its own
+launcher (reported at `spec.components[i].template`).
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; a TrainJob naming a
 runtime that is not in git; an Indexed Job without completions.
