@@ -12,7 +12,7 @@ from typing import Iterable, Protocol
 
 from . import argocd, environment
 from .environment import Environment
-from .launchers import Bundle, Check, Child, Workload, expand, workloads
+from .launchers import Bundle, Check, Child, Workload, expand, groups_modelling, of, workloads
 from .loader import InputError, path_error, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .podspecs import NOT_MODELLED
@@ -184,6 +184,13 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
                                  "image checks; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
+        elif of(m) is None and (groups := groups_modelling(m.kind)):
+            # A modelled kind in an API group no launcher reads (an older or pre-release API): nothing in it was
+            # checked, which is said rather than passed over in silence.
+            found.append(Problem("MODEL", f"{m.kind} is not modelled in apiVersion {m.api_version} (only in "
+                                 f"{', '.join(groups)}): nothing in it was checked; how many pods it starts and the "
+                                 "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
+                                 hint="write it in the modelled API version; see docs/validation.md"))
     for rule_id, rule in _applicable(frozenset(m.kind for m in manifests), tuple(rules) if rules else None):
         try:
             for p in rule.check(ctx):

@@ -168,3 +168,42 @@ spec:
     assert w.pods == 4
     assert [w.pod(i).hostname for i in range(4)] == ["js-w-0-0", "js-w-0-1", "js-w-1-0", "js-w-1-1"]
     assert w.pod(3).subdomain == "net" and w.pod(3).env["JOB_COMPLETION_INDEX"] == "1"
+
+
+def test_a_modelled_kind_in_another_api_group_is_said_not_modelled():
+    """Trainer v1.9.2 shipped its pre-release runtimes as kubeflow.org/v2alpha1 (manifests/v2/base/runtimes/
+    pre-training/torch-distributed.yaml); no launcher reads that group, so the engine says so in one info line
+    instead of passing it in silence (tests/corpus/trainjob/runtime-v2alpha1-torch-distributed.yaml)."""
+    from policies import engine
+    from policies.model import INFO
+
+    text = """
+apiVersion: kubeflow.org/v2alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: torch-distributed}
+spec:
+  mlPolicy: {numNodes: 1, torch: {numProcPerNode: auto}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: trainer-node
+        template: {spec: {template: {spec: {containers: [{name: trainer, image: x}]}}}}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: modelled}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template: {spec: {template: {spec: {containers: [{name: node, image: x}]}}}}
+"""
+    objs = [o for o in yaml.safe_load_all(text) if o]
+    unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate(objs)])
+    engine.check_policies(unit)
+    said = [p for p in unit.problems if p.rule == "MODEL"]
+    assert len(said) == 1 and said[0].severity == INFO, [p.line() for p in said]
+    assert said[0].message.startswith("ClusterTrainingRuntime is not modelled in apiVersion kubeflow.org/v2alpha1")
+    assert "trainer.kubeflow.org" in said[0].message and "torch-distributed" in said[0].obj

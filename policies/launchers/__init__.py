@@ -38,6 +38,14 @@ def _lookup(api_version: str, kind: str) -> Launcher | None:
     return REGISTRY.get((group_of(api_version), kind))
 
 
+@functools.lru_cache(maxsize=1024)
+def groups_modelling(kind: str) -> tuple[str, ...]:
+    """The API groups in which some launcher models `kind` (the registry is keyed by group and kind: the same kind
+    in another group, such as Trainer's pre-release kubeflow.org/v2alpha1 runtimes, is a different API that no
+    launcher reads)."""
+    return tuple(g for (g, k) in REGISTRY if k == kind)
+
+
 def workload_kinds() -> tuple[str, ...]:
     """The kinds whose objects start pods (Argo CD's workload checks), each once."""
     return tuple(dict.fromkeys(kind for (_, kind), launcher in REGISTRY.items() if launcher.starts_pods))
@@ -91,4 +99,5 @@ __all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle"
            "Launcher",
            "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
-           "REGISTRY", "BY_ID", "of", "expand", "workloads", "workload_kinds", "group_of", "cluster_scoped"]
+           "REGISTRY", "BY_ID", "of", "expand", "workloads", "workload_kinds", "group_of", "cluster_scoped",
+           "groups_modelling"]
