@@ -49,6 +49,10 @@ class Manifest:
         return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
 
 
+# Every character str.splitlines() breaks a line at, written as an escape.
+_ONE_LINE = {c: ascii(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
 @dataclass
 class Problem:
     """One finding: which check, where (source, object, field), what was found against what was expected, how to fix."""
@@ -76,4 +80,5 @@ class Problem:
         text = f"{self.severity} {self.rule} {where}: {self.message}"
         if self.hint:
             text += f" (fix: {self.hint})"
-        return text
+        # A value quoted from the input may hold a line break (a mangled command token): one line all the same.
+        return text.translate(_ONE_LINE)

@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 
 import jsonschema_rs
 
+from policies.model import Problem
+
 from conftest import FIXTURES, REPO, run_cli
 
 NAME_PREFIX = FIXTURES / "overlays/name-prefix"  # TOPO003 + TOPO004 errors, traced into the kind-cpu overlay's files
@@ -167,3 +169,17 @@ def test_ci_uploads_the_reports():
     assert "FORMAT=junit" in script
     sarif = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     assert sarif["with"]["sarif_file"] == "policies.sarif"
+
+
+def test_a_line_break_quoted_from_the_input_stays_one_line(tmp_path):
+    """A value with a line break in it (a mangled command token, quoted by TOPO009 in the fuzz test) gives one
+    line all the same, each break written as an escape; the text report has one line per problem."""
+    p = Problem("TOPO009", "pod 1 gets --node-rank 0\n- --master-addr=x\u2028y, expected 1", "job.yaml", "Job/j",
+                "spec.template.spec.containers[0].command[3]", hint="h")
+    assert p.line().splitlines() == [p.line()]
+    assert "--node-rank 0\\n- --master-addr=x\\u2028y, expected 1 (fix: h)" in p.line()
+    path = tmp_path / "job.yaml"
+    path.write_text((FIXTURES / "rules/IMG003/fail/pod-command-one-string.yaml").read_text().replace(
+        '"python /app/train.py --epochs 1"', '"python /app/train.py\\n- --epochs=1\\u2028x"'))
+    out = run_cli("validate", str(path)).stdout
+    assert all(x.split(" ", 1)[0] in ("error", "warning", "info", "FAILED:") for x in out.splitlines()), out

@@ -1,0 +1,51 @@
+"""A container's `command` starts a program: its first word is a program name, not a shell line.
+
+`command` is an argv, "not executed within a shell" (kubernetes v1.36.0 staging/src/k8s.io/api/core/v1/types.go,
+Container.Command): the container runtime looks up `command[0]` whole, as one file name. `command: ["python
+train.py"]` or `["sleep 10; exit 1"]` names a program called `python train.py` that no image has, so the container
+fails to start (StartError, "executable file not found"): a pod of the world never runs and the others wait for it
+at the rendezvous, or the job fails. Whitespace in `command[0]` is the sign; a `$(VAR)` reference in it is left
+alone (the kubelet expands it against the container's env, which only the running pod shows). The image's
+entrypoint (no `command`) and `args` are not judged: the entrypoint may be a shell.
+
+Fails: `command: ["sleep 10; exit 1"]` (the Worker of project-codeflare/appwrapper v1.2.1
+samples/wrapped-failing-pytorch-job.yaml, in tests/corpus/); `command: ["python /app/train.py --epochs 1"]`.
+Passes: `command: [sh, -c, "sleep 10; exit 1"]`; `command: [torchrun, --nproc-per-node=2, train.py]`.
+"""
+from __future__ import annotations
+
+from ..rulekit import obj_problem
+
+ID = "IMG003"
+NAME = "command-is-a-program"
+
+
+def check(ctx):
+    for cs in ctx.containers:
+        command = cs.container.get("command")
+        if not isinstance(command, list) or not command:
+            continue
+        first = command[0]
+        if not isinstance(first, str) or "$(" in first or not any(ch.isspace() for ch in first):
+            continue
+        words = first.split()
+        yield obj_problem(ID, cs.manifest, f"{cs.field}.command[0]",
+                          f"container '{cs.name}' command[0] is '{_short(first)}': the runtime starts a program of "
+                          "that whole name (no shell splits a command): the container fails to start unless the "
+                          "image has a file so named",
+                          f"split it into words (command: {_words(words)}), or run it through a shell: "
+                          f"command: [sh, -c, {_quoted(first)}]")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def _words(words: list[str]) -> str:
+    shown = words[:4] + (["..."] if len(words) > 4 else [])
+    return "[" + ", ".join(shown) + "]"
+
+
+def _quoted(text: str) -> str:
+    return '"' + _short(text, 60).replace('"', '\\"') + '"'
