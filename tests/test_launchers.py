@@ -168,3 +168,28 @@ spec:
     assert w.pods == 4
     assert [w.pod(i).hostname for i in range(4)] == ["js-w-0-0", "js-w-0-1", "js-w-1-0", "js-w-1-1"]
     assert w.pod(3).subdomain == "net" and w.pod(3).env["JOB_COMPLETION_INDEX"] == "1"
+
+
+def test_jobset_webhook_names_failure_rules_before_the_schema_check():
+    """jobset v0.12.0 jobset_webhook.go Default names an unnamed rule failurePolicyRule<i>; the CRD requires name."""
+    from policies.launchers import jobset
+    obj = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+           "spec": {"failurePolicy": {"rules": [{"action": "FailJobSet"}, {"name": "mine", "action": "RestartJobSet"},
+                                                {"name": "", "action": "FailJobSet"}]}}}
+    out = jobset.LAUNCHER.defaulted(obj)
+    assert [r["name"] for r in out["spec"]["failurePolicy"]["rules"]] == ["failurePolicyRule0", "mine",
+                                                                          "failurePolicyRule2"]
+    assert "name" not in obj["spec"]["failurePolicy"]["rules"][0], "the object as written is left alone"
+
+
+def test_jobset_alpha_feature_gates_warn():
+    """RestartJob actions and InPlaceRestart need alpha gates that are off by default (jobset v0.12.0
+    pkg/features/features.go): a cluster may turn them on, so a warning, not an error."""
+    from policies.launchers import jobset
+    spec = {"failurePolicy": {"restartStrategy": "InPlaceRestart",
+                              "rules": [{"name": "a", "action": "RestartJob", "targetReplicatedJobs": ["w"]},
+                                        {"name": "b", "action": "RestartJobSet"}]},
+            "replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {"containers": []}}}}}]}
+    checks = jobset.validation("js", spec)
+    assert [(c.field, c.severity) for c in checks] == [("spec.failurePolicy.rules[0].action", "warning"),
+                                                       ("spec.failurePolicy.restartStrategy", "warning")]

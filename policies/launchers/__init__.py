@@ -5,6 +5,7 @@ adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from ..model import Manifest
 from . import indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
@@ -36,6 +37,13 @@ def of(m: Manifest) -> Launcher | None:
 @functools.lru_cache(maxsize=1024)
 def _lookup(api_version: str, kind: str) -> Launcher | None:
     return REGISTRY.get((group_of(api_version), kind))
+
+
+def as_admitted(m: Manifest) -> Any:
+    """The object as the API server checks it against its schema: after its controller's mutating webhook
+    (Launcher.defaulted); as written for a kind no launcher owns."""
+    launcher = of(m) if isinstance(m.obj, dict) else None
+    return launcher.defaulted(m.obj) if launcher is not None else m.obj
 
 
 def workload_kinds() -> tuple[str, ...]:
@@ -91,4 +99,4 @@ __all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle"
            "Launcher",
            "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
-           "REGISTRY", "BY_ID", "of", "expand", "workloads", "workload_kinds", "group_of", "cluster_scoped"]
+           "REGISTRY", "BY_ID", "of", "as_admitted", "expand", "workloads", "workload_kinds", "group_of", "cluster_scoped"]

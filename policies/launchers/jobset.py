@@ -3,11 +3,12 @@ each run by the Job controller, labelled and annotated by the JobSet controller 
 Service (pkg/controllers/jobset_controller.go, pkg/webhooks/jobset_webhook.go)."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from typing import Any, Callable, Iterator
 
-from ..model import Manifest
+from ..model import WARNING, Manifest
 from . import indexed_job
 from .base import (DNS1035, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
                    RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
@@ -242,6 +243,17 @@ def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix
         out.append(Check(f"{prefix}.startupPolicy", "startupPolicy InOrder together with dependsOn: the API server "
                          "refuses it (StartupPolicy and DependsOn APIs are mutually exclusive)",
                          "drop startupPolicy (deprecated) and order the Jobs with dependsOn"))
+    # Alpha gates, off by default (pkg/features/features.go lines 69 and 73 at v0.12.0): without them the webhook
+    # refuses these (ValidateCreate lines 169-175, validateFailurePolicy lines 441-444); a cluster may turn them on.
+    gated = [(f"{prefix}.failurePolicy.rules[{i}].action", f"action {mapping(rule).get('action')}", "RestartJob")
+             for i, rule in enumerate(listing(mapping(spec.get("failurePolicy")).get("rules")))
+             if mapping(rule).get("action") in ("RestartJob", "RestartJobAndIgnoreMaxRestarts")]
+    if mapping(spec.get("failurePolicy")).get("restartStrategy") == "InPlaceRestart":
+        gated.append((f"{prefix}.failurePolicy.restartStrategy", "restartStrategy InPlaceRestart", "InPlaceRestart"))
+    for where, what, gate in gated:
+        out.append(Check(where, f"{what} needs the JobSet feature gate {gate} (alpha, off by default): without it "
+                         "the webhook refuses the JobSet", f"run the JobSet controller with --feature-gates={gate}=true, "
+                         "or use RestartJobSet", severity=WARNING))
     names = {str(r.get("name")) for r in rjobs}
     targets = [(f"{prefix}.successPolicy.targetReplicatedJobs",
                 listing(mapping(spec.get("successPolicy")).get("targetReplicatedJobs")))]
@@ -365,6 +377,20 @@ class JobSetLauncher(Launcher):
             js = dig(rj, "template", "spec")
             if isinstance(js, dict):
                 yield f"spec.replicatedJobs[{i}].template.spec", js
+
+    def defaulted(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The webhook names each unnamed failure policy rule `failurePolicyRule<i>` (v0.12.0 jobset_webhook.go
+        Default, lines 140-148, defaultRuleNameFmt line 79) before the API server checks the CRD, which requires
+        `name` (api/jobset/v1alpha2/jobset_types.go line 446, `json:"name"`): upstream's failure-policy examples
+        leave it out and run."""
+        rules = listing(dig(obj, "spec", "failurePolicy", "rules"))
+        if all(not isinstance(r, dict) or r.get("name") for r in rules):
+            return obj
+        out = copy.deepcopy(obj)
+        for i, rule in enumerate(out["spec"]["failurePolicy"]["rules"]):
+            if isinstance(rule, dict) and not rule.get("name"):
+                rule["name"] = f"failurePolicyRule{i}"
+        return out
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         # With generateName the API server picks the name (5 characters after the prefix) before the webhook runs.

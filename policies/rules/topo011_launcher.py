@@ -12,7 +12,8 @@ the runtime's Jobs and containers and set no env on `node` or the initializers. 
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
 success and failure policies name existing replicated Jobs, and each `volumeClaimPolicies` template has a unique
-short name, is mounted by a container and shares its name with no pod volume.
+short name, is mounted by a container and shares its name with no pod volume; a warning where a `RestartJob` action
+or `restartStrategy: InPlaceRestart` needs an alpha feature gate (off by default, the webhook refuses them without).
 Job (API server validation at v1.36.0): an Indexed Job states `completions`, within 100000, and a
 `podFailurePolicy` comes with `restartPolicy: Never`. Volcano Job (v1.15.1 webhook): at least one task, unique task
 names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
