@@ -643,8 +643,9 @@ class Launcher:
     # --- admission and semantics
     def defaulted(self, obj: dict[str, Any]) -> dict[str, Any]:
         """The object as the API server checks it against its schema: after this controller's mutating webhook,
-        which runs first (kube-apiserver's create handler admits before the strategy validates), so a field the
-        CRD requires and the webhook fills in is not missing. Never changes `obj` (a copy where it differs)."""
+        which runs first (k8s.io/apiserver pkg/endpoints/handlers/create.go createHandler: mutating admission, then
+        the registry's create, which validates against the schema), so a field the CRD requires and the webhook
+        fills in is not missing. Never changes `obj` (a copy where it differs)."""
         return obj
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
