@@ -193,3 +193,18 @@ def test_jobset_alpha_feature_gates_warn():
     checks = jobset.validation("js", spec)
     assert [(c.field, c.severity) for c in checks] == [("spec.failurePolicy.rules[0].action", "warning"),
                                                        ("spec.failurePolicy.restartStrategy", "warning")]
+
+
+def test_lws_rollout_percentages_scale_like_upstream():
+    """lws v0.10.0 generalValidate scales maxSurge rounding up and maxUnavailable rounding down
+    (intstr.GetScaledValueFromIntOrPercent) before refusing both 0."""
+    from policies.launchers.leaderworkerset import rollout_validation
+
+    def fields(roll, replicas=4):
+        return [c.field.rsplit(".", 1)[1] for c in
+                rollout_validation({"rolloutStrategy": {"rollingUpdateConfiguration": roll}}, replicas)]
+    assert fields({"maxUnavailable": 0, "maxSurge": "10%"}) == []
+    assert fields({"maxUnavailable": "10%", "maxSurge": 0}) == ["maxUnavailable"]
+    assert fields({"maxUnavailable": 0}, replicas=0) == []
+    assert fields({"maxUnavailable": -1, "partition": -2}) == ["maxUnavailable", "partition"]
+    assert fields({}) == []

@@ -18,7 +18,9 @@ Job (API server validation at v1.36.0): an Indexed Job states `completions`, wit
 `podFailurePolicy` comes with `restartPolicy: Never`. Volcano Job (v1.15.1 webhook): at least one task, unique task
 names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
-name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1. Katib
+name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1 (and no
+subgroup-exclusive-topology annotation without one), rolling update `maxUnavailable`/`maxSurge` whole numbers or
+percentages within 100% that are not both 0 for the groups there are, a `partition` not below 0. Katib
 Experiment (v0.19.0 webhook): a name of at most 40 characters, trial counts above 0 with `parallelTrialCount` and
 `maxFailedTrialCount` within `maxTrialCount`, a `trialTemplate` with `primaryContainerName`, `trialParameters`
 each named once, referencing a parameter of `spec.parameters` (or the trial's metadata) once, and used in the
