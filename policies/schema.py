@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
+from policies.launchers import as_admitted
 from policies.model import ERROR, WARNING, Manifest, Problem
 
 RULE = "SCHEMA"
@@ -275,7 +276,7 @@ class BuiltinValidator:
                 problems.append((i, Problem(RULE_NOT_RUN, one_line(f"schema check could not run: {path.name}: {e}"),
                                             m.source, obj=m.ref, hint="run make schemas (the schema file is unreadable)")))
                 continue
-            obj = as_applied(m.obj)
+            obj = as_applied(as_admitted(m))
             if validator.is_valid(obj):
                 continue
             found: list[Problem] = []
@@ -429,7 +430,7 @@ class KubeconformValidator:
             folder = Path(tmp)
             for name, (_, m, _) in by_name.items():
                 # JSON is YAML; one object per named file (unit, object) maps each result back to its manifest.
-                (folder / f"{name}.yaml").write_text(json.dumps(as_applied(m.obj)))
+                (folder / f"{name}.yaml").write_text(json.dumps(as_applied(as_admitted(m))))
             try:
                 proc = subprocess.run(self.command(folder), capture_output=True, text=True, timeout=self.timeout)
             except subprocess.TimeoutExpired:

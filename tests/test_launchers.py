@@ -207,3 +207,43 @@ spec:
     assert len(said) == 1 and said[0].severity == INFO, [p.line() for p in said]
     assert said[0].message.startswith("ClusterTrainingRuntime is not modelled in apiVersion kubeflow.org/v2alpha1")
     assert "trainer.kubeflow.org" in said[0].message and "torch-distributed" in said[0].obj
+
+
+def test_jobset_webhook_names_failure_rules_before_the_schema_check():
+    """jobset v0.12.0 jobset_webhook.go Default names an unnamed rule failurePolicyRule<i>; the CRD requires name."""
+    from policies.launchers import jobset
+    obj = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+           "spec": {"failurePolicy": {"rules": [{"action": "FailJobSet"}, {"name": "mine", "action": "RestartJobSet"},
+                                                {"name": "", "action": "FailJobSet"}]}}}
+    out = jobset.LAUNCHER.defaulted(obj)
+    assert [r["name"] for r in out["spec"]["failurePolicy"]["rules"]] == ["failurePolicyRule0", "mine",
+                                                                          "failurePolicyRule2"]
+    assert "name" not in obj["spec"]["failurePolicy"]["rules"][0], "the object as written is left alone"
+
+
+def test_jobset_alpha_feature_gates_warn():
+    """RestartJob actions and InPlaceRestart need alpha gates that are off by default (jobset v0.12.0
+    pkg/features/features.go): a cluster may turn them on, so a warning, not an error."""
+    from policies.launchers import jobset
+    spec = {"failurePolicy": {"restartStrategy": "InPlaceRestart",
+                              "rules": [{"name": "a", "action": "RestartJob", "targetReplicatedJobs": ["w"]},
+                                        {"name": "b", "action": "RestartJobSet"}]},
+            "replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {"containers": []}}}}}]}
+    checks = jobset.validation("js", spec)
+    assert [(c.field, c.severity) for c in checks] == [("spec.failurePolicy.rules[0].action", "warning"),
+                                                       ("spec.failurePolicy.restartStrategy", "warning")]
+
+
+def test_lws_rollout_percentages_scale_like_upstream():
+    """lws v0.10.0 generalValidate scales maxSurge rounding up and maxUnavailable rounding down
+    (intstr.GetScaledValueFromIntOrPercent) before refusing both 0."""
+    from policies.launchers.leaderworkerset import rollout_validation
+
+    def fields(roll, replicas=4):
+        return [c.field.rsplit(".", 1)[1] for c in
+                rollout_validation({"rolloutStrategy": {"rollingUpdateConfiguration": roll}}, replicas)]
+    assert fields({"maxUnavailable": 0, "maxSurge": "10%"}) == []
+    assert fields({"maxUnavailable": "10%", "maxSurge": 0}) == ["maxUnavailable"]
+    assert fields({"maxUnavailable": 0}, replicas=0) == []
+    assert fields({"maxUnavailable": -1, "partition": -2}) == ["maxUnavailable", "partition"]
+    assert fields({}) == []

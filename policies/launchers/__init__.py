@@ -5,6 +5,7 @@ adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from ..model import Manifest
 from . import appwrapper, indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
@@ -44,6 +45,13 @@ def groups_modelling(kind: str) -> tuple[str, ...]:
     in another group, such as Trainer's pre-release kubeflow.org/v2alpha1 runtimes, is a different API that no
     launcher reads)."""
     return tuple(g for (g, k) in REGISTRY if k == kind)
+
+
+def as_admitted(m: Manifest) -> Any:
+    """The object as the API server checks it against its schema: after its controller's mutating webhook
+    (Launcher.defaulted); as written for a kind no launcher owns."""
+    launcher = of(m) if isinstance(m.obj, dict) else None
+    return launcher.defaulted(m.obj) if launcher is not None else m.obj
 
 
 def workload_kinds() -> tuple[str, ...]:
@@ -99,5 +107,5 @@ __all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle"
            "Launcher",
            "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
-           "REGISTRY", "BY_ID", "of", "expand", "workloads", "workload_kinds", "group_of", "cluster_scoped",
-           "groups_modelling"]
+           "REGISTRY", "BY_ID", "of", "as_admitted", "expand", "workloads", "workload_kinds", "group_of",
+           "cluster_scoped", "groups_modelling"]

@@ -643,6 +643,13 @@ class Launcher:
                     yield f"{field_path}.spec.containers[{i}].env", c["env"]
 
     # --- admission and semantics
+    def defaulted(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The object as the API server checks it against its schema: after this controller's mutating webhook,
+        which runs first (k8s.io/apiserver pkg/endpoints/handlers/create.go createHandler: mutating admission, then
+        the registry's create, which validates against the schema), so a field the CRD requires and the webhook
+        fills in is not missing. Never changes `obj` (a copy where it differs)."""
+        return obj
+
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         """What the controller's webhook refuses, or what it does that breaks a torchrun world (TOPO011); `torchrun`
         says whether the training container starts a launcher."""

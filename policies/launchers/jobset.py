@@ -3,11 +3,12 @@ each run by the Job controller, labelled and annotated by the JobSet controller 
 Service (pkg/controllers/jobset_controller.go, pkg/webhooks/jobset_webhook.go)."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from typing import Any, Callable, Iterator
 
-from ..model import Manifest
+from ..model import WARNING, Manifest
 from . import indexed_job
 from .base import (DNS1035, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
                    RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
@@ -215,6 +216,101 @@ def validation(name: str, spec: dict[str, Any], prefix: str = "spec") -> list[Ch
         if why:
             out.append(Check(f"{prefix}.coordinator", f"{why}: the JobSet webhook refuses it",
                              "point the coordinator at an existing pod, with names short enough"))
+    return out + _order_and_targets(spec, rjobs, prefix) + _volume_claims(name, spec, rjobs, prefix)
+
+
+def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix: str) -> list[Check]:
+    """dependsOn, startupPolicy and the replicated Jobs the success and failure policies name (v0.12.0:
+    jobset_webhook.go ValidateCreate lines 177-180 and 258-263, the success policy at 284-289, validateFailurePolicy
+    at 425; the CRD's CEL rule api/jobset/v1alpha2/jobset_types.go line 120, which the API server applies)."""
+    out: list[Check] = []
+    if rjobs and rjobs[0].get("dependsOn") is not None:
+        out.append(Check(f"{prefix}.replicatedJobs[0].dependsOn", "the first replicated Job has dependsOn: the JobSet "
+                         "webhook refuses it (DependsOn can't be set for the first ReplicatedJob)",
+                         "remove dependsOn from the first replicated Job, or list it after the one it waits for"))
+    seen: set[str] = set()
+    for ri, rjob in enumerate(rjobs):
+        seen.add(str(rjob.get("name")))  # the webhook adds a Job's own name before it checks that Job's dependsOn
+        for di, dep in enumerate(listing(rjob.get("dependsOn"))):
+            target = str(mapping(dep).get("name"))
+            if target not in seen:
+                out.append(Check(f"{prefix}.replicatedJobs[{ri}].dependsOn[{di}].name",
+                                 f"replicatedJob {rjob.get('name')} depends on {target}, which is not listed before "
+                                 "it: the JobSet webhook refuses it",
+                                 "depend only on a replicated Job listed earlier in spec.replicatedJobs"))
+    if (mapping(spec.get("startupPolicy")).get("startupPolicyOrder") == "InOrder"
+            and any(r.get("dependsOn") is not None for r in rjobs)):
+        out.append(Check(f"{prefix}.startupPolicy", "startupPolicy InOrder together with dependsOn: the API server "
+                         "refuses it (StartupPolicy and DependsOn APIs are mutually exclusive)",
+                         "drop startupPolicy (deprecated) and order the Jobs with dependsOn"))
+    # Alpha gates, off by default (pkg/features/features.go lines 69 and 73 at v0.12.0): without them the webhook
+    # refuses these (ValidateCreate lines 169-175, validateFailurePolicy lines 441-444); a cluster may turn them on.
+    gated = [(f"{prefix}.failurePolicy.rules[{i}].action", f"action {mapping(rule).get('action')}", "RestartJob")
+             for i, rule in enumerate(listing(mapping(spec.get("failurePolicy")).get("rules")))
+             if mapping(rule).get("action") in ("RestartJob", "RestartJobAndIgnoreMaxRestarts")]
+    if mapping(spec.get("failurePolicy")).get("restartStrategy") == "InPlaceRestart":
+        gated.append((f"{prefix}.failurePolicy.restartStrategy", "restartStrategy InPlaceRestart", "InPlaceRestart"))
+    for where, what, gate in gated:
+        out.append(Check(where, f"{what} needs the JobSet feature gate {gate} (alpha, off by default): without it "
+                         "the webhook refuses the JobSet", f"run the JobSet controller with --feature-gates={gate}=true, "
+                         "or use RestartJobSet", severity=WARNING))
+    names = {str(r.get("name")) for r in rjobs}
+    targets = [(f"{prefix}.successPolicy.targetReplicatedJobs",
+                listing(mapping(spec.get("successPolicy")).get("targetReplicatedJobs")))]
+    targets += [(f"{prefix}.failurePolicy.rules[{i}].targetReplicatedJobs",
+                 listing(mapping(rule).get("targetReplicatedJobs")))
+                for i, rule in enumerate(listing(mapping(spec.get("failurePolicy")).get("rules")))]
+    for where, listed in targets:
+        for j, target in enumerate(listed):
+            if str(target) not in names:
+                out.append(Check(f"{where}[{j}]", f"replicatedJob '{target}' does not appear in spec.replicatedJobs: "
+                                 "the JobSet webhook refuses it", "name a replicated Job of this JobSet"))
+    return out
+
+
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+MAX_VOLUME_CLAIM_NAME = 63  # jobset_webhook.go maxVolumeClaimLength at v0.12.0
+
+
+def _volume_claims(name: str, spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix: str) -> list[Check]:
+    """volumeClaimPolicies (v0.12.0 jobset_webhook.go validateVolumeClaimPolicies and
+    validateReplicatedJobsVolumeClaims, lines 536-656): each template name is unique and a DNS-1123 subdomain, its
+    claim `<template>-<jobset>` (controllers.GeneratePVCName) has at most 63 characters, no replicated Job
+    declares a pod volume of that name, and some container or init container mounts it (the controller adds the
+    volume to those Jobs only, volume_claim_policy.go addVolumes, line 80). Whether a claim of that name already
+    exists with another spec is the cluster's state, not the file's, and is not checked."""
+    out: list[Check] = []
+    pods = [mapping(dig(r, "template", "spec", "template", "spec")) for r in rjobs]
+    seen: set[str] = set()
+    for pi, policy in enumerate(listing(spec.get("volumeClaimPolicies"))):
+        for ti, template in enumerate(listing(mapping(policy).get("templates"))):
+            where = f"{prefix}.volumeClaimPolicies[{pi}].templates[{ti}].metadata.name"
+            claim = str(mapping(mapping(template).get("metadata")).get("name") or "")
+            why = None
+            if claim in seen:
+                why = f"claim template name '{claim}' is used twice"
+            elif len(claim) > 253 or not DNS1123_SUBDOMAIN.match(claim):
+                why = f"claim template name '{claim}' is not a DNS-1123 subdomain"
+            elif len(f"{claim}-{name}") > MAX_VOLUME_CLAIM_NAME:
+                why = f"claim name '{claim}-{name}' is more than {MAX_VOLUME_CLAIM_NAME} characters"
+            seen.add(claim)
+            if why:
+                out.append(Check(where, f"{why}: the JobSet webhook refuses it",
+                                 "give each claim template a short, unique lowercase name"))
+            for ri, pod in enumerate(pods):
+                for vi, vol in enumerate(listing(pod.get("volumes"))):
+                    if mapping(vol).get("name") == claim:
+                        out.append(Check(f"{prefix}.replicatedJobs[{ri}].template.spec.template.spec.volumes[{vi}]"
+                                         ".name", f"pod volume '{claim}' has the name of a volumeClaimPolicies "
+                                         "template: the JobSet webhook refuses it",
+                                         "remove the pod volume (the controller adds the claim) or rename it"))
+            mounted = any(mapping(mt).get("name") == claim
+                          for pod in pods for c in listing(pod.get("containers")) + listing(pod.get("initContainers"))
+                          for mt in listing(mapping(c).get("volumeMounts")))
+            if not mounted:
+                out.append(Check(where, f"no container mounts claim template '{claim}': the JobSet webhook refuses "
+                                 "it", f"add a volumeMount named {claim} where the claim is used, or drop the "
+                                 "template"))
     return out
 
 
@@ -281,6 +377,20 @@ class JobSetLauncher(Launcher):
             js = dig(rj, "template", "spec")
             if isinstance(js, dict):
                 yield f"spec.replicatedJobs[{i}].template.spec", js
+
+    def defaulted(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """The webhook names each unnamed failure policy rule `failurePolicyRule<i>` (v0.12.0 jobset_webhook.go
+        Default, lines 140-148, defaultRuleNameFmt line 79) before the API server checks the CRD, which requires
+        `name` (api/jobset/v1alpha2/jobset_types.go line 446, `json:"name"`): upstream's failure-policy examples
+        leave it out and run."""
+        rules = listing(dig(obj, "spec", "failurePolicy", "rules"))
+        if all(not isinstance(r, dict) or r.get("name") for r in rules):
+            return obj
+        out = copy.deepcopy(obj)
+        for i, rule in enumerate(out["spec"]["failurePolicy"]["rules"]):
+            if isinstance(rule, dict) and not rule.get("name"):
+                rule["name"] = f"failurePolicyRule{i}"
+        return out
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         # With generateName the API server picks the name (5 characters after the prefix) before the webhook runs.

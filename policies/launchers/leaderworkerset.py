@@ -14,6 +14,7 @@ pods outside it: independent worlds of the same shape, not one world of `replica
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Iterator
 
 from ..model import Manifest
@@ -38,6 +39,7 @@ SUBGROUP_TYPE = PREFIX + "subgroup-policy-type"
 SHARED = "Shared"
 UNIQUE_PER_REPLICA = "UniquePerReplica"
 LEADER_EXCLUDED = "LeaderExcluded"
+SUBGROUP_EXCLUSIVE = PREFIX + "subgroup-exclusive-topology"
 LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
 GROUP_SIZE = "LWS_GROUP_SIZE"
 WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
@@ -55,6 +57,48 @@ def settings(spec: dict[str, Any]) -> tuple[int, int, str]:
     size = as_int(lwt.get("size"), 1)
     policy = mapping(spec.get("networkConfig")).get("subdomainPolicy") or SHARED
     return (1 if replicas is None else replicas), (1 if size is None else size), str(policy)
+
+
+PERCENT = re.compile(r"^[0-9]+%$")  # k8s.io/apimachinery util/validation IsValidPercent
+
+
+def _int_or_percent(value: Any, replicas: int, round_up: bool) -> tuple[str | None, int]:
+    """(why the webhook refuses it, or None; its value scaled to `replicas`, as intstr.GetScaledValueFromIntOrPercent
+    does: a percentage rounded up for maxSurge and down for maxUnavailable)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return "must be an integer or percentage (e.g '5%')", 0
+    if isinstance(value, int):
+        return ("must be greater than or equal to 0" if value < 0 else None), value
+    if not PERCENT.match(value):
+        return "must be an integer or percentage (e.g '5%')", 0
+    percent = int(value[:-1])
+    if percent > 100:
+        return "must not be greater than 100%", 0
+    return None, (-(-percent * replicas // 100) if round_up else percent * replicas // 100)
+
+
+def rollout_validation(spec: dict[str, Any], replicas: int) -> list[Check]:
+    """The rolling update settings (v0.10.0 leaderworkerset_webhook.go generalValidate lines 146-178): maxUnavailable
+    and maxSurge non-negative integers or percentages within 100%, partition not negative, and not both 0 while
+    replicas is not (nothing could ever be replaced). Unset, they are the CRD defaults: maxUnavailable 1,
+    maxSurge 0, partition 0 (config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml)."""
+    out: list[Check] = []
+    where = "spec.rolloutStrategy.rollingUpdateConfiguration"
+    roll = mapping(dig(spec, "rolloutStrategy", "rollingUpdateConfiguration"))
+    scaled: dict[str, int] = {}
+    for key, default, round_up in (("maxUnavailable", 1, False), ("maxSurge", 0, True)):
+        why, scaled[key] = _int_or_percent(roll.get(key, default), replicas, round_up)
+        if why:
+            out.append(Check(f"{where}.{key}", f"{key} {roll.get(key)!r}: {why}: the LeaderWorkerSet webhook refuses "
+                             "it", f"set {key} to a whole number of groups or a percentage up to 100%"))
+    partition = as_int(roll.get("partition"), 0)
+    if partition is not None and partition < 0:
+        out.append(Check(f"{where}.partition", f"partition {partition}: must be greater than or equal to 0: the "
+                         "LeaderWorkerSet webhook refuses it", "set partition to 0 or more"))
+    if not out and scaled["maxUnavailable"] == 0 and scaled["maxSurge"] == 0 and replicas != 0:
+        out.append(Check(f"{where}.maxUnavailable", "maxUnavailable must not be 0 when maxSurge is 0: the "
+                         "LeaderWorkerSet webhook refuses it", "set maxUnavailable (or maxSurge) to at least 1"))
+    return out
 
 
 def group_key(namespace: str, leader: str) -> str:
@@ -213,7 +257,11 @@ class LeaderWorkerSetLauncher(Launcher):
                 why.append("size-1 must be divisible by subGroupSize when using LeaderExcluded")
             out += [Check(field_path, f"{y} (size {size}, subGroupSize {sg}): the LeaderWorkerSet webhook refuses "
                           "it", "pick a subGroupSize that divides size or size - 1") for y in why]
-        return out
+        elif SUBGROUP_EXCLUSIVE in mapping(m.metadata.get("annotations")):
+            out.append(Check(f'metadata.annotations["{SUBGROUP_EXCLUSIVE}"]', "subgroup-exclusive-topology without "
+                             "subGroupPolicy: the LeaderWorkerSet webhook refuses it",
+                             "set leaderWorkerTemplate.subGroupPolicy.subGroupSize, or remove the annotation"))
+        return out + rollout_validation(spec, replicas)
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         policy = dig(w.manifest.obj, "spec", "leaderWorkerTemplate", "restartPolicy") or "RecreateGroupOnPodRestart"

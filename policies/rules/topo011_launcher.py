@@ -9,12 +9,18 @@ WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.
 manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else no PET_* env is injected); the five
 reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
 the runtime's Jobs and containers and set no env on `node` or the initializers. JobSet (v0.12.0 webhook): child Job
-and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod.
+and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
+`dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
+success and failure policies name existing replicated Jobs, and each `volumeClaimPolicies` template has a unique
+short name, is mounted by a container and shares its name with no pod volume; a warning where a `RestartJob` action
+or `restartStrategy: InPlaceRestart` needs an alpha feature gate (off by default, the webhook refuses them without).
 Job (API server validation at v1.36.0): an Indexed Job states `completions`, within 100000, and a
 `podFailurePolicy` comes with `restartPolicy: Never`. Volcano Job (v1.15.1 webhook): at least one task, unique task
 names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
-name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1. Katib
+name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1 (and no
+subgroup-exclusive-topology annotation without one), rolling update `maxUnavailable`/`maxSurge` whole numbers or
+percentages within 100% that are not both 0 for the groups there are, a `partition` not below 0. Katib
 Experiment (v0.19.0 webhook): a name of at most 40 characters, trial counts above 0 with `parallelTrialCount` and
 `maxFailedTrialCount` within `maxTrialCount`, a `trialTemplate` with `primaryContainerName`, `trialParameters`
 each named once, referencing a parameter of `spec.parameters` (or the trial's metadata) once, and used in the
