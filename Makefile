@@ -25,7 +25,7 @@ BASE    ?= main
 FORMAT  ?= text
 # make validate: STRICT=1 fails on warnings too; POLICY_ENV=components/<env>/policy.yaml for files and stdin.
 STRICT  ?=
-# make validate: the schema validator, auto (kubeconform where installed, else in-process), kubeconform, builtin or none.
+# make validate: the schema validator, builtin (in-process, the default), kubeconform, auto (kubeconform where installed) or none.
 SCHEMA  ?=
 POLICY_ENV ?=
 OVERLAY ?= overlays/kind-cpu/indexed-job
@@ -71,14 +71,14 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@BIN=$(BIN) scripts/install-release.sh kubeconform \
 	  https://github.com/yannh/kubeconform/releases/download/$(KUBECONFORM_VERSION)/kubeconform-linux-amd64.tar.gz \
-	  $(KUBECONFORM_SHA256) -v "the in-process validator will be used"
+	  $(KUBECONFORM_SHA256) -v "make validate SCHEMA=kubeconform will not run (the default, the in-process validator, is unaffected)"
 	@BIN=$(BIN) scripts/install-release.sh actionlint \
 	  https://github.com/rhysd/actionlint/releases/download/v$(ACTIONLINT_VERSION)/actionlint_$(ACTIONLINT_VERSION)_linux_amd64.tar.gz \
 	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
 	@scripts/install-prometheus.sh
 	@$(PY) -m policies.cli tools
 
-validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform]
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field

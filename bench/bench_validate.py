@@ -257,9 +257,12 @@ def main() -> int:
         cold = median_time(lambda: make({"POLICIES_NO_CACHE": "1"}), args.repeat)
         make({})
         warm = median_time(lambda: make({}), args.repeat)
-        print(f"make validate SCHEMA={schema} on the repository ({overlays} overlays + argocd/), median of "
-              f"{args.repeat}: cold (no render cache) {cold:.2f} s, warm (unchanged overlays) {warm:.2f} s; target < 2 s "
-              f"cold: {'met' if cold < 2 else 'MISSED'}")
+        # The target is `make validate`'s, which runs the in-process validator unless SCHEMA= says otherwise.
+        verdict = (f"target < 2 s cold: {'met' if cold < 2 else 'MISSED'}" if schema == "builtin" else
+                   "opt-in (the target is the default validator's)")
+        print(f"make validate SCHEMA={schema}{' (the default)' if schema == 'builtin' else ''} on the repository "
+              f"({overlays} overlays + argocd/), median of {args.repeat}: cold (no render cache) {cold:.2f} s, warm "
+              f"(unchanged overlays) {warm:.2f} s; {verdict}")
     kustomize_gc(args.repeat)
     os.environ["POLICIES_NO_CACHE"] = "1"  # the stage table below measures real rendering
 

@@ -348,6 +348,20 @@ def test_make_validator_choices(fake_kubeconform, monkeypatch, tmp_path):
         make_validator("kubeconform")
 
 
+def test_make_validate_runs_the_in_process_validator_even_where_kubeconform_is_installed(fake_kubeconform):
+    """The CLI's default is `builtin`; kubeconform runs only when asked (`--schema kubeconform`, or `auto`)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "KUBECONFORM": str(fake_kubeconform)}
+    good = str(FIXTURES / "pass" / "core.yaml")
+    summary = lambda *extra: subprocess.run([sys.executable, "-m", "policies.cli", "validate", *extra, good],
+                                            cwd=REPO, env=env, capture_output=True, text=True).stdout.splitlines()[-1]
+    assert "schema: jsonschema-rs" in summary()
+    assert "schema: kubeconform v0.8.0-fake" in summary("--schema", "auto")
+    assert "schema: kubeconform v0.8.0-fake" in summary("--schema", "kubeconform")
+
+
 def test_find_kubeconform_prefers_env(fake_kubeconform, monkeypatch):
     monkeypatch.setenv("KUBECONFORM", str(fake_kubeconform))
     assert stage.find_kubeconform() == fake_kubeconform
