@@ -138,19 +138,38 @@ def _infer_replicas(obj: dict[str, Any], path: str) -> int:
     raise PathError(f"at path position '{path}' non-int value {value}")
 
 
+def _has(obj: dict[str, Any], path: str) -> bool:
+    try:
+        value_at(obj, path)
+    except PathError:
+        return False
+    return True
+
+
+def _items(obj: dict[str, Any], path: str) -> int:
+    """How many items the list at `path` has (0 where there is none)."""
+    try:
+        value = value_at(obj, path)
+    except PathError:
+        return 0
+    return len(value) if isinstance(value, list) else 0
+
+
+def _job_pods(obj: dict[str, Any], job_spec: str) -> int:
+    """A Job's pods at once as InferPodSets counts them (utils.go:481-488, 504-510): parallelism (1 where unset),
+    no more than completions."""
+    pods = _replicas(obj, job_spec + ".parallelism")
+    pods = 1 if pods is None else pods
+    completions = _replicas(obj, job_spec + ".completions")
+    return completions if completions is not None and completions < pods else pods
+
+
 def _ray_podsets(obj: dict[str, Any], prefix: str) -> list[tuple[str, int]]:
     out = [(prefix + "headGroupSpec.template", 1)]
-    try:
-        workers = value_at(obj, prefix + "workerGroupSpecs")
-    except PathError:
-        return out
-    for i in range(len(workers) if isinstance(workers, list) else 0):
+    for i in range(_items(obj, prefix + "workerGroupSpecs")):
         group = f"{prefix}workerGroupSpecs[{i}]."
-        try:
-            value_at(obj, group + "template")
-        except PathError:
-            continue
-        out.append((group + "template", _infer_replicas(obj, group + "replicas")))
+        if _has(obj, group + "template"):
+            out.append((group + "template", _infer_replicas(obj, group + "replicas")))
     return out
 
 
@@ -163,49 +182,26 @@ def infer_podsets(template: dict[str, Any]) -> list[tuple[str, int]]:
     gvk = (group, version, str(template.get("kind") or ""))
     out: list[tuple[str, int]] = []
     if gvk == _JOB:
-        replicas = _replicas(obj, "template.spec.parallelism")
-        replicas = 1 if replicas is None else replicas
-        completions = _replicas(obj, "template.spec.completions")
-        if completions is not None and completions < replicas:
-            replicas = completions
-        out.append(("template.spec.template", replicas))
+        out.append(("template.spec.template", _job_pods(obj, "template.spec")))
     elif gvk == _JOBSET:
-        try:
-            jobs = value_at(obj, "template.spec.replicatedJobs")
-        except PathError:
-            jobs = None
-        for i in range(len(jobs) if isinstance(jobs, list) else 0):
+        for i in range(_items(obj, "template.spec.replicatedJobs")):
             prefix = f"template.spec.replicatedJobs[{i}]."
-            try:
-                value_at(obj, prefix + "template")
-            except PathError:
-                continue
-            pods = _replicas(obj, prefix + "template.spec.parallelism")
-            pods = 1 if pods is None else pods
-            completions = _replicas(obj, prefix + "template.spec.completions")
-            if completions is not None and completions < pods:
-                pods = completions
-            replicas = _replicas(obj, prefix + "replicas")
-            out.append((prefix + "template.spec.template", (1 if replicas is None else replicas) * pods))
+            if _has(obj, prefix + "template"):
+                replicas = _replicas(obj, prefix + "replicas")
+                out.append((prefix + "template.spec.template",
+                            (1 if replicas is None else replicas) * _job_pods(obj, prefix + "template.spec")))
     elif gvk == _PYTORCHJOB:
         for rtype in ("Master", "Worker"):
             prefix = f"template.spec.pytorchReplicaSpecs.{rtype}."
-            try:
-                value_at(obj, prefix + "template")
-            except PathError:
-                continue
-            out.append((prefix + "template", _infer_replicas(obj, prefix + "replicas")))
+            if _has(obj, prefix + "template"):
+                out.append((prefix + "template", _infer_replicas(obj, prefix + "replicas")))
     elif gvk == _RAYCLUSTER:
         out += _ray_podsets(obj, "template.spec.")
     elif gvk == _RAYJOB:
         out += _ray_podsets(obj, "template.spec.rayClusterSpec.")
     else:
-        for path, replicas in _TEMPLATES.get(gvk, []):
-            try:
-                value_at(obj, path)
-            except PathError:
-                continue
-            out.append((path, _infer_replicas(obj, replicas)))
+        out += [(path, _infer_replicas(obj, replicas)) for path, replicas in _TEMPLATES.get(gvk, [])
+                if _has(obj, path)]
     for path, _ in out:
         try:
             raw_template(obj, path)
