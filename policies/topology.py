@@ -6,10 +6,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from .launchers import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Pod, Workload, as_int, workloads
 from .model import Manifest
 from .torchrun import (DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python, split_endpoint,
-                       split_nnodes)
+                       split_nnodes, with_accelerate_config)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -184,7 +186,26 @@ def view(pod: Pod) -> PodView:
     argv, fields = pod.argv()
     # A shell in the container also sees HOSTNAME, which the container runtime sets to the pod's hostname.
     shell_env = pod.env if "HOSTNAME" in pod.env else {"HOSTNAME": pod.hostname, **pod.env}
-    return PodView(pod, find_invocation(argv, fields, shell_env))
+    inv = find_invocation(argv, fields, shell_env)
+    if inv is not None and inv.accelerate_config is not None:
+        _read_accelerate_config(pod, inv)
+    return PodView(pod, inv)
+
+
+def _read_accelerate_config(pod: Pod, inv: Invocation) -> None:
+    """`accelerate launch --config_file PATH`: the settings the command line leaves out come from that file, read
+    where a ConfigMap or Secret in the manifests is mounted at PATH; else they cannot be known here."""
+    path, where = inv.accelerate_config  # type: ignore[misc]
+    text = pod.file(path) if path.startswith("/") else None
+    if text is None:
+        inv.unread_config = path
+        return
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        inv.unread_config = path
+        return
+    with_accelerate_config(inv, config, where)
 
 
 def _at_source(setting: Setting, pod: Pod) -> Setting:
@@ -334,6 +355,12 @@ def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: l
     first = view(w.pod(0))
     if not is_training(w, first):
         return False
+    inv = first.inv
+    if inv is not None and inv.unread_config and not all(
+            k in inv.accelerate for k in ("num_machines", "num_processes", "main_process_ip")):
+        # The world's shape is in a config file this cannot read: said (TOPO012), not guessed from defaults.
+        w.facts["unread_config"] = (inv.unread_config, inv.accelerate_config[1] if inv.accelerate_config else None)
+        return True
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
     if first.inv is None:
         mn = mx = None

@@ -6,6 +6,7 @@ import dataclasses
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
 
 # torchrun's own defaults (torch/distributed/run.py, torch 2.13).
 DEFAULTS = {
@@ -53,6 +54,11 @@ class Invocation:
     reads_pet_env: bool = True
     # The flag as the launcher spells it, by torchrun setting (accelerate's --num_machines for nnodes).
     spelled: dict[str, str] = dataclasses.field(default_factory=dict)
+    # accelerate launch: its own options as written (dest -> (value, field)), and its --config_file, if any.
+    accelerate: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    accelerate_config: tuple[str, str] | None = None
+    # The config file the launcher reads, where no ConfigMap or Secret in the manifests gives its text.
+    unread_config: str | None = None
 
     def flag(self, name: str) -> str:
         return self.spelled.get(name, "--" + name.replace("_", "-"))
@@ -142,14 +148,27 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
     """`accelerate launch [options] script.py ...`: accelerate starts torch's elastic launcher with
     `--nnodes num_machines --node_rank machine_rank --nproc_per_node num_processes/num_machines
     --master_addr main_process_ip --master_port main_process_port` (static rendezvous by default); it reads its own
-    flags and config file, not PET_* env. A value only its config file gives stays at torchrun's default here."""
+    flags and config file, not PET_* env. `--config_file` is kept (`accelerate_config`): its values fill what the
+    command line leaves out once the file's text is known (`with_accelerate_config`)."""
     inv = Invocation(field=fields[0] if fields else "", launcher="accelerate launch", reads_pet_env=False)
     raw, i = _options(argv, fields, i, _ACCELERATE_BOOLEAN)
+    inv.accelerate = raw
+    if "config_file" in raw:
+        inv.accelerate_config = raw["config_file"]
+    _accelerate_settings(inv, raw)
+    inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
+    return inv
+
+
+def _accelerate_settings(inv: Invocation, raw: dict[str, tuple[str, str]]) -> None:
     for flag, dest in _ACCELERATE_FLAGS.items():
         inv.spelled[dest] = f"--{flag}"
         if flag in raw:
             inv.flags[dest] = raw[flag]
+        else:
+            inv.flags.pop(dest, None)
     inv.spelled["nproc_per_node"] = "--num_processes / --num_machines"
+    inv.flags.pop("nproc_per_node", None)
     if "num_processes" in raw:
         total, where = raw["num_processes"]
         machines = raw.get("num_machines", ("1", where))[0]
@@ -157,8 +176,32 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
             inv.flags["nproc_per_node"] = (str(int(total) // int(machines)), where)
         else:
             inv.flags["nproc_per_node"] = (f"{total}/{machines}", where)
-    inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
-    return inv
+
+
+# What `accelerate launch` takes from a config file (accelerate commands/launch.py _validate_launch_command, at
+# commit 00785cd9: for a LOCAL_MACHINE config every key but compute_environment, mixed_precision and
+# distributed_type fills an argument the command line left unset): the ones that shape the world.
+ACCELERATE_CONFIG_KEYS = (*_ACCELERATE_FLAGS, "num_processes")
+
+
+def with_accelerate_config(inv: Invocation, config: Any, where: str) -> None:
+    """Fill the settings the command line leaves out from the text of accelerate's config file (a mapping), the
+    command line winning; `where` is the field each such setting points at."""
+    if not isinstance(config, dict) or config.get("compute_environment", "LOCAL_MACHINE") != "LOCAL_MACHINE":
+        return
+    merged = {k: (str(config[k]), where) for k in ACCELERATE_CONFIG_KEYS
+              if config.get(k) is not None and not isinstance(config[k], (dict, list, bool))}
+    taken = set(merged) - set(inv.accelerate)
+    merged.update({k: v for k, v in inv.accelerate.items() if k in ACCELERATE_CONFIG_KEYS})
+    _accelerate_settings(inv, {**inv.accelerate, **merged})
+    # Where a setting comes from the file, a message names the file's key (`num_machines in /etc/a.yaml`).
+    path = inv.accelerate_config[0] if inv.accelerate_config else "the config file"
+    for key in taken:
+        dest = _ACCELERATE_FLAGS.get(key)
+        if dest is not None:
+            inv.spelled[dest] = f"{key} in {path}"
+    if "num_processes" in taken or "num_machines" in taken:
+        inv.spelled["nproc_per_node"] = f"num_processes / num_machines (from {path})"
 
 
 _SHELL_VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>##\*-|#\*-|:-[^}]*)?\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")

@@ -3,6 +3,7 @@ them, the bundle of objects they are looked up in, and the protocol (Launcher) e
 branching on kinds."""
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator
@@ -132,6 +133,12 @@ class Pod:
     env: dict[str, str | None] = field(default_factory=dict)
     env_fields: dict[str, str] = field(default_factory=dict)
     injected: set[str] = field(default_factory=set)
+    # The ConfigMaps' and Secrets' data of the manifests (name -> key -> text), for the files their volumes mount.
+    stores: tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]] = field(default=({}, {}), repr=False)
+
+    def file(self, path: str) -> str | None:
+        """The text the training container reads at `path` where a mounted ConfigMap or Secret gives it."""
+        return mounted_file(self, path, *self.stores)
 
     def ready(self) -> "Pod":
         """Work out the training container's env (every rule reads it) and expose it as plain attributes."""
@@ -305,7 +312,8 @@ class Workload:
         subdomain = group.subdomain if group.subdomain_forced else (spec.get("subdomain") or group.subdomain)
         pod = Pod(index=index, name=group.name(local), hostname=str(hostname), subdomain=subdomain or None,
                   namespace=self.namespace, labels=labels, annotations=annotations, spec=spec,
-                  spec_field=spec_field, containers=[], init_containers=[], training=training)
+                  spec_field=spec_field, containers=[], init_containers=[], training=training,
+                  stores=(self.configmaps, self.secrets))
         for i, c in enumerate(listing(spec.get("initContainers"))):
             if isinstance(c, dict):
                 pod.init_containers.append(ContainerEnv(str(c.get("name")), f"{pod.spec_field}.initContainers[{i}]",
@@ -398,6 +406,51 @@ def downward(path: str, pod: Pod) -> str | None:
         table = pod.labels if m.group(1) == "labels" else pod.annotations
         return table.get(m.group(2))
     return None  # status.podIP, spec.nodeName, metadata.uid ...
+
+
+def mounted_file(pod: "Pod", path: str, configmaps: dict[str, dict[str, str]],
+                 secrets: dict[str, dict[str, str]]) -> str | None:
+    """The text a pod's training container reads at `path`, where a configMap or secret volume (or a projected
+    one's configMap and secret sources) mounted in it gives that file, as the kubelet projects it: each key a file
+    named after it, or only the listed `items` at their paths; a `subPath` mount is that file or folder of the
+    volume. None where the file comes from elsewhere (the image, another volume, a `subPathExpr`) or the ConfigMap
+    or Secret is not in the manifests (a Secret's `data` is base64 and is not read: only its `stringData`)."""
+    path = posixpath.normpath(path)
+    volumes = {str(v.get("name")): v for v in (mapping(x) for x in listing(pod.spec.get("volumes")))}
+    mounts = sorted((mapping(m) for m in listing(pod.container.get("volumeMounts"))),
+                    key=lambda m: -len(str(m.get("mountPath") or "")))
+    for mount in mounts:
+        if mount.get("subPathExpr") or not mount.get("mountPath"):
+            continue
+        root = posixpath.normpath(str(mount["mountPath"]))
+        sub = str(mount.get("subPath") or "")
+        if path == root and sub:
+            rel = sub
+        elif path.startswith(root.rstrip("/") + "/"):
+            rel = posixpath.join(sub, path[len(root.rstrip("/")) + 1:]) if sub else path[len(root.rstrip("/")) + 1:]
+        else:
+            continue
+        rel = posixpath.normpath(rel)
+        volume = volumes.get(str(mount.get("name")))
+        if volume is None:
+            return None
+        sources = [mapping(x) for x in listing(mapping(volume.get("projected")).get("sources"))] or [volume]
+        for source in sources:
+            for kind, store in (("configMap", configmaps), ("secret", secrets)):
+                ref = source.get(kind)
+                if not isinstance(ref, dict):
+                    continue
+                # A secret volume names its Secret `secretName`; a projected volume's secret source, `name`.
+                data = store.get(str(ref.get("secretName") or ref.get("name")))
+                if data is None:
+                    continue
+                items = listing(ref.get("items"))
+                files = ({posixpath.normpath(str(mapping(i).get("path"))): data.get(str(mapping(i).get("key")))
+                          for i in items} if items else data)
+                if files.get(rel) is not None:
+                    return files[rel]
+        return None
+    return None
 
 
 _LAUNCH_WORDS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate")

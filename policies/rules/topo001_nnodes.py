@@ -54,7 +54,9 @@ def check(ctx):
             msg = (f"torchrun gets no --nnodes (default 1:1) but {t.launcher} creates {t.pods} pods: "
                    f"each pod forms a world of one")
         else:
-            msg = f"{t.first.inv.flag('nnodes')} is {s.value} ({s.origin}) but {t.launcher} creates {t.pods} pods"
+            said = t.first.inv.flag("nnodes")
+            origin = "" if " in " in said else f" ({s.origin})"  # (a config file's key names its file)
+            msg = f"{said} is {s.value}{origin} but {t.launcher} creates {t.pods} pods"
         inv = t.first.inv
         yield problem(ID, t, where, msg,
                       f"set {inv.flag('nnodes')}{' (or PET_NNODES)' if inv.reads_pet_env else ''} to {t.pods}, "

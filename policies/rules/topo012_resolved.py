@@ -4,6 +4,11 @@ A `$(VAR)` that no env entry defines stays literally `$(VAR)` in the container's
 so torchrun receives `--nnodes=$(NNODES)` and fails; a workload with no pods trains nothing. A check that cannot
 work out a value says so here rather than passing silently.
 
+`accelerate launch --config_file PATH` takes what its command line leaves out from that file: read where a
+ConfigMap or Secret in the manifests is mounted at PATH; a file from the image cannot be read here, and where the
+command line does not give the number of machines, the processes and the main process itself, an info line says
+the world was not checked (no error: the file may well be right).
+
 Fails: `--nnodes=$(NNODES)` with no `NNODES` in the env; a Job with `completions: 0`.
 Passes: every `$(VAR)` defined in the container's env.
 """
@@ -30,6 +35,15 @@ def check(ctx):
                       "whether the script forms a distributed world cannot be told from the manifest, so the "
                       "topology checks did not run", m.source, m.ref, "spec", "start the script with torchrun if it "
                       "calls torch.distributed", severity=INFO)
+    for w in ctx.workloads:
+        unread = w.facts.get("unread_config")
+        if unread:
+            m = w.manifest
+            yield Problem(ID, f"accelerate launch reads its settings from {unread[0]}, which no ConfigMap or Secret in "
+                          "the manifests is mounted at: the number of machines, the processes and the main "
+                          "process were not checked", m.source, m.ref, unread[1] or "spec",
+                          "mount the config from a ConfigMap, or give --num_machines, --num_processes and "
+                          "--main_process_ip on the command line", severity=INFO)
     for t in ctx.topologies:
         v = t.first
         for label, s in (("nnodes", v.nnodes), ("processes per node", v.nproc), ("rendezvous endpoint", v.endpoint),
