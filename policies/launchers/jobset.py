@@ -216,7 +216,72 @@ def validation(name: str, spec: dict[str, Any], prefix: str = "spec") -> list[Ch
         if why:
             out.append(Check(f"{prefix}.coordinator", f"{why}: the JobSet webhook refuses it",
                              "point the coordinator at an existing pod, with names short enough"))
-    return out + _order_and_targets(spec, rjobs, prefix) + _volume_claims(name, spec, rjobs, prefix)
+    return (out + _managed_by(spec, prefix) + _failure_rules(spec, prefix) + _order_and_targets(spec, rjobs, prefix)
+            + _volume_claims(name, spec, rjobs, prefix))
+
+
+MAX_MANAGED_BY = 63  # jobset_webhook.go maxManagedByLength (line 49) at v0.12.0
+HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")  # apimachinery validation httpPathFmt
+
+
+def _managed_by(spec: dict[str, Any], prefix: str) -> list[Check]:
+    """spec.managedBy (v0.12.0 jobset_webhook.go ValidateCreate, lines 200-210): a domain-prefixed path
+    (apimachinery validation.IsDomainPrefixedPath: a DNS-1123 subdomain, '/', HTTP path characters) of at most 63
+    characters."""
+    manager = spec.get("managedBy")
+    if manager is None:
+        return []
+    manager = str(manager)
+    host, _, path = manager.partition("/")
+    why = []
+    if not host or not path:
+        why.append("is not a domain-prefixed path (such as \"acme.io/foo\")")
+    else:
+        if len(host) > 253 or not DNS1123_SUBDOMAIN.match(host):
+            why.append(f"has '{host}' before the '/', not a DNS-1123 subdomain")
+        if not HTTP_PATH.match(path):
+            why.append(f"has '{path}' after the '/', not an HTTP path")
+    if len(manager) > MAX_MANAGED_BY:
+        why.append(f"is {len(manager)} characters, more than {MAX_MANAGED_BY}")
+    return [Check(f"{prefix}.managedBy", f"managedBy '{manager}' {w}: the JobSet webhook refuses it",
+                  "leave managedBy out (the JobSet controller), or name a controller like example.com/my-controller")
+            for w in why]
+
+
+# v0.12.0 jobset_webhook.go: failure policy rule names (lines 416-418) and the Job failure reasons a rule may match
+# (validOnJobFailureReasons, lines 85-91: batch/v1's JobReason* constants).
+RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+MAX_RULE_NAME = 128
+JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes", "MaxFailedIndexesExceeded",
+                       "PodFailurePolicy")
+
+
+def _failure_rules(spec: dict[str, Any], prefix: str) -> list[Check]:
+    """failurePolicy.rules (v0.12.0 jobset_webhook.go validateFailurePolicy, lines 455-492): each name 1 to 128
+    characters matching RULE_NAME and unique, each onJobFailureReasons entry a Job failure reason. Names are
+    checked after the webhook's Default names unnamed rules failurePolicyRule<i> (lines 140-148)."""
+    out: list[Check] = []
+    first: dict[str, int] = {}
+    for i, rule in enumerate(listing(mapping(spec.get("failurePolicy")).get("rules"))):
+        rule = mapping(rule)
+        where = f"{prefix}.failurePolicy.rules[{i}]"
+        rname = str(rule.get("name") or f"failurePolicyRule{i}")
+        if len(rname) > MAX_RULE_NAME:
+            out.append(Check(f"{where}.name", f"failure policy rule name is {len(rname)} characters, more than "
+                             f"{MAX_RULE_NAME}: the JobSet webhook refuses it", "shorten the rule name"))
+        if not RULE_NAME.match(rname):
+            out.append(Check(f"{where}.name", f"failure policy rule name '{rname}' does not start with a letter and "
+                             "end with a letter, digit or '_' (only letters, digits and '_,:' between): the JobSet "
+                             "webhook refuses it", "rename the rule, e.g. restartOnBackoff"))
+        if rname in first:
+            out.append(Check(f"{where}.name", f"failure policy rule name '{rname}' is also rules[{first[rname]}]'s: "
+                             "the JobSet webhook refuses rule names that are not unique", "give each rule its own name"))
+        first.setdefault(rname, i)
+        for j, reason in enumerate(listing(rule.get("onJobFailureReasons"))):
+            if reason not in JOB_FAILURE_REASONS:
+                out.append(Check(f"{where}.onJobFailureReasons[{j}]", f"'{reason}' is not a Job failure reason: the "
+                                 "JobSet webhook refuses it", f"use one of {', '.join(JOB_FAILURE_REASONS)}"))
+    return out
 
 
 def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix: str) -> list[Check]:
