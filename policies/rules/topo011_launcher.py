@@ -12,7 +12,8 @@ the runtime's Jobs and containers and set no env on `node` or the initializers. 
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
 success and failure policies name existing replicated Jobs, and each `volumeClaimPolicies` template has a unique
-short name, is mounted by a container and shares its name with no pod volume, `managedBy` is a domain-prefixed path
+short name, is mounted by a container and shares its name with no pod volume, replicas x parallelism stays within
+2147483647 per replicated Job, `managedBy` is a domain-prefixed path
 of at most 63 characters, failure-policy rule names are unique, at most 128 characters, start with a letter and
 end with a letter, digit or '_', and `onJobFailureReasons` are Job failure reasons; a warning where a `RestartJob`
 action or `restartStrategy: InPlaceRestart` needs an alpha feature gate (off by default, the webhook refuses them
