@@ -237,6 +237,17 @@ def test_job_validation_accepts_what_the_api_server_defaults_or_never_limits():
     assert [c.field for c in refused] == ["spec.completions"]
 
 
+def test_statefulset_validation_names_the_api_servers_reason():
+    """kubernetes v1.36.0 ValidateStatefulSet: the name is a DNS-1123 label (TestValidateStatefulSet "name-with-dots",
+    "long name"); the conformance fixtures for those cases are also caught by ARGO003 (the pods' hostnames), so this
+    pins that the StatefulSet model itself gives upstream's reason."""
+    from policies.launchers import statefulset
+    spec = {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}
+    assert statefulset.validation(spec, name="abc") == []
+    for bad in ("abc.123", "a" * 64):
+        assert [c.field for c in statefulset.validation(spec, name=bad)] == ["metadata.name"]
+
+
 def test_jobset_alpha_feature_gates_warn():
     """RestartJob actions and InPlaceRestart need alpha gates that are off by default (jobset v0.12.0
     pkg/features/features.go): a cluster may turn them on, so a warning, not an error."""

@@ -22,6 +22,7 @@ POD_MANAGEMENT_POLICIES = ("OrderedReady", PARALLEL)
 UPDATE_STRATEGIES = ("RollingUpdate", "OnDelete")
 RETENTION_POLICIES = ("Retain", "Delete")
 PERCENT = re.compile(r"^([0-9]+)%$")
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
@@ -38,13 +39,17 @@ def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
     return True
 
 
-def validation(spec: dict[str, Any], prefix: str = "spec") -> list[Check]:
+def validation(spec: dict[str, Any], prefix: str = "spec", name: str | None = None) -> list[Check]:
     """What ValidateStatefulSetSpec refuses that the schema cannot say: a pod management policy, update strategy or
     claim retention policy outside its values, a rollingUpdate block with OnDelete, a negative partition, a
     maxUnavailable of 0, over 100% or not an integer or percentage, negative replicas/minReadySeconds/ordinals.start,
     a selector that does not select the template's labels, a template restartPolicy other than Always, and a
-    template activeDeadlineSeconds."""
+    template activeDeadlineSeconds. With `name`, ValidateStatefulSet's name check first: a DNS-1123 label
+    (ValidateStatefulSetName, NameIsDNSLabel)."""
     out: list[Check] = []
+    if name and (len(name) > 63 or not DNS1123_LABEL.match(name)):
+        out.append(Check("metadata.name", f"name '{name}' is not a DNS-1123 label of at most 63 characters: the API "
+                         "server refuses it", "use lowercase letters, digits and '-', at most 63 characters"))
     refuse = "the API server refuses it"
 
     def add(where: str, what: str, fix: str) -> None:
@@ -146,7 +151,7 @@ class StatefulSetLauncher(Launcher):
         return "spec.replicas"
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
-        return validation(mapping(w.manifest.obj.get("spec")))
+        return validation(mapping(w.manifest.obj.get("spec")), name=w.manifest.name)
 
     def dns_field(self, w: Workload, pod: Any) -> str:
         return "spec.serviceName"

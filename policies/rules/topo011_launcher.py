@@ -22,7 +22,7 @@ without). Job (API server validation at v1.36.0): an Indexed Job states `complet
 backoff fields and a `successPolicy` only in Indexed mode, success rules that count something within completions,
 `podFailurePolicy` rules with one requirement, ordered unique exit codes (no 0 under In) and known container names,
 with `restartPolicy: Never` and `podReplacementPolicy` Failed, `managedBy` as for JobSet. StatefulSet (API server
-validation at v1.36.0): `restartPolicy` Always, a selector that selects the template's labels, known update
+validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that selects the template's labels, known update
 strategy and pod management policy (no `rollingUpdate` with OnDelete, `maxUnavailable` from 1 to 100%), no negative
 partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`. Volcano Job (v1.15.1 webhook): at least one task, unique task
 names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
