@@ -221,6 +221,33 @@ def test_jobset_webhook_names_failure_rules_before_the_schema_check():
     assert "name" not in obj["spec"]["failurePolicy"]["rules"][0], "the object as written is left alone"
 
 
+def test_job_validation_accepts_what_the_api_server_defaults_or_never_limits():
+    """Kubernetes v1.36.0: SetDefaults_Job sets completions and parallelism to 1 where both are unset, so an Indexed
+    Job with neither is accepted (a JobSet's replicated Job often is one); validateJobSpec caps an Indexed Job's
+    parallelism at 100000, not its completions (TestValidateJob "valid parallelism and maxFailedIndexes for unlimited
+    completions when backoffLimitPerIndex is used"). A conformance fixture cannot show this: an accepted fixture is
+    checked for schema problems and pods only."""
+    from policies.launchers import indexed_job
+    pod = {"template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "abc", "image": "image"}]}}}
+    assert indexed_job.job_validation({"completionMode": "Indexed", **pod}, "spec") == []
+    unlimited = {"completionMode": "Indexed", "completions": 1_000_000_000, "parallelism": 10_000,
+                 "maxFailedIndexes": 10_000, "backoffLimitPerIndex": 1, **pod}
+    assert indexed_job.job_validation(unlimited, "spec") == []
+    refused = indexed_job.job_validation({"completionMode": "Indexed", "parallelism": 2, **pod}, "spec")
+    assert [c.field for c in refused] == ["spec.completions"]
+
+
+def test_statefulset_validation_names_the_api_servers_reason():
+    """kubernetes v1.36.0 ValidateStatefulSet: the name is a DNS-1123 label (TestValidateStatefulSet "name-with-dots",
+    "long name"); the conformance fixtures for those cases are also caught by ARGO003 (the pods' hostnames), so this
+    pins that the StatefulSet model itself gives upstream's reason."""
+    from policies.launchers import statefulset
+    spec = {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}
+    assert statefulset.validation(spec, name="abc") == []
+    for bad in ("abc.123", "a" * 64):
+        assert [c.field for c in statefulset.validation(spec, name=bad)] == ["metadata.name"]
+
+
 def test_jobset_alpha_feature_gates_warn():
     """RestartJob actions and InPlaceRestart need alpha gates that are off by default (jobset v0.12.0
     pkg/features/features.go): a cluster may turn them on, so a warning, not an error."""

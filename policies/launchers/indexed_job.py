@@ -2,6 +2,7 @@
 a NonIndexed Job, with the completion index it gives each pod of an Indexed one."""
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Iterator
 
 from ..model import Manifest
@@ -14,7 +15,7 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 INDEXED = "Indexed"
-# pkg/apis/batch/validation/validation.go: maxParallelismForIndexedJob and maxCompletionsForIndexedJob
+# pkg/apis/batch/validation/validation.go: maxParallelismForIndexedJob (completions has no such limit)
 MAX_INDEXED = 100000
 # names.MaxGeneratedNameLength: 63 minus the 5 random characters generateName appends.
 MAX_GENERATED_NAME = 58
@@ -177,24 +178,158 @@ def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container
                     JOB_SOURCE + "job_controller.go manageJob", delay)
 
 
+# kubernetes v1.36.0 pkg/apis/batch/validation/validation.go: maxManagedByLength, the domain-prefixed path
+# (apimachinery validation.IsDomainPrefixedPath: a DNS-1123 subdomain, '/', HTTP path characters, httpPathFmt).
+MAX_MANAGED_BY = 63
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
+
+
+def managed_by_problems(manager: str) -> list[str]:
+    """Why a `managedBy` value is refused: not a domain-prefixed path (IsDomainPrefixedPath), or longer than 63
+    characters. The Job API (validateJobSpec) and the JobSet webhook (jobset_webhook.go:200-210 at v0.12.0) apply
+    the same two checks."""
+    host, _, path = manager.partition("/")
+    why = []
+    if not host or not path:
+        why.append('is not a domain-prefixed path (such as "acme.io/foo")')
+    else:
+        if len(host) > 253 or not DNS1123_SUBDOMAIN.match(host):
+            why.append(f"has '{host}' before the '/', not a DNS-1123 subdomain")
+        if not HTTP_PATH.match(path):
+            why.append(f"has '{path}' after the '/', not an HTTP path")
+    if len(manager) > MAX_MANAGED_BY:
+        why.append(f"is {len(manager)} characters, more than {MAX_MANAGED_BY}")
+    return why
+
+
+def _index_count(indexes: str) -> int | None:
+    """How many indexes `succeededIndexes` ("1,3-5") names; None where it does not parse as integers."""
+    total = 0
+    for part in indexes.split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            return None
+        total += max(last - first + 1, 0)
+    return total
+
+
 def job_validation(js: dict[str, Any], field: str) -> list[Check]:
     """What the API server's Job validation refuses that the schema cannot say (pkg/apis/batch/validation/
-    validation.go validateJobSpec at v1.36.0)."""
+    validation.go validateJobSpec, validatePodFailurePolicy*, validatePodReplacementPolicy, validateSuccessPolicy*
+    at v1.36.0)."""
     out: list[Check] = []
+    refuse = "the API server refuses it"
+    if js.get("managedBy") is not None:
+        manager = str(js["managedBy"])
+        out += [Check(f"{field}.managedBy", f"managedBy '{manager}' {why}: {refuse}",
+                      "leave managedBy out (the Job controller), or name a controller like example.com/my-controller")
+                for why in managed_by_problems(manager)]
+    completions = as_int(js.get("completions"))
     if indexed(js):
-        if js.get("completions") is None:
+        # SetDefaults_Job (pkg/apis/batch/v1/defaults.go) sets completions and parallelism to 1 where both are
+        # unset, before validation: only completions unset beside a parallelism is refused.
+        if js.get("completions") is None and js.get("parallelism") is not None:
             out.append(Check(f"{field}.completions", "an Indexed Job without completions: the API server refuses it "
                              "(completions is required when completion mode is Indexed)",
                              "set completions to the number of pods"))
-        for key in ("completions", "parallelism"):
-            value = as_int(js.get(key))
-            if value is not None and value > MAX_INDEXED:
-                out.append(Check(f"{field}.{key}", f"{key} {value} is above {MAX_INDEXED}: the API server refuses "
-                                 "an Indexed Job that large", f"keep {key} at most {MAX_INDEXED}"))
+        parallelism = as_int(js.get("parallelism"))
+        if parallelism is not None and parallelism > MAX_INDEXED:
+            out.append(Check(f"{field}.parallelism", f"parallelism {parallelism} is above {MAX_INDEXED}: the API "
+                             "server refuses an Indexed Job that large", f"keep parallelism at most {MAX_INDEXED}"))
+        max_failed = as_int(js.get("maxFailedIndexes"))
+        if completions is not None and max_failed is not None and max_failed > completions:
+            out.append(Check(f"{field}.maxFailedIndexes", f"maxFailedIndexes {max_failed} is above completions "
+                             f"{completions}: {refuse}", f"set maxFailedIndexes at most {completions}"))
+    else:
+        for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
+            if js.get(key) is not None:
+                out.append(Check(f"{field}.{key}", f"{key} on a NonIndexed Job: {refuse} (it requires indexed "
+                                 "completion mode)", "set completionMode: Indexed, or drop it"))
+    out += _pod_failure_policy(js, field) + _success_policy(js, field, completions)
+    replacement = js.get("podReplacementPolicy")
+    if replacement is not None:
+        allowed = ("Failed",) if js.get("podFailurePolicy") is not None else POD_REPLACEMENT_POLICIES
+        if replacement not in allowed:
+            out.append(Check(f"{field}.podReplacementPolicy", f"podReplacementPolicy '{replacement}'"
+                             + (" with a podFailurePolicy" if len(allowed) == 1 else "") + f": {refuse} (supported "
+                             f"values: {', '.join(allowed)})", f"set podReplacementPolicy: {allowed[0]}"))
     policy = dig(js, "template", "spec", "restartPolicy")
     if js.get("podFailurePolicy") is not None and policy != "Never":
         out.append(Check(f"{field}.template.spec.restartPolicy", f"restartPolicy is {policy or 'unset'} with a "
                          "podFailurePolicy: the API server accepts only Never there", "set restartPolicy: Never"))
+    return out
+
+
+def _pod_failure_policy(js: dict[str, Any], field: str) -> list[Check]:
+    """validatePodFailurePolicyRule / ...OnExitCodes: each rule has exactly one of onExitCodes and onPodConditions;
+    exit codes are listed once each, in increasing order, never 0 under In; containerName names a container or init
+    container of the template; FailIndex needs backoffLimitPerIndex."""
+    out: list[Check] = []
+    pod = mapping(dig(js, "template", "spec"))
+    names = {mapping(c).get("name") for c in listing(pod.get("containers")) + listing(pod.get("initContainers"))}
+    for i, rule in enumerate(listing(mapping(js.get("podFailurePolicy")).get("rules"))):
+        rule, where = mapping(rule), f"{field}.podFailurePolicy.rules[{i}]"
+        codes, conditions = rule.get("onExitCodes"), listing(rule.get("onPodConditions"))
+        if codes is not None and conditions:
+            out.append(Check(where, "rule has both onExitCodes and onPodConditions: the API server refuses it",
+                             "split it into two rules"))
+        if codes is None and not conditions:
+            out.append(Check(where, "rule has neither onExitCodes nor onPodConditions: the API server refuses it",
+                             "add onExitCodes or onPodConditions"))
+        if rule.get("action") == "FailIndex" and js.get("backoffLimitPerIndex") is None:
+            out.append(Check(f"{where}.action", "action FailIndex without backoffLimitPerIndex: the API server "
+                             "refuses it", "set backoffLimitPerIndex, or use FailJob"))
+        codes = mapping(codes)
+        container = codes.get("containerName")
+        if container is not None and container not in names:
+            out.append(Check(f"{where}.onExitCodes.containerName", f"containerName '{container}' is not a container "
+                             "or init container of the pod template: the API server refuses it",
+                             f"name one of {', '.join(sorted(str(n) for n in names))}"))
+        values = [v for v in listing(codes.get("values")) if isinstance(v, int)]
+        if codes.get("operator") == "In" and 0 in values:
+            out.append(Check(f"{where}.onExitCodes.values", "exit code 0 under operator In: the API server refuses it "
+                             "(a pod that exits 0 succeeded)", "remove 0 from the values"))
+        if len(set(values)) != len(values):
+            out.append(Check(f"{where}.onExitCodes.values", "an exit code is listed twice: the API server refuses it",
+                             "list each exit code once"))
+        if values != sorted(values):
+            out.append(Check(f"{where}.onExitCodes.values", f"exit codes {values} are not in increasing order: the "
+                             "API server refuses them (must be ordered)", f"list them as {sorted(set(values))}"))
+    return out
+
+
+def _success_policy(js: dict[str, Any], field: str, completions: int | None) -> list[Check]:
+    """validateJobSpec / validateSuccessPolicyRule: a successPolicy needs Indexed mode and at least one rule, each
+    with succeededCount or succeededIndexes, succeededCount at most completions and at most the indexes listed."""
+    policy = js.get("successPolicy")
+    if policy is None:
+        return []
+    where = f"{field}.successPolicy"
+    if not indexed(js):
+        return [Check(where, "successPolicy on a NonIndexed Job: the API server refuses it (it requires indexed "
+                      "completion mode)", "set completionMode: Indexed, or drop successPolicy")]
+    rules = listing(mapping(policy).get("rules"))
+    if not rules:
+        return [Check(f"{where}.rules", "successPolicy without rules: the API server refuses it",
+                      "add a rule with succeededCount or succeededIndexes")]
+    out: list[Check] = []
+    for i, rule in enumerate(rules):
+        rule = mapping(rule)
+        count, indexes = as_int(rule.get("succeededCount")), rule.get("succeededIndexes")
+        if rule.get("succeededCount") is None and indexes is None:
+            out.append(Check(f"{where}.rules[{i}]", "rule has neither succeededCount nor succeededIndexes: the API "
+                             "server refuses it", "set succeededCount or succeededIndexes"))
+        if count is not None and completions is not None and count > completions:
+            out.append(Check(f"{where}.rules[{i}].succeededCount", f"succeededCount {count} is above completions "
+                             f"{completions}: the API server refuses it", f"set it at most {completions}"))
+        total = _index_count(str(indexes)) if indexes is not None else None
+        if count is not None and total is not None and count > total:
+            out.append(Check(f"{where}.rules[{i}].succeededCount", f"succeededCount {count} is above the {total} "
+                             "indexes succeededIndexes lists: the API server refuses it", f"set it at most {total}"))
     return out
 
 

@@ -4,6 +4,7 @@ Service (pkg/controllers/jobset_controller.go, pkg/webhooks/jobset_webhook.go)."
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 from typing import Any, Callable, Iterator
@@ -55,42 +56,39 @@ def coordinator_endpoint(name: str, spec: dict[str, Any]) -> str | None:
 
 
 def child_meta(name: str, namespace: str, spec: dict[str, Any], annotations: dict[str, Any],
-               replicas: Callable[[dict[str, Any]], int]) -> list[list[tuple[dict[str, str], dict[str, str]]]]:
-    """(labels, annotations) the JobSet controller puts on each child Job's pods, per replicated Job and Job index
-    (labelAndAnnotateObject at v0.12.0). The jobset-uid is known only in the cluster and left out;
-    job-restart-attempt only comes with the RestartJob feature gate, off by default."""
+               replicas: Callable[[dict[str, Any]], int]) -> Callable[[int, int], tuple[dict[str, str], dict[str, str]]]:
+    """(labels, annotations) the JobSet controller puts on the pods of child Job `j` of replicated Job `ri`
+    (labelAndAnnotateObject at v0.12.0), worked out when asked: a JobSet may ask for 2^31 - 1 child Jobs. The
+    jobset-uid is known only in the cluster and left out; job-restart-attempt only comes with the RestartJob feature
+    gate, off by default."""
     rjobs = [mapping(r) for r in listing(spec.get("replicatedJobs"))]
     counts = [replicas(r) for r in rjobs]
     groups = [str(r.get("groupName") or DEFAULT_GROUP) for r in rjobs]
     coordinator = coordinator_endpoint(name, spec)
-    out = []
-    seen = 0
-    for ri, rjob in enumerate(rjobs):
-        rname = str(rjob.get("name"))
-        group = groups[ri]
-        before_in_group = sum(c for c, g in zip(counts[:ri], groups[:ri]) if g == group)
-        per_job = []
-        for j in range(counts[ri]):
-            child = f"{name}-{rname}-{j}"
-            common = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rname, RESTART_ATTEMPT: "0",
-                      REPLICATED_JOB_REPLICAS: str(counts[ri]), GLOBAL_REPLICAS: str(sum(counts)),
-                      JOB_INDEX: str(j), JOB_KEY: hashlib.sha1(f"{namespace}/{child}".encode()).hexdigest(),
-                      JOB_GLOBAL_INDEX: str(seen + j), GROUP_NAME: group,
-                      GROUP_REPLICAS: str(sum(c for c, g in zip(counts, groups) if g == group)),
-                      JOB_GROUP_INDEX: str(before_in_group + j)}
-            if coordinator:
-                common[COORDINATOR] = coordinator
-            notes = dict(common)
-            rjob_annotations = mapping(dig(rjob, "template", "metadata", "annotations"))
-            for source in (annotations, rjob_annotations):
-                if EXCLUSIVE in source:
-                    notes[EXCLUSIVE] = str(source[EXCLUSIVE])
-                    if NODE_SELECTOR_STRATEGY in source:
-                        notes[NODE_SELECTOR_STRATEGY] = str(source[NODE_SELECTOR_STRATEGY])
-            per_job.append((common, notes))
-        out.append(per_job)
-        seen += counts[ri]
-    return out
+    seen = [sum(counts[:ri]) for ri in range(len(rjobs))]
+    before_in_group = [sum(c for c, g in zip(counts[:ri], groups[:ri]) if g == groups[ri]) for ri in range(len(rjobs))]
+    in_group = {g: sum(c for c, h in zip(counts, groups) if h == g) for g in groups}
+
+    def meta(ri: int, j: int) -> tuple[dict[str, str], dict[str, str]]:
+        rjob, rname, group = rjobs[ri], str(rjobs[ri].get("name")), groups[ri]
+        child = f"{name}-{rname}-{j}"
+        common = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rname, RESTART_ATTEMPT: "0",
+                  REPLICATED_JOB_REPLICAS: str(counts[ri]), GLOBAL_REPLICAS: str(sum(counts)),
+                  JOB_INDEX: str(j), JOB_KEY: hashlib.sha1(f"{namespace}/{child}".encode()).hexdigest(),
+                  JOB_GLOBAL_INDEX: str(seen[ri] + j), GROUP_NAME: group, GROUP_REPLICAS: str(in_group[group]),
+                  JOB_GROUP_INDEX: str(before_in_group[ri] + j)}
+        if coordinator:
+            common[COORDINATOR] = coordinator
+        notes = dict(common)
+        rjob_annotations = mapping(dig(rjob, "template", "metadata", "annotations"))
+        for source in (annotations, rjob_annotations):
+            if EXCLUSIVE in source:
+                notes[EXCLUSIVE] = str(source[EXCLUSIVE])
+                if NODE_SELECTOR_STRATEGY in source:
+                    notes[NODE_SELECTOR_STRATEGY] = str(source[NODE_SELECTOR_STRATEGY])
+        return common, notes
+
+    return meta
 
 
 def pod_priority(pod_spec: dict[str, Any], priorities: dict[str, str]) -> str | None:
@@ -114,40 +112,65 @@ def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: 
     """The pods of every child Job of a JobSet spec, in replicated-Job order (jobset_controller.go constructJobs):
     child Job `<jobset>-<replicatedJob>-<index>`, its pod template labelled and annotated by the JobSet controller
     and its subdomain forced to the JobSet's where DNS hostnames are on; the webhook defaults completionMode to
-    Indexed only where it is unset. `aux(rjob)` marks pods outside the training world; `inject(rjob, job_index,
-    pod_index, container, init)` adds a caller's env (the Trainer's)."""
+    Indexed only where it is unset. One group per replicated Job, its pods child Job after child Job, each pod's
+    child Job worked out from its index (replicas may be 2^31 - 1). `aux(rjob)` marks pods outside the training
+    world; `inject(rjob, job_index, pod_index, container, init)` adds a caller's env (the Trainer's)."""
     count_of = replicas or (lambda r: as_int(r.get("replicas"), 1) or 0)
     subdomain = subdomain_of(name, spec)
-    metas = child_meta(name, namespace, spec, annotations or {}, count_of)
+    meta = child_meta(name, namespace, spec, annotations or {}, count_of)
     groups: list[PodGroup] = []
     offset = 0
     for ri, rjob in enumerate(listing(spec.get("replicatedJobs"))):
         rjob = mapping(rjob)
-        rname = str(rjob.get("name"))
-        js = dict(mapping(dig(rjob, "template", "spec")))
-        js.setdefault("completionMode", indexed_job.INDEXED)
-        is_aux = aux(rjob)
-        priority = pod_priority(mapping(dig(js, "template", "spec")), priorities or {})
-        for j in range(count_of(rjob)):
-            labels, notes = metas[ri][j]
-            if priority is not None and NODE_SELECTOR_STRATEGY not in notes:
-                labels = {**labels, PRIORITY: priority}
-            child = f"{name}-{rname}-{j}"
-            g = indexed_job.job_group(js, child, f"{field_prefix}.replicatedJobs[{ri}].template.spec.template", rname,
-                                      offset, labels=lambda i, m=labels: m, annotations=lambda i, m=notes: m)
-            g.subdomain, g.subdomain_forced, g.aux = subdomain, True, is_aux
-            if not indexed_job.indexed(js):
-                g.hostname = lambda i, g=g: g.name(i)  # no stable hostname: the generated pod name
-            if inject is not None:
-                base = g.inject
-                g.inject = (lambda i, c, init, base=base, rname=rname, j=j:
-                            base(i, c, init) + inject(rname, j, i, c, init))
-            groups.append(g)
-            if not is_aux:
-                offset += g.count
+        g = _replicated_job_group(rjob, ri, name, count_of(rjob), f"{field_prefix}.replicatedJobs[{ri}].template.spec"
+                                  ".template", offset, meta, inject, priorities or {})
+        g.subdomain, g.subdomain_forced, g.aux = subdomain, True, aux(rjob)
+        groups.append(g)
+        if not g.aux:
+            offset += g.count
     return groups
 
 
+def _replicated_job_group(rjob: dict[str, Any], ri: int, name: str, jobs: int, template_field: str, offset: int,
+                          meta: Callable[[int, int], tuple[dict[str, str], dict[str, str]]],
+                          inject: Callable[[str, int, int, str, bool], list[Injected]] | None,
+                          priorities: dict[str, str]) -> PodGroup:
+    """The pods of a replicated Job's `jobs` child Jobs: pod `i` is pod `i % per_job` of child Job `i // per_job`,
+    which the Job controller makes as it makes any Job's (indexed_job.job_group)."""
+    rname = str(rjob.get("name"))
+    js = dict(mapping(dig(rjob, "template", "spec")))
+    js.setdefault("completionMode", indexed_job.INDEXED)
+    per_job = indexed_job.job_pods(js)
+    priority = pod_priority(mapping(dig(js, "template", "spec")), priorities)
+
+    @functools.lru_cache(maxsize=64)
+    def child(j: int) -> PodGroup:
+        labels, notes = meta(ri, j)
+        if priority is not None and NODE_SELECTOR_STRATEGY not in notes:
+            labels = {**labels, PRIORITY: priority}
+        return indexed_job.job_group(js, f"{name}-{rname}-{j}", template_field, rname, 0,
+                                     labels=lambda i: labels, annotations=lambda i: notes)
+
+    def pod_name(i: int) -> str:
+        return child(i // per_job).name(i % per_job)
+
+    def pod_inject(i: int, container: str, init: bool) -> list[Injected]:
+        j, k = divmod(i, per_job)
+        return child(j).inject(k, container, init) + (inject(rname, j, k, container, init) if inject else [])
+
+    is_indexed = indexed_job.indexed(js)
+    return PodGroup(
+        role=rname, count=jobs * per_job, offset=offset, template=mapping(js.get("template")),
+        template_field=template_field, name=pod_name,
+        # Indexed: `<child job>-<index>`, forced; NonIndexed: no stable hostname, the generated pod name.
+        hostname=(lambda i: child(i // per_job).hostname(i % per_job)) if is_indexed else pod_name,
+        hostname_forced=is_indexed,
+        labels=lambda i: child(i // per_job).labels(i % per_job),
+        annotations=lambda i: child(i // per_job).annotations(i % per_job),
+        inject=pod_inject)
+
+
+MAX_INT32 = 2**31 - 1  # jobset_webhook.go ValidateCreate lines 218-225 at v0.12.0: replicas x parallelism per Job
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
@@ -179,6 +202,11 @@ def validation(name: str, spec: dict[str, Any], prefix: str = "spec") -> list[Ch
             out.append(Check(f"{where}.groupName", f"groupName {why}: the JobSet webhook refuses it",
                              "use a lowercase group name of at most 63 characters"))
         replicas = as_int(rjob.get("replicas"), 1) or 1
+        parallelism = as_int(dig(rjob, "template", "spec", "parallelism"), 1)
+        if parallelism is not None and parallelism * replicas > MAX_INT32:
+            out.append(Check(f"{where}.replicas", f"replicas {replicas} x parallelism {parallelism} is more than "
+                             f"{MAX_INT32}: the JobSet webhook refuses it (the product of replicas and parallelism "
+                             "must not exceed 2147483647)", "lower replicas or parallelism"))
         job = f"{name}-{rjob.get('name')}-{replicas - 1}"
         why = _dns1035(job)
         if why:
@@ -216,7 +244,55 @@ def validation(name: str, spec: dict[str, Any], prefix: str = "spec") -> list[Ch
         if why:
             out.append(Check(f"{prefix}.coordinator", f"{why}: the JobSet webhook refuses it",
                              "point the coordinator at an existing pod, with names short enough"))
-    return out + _order_and_targets(spec, rjobs, prefix) + _volume_claims(name, spec, rjobs, prefix)
+    return (out + _managed_by(spec, prefix) + _failure_rules(spec, prefix) + _order_and_targets(spec, rjobs, prefix)
+            + _volume_claims(name, spec, rjobs, prefix))
+
+
+def _managed_by(spec: dict[str, Any], prefix: str) -> list[Check]:
+    """spec.managedBy (v0.12.0 jobset_webhook.go ValidateCreate, lines 200-210): the same domain-prefixed path of at
+    most 63 characters the Job API asks (indexed_job.managed_by_problems)."""
+    if spec.get("managedBy") is None:
+        return []
+    manager = str(spec["managedBy"])
+    return [Check(f"{prefix}.managedBy", f"managedBy '{manager}' {why}: the JobSet webhook refuses it",
+                  "leave managedBy out (the JobSet controller), or name a controller like example.com/my-controller")
+            for why in indexed_job.managed_by_problems(manager)]
+
+
+# v0.12.0 jobset_webhook.go: failure policy rule names (lines 416-418) and the Job failure reasons a rule may match
+# (validOnJobFailureReasons, lines 85-91: batch/v1's JobReason* constants).
+RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+MAX_RULE_NAME = 128
+JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes", "MaxFailedIndexesExceeded",
+                       "PodFailurePolicy")
+
+
+def _failure_rules(spec: dict[str, Any], prefix: str) -> list[Check]:
+    """failurePolicy.rules (v0.12.0 jobset_webhook.go validateFailurePolicy, lines 455-492): each name 1 to 128
+    characters matching RULE_NAME and unique, each onJobFailureReasons entry a Job failure reason. Names are
+    checked after the webhook's Default names unnamed rules failurePolicyRule<i> (lines 140-148)."""
+    out: list[Check] = []
+    first: dict[str, int] = {}
+    for i, rule in enumerate(listing(mapping(spec.get("failurePolicy")).get("rules"))):
+        rule = mapping(rule)
+        where = f"{prefix}.failurePolicy.rules[{i}]"
+        rname = str(rule.get("name") or f"failurePolicyRule{i}")
+        if len(rname) > MAX_RULE_NAME:
+            out.append(Check(f"{where}.name", f"failure policy rule name is {len(rname)} characters, more than "
+                             f"{MAX_RULE_NAME}: the JobSet webhook refuses it", "shorten the rule name"))
+        if not RULE_NAME.match(rname):
+            out.append(Check(f"{where}.name", f"failure policy rule name '{rname}' does not start with a letter and "
+                             "end with a letter, digit or '_' (only letters, digits and '_,:' between): the JobSet "
+                             "webhook refuses it", "rename the rule, e.g. restartOnBackoff"))
+        if rname in first:
+            out.append(Check(f"{where}.name", f"failure policy rule name '{rname}' is also rules[{first[rname]}]'s: "
+                             "the JobSet webhook refuses rule names that are not unique", "give each rule its own name"))
+        first.setdefault(rname, i)
+        for j, reason in enumerate(listing(rule.get("onJobFailureReasons"))):
+            if reason not in JOB_FAILURE_REASONS:
+                out.append(Check(f"{where}.onJobFailureReasons[{j}]", f"'{reason}' is not a Job failure reason: the "
+                                 "JobSet webhook refuses it", f"use one of {', '.join(JOB_FAILURE_REASONS)}"))
+    return out
 
 
 def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix: str) -> list[Check]:

@@ -2,6 +2,7 @@
 `<name>-<ordinal>` with a stable identity, published under the headless Service named in `spec.serviceName`."""
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from ..model import Manifest
@@ -12,6 +13,98 @@ from .base import (POD_INDEX, RECREATE_POD, Bundle, Check, Decision, Launcher, P
 KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 PARALLEL = "Parallel"
+
+
+# kubernetes v1.36.0 pkg/apis/apps/validation/validation.go ValidateStatefulSetSpec (the API server's refusals, after
+# apps/v1 SetDefaults_StatefulSet fills podManagementPolicy OrderedReady, updateStrategy RollingUpdate, the claim
+# retention policies Retain and the template's restartPolicy Always where they are unset).
+POD_MANAGEMENT_POLICIES = ("OrderedReady", PARALLEL)
+UPDATE_STRATEGIES = ("RollingUpdate", "OnDelete")
+RETENTION_POLICIES = ("Retain", "Delete")
+PERCENT = re.compile(r"^([0-9]+)%$")
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
+    """Whether a label selector (matchLabels and matchExpressions) selects these labels
+    (metav1.LabelSelectorAsSelector)."""
+    if any(labels.get(k) != v for k, v in mapping(selector.get("matchLabels")).items()):
+        return False
+    for expr in listing(selector.get("matchExpressions")):
+        expr = mapping(expr)
+        key, op, values = expr.get("key"), expr.get("operator"), listing(expr.get("values"))
+        if ((op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values)
+                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels)):
+            return False
+    return True
+
+
+def validation(spec: dict[str, Any], prefix: str = "spec", name: str | None = None) -> list[Check]:
+    """What ValidateStatefulSetSpec refuses that the schema cannot say: a pod management policy, update strategy or
+    claim retention policy outside its values, a rollingUpdate block with OnDelete, a negative partition, a
+    maxUnavailable of 0, over 100% or not an integer or percentage, negative replicas/minReadySeconds/ordinals.start,
+    a selector that does not select the template's labels, a template restartPolicy other than Always, and a
+    template activeDeadlineSeconds. With `name`, ValidateStatefulSet's name check first: a DNS-1123 label
+    (ValidateStatefulSetName, NameIsDNSLabel)."""
+    out: list[Check] = []
+    if name and (len(name) > 63 or not DNS1123_LABEL.match(name)):
+        out.append(Check("metadata.name", f"name '{name}' is not a DNS-1123 label of at most 63 characters: the API "
+                         "server refuses it", "use lowercase letters, digits and '-', at most 63 characters"))
+    refuse = "the API server refuses it"
+
+    def add(where: str, what: str, fix: str) -> None:
+        out.append(Check(f"{prefix}.{where}", f"{what}: {refuse}", fix))
+
+    policy = spec.get("podManagementPolicy")
+    if policy and policy not in POD_MANAGEMENT_POLICIES:
+        add("podManagementPolicy", f"podManagementPolicy '{policy}' is neither OrderedReady nor Parallel",
+            "set podManagementPolicy: Parallel (or OrderedReady)")
+    strategy = mapping(spec.get("updateStrategy"))
+    kind, rolling = strategy.get("type") or "RollingUpdate", strategy.get("rollingUpdate")
+    if kind not in UPDATE_STRATEGIES:
+        add("updateStrategy", f"updateStrategy.type '{kind}' is neither RollingUpdate nor OnDelete",
+            "set updateStrategy.type: RollingUpdate")
+    elif kind == "OnDelete" and rolling is not None:
+        add("updateStrategy.rollingUpdate", "rollingUpdate with updateStrategy OnDelete (only allowed for "
+            "RollingUpdate)", "remove rollingUpdate, or set updateStrategy.type: RollingUpdate")
+    elif isinstance(rolling, dict):
+        partition = as_int(rolling.get("partition"), 0) or 0
+        if partition < 0:
+            add("updateStrategy.rollingUpdate.partition", f"partition {partition} is negative", "set it to 0 or more")
+        unavailable = rolling.get("maxUnavailable")
+        if unavailable is not None:
+            match = PERCENT.match(unavailable) if isinstance(unavailable, str) else None
+            value = int(match.group(1)) if match else unavailable if isinstance(unavailable, int) else None
+            where, fix = "updateStrategy.rollingUpdate.maxUnavailable", "set maxUnavailable to 1 or more (or 1%-100%)"
+            if value is None:
+                add(where, f"maxUnavailable '{unavailable}' is not an integer or a percentage", fix)
+            elif value <= 0:
+                add(where, f"maxUnavailable {unavailable} (cannot be 0)", fix)
+            elif match and value > 100:
+                add(where, f"maxUnavailable {unavailable} is more than 100%", fix)
+    for key in ("whenDeleted", "whenScaled"):
+        value = mapping(spec.get("persistentVolumeClaimRetentionPolicy")).get(key)
+        if value and value not in RETENTION_POLICIES:
+            add(f"persistentVolumeClaimRetentionPolicy.{key}", f"{key} '{value}' is neither Retain nor Delete",
+                f"set {key}: Retain (or Delete)")
+    for where, value in (("replicas", spec.get("replicas")), ("minReadySeconds", spec.get("minReadySeconds")),
+                         ("ordinals.start", mapping(spec.get("ordinals")).get("start"))):
+        if isinstance(value, int) and value < 0:
+            add(where, f"{where} {value} is negative", "set it to 0 or more")
+    template = mapping(spec.get("template"))
+    selector = spec.get("selector")
+    labels = mapping(mapping(template.get("metadata")).get("labels"))
+    if isinstance(selector, dict) and not _selects(selector, labels):
+        add("template.metadata.labels", "the selector does not select the template's labels (`selector` does not "
+            "match template `labels`)", "give the template the labels spec.selector asks for")
+    restart = mapping(template.get("spec")).get("restartPolicy")
+    if restart is not None and restart != "Always":
+        add("template.spec.restartPolicy", f"restartPolicy {restart} (Unsupported value: \"{restart}\"; a "
+            "StatefulSet accepts only Always)", "remove restartPolicy (Always)")
+    if mapping(template.get("spec")).get("activeDeadlineSeconds") is not None:
+        add("template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in a StatefulSet's pod template (not "
+            "supported)", "remove activeDeadlineSeconds")
+    return out
 
 
 def start_ordinal(spec: dict[str, Any]) -> int:
@@ -56,6 +149,9 @@ class StatefulSetLauncher(Launcher):
 
     def pods_field(self, w: Workload) -> str:
         return "spec.replicas"
+
+    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        return validation(mapping(w.manifest.obj.get("spec")), name=w.manifest.name)
 
     def dns_field(self, w: Workload, pod: Any) -> str:
         return "spec.serviceName"

@@ -12,10 +12,19 @@ the runtime's Jobs and containers and set no env on `node` or the initializers. 
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
 success and failure policies name existing replicated Jobs, and each `volumeClaimPolicies` template has a unique
-short name, is mounted by a container and shares its name with no pod volume; a warning where a `RestartJob` action
-or `restartStrategy: InPlaceRestart` needs an alpha feature gate (off by default, the webhook refuses them without).
-Job (API server validation at v1.36.0): an Indexed Job states `completions`, within 100000, and a
-`podFailurePolicy` comes with `restartPolicy: Never`. Volcano Job (v1.15.1 webhook): at least one task, unique task
+short name, is mounted by a container and shares its name with no pod volume, replicas x parallelism stays within
+2147483647 per replicated Job, `managedBy` is a domain-prefixed path
+of at most 63 characters, failure-policy rule names are unique, at most 128 characters, start with a letter and
+end with a letter, digit or '_', and `onJobFailureReasons` are Job failure reasons; a warning where a `RestartJob`
+action or `restartStrategy: InPlaceRestart` needs an alpha feature gate (off by default, the webhook refuses them
+without). Job (API server validation at v1.36.0): an Indexed Job states `completions` where it sets `parallelism`
+(both unset default to 1), a parallelism within 100000, `maxFailedIndexes` within completions, the per-index
+backoff fields and a `successPolicy` only in Indexed mode, success rules that count something within completions,
+`podFailurePolicy` rules with one requirement, ordered unique exit codes (no 0 under In) and known container names,
+with `restartPolicy: Never` and `podReplacementPolicy` Failed, `managedBy` as for JobSet. StatefulSet (API server
+validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that selects the template's labels, known update
+strategy and pod management policy (no `rollingUpdate` with OnDelete, `maxUnavailable` from 1 to 100%), no negative
+partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`. Volcano Job (v1.15.1 webhook): at least one task, unique task
 names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
 name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1 (and no
