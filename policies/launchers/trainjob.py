@@ -33,6 +33,10 @@ RESERVED_ENV = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER
 # Upstream's default runtime, used (and said to be used) when a TrainJob names it without shipping it.
 UPSTREAM_RUNTIME_FILE = Path(__file__).resolve().parent.parent / "upstream" / "torch_distributed.yaml"
 UPSTREAM_RUNTIME = "torch-distributed"
+# podGroupPolicy sources and what their plugin's EnforcePodGroupPolicy puts on every pod of the JobSet (the value is
+# the TrainJob's name): coscheduling.go 81-91 a label, volcano.go 130-139 an annotation (kubeflow/trainer v2.3.0).
+POD_GROUP_LABEL = ("coscheduling", "scheduling.x-k8s.io/pod-group")
+POD_GROUP_ANNOTATION = ("volcano", "scheduling.k8s.io/group-name")
 
 
 def load_upstream_runtime() -> dict[str, Any]:
@@ -168,6 +172,16 @@ def apply_runtime_patches(template: dict[str, Any], patches: list[Any]) -> dict[
     return template
 
 
+def owned(obj: Any, *path: str) -> dict[str, Any] | None:
+    """The mapping at `path` under `obj`, created where missing; None where something on the way is not a mapping
+    (a runtime patch may put anything there: the schema stage reports it)."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.setdefault(key, {})
+    return obj if isinstance(obj, dict) else None
+
+
 def is_trainer_step(rjob: dict[str, Any]) -> bool:
     return ancestor(rjob) == TRAINER_STEP
 
@@ -215,7 +229,6 @@ class TrainJobLauncher(Launcher):
         rspec = mapping(runtime_obj.get("spec"))
         ml = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
         torch_policy = mapping(ml).get("torch") if ml is not None else None
-        nodes = as_int(trainer.get("numNodes"), as_int(mapping(ml).get("numNodes"), 1)) or 0
         template = apply_runtime_patches(owned_template(mapping(dig(rspec, "template", "spec"))),
                                          listing(spec.get("runtimePatches")))
         initializer = mapping(spec.get("initializer"))
@@ -237,6 +250,39 @@ class TrainJobLauncher(Launcher):
                 if mapping(source.get("secretRef")).get("name"):
                     c["envFrom"] = listing(c.get("envFrom")) + [{"secretRef": {"name": source["secretRef"]["name"]}}]
 
+        # Each replicated Job's pod count (trainingruntime.go 188-198, kubeflow/trainer v2.3.0): its parallelism
+        # (default 1), or for the trainer step of a runtime with an mlPolicy, mlPolicy.numNodes (default 1); at
+        # least 1 (runtime.go 147); then spec.trainer.numNodes for the trainer step whatever the policy (torch.go
+        # 117-118, plainml.go 56-60). The jobset plugin's SyncParallelCount (jobset.go 302-323) writes it to the
+        # Job's parallelism and completions.
+        nodes: int | None = None
+        for rjob in listing(template.get("replicatedJobs")):
+            js = owned(rjob, "template", "spec")
+            if js is None:
+                continue
+            trainer_step = is_trainer_step(rjob)
+            count = as_int(js.get("parallelism"), 1)
+            if trainer_step and ml is not None:
+                count = as_int(mapping(ml).get("numNodes"), 1)
+            count = max(count or 0, 1)
+            if trainer_step:
+                count = as_int(trainer.get("numNodes"), count) or 0
+                nodes = count if nodes is None else nodes
+            js["parallelism"] = js["completions"] = count
+        # jobset.go 419-424 (Build: PodLabels, PodAnnotations): the podGroupPolicy plugin's label or annotation goes
+        # on the pod template of every replicated Job, over what the runtime and its patches set.
+        group = mapping(rspec.get("podGroupPolicy"))
+        for (source, key), section in ((POD_GROUP_LABEL, "labels"), (POD_GROUP_ANNOTATION, "annotations")):
+            if not isinstance(group.get(source), dict):
+                continue
+            for rjob in listing(template.get("replicatedJobs")):
+                pod = owned(rjob, "template", "spec", "template")
+                if pod is None:
+                    continue
+                meta = pod["metadata"] = dict(mapping(pod.get("metadata")))
+                meta[section] = {**mapping(meta.get(section)), key: name}
+        if nodes is None:
+            nodes = as_int(trainer.get("numNodes"), as_int(mapping(ml).get("numNodes"), 1)) or 0
         runtime_resources: dict[str, Any] = {}
         for rjob in listing(template.get("replicatedJobs")):
             rjob = mapping(rjob)
@@ -268,13 +314,12 @@ class TrainJobLauncher(Launcher):
                         c[key] = trainer[key]
                 if trainer.get("env"):
                     c["env"] = upsert_env(listing(c.get("env")), listing(trainer.get("env")))
-                if isinstance(trainer.get("resourcesPerNode"), dict):
+                # trainingruntime.go 199-203: resourcesPerNode is merged only when the runtime has an mlPolicy (and
+                # the builder leaves resources to that merge, builder.go Trainer).
+                if isinstance(trainer.get("resourcesPerNode"), dict) and ml is not None:
                     c["resources"] = merge_resources(mapping(c.get("resources")), trainer["resourcesPerNode"])
                 containers[k] = c
                 fields[k] = "spec.trainer"
-            if ml is not None:
-                js = rjob.setdefault("template", {}).setdefault("spec", {})
-                js["parallelism"] = js["completions"] = nodes
 
         torchtune = listing(trainer.get("command")) == TORCHTUNE_ENTRYPOINT
         pet = [Injected("PET_NNODES", str(nodes)), Injected("PET_NPROC_PER_NODE", nproc),
