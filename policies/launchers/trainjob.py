@@ -24,6 +24,7 @@ TRAINER_STEP = "trainer"
 ANCESTORS = ("dataset-initializer", "model-initializer", TRAINER_STEP)
 # The initializer steps, their container's name, and the TrainJob field that configures them.
 INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
+INITIALIZER_VOLUME = "initializer"  # jobsetplgconsts.VolumeNameInitializer
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 NODE = "node"  # the trainer container's (and replicated Job's) name the Trainer looks for
 MASTER_PORT = 29500  # constants.ContainerTrainerPort
@@ -296,7 +297,7 @@ class TrainJobLauncher(Launcher):
                 break
         nproc = resolve_nproc(trainer, runtime_resources)
         w.facts.update(torch_policy=torch_policy is not None, num_nodes=nodes, nproc_per_node=nproc,
-                       trainer_set=trainer_set)
+                       trainer_set=trainer_set, template=template)
 
         # The trainer step's `node` container after the jobset plugin's builder and the runtime's resource merge.
         fields: dict[int, str] = {}
@@ -409,9 +410,37 @@ class TrainJobLauncher(Launcher):
                     out.append(Check("spec.runtimeRef", f"the runtime's envInjection names container '{c}' of "
                                      f"'{mapping(t).get('jobName')}', which its template does not have: the Trainer "
                                      "refuses the TrainJob", "fix mlPolicy.torch.envInjection.targets in the runtime"))
-        # jobset.go ValidateObjects: a runtime patch may only reach replicated Jobs and containers the runtime has,
-        # and may not set env on the node or initializer containers.
-        jobs = {name for name, _ in containers}
+        jobs = {str(mapping(r).get("name")) for r in listing(template.get("replicatedJobs"))}
+        # jobset.go 112-170 (Validate, kubeflow/trainer v2.3.0): an initializer the TrainJob configures needs the
+        # runtime's replicated Job of that name, a container of that name in it, and that container mounting the
+        # volume `initializer`; all read in the template after the TrainJob's runtime patches (trainingruntime.go
+        # ValidateObjects 315 builds the info the plugin reads with them).
+        patched_template = mapping(w.facts.get("template"))
+        patched_jobs = {str(mapping(r).get("name")) for r in listing(patched_template.get("replicatedJobs"))}
+        patched = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
+                   for r in listing(patched_template.get("replicatedJobs"))
+                   for key in ("containers", "initContainers")
+                   for c in listing(dig(r, "template", "spec", "template", "spec", key))}
+        initializer = mapping(dig(w.manifest.obj, "spec", "initializer"))
+        for step, key in INITIALIZERS.items():
+            if initializer.get(key) is None:
+                continue
+            field, ref = f"spec.initializer.{key}", "spec.runtimeRef"
+            if step not in patched_jobs:
+                out.append(Check(ref, f"{field} is set but the runtime has no replicated Job '{step}': the Trainer "
+                                 "refuses the TrainJob", f"use a runtime with a '{step}' Job, or drop {field}"))
+            elif (step, step) not in patched:
+                out.append(Check(ref, f"{field} is set but the runtime's '{step}' Job has no container named "
+                                 f"'{step}': the Trainer refuses the TrainJob", f"name the container '{step}'"))
+            elif not any(mapping(vm).get("name") == INITIALIZER_VOLUME
+                         for r in listing(patched_template.get("replicatedJobs")) if mapping(r).get("name") == step
+                         for c in listing(dig(r, "template", "spec", "template", "spec", "containers"))
+                         if mapping(c).get("name") == step for vm in listing(mapping(c).get("volumeMounts"))):
+                out.append(Check(ref, f"{field} is set but the runtime's '{step}' container does not mount the "
+                                 f"volume '{INITIALIZER_VOLUME}': the Trainer refuses the TrainJob",
+                                 f"mount a volume named '{INITIALIZER_VOLUME}' in the '{step}' container"))
+        # jobset.go 175-207: a runtime patch may only reach replicated Jobs and containers the runtime has, and may
+        # not set env on the node or initializer containers.
         for pi, patch in enumerate(listing(dig(w.manifest.obj, "spec", "runtimePatches"))):
             where = f"spec.runtimePatches[{pi}]"
             for rjob in listing(dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")):

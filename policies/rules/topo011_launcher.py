@@ -8,7 +8,9 @@ named `pytorch` with an image in every replica type, an `elasticPolicy` only wit
 WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
 manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else no PET_* env is injected); the five
 reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
-the runtime's Jobs and containers and set no env on `node` or the initializers. JobSet (v0.12.0 webhook): child Job
+the runtime's Jobs and containers and set no env on `node` or the initializers, and an initializer the TrainJob
+configures has the runtime's Job of its name with a container of that name mounting the volume `initializer`.
+JobSet (v0.12.0 webhook): child Job
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
 success and failure policies name existing replicated Jobs, and each `volumeClaimPolicies` template has a unique
