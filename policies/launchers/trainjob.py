@@ -24,6 +24,9 @@ TRAINER_STEP = "trainer"
 ANCESTORS = ("dataset-initializer", "model-initializer", TRAINER_STEP)
 # The initializer steps, their container's name, and the TrainJob field that configures them.
 INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
+# trainingruntime_webhook.go expectedContainerNames: the container each ancestor step must have.
+STEP_CONTAINERS = {"dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer",
+                   TRAINER_STEP: "node"}
 INITIALIZER_VOLUME = "initializer"  # jobsetplgconsts.VolumeNameInitializer
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 NODE = "node"  # the trainer container's (and replicated Job's) name the Trainer looks for
@@ -550,6 +553,31 @@ class RuntimeKind(Launcher):
 
     def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
         return runtime_job_specs(m, trainer_only)
+
+    def children(self, m: Manifest) -> tuple[list[Any], list[Check]]:
+        """What the (Cluster)TrainingRuntime webhook refuses (trainingruntime_webhook.go 66-105, kubeflow/trainer
+        v2.3.0, validateReplicatedJobs; the ClusterTrainingRuntime webhook calls the same): a replicated Job labelled
+        with a known trainjob-ancestor-step (dataset-initializer, model-initializer, trainer) has replicas 1 (the
+        CRD default) and a container named for its step (`node` for the trainer)."""
+        out: list[Check] = []
+        for i, rjob in enumerate(listing(dig(m.obj, "spec", "template", "spec", "replicatedJobs"))):
+            step = ancestor(mapping(rjob))
+            if step not in ANCESTORS:
+                continue
+            where = f"spec.template.spec.replicatedJobs[{i}]"
+            replicas = mapping(rjob).get("replicas", 1)
+            if as_int(replicas) != 1:
+                out.append(Check(f"{where}.replicas", f"replicas is {replicas} on the '{step}' step: the Trainer's "
+                                 "webhook refuses the runtime (it always must be 1)", "set replicas: 1 (the node "
+                                 "count is mlPolicy.numNodes or the TrainJob's trainer.numNodes)", obj=m))
+            want = STEP_CONTAINERS[step]
+            names = [mapping(c).get("name") for c in listing(dig(rjob, "template", "spec", "template", "spec",
+                                                                  "containers"))]
+            if want not in names:
+                out.append(Check(f"{where}.template.spec.template.spec.containers", f"the '{step}' step has no "
+                                 f"container named '{want}': the Trainer's webhook refuses the runtime",
+                                 f"name the step's main container '{want}'", obj=m))
+        return [], out
 
 
 LAUNCHER = TrainJobLauncher()
