@@ -10,8 +10,10 @@ manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else 
 reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
 the runtime's Jobs and containers and set no env on `node` or the initializers, and an initializer the TrainJob
 configures has the runtime's Job of its name with a container of that name mounting the volume `initializer`;
-and the (Cluster)TrainingRuntime webhook's: a replicated Job labelled with a known trainjob-ancestor-step has
-replicas 1 and the container its step needs (`node` for the trainer).
+a torchtune `tune run` TrainJob names a supported model's runtime, spans nodes only for Llama 3.3 70B, uses no
+QLoRA on Qwen or across devices on Llama 3.2, no LoRA across nodes, and sets none of the runtime's own config items
+in its args; and the (Cluster)TrainingRuntime webhook's: a replicated Job labelled with a known
+trainjob-ancestor-step has replicas 1 and the container its step needs (`node` for the trainer).
 JobSet (v0.12.0 webhook): child Job
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
