@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.model import ERROR
+from policies.model import ERROR, WARNING
 from test_conformance import load, run
 
 FIXTURES = sorted((Path(__file__).parent / "conformance" / "trainjob").glob("*.yaml"))
@@ -32,3 +32,11 @@ def test_refused_for_its_own_reason_and_admitted_otherwise(path):
     else:
         refusals = [e for e in errors if "TOPO011" in e]
         assert not refusals, f"upstream admits this, the model refuses it: {refusals}"
+
+
+def test_a_deprecated_cluster_runtime_is_admitted_with_the_webhooks_warning():
+    """clustertrainingruntime.go 110-116 (v2.3.0): the warning comes with admission, not a refusal."""
+    path = next(p for p in FIXTURES if p.name == "deprecated-clustertrainingruntime-admitted-with-warning.yaml")
+    unit = run(path, load(path))
+    warned = [p for p in unit.problems if p.rule == "TOPO011" and "deprecated" in p.message]
+    assert [p.severity for p in warned] == [WARNING], [p.line() for p in unit.problems]

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from ..model import Manifest
+from ..model import WARNING, Manifest
 from . import jobset
 from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
                    Workload, as_int, dig, listing, mapping)
@@ -28,6 +28,11 @@ INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
 # trainingruntime_webhook.go expectedContainerNames: the container each ancestor step must have.
 STEP_CONTAINERS = {"dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer",
                    TRAINER_STEP: "node"}
+# constants.go LabelSupport / SupportDeprecated / RuntimeDeprecationPolicyURL.
+SUPPORT_LABEL = "trainer.kubeflow.org/support"
+SUPPORT_DEPRECATED = "deprecated"
+DEPRECATION_POLICY_URL = ("https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html"
+                          "#runtime-deprecation-policy")
 INITIALIZER_VOLUME = "initializer"  # jobsetplgconsts.VolumeNameInitializer
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 # constants.go (kubeflow/trainer v2.3.0): the pretrained models the torchtune runtimes serve (the model is read from
@@ -492,6 +497,14 @@ class TrainJobLauncher(Launcher):
                              "Trainer injects no PET_* env", "use a torch runtime"))
         runtime_obj = w.facts.get("runtime_obj") or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
+        # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is
+        # admitted with a warning (a namespaced TrainingRuntime is not checked).
+        if f.get("runtime_kind") == "ClusterTrainingRuntime" and \
+                mapping(dig(runtime_obj, "metadata", "labels")).get(SUPPORT_LABEL) == SUPPORT_DEPRECATED:
+            out.append(Check("spec.runtimeRef", f"ClusterTrainingRuntime '{f.get('runtime_name')}' is labelled "
+                             f"{SUPPORT_LABEL}={SUPPORT_DEPRECATED}: the Trainer's webhook warns it will be removed "
+                             f"in a future release ({DEPRECATION_POLICY_URL})", "move to a supported runtime",
+                             severity=WARNING))
         containers = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
                       for r in listing(template.get("replicatedJobs"))
                       for key in ("containers", "initContainers")

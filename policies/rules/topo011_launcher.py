@@ -14,7 +14,8 @@ configures has the runtime's Job of its name with a container of that name mount
 a torchtune `tune run` TrainJob names a supported model's runtime, spans nodes only for Llama 3.3 70B, uses no
 QLoRA on Qwen or across devices on Llama 3.2, no LoRA across nodes, and sets none of the runtime's own config items
 in its args; and the (Cluster)TrainingRuntime webhook's: a replicated Job labelled with a known
-trainjob-ancestor-step has replicas 1 and the container its step needs (`node` for the trainer).
+trainjob-ancestor-step has replicas 1 and the container its step needs (`node` for the trainer); a warning where
+the TrainJob names a ClusterTrainingRuntime labelled `trainer.kubeflow.org/support: deprecated`.
 JobSet (v0.12.0 webhook): child Job
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
