@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
 
-from ..model import Manifest
+from ..model import WARNING, Manifest
 from . import jobset
 from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
                    Workload, as_int, dig, listing, mapping)
@@ -24,7 +25,23 @@ TRAINER_STEP = "trainer"
 ANCESTORS = ("dataset-initializer", "model-initializer", TRAINER_STEP)
 # The initializer steps, their container's name, and the TrainJob field that configures them.
 INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
+# trainingruntime_webhook.go expectedContainerNames: the container each ancestor step must have.
+STEP_CONTAINERS = {"dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer",
+                   TRAINER_STEP: "node"}
+# constants.go LabelSupport / SupportDeprecated / RuntimeDeprecationPolicyURL.
+SUPPORT_LABEL = "trainer.kubeflow.org/support"
+SUPPORT_DEPRECATED = "deprecated"
+DEPRECATION_POLICY_URL = ("https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html"
+                          "#runtime-deprecation-policy")
+INITIALIZER_VOLUME = "initializer"  # jobsetplgconsts.VolumeNameInitializer
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
+# constants.go (kubeflow/trainer v2.3.0): the pretrained models the torchtune runtimes serve (the model is read from
+# the runtime's name, torchtune-<model>-<size>), the one that may span nodes, and the config items the runtime owns.
+TORCHTUNE_MODELS = ("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B")
+TORCHTUNE_MULTINODE_MODEL = "llama3_3/70B"
+TORCHTUNE_NO_QLORA = "qwen2_5/1.5B"
+TORCHTUNE_QLORA_SINGLE_DEVICE_ONLY = ("llama3_2/1B", "llama3_2/3B")
+TORCHTUNE_IMMUTABLE = ("output_dir", "tokenizer.path", "checkpointer.checkpoint_dir", "tokenizer.merges_file")
 NODE = "node"  # the trainer container's (and replicated Job's) name the Trainer looks for
 MASTER_PORT = 29500  # constants.ContainerTrainerPort
 # constants.JobCompletionIndexFieldPath: PET_NODE_RANK reads the Job controller's annotation.
@@ -33,6 +50,10 @@ RESERVED_ENV = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER
 # Upstream's default runtime, used (and said to be used) when a TrainJob names it without shipping it.
 UPSTREAM_RUNTIME_FILE = Path(__file__).resolve().parent.parent / "upstream" / "torch_distributed.yaml"
 UPSTREAM_RUNTIME = "torch-distributed"
+# podGroupPolicy sources and what their plugin's EnforcePodGroupPolicy puts on every pod of the JobSet (the value is
+# the TrainJob's name): coscheduling.go 81-91 a label, volcano.go 130-139 an annotation (kubeflow/trainer v2.3.0).
+POD_GROUP_LABEL = ("coscheduling", "scheduling.x-k8s.io/pod-group")
+POD_GROUP_ANNOTATION = ("volcano", "scheduling.k8s.io/group-name")
 
 
 def load_upstream_runtime() -> dict[str, Any]:
@@ -74,6 +95,88 @@ def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) ->
     if not cpu:
         cpu = _cpu_value(mapping(res.get("limits")).get("cpu"))
     return str(max(1, cpu or 0))
+
+
+HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+
+
+def domain_prefixed_path(value: str) -> bool:
+    """k8s.io/apimachinery validation.IsDomainPrefixedPath: `<DNS-1123 subdomain>/<HTTP path>`, both non-empty."""
+    host, slash, path = value.partition("/")
+    return bool(slash and host and path and len(host) <= 253 and jobset.DNS1123_SUBDOMAIN.match(host)
+                and HTTP_PATH.match(path))
+
+
+def torchtune_model(runtime_name: str) -> str:
+    """torchtune.go getModelFromRuntimeRef: `torchtune-llama3.2-1b` -> `llama3_2/1B`; "" unless three parts."""
+    fields = runtime_name.split("-")
+    return f"{fields[1].replace('.', '_')}/{fields[2].upper()}" if len(fields) == 3 else ""
+
+
+def _bool_arg(args: list[Any], item: str) -> bool:
+    """torchtune.go isBoolArgEnabled: a `key=value` arg whose key contains `item` and whose value is true."""
+    for arg in args:
+        name, found, value = str(arg).partition("=")
+        if found and item in name and value.strip().lower() == "true":
+            return True
+    return False
+
+
+def torchtune_config(trainer: dict[str, Any], model: str, gpus: int) -> tuple[bool, bool, str]:
+    """torchtune.go getRecipeAndConfig (and isLoraConfigEnabled, isUseQLoraFinetune): (LoRA, QLoRA, config name)
+    from spec.trainer's numNodes, numProcPerNode (`auto` unless set), the GPUs per node and the args."""
+    args = listing(trainer.get("args"))
+    lora = any("model.lora_attn_modules" in str(a) for a in args)
+    qlora = not _bool_arg(args, "model.use_dora") and _bool_arg(args, "model.quantize_base")
+    nodes = as_int(trainer.get("numNodes"), 1)
+    one_proc = as_int(trainer.get("numProcPerNode")) == 1
+    suffix = "_full"
+    if nodes == 1 and (one_proc or gpus == 1):
+        suffix = "_qlora_single_device" if qlora else "_lora_single_device" if lora else "_full_single_device"
+    elif nodes == 1 and qlora:
+        suffix = "_qlora"
+    elif nodes == 1 and lora:
+        suffix = "_lora"
+    elif (nodes or 0) > 1:
+        suffix = "_full_multinode"
+    return lora, qlora, model + suffix
+
+
+def torchtune_checks(trainer: dict[str, Any], runtime_name: str, runtime_resources: dict[str, Any]) -> list[Check]:
+    """torchtune.go validateTorchTune (kubeflow/trainer v2.3.0), run by the TrainJob webhook when the command is
+    `tune run` on a torch runtime: a supported model, one node unless it is Llama 3.3 70B, no QLoRA for Qwen and
+    QLoRA on one device for Llama 3.2, no LoRA across nodes, none of the runtime's own config items in the args."""
+    out: list[Check] = []
+    model = torchtune_model(runtime_name)
+    refused = "the Trainer's webhook refuses torchtune"
+    if model not in TORCHTUNE_MODELS:
+        out.append(Check("spec.runtimeRef.name", f"{refused} with model '{model}' (from the runtime's name "
+                         f"'{runtime_name}'): it serves {', '.join(TORCHTUNE_MODELS)}",
+                         "name a torchtune-<model>-<size> runtime of a supported model"))
+    nodes = as_int(trainer.get("numNodes"), 1) or 0
+    if nodes > 1 and model != TORCHTUNE_MULTINODE_MODEL:
+        out.append(Check("spec.trainer.numNodes", f"numNodes is {nodes}: {refused} on more than one node except for "
+                         f"{TORCHTUNE_MULTINODE_MODEL} (here {model})", "set numNodes: 1"))
+    res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None else \
+        runtime_resources
+    lora, qlora, config = torchtune_config(trainer, model, _gpus(res))
+    if "_qlora" in config:
+        if model == TORCHTUNE_NO_QLORA:
+            out.append(Check("spec.runtimeRef.name", f"{refused} QLoRA for {model}", "drop model.quantize_base"))
+        if "_qlora_single_device" not in config and model in TORCHTUNE_QLORA_SINGLE_DEVICE_ONLY:
+            out.append(Check("spec.trainer.numProcPerNode", f"{refused} QLoRA for {model} on more than one device "
+                             "(numProcPerNode must be auto or 1, with one GPU per node)",
+                             "set numProcPerNode: 1 and one GPU in resourcesPerNode"))
+    if nodes > 1 and (lora or qlora):
+        out.append(Check("spec.trainer.numNodes", f"numNodes is {nodes} with LoRA args: {refused} LoRA on more "
+                         "than one node", "set numNodes: 1, or drop the LoRA args"))
+    for i, arg in enumerate(listing(trainer.get("args"))):
+        key = str(arg).split("=", 1)[0]
+        if key in TORCHTUNE_IMMUTABLE:
+            out.append(Check(f"spec.trainer.args[{i}]", f"'{key}' is set in the args, but the torchtune runtime "
+                             "manages it: the Trainer's webhook refuses it",
+                             f"remove {key}=... from spec.trainer.args"))
+    return out
 
 
 def merge_resources(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +271,16 @@ def apply_runtime_patches(template: dict[str, Any], patches: list[Any]) -> dict[
     return template
 
 
+def owned(obj: Any, *path: str) -> dict[str, Any] | None:
+    """The mapping at `path` under `obj`, created where missing; None where something on the way is not a mapping
+    (a runtime patch may put anything there: the schema stage reports it)."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.setdefault(key, {})
+    return obj if isinstance(obj, dict) else None
+
+
 def is_trainer_step(rjob: dict[str, Any]) -> bool:
     return ancestor(rjob) == TRAINER_STEP
 
@@ -215,7 +328,6 @@ class TrainJobLauncher(Launcher):
         rspec = mapping(runtime_obj.get("spec"))
         ml = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
         torch_policy = mapping(ml).get("torch") if ml is not None else None
-        nodes = as_int(trainer.get("numNodes"), as_int(mapping(ml).get("numNodes"), 1)) or 0
         template = apply_runtime_patches(owned_template(mapping(dig(rspec, "template", "spec"))),
                                          listing(spec.get("runtimePatches")))
         initializer = mapping(spec.get("initializer"))
@@ -237,6 +349,39 @@ class TrainJobLauncher(Launcher):
                 if mapping(source.get("secretRef")).get("name"):
                     c["envFrom"] = listing(c.get("envFrom")) + [{"secretRef": {"name": source["secretRef"]["name"]}}]
 
+        # Each replicated Job's pod count (trainingruntime.go 188-198, kubeflow/trainer v2.3.0): its parallelism
+        # (default 1), or for the trainer step of a runtime with an mlPolicy, mlPolicy.numNodes (default 1); at
+        # least 1 (runtime.go 147); then spec.trainer.numNodes for the trainer step whatever the policy (torch.go
+        # 117-118, plainml.go 56-60). The jobset plugin's SyncParallelCount (jobset.go 302-323) writes it to the
+        # Job's parallelism and completions.
+        nodes: int | None = None
+        for rjob in listing(template.get("replicatedJobs")):
+            js = owned(rjob, "template", "spec")
+            if js is None:
+                continue
+            trainer_step = is_trainer_step(rjob)
+            count = as_int(js.get("parallelism"), 1)
+            if trainer_step and ml is not None:
+                count = as_int(mapping(ml).get("numNodes"), 1)
+            count = max(count or 0, 1)
+            if trainer_step:
+                count = as_int(trainer.get("numNodes"), count) or 0
+                nodes = count if nodes is None else nodes
+            js["parallelism"] = js["completions"] = count
+        # jobset.go 419-424 (Build: PodLabels, PodAnnotations): the podGroupPolicy plugin's label or annotation goes
+        # on the pod template of every replicated Job, over what the runtime and its patches set.
+        group = mapping(rspec.get("podGroupPolicy"))
+        for (source, key), section in ((POD_GROUP_LABEL, "labels"), (POD_GROUP_ANNOTATION, "annotations")):
+            if not isinstance(group.get(source), dict):
+                continue
+            for rjob in listing(template.get("replicatedJobs")):
+                pod = owned(rjob, "template", "spec", "template")
+                if pod is None:
+                    continue
+                meta = pod["metadata"] = dict(mapping(pod.get("metadata")))
+                meta[section] = {**mapping(meta.get(section)), key: name}
+        if nodes is None:
+            nodes = as_int(trainer.get("numNodes"), as_int(mapping(ml).get("numNodes"), 1)) or 0
         runtime_resources: dict[str, Any] = {}
         for rjob in listing(template.get("replicatedJobs")):
             rjob = mapping(rjob)
@@ -250,7 +395,7 @@ class TrainJobLauncher(Launcher):
                 break
         nproc = resolve_nproc(trainer, runtime_resources)
         w.facts.update(torch_policy=torch_policy is not None, num_nodes=nodes, nproc_per_node=nproc,
-                       trainer_set=trainer_set)
+                       trainer_set=trainer_set, template=template, runtime_resources=runtime_resources)
 
         # The trainer step's `node` container after the jobset plugin's builder and the runtime's resource merge.
         fields: dict[int, str] = {}
@@ -268,13 +413,12 @@ class TrainJobLauncher(Launcher):
                         c[key] = trainer[key]
                 if trainer.get("env"):
                     c["env"] = upsert_env(listing(c.get("env")), listing(trainer.get("env")))
-                if isinstance(trainer.get("resourcesPerNode"), dict):
+                # trainingruntime.go 199-203: resourcesPerNode is merged only when the runtime has an mlPolicy (and
+                # the builder leaves resources to that merge, builder.go Trainer).
+                if isinstance(trainer.get("resourcesPerNode"), dict) and ml is not None:
                     c["resources"] = merge_resources(mapping(c.get("resources")), trainer["resourcesPerNode"])
                 containers[k] = c
                 fields[k] = "spec.trainer"
-            if ml is not None:
-                js = rjob.setdefault("template", {}).setdefault("spec", {})
-                js["parallelism"] = js["completions"] = nodes
 
         torchtune = listing(trainer.get("command")) == TORCHTUNE_ENTRYPOINT
         pet = [Injected("PET_NNODES", str(nodes)), Injected("PET_NPROC_PER_NODE", nproc),
@@ -353,6 +497,14 @@ class TrainJobLauncher(Launcher):
                              "Trainer injects no PET_* env", "use a torch runtime"))
         runtime_obj = w.facts.get("runtime_obj") or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
+        # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is
+        # admitted with a warning (a namespaced TrainingRuntime is not checked).
+        if f.get("runtime_kind") == "ClusterTrainingRuntime" and \
+                mapping(dig(runtime_obj, "metadata", "labels")).get(SUPPORT_LABEL) == SUPPORT_DEPRECATED:
+            out.append(Check("spec.runtimeRef", f"ClusterTrainingRuntime '{f.get('runtime_name')}' is labelled "
+                             f"{SUPPORT_LABEL}={SUPPORT_DEPRECATED}: the Trainer's webhook warns it will be removed "
+                             f"in a future release ({DEPRECATION_POLICY_URL})", "move to a supported runtime",
+                             severity=WARNING))
         containers = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
                       for r in listing(template.get("replicatedJobs"))
                       for key in ("containers", "initContainers")
@@ -364,11 +516,45 @@ class TrainJobLauncher(Launcher):
                     out.append(Check("spec.runtimeRef", f"the runtime's envInjection names container '{c}' of "
                                      f"'{mapping(t).get('jobName')}', which its template does not have: the Trainer "
                                      "refuses the TrainJob", "fix mlPolicy.torch.envInjection.targets in the runtime"))
-        # jobset.go ValidateObjects: a runtime patch may only reach replicated Jobs and containers the runtime has,
-        # and may not set env on the node or initializer containers.
-        jobs = {name for name, _ in containers}
+        jobs = {str(mapping(r).get("name")) for r in listing(template.get("replicatedJobs"))}
+        # jobset.go 112-170 (Validate, kubeflow/trainer v2.3.0): an initializer the TrainJob configures needs the
+        # runtime's replicated Job of that name, a container of that name in it, and that container mounting the
+        # volume `initializer`; all read in the template after the TrainJob's runtime patches (trainingruntime.go
+        # ValidateObjects 315 builds the info the plugin reads with them).
+        patched_template = mapping(w.facts.get("template"))
+        patched_jobs = {str(mapping(r).get("name")) for r in listing(patched_template.get("replicatedJobs"))}
+        patched = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
+                   for r in listing(patched_template.get("replicatedJobs"))
+                   for key in ("containers", "initContainers")
+                   for c in listing(dig(r, "template", "spec", "template", "spec", key))}
+        initializer = mapping(dig(w.manifest.obj, "spec", "initializer"))
+        for step, key in INITIALIZERS.items():
+            if initializer.get(key) is None:
+                continue
+            field, ref = f"spec.initializer.{key}", "spec.runtimeRef"
+            if step not in patched_jobs:
+                out.append(Check(ref, f"{field} is set but the runtime has no replicated Job '{step}': the Trainer "
+                                 "refuses the TrainJob", f"use a runtime with a '{step}' Job, or drop {field}"))
+            elif (step, step) not in patched:
+                out.append(Check(ref, f"{field} is set but the runtime's '{step}' Job has no container named "
+                                 f"'{step}': the Trainer refuses the TrainJob", f"name the container '{step}'"))
+            elif not any(mapping(vm).get("name") == INITIALIZER_VOLUME
+                         for r in listing(patched_template.get("replicatedJobs")) if mapping(r).get("name") == step
+                         for c in listing(dig(r, "template", "spec", "template", "spec", "containers"))
+                         if mapping(c).get("name") == step for vm in listing(mapping(c).get("volumeMounts"))):
+                out.append(Check(ref, f"{field} is set but the runtime's '{step}' container does not mount the "
+                                 f"volume '{INITIALIZER_VOLUME}': the Trainer refuses the TrainJob",
+                                 f"mount a volume named '{INITIALIZER_VOLUME}' in the '{step}' container"))
+        # jobset.go 175-207: a runtime patch may only reach replicated Jobs and containers the runtime has, and may
+        # not set env on the node or initializer containers.
         for pi, patch in enumerate(listing(dig(w.manifest.obj, "spec", "runtimePatches"))):
             where = f"spec.runtimePatches[{pi}]"
+            manager = mapping(patch).get("manager")
+            if isinstance(manager, str) and manager and not domain_prefixed_path(manager):
+                # jobset.go 176: validation.IsDomainPrefixedPath (k8s.io/apimachinery util/validation).
+                out.append(Check(f"{where}.manager", f"manager '{manager}' is not a domain-prefixed path (such as "
+                                 "acme.io/foo): the Trainer's webhook refuses it", "name the manager <domain>/<name>, "
+                                 "as Kueue's kueue.x-k8s.io/manager"))
             for rjob in listing(dig(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")):
                 rname = str(mapping(rjob).get("name"))
                 if rname not in jobs:
@@ -385,6 +571,11 @@ class TrainJobLauncher(Launcher):
                         elif key == "containers" and cname in (NODE, *INITIALIZERS) and mapping(c).get("env"):
                             out.append(Check(where, f"a runtime patch sets env on the '{cname}' container: the "
                                              "Trainer refuses it", "set the trainer's env in spec.trainer.env"))
+        trainer = dig(w.manifest.obj, "spec", "trainer")
+        if f.get("torch_policy") and isinstance(trainer, dict) and listing(trainer.get("command")) == \
+                TORCHTUNE_ENTRYPOINT:
+            out += torchtune_checks(trainer, str(mapping(dig(w.manifest.obj, "spec", "runtimeRef")).get("name", "")),
+                                    f.get("runtime_resources") or {})
         for i, var in enumerate(listing(dig(w.manifest.obj, "spec", "trainer", "env"))):
             if str(mapping(var).get("name", "")) in RESERVED_ENV:
                 out.append(Check(f"spec.trainer.env[{i}]", f"{var.get('name')} is set by hand; the Trainer sets it "
@@ -400,6 +591,10 @@ class TrainJobLauncher(Launcher):
         f = w.facts
         nodes = w.pods
         if not f.get("torch_policy") or not f.get("trainer_set") or nodes < 2:
+            return None
+        if listing(dig(w.manifest.obj, "spec", "trainer", "command")) == TORCHTUNE_ENTRYPOINT:
+            # torch.go 175-200 (v2.3.0): for torchtune's `tune run` (torchrun's wrapper, which reads PET_*) the
+            # Trainer appends --rdzv_endpoint=<trainjob>-node-0-0.<trainjob>:29500 and the recipe to the command.
             return None
         written = "spec.trainer.command" if dig(w.manifest.obj, "spec", "trainer", "command") else \
             w.pod(0).container_field  # the runtime's node container
@@ -476,6 +671,31 @@ class RuntimeKind(Launcher):
 
     def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
         return runtime_job_specs(m, trainer_only)
+
+    def children(self, m: Manifest) -> tuple[list[Any], list[Check]]:
+        """What the (Cluster)TrainingRuntime webhook refuses (trainingruntime_webhook.go 66-105, kubeflow/trainer
+        v2.3.0, validateReplicatedJobs; the ClusterTrainingRuntime webhook calls the same): a replicated Job labelled
+        with a known trainjob-ancestor-step (dataset-initializer, model-initializer, trainer) has replicas 1 (the
+        CRD default) and a container named for its step (`node` for the trainer)."""
+        out: list[Check] = []
+        for i, rjob in enumerate(listing(dig(m.obj, "spec", "template", "spec", "replicatedJobs"))):
+            step = ancestor(mapping(rjob))
+            if step not in ANCESTORS:
+                continue
+            where = f"spec.template.spec.replicatedJobs[{i}]"
+            replicas = mapping(rjob).get("replicas", 1)
+            if as_int(replicas) != 1:
+                out.append(Check(f"{where}.replicas", f"replicas is {replicas} on the '{step}' step: the Trainer's "
+                                 "webhook refuses the runtime (it always must be 1)", "set replicas: 1 (the node "
+                                 "count is mlPolicy.numNodes or the TrainJob's trainer.numNodes)", obj=m))
+            want = STEP_CONTAINERS[step]
+            names = [mapping(c).get("name") for c in listing(dig(rjob, "template", "spec", "template", "spec",
+                                                                  "containers"))]
+            if want not in names:
+                out.append(Check(f"{where}.template.spec.template.spec.containers", f"the '{step}' step has no "
+                                 f"container named '{want}': the Trainer's webhook refuses the runtime",
+                                 f"name the step's main container '{want}'", obj=m))
+        return [], out
 
 
 LAUNCHER = TrainJobLauncher()

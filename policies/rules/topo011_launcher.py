@@ -8,7 +8,15 @@ named `pytorch` with an image in every replica type, an `elasticPolicy` only wit
 WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
 manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else no PET_* env is injected); the five
 reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
-the runtime's Jobs and containers and set no env on `node` or the initializers. JobSet (v0.12.0 webhook): child Job
+the runtime's Jobs and containers, set no env on `node` or the initializers and name a domain-prefixed
+`manager` (acme.io/foo), and an initializer the TrainJob
+configures has the runtime's Job of its name with a container of that name mounting the volume `initializer`;
+a torchtune `tune run` TrainJob names a supported model's runtime, spans nodes only for Llama 3.3 70B, uses no
+QLoRA on Qwen or across devices on Llama 3.2, no LoRA across nodes, and sets none of the runtime's own config items
+in its args; and the (Cluster)TrainingRuntime webhook's: a replicated Job labelled with a known
+trainjob-ancestor-step has replicas 1 and the container its step needs (`node` for the trainer); a warning where
+the TrainJob names a ClusterTrainingRuntime labelled `trainer.kubeflow.org/support: deprecated`.
+JobSet (v0.12.0 webhook): child Job
 and pod names, the subdomain and group names are DNS-1035 labels within 63 characters, the coordinator names a pod,
 `dependsOn` only on a replicated Job listed earlier (none on the first) and never with `startupPolicy: InOrder`, the
 success and failure policies name existing replicated Jobs, and each `volumeClaimPolicies` template has a unique
