@@ -274,3 +274,43 @@ def test_lws_rollout_percentages_scale_like_upstream():
     assert fields({"maxUnavailable": 0}, replicas=0) == []
     assert fields({"maxUnavailable": -1, "partition": -2}) == ["maxUnavailable", "partition"]
     assert fields({}) == []
+
+
+def test_a_runtime_without_a_torch_policy_is_admitted_not_an_error():
+    """Trainer v2.3.0 admits a runtime whose mlPolicy has no torch (plain ML, MPI): it injects no PET_* env, which
+    breaks nothing by itself (a warning where the trainer starts torchrun, an info line where it does not)."""
+    from policies import engine
+    from policies.model import ERROR, INFO, WARNING
+
+    text = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: plain}
+spec:
+  mlPolicy: {numNodes: 1}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers: [{name: node, image: x:1, command: [python, train.py]}]
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: one-node}
+spec:
+  runtimeRef: {name: plain, kind: TrainingRuntime}
+"""
+    def notice(command):
+        objs = [o for o in yaml.safe_load_all(text.replace("[python, train.py]", command)) if o]
+        unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate(objs)])
+        engine.check_policies(unit)
+        assert not [p.line() for p in unit.problems if p.severity == ERROR]
+        (p,) = [p for p in unit.problems if "has no mlPolicy.torch" in p.message]
+        return p.severity
+    assert notice("[python, train.py]") == INFO
+    assert notice("[torchrun, --nproc-per-node=1, train.py]") == WARNING

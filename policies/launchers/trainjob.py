@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from ..model import WARNING, Manifest
+from ..model import INFO, WARNING, Manifest
 from . import jobset
 from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
                    Workload, as_int, dig, listing, mapping)
@@ -493,8 +493,12 @@ class TrainJobLauncher(Launcher):
         out: list[Check] = []
         f = w.facts
         if not f.get("torch_policy"):
+            # Admitted upstream (a plain-ML or MPI runtime is valid): not an error by itself. A torchrun that reads
+            # no PET_* then runs with its own flags and defaults, which the topology rules check (TOPO001 ...).
             out.append(Check("spec.runtimeRef", f"runtime '{f.get('runtime_name')}' has no mlPolicy.torch: the "
-                             "Trainer injects no PET_* env", "use a torch runtime"))
+                             "Trainer injects no PET_* env" + (", so torchrun reads only its own flags" if torchrun
+                                                               else ""),
+                             "use a torch runtime", severity=WARNING if torchrun else INFO))
         runtime_obj = w.facts.get("runtime_obj") or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
         # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is

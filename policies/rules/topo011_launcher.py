@@ -6,7 +6,8 @@ Master and Worker only, exactly one Master (`replicas` written: the webhook runs
 named `pytorch` with an image in every replica type, an `elasticPolicy` only with Workers, never both
 `nprocPerNode` fields, a known `managedBy`; and torchrun whenever `nprocPerNode` is above 1 (the operator counts
 WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
-manifests (or is upstream's `torch-distributed`), has an `mlPolicy.torch` (else no PET_* env is injected); the five
+manifests (or is upstream's `torch-distributed`; a runtime without an `mlPolicy.torch` is admitted and injects no
+PET_* env: a warning where the trainer starts torchrun, else an info line); the five
 reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
 the runtime's Jobs and containers, set no env on `node` or the initializers and name a domain-prefixed
 `manager` (acme.io/foo), and an initializer the TrainJob
