@@ -2,6 +2,7 @@
 nnodes, processes per node, world size, GPUs, rank source, rendezvous backend and endpoint, and the Service behind it."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,12 +201,20 @@ def _read_accelerate_config(pod: Pod, inv: Invocation) -> None:
     if text is None:
         inv.unread_config = path
         return
-    try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError:
+    config = _parsed_config(text)
+    if config is None:
         inv.unread_config = path
         return
     with_accelerate_config(inv, config, where)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_config(text: str) -> Any:
+    """A config file's text as YAML, parsed once for every pod that reads it (None where it is not YAML); read-only."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
 
 
 def _at_source(setting: Setting, pod: Pod) -> Setting:

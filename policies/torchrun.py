@@ -189,11 +189,10 @@ def with_accelerate_config(inv: Invocation, config: Any, where: str) -> None:
     command line winning; `where` is the field each such setting points at."""
     if not isinstance(config, dict) or config.get("compute_environment", "LOCAL_MACHINE") != "LOCAL_MACHINE":
         return
-    merged = {k: (str(config[k]), where) for k in ACCELERATE_CONFIG_KEYS
-              if config.get(k) is not None and not isinstance(config[k], (dict, list, bool))}
-    taken = set(merged) - set(inv.accelerate)
-    merged.update({k: v for k, v in inv.accelerate.items() if k in ACCELERATE_CONFIG_KEYS})
-    _accelerate_settings(inv, {**inv.accelerate, **merged})
+    from_file = {k: (str(config[k]), where) for k in ACCELERATE_CONFIG_KEYS
+                 if config.get(k) is not None and not isinstance(config[k], (dict, list, bool))}
+    taken = set(from_file) - set(inv.accelerate)
+    _accelerate_settings(inv, {**from_file, **inv.accelerate})  # the command line wins
     # Where a setting comes from the file, a message names the file's key (`num_machines in /etc/a.yaml`).
     path = inv.accelerate_config[0] if inv.accelerate_config else "the config file"
     for key in taken:
