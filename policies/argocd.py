@@ -31,8 +31,8 @@ CLUSTER_SCOPED = {
     *launchers.cluster_scoped(), ("kueue.x-k8s.io", "ClusterQueue"),
     ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"),
 }
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1123_LABEL = launchers.DNS1123_LABEL
+DNS1123_SUBDOMAIN = launchers.DNS1123_SUBDOMAIN
 DNS1035_LABEL = launchers.DNS1035
 
 

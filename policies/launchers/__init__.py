@@ -9,8 +9,9 @@ from typing import Any
 
 from ..model import Manifest
 from . import appwrapper, indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
-from .base import (COMPLETION_INDEX, DNS1035, GPU_RESOURCES, POD_INDEX, Bundle, Check, Child, ContainerEnv, Launcher,
-                   Pod, PodGroup, ScaleSpec, Workload, as_int, dig, downward, listing, mapping)
+from .base import (COMPLETION_INDEX, DNS1035, DNS1123_LABEL, DNS1123_SUBDOMAIN, GPU_RESOURCES, POD_INDEX, Bundle,
+                   Check, Child, ContainerEnv, Launcher, Pod, PodGroup, ScaleSpec, Workload, as_int, dig, downward,
+                   listing, mapping, selects)
 
 # Every modelled kind, in the order `make plan` lists launchers.
 LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
@@ -103,8 +104,8 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["COMPLETION_INDEX", "DNS1035", "GPU_RESOURCES", "POD_INDEX", "Bundle", "Check", "Child", "ContainerEnv",
-           "Launcher",
+__all__ = ["COMPLETION_INDEX", "DNS1035", "DNS1123_LABEL", "DNS1123_SUBDOMAIN", "GPU_RESOURCES", "POD_INDEX", "Bundle",
+           "Check", "Child", "ContainerEnv", "Launcher", "selects",
            "Pod",
            "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
            "REGISTRY", "BY_ID", "of", "as_admitted", "expand", "workloads", "workload_kinds", "group_of",

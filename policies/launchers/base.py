@@ -18,6 +18,56 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 # A DNS-1035 label (k8s.io/apimachinery validation.IsDNS1035Label, with its 63-character limit checked apart): what
 # Service names and the names webhooks check must be.
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# A DNS-1123 label and subdomain (IsDNS1123Label, 63 characters; IsDNS1123Subdomain, 253), checked apart from length.
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# The path part of IsDomainPrefixedPath (httpPathFmt).
+HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+# An int-or-string percentage (IsValidPercent).
+PERCENT = re.compile(r"^([0-9]+)%$")
+
+
+def domain_prefixed_path_problems(value: str) -> list[str]:
+    """Why k8s.io/apimachinery validation.IsDomainPrefixedPath refuses `value` (`<DNS-1123 subdomain>/<HTTP path>`,
+    both parts non-empty); empty where it is one."""
+    host, _, path = value.partition("/")
+    if not host or not path:
+        return ['is not a domain-prefixed path (such as "acme.io/foo")']
+    why = []
+    if len(host) > 253 or not DNS1123_SUBDOMAIN.match(host):
+        why.append(f"has '{host}' before the '/', not a DNS-1123 subdomain")
+    if not HTTP_PATH.match(path):
+        why.append(f"has '{path}' after the '/', not an HTTP path")
+    return why
+
+
+def int_or_percent(value: Any) -> tuple[int, bool] | None:
+    """An intstr value as (number, is a percentage); None where it is neither an integer nor `<digits>%`."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value, False
+    match = PERCENT.match(value) if isinstance(value, str) else None
+    return (int(match.group(1)), True) if match else None
+
+
+def selects(selector: Any, labels: dict[str, Any]) -> bool:
+    """Whether a label selector (matchLabels and matchExpressions: In, NotIn, Exists, DoesNotExist) selects these
+    labels (metav1.LabelSelectorAsSelector); label values compared as strings."""
+    if not isinstance(selector, dict):
+        return False
+    for k, v in mapping(selector.get("matchLabels")).items():
+        if labels.get(str(k)) != str(v):
+            return False
+    for e in listing(selector.get("matchExpressions")):
+        e = mapping(e)
+        key, op = str(e.get("key")), e.get("operator")
+        values = [str(x) for x in listing(e.get("values"))]
+        has = key in labels
+        if (op == "In" and (not has or labels[key] not in values)) or (op == "NotIn" and has and labels[key] in values) \
+                or (op == "Exists" and not has) or (op == "DoesNotExist" and has):
+            return False
+    return True
 
 # How an injected variable meets one the user wrote in the same container.
 OVERRIDE = "override"    # appended after the user's env: the kubelet takes the last definition (the controller wins)

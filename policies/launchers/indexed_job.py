@@ -2,13 +2,12 @@
 a NonIndexed Job, with the completion index it gives each pod of an Indexed one."""
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterator
 
 from ..model import Manifest
 from .base import (COMPLETION_INDEX, FAIL, IF_ABSENT, RECREATE_POD, Bundle, Check, Decision, Injected, Launcher,
-                   PodExit, PodGroup, RestartCount, ScaleSpec, Workload, as_int, dig, kubelet_restarts, listing,
-                   mapping)
+                   PodExit, PodGroup, RestartCount, ScaleSpec, Workload, as_int, dig, domain_prefixed_path_problems,
+                   kubelet_restarts, listing, mapping)
 
 KIND = "Job"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -178,11 +177,8 @@ def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container
                     JOB_SOURCE + "job_controller.go manageJob", delay)
 
 
-# kubernetes v1.36.0 pkg/apis/batch/validation/validation.go: maxManagedByLength, the domain-prefixed path
-# (apimachinery validation.IsDomainPrefixedPath: a DNS-1123 subdomain, '/', HTTP path characters, httpPathFmt).
+# kubernetes v1.36.0 pkg/apis/batch/validation/validation.go: maxManagedByLength, and a domain-prefixed path.
 MAX_MANAGED_BY = 63
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
 
 
@@ -190,15 +186,7 @@ def managed_by_problems(manager: str) -> list[str]:
     """Why a `managedBy` value is refused: not a domain-prefixed path (IsDomainPrefixedPath), or longer than 63
     characters. The Job API (validateJobSpec) and the JobSet webhook (jobset_webhook.go:200-210 at v0.12.0) apply
     the same two checks."""
-    host, _, path = manager.partition("/")
-    why = []
-    if not host or not path:
-        why.append('is not a domain-prefixed path (such as "acme.io/foo")')
-    else:
-        if len(host) > 253 or not DNS1123_SUBDOMAIN.match(host):
-            why.append(f"has '{host}' before the '/', not a DNS-1123 subdomain")
-        if not HTTP_PATH.match(path):
-            why.append(f"has '{path}' after the '/', not an HTTP path")
+    why = domain_prefixed_path_problems(manager)
     if len(manager) > MAX_MANAGED_BY:
         why.append(f"is {len(manager)} characters, more than {MAX_MANAGED_BY}")
     return why

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 from ..model import WARNING, Manifest
 from . import indexed_job
-from .base import (DNS1035, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
+from .base import (DNS1035, DNS1123_SUBDOMAIN, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
                    RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
 
 KIND = "JobSet"
@@ -344,7 +344,6 @@ def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix
     return out
 
 
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MAX_VOLUME_CLAIM_NAME = 63  # jobset_webhook.go maxVolumeClaimLength at v0.12.0
 
 

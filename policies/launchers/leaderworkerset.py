@@ -14,12 +14,12 @@ pods outside it: independent worlds of the same shape, not one world of `replica
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any, Iterator
 
 from ..model import Manifest
 from . import statefulset
-from .base import DNS1035, FIRST, POD_INDEX, Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig, mapping
+from .base import (DNS1035, FIRST, POD_INDEX, Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig,
+                   int_or_percent, mapping)
 
 GROUP = "leaderworkerset.x-k8s.io"
 KIND = "LeaderWorkerSet"
@@ -59,22 +59,18 @@ def settings(spec: dict[str, Any]) -> tuple[int, int, str]:
     return (1 if replicas is None else replicas), (1 if size is None else size), str(policy)
 
 
-PERCENT = re.compile(r"^[0-9]+%$")  # k8s.io/apimachinery util/validation IsValidPercent
-
-
 def _int_or_percent(value: Any, replicas: int, round_up: bool) -> tuple[str | None, int]:
     """(why the webhook refuses it, or None; its value scaled to `replicas`, as intstr.GetScaledValueFromIntOrPercent
     does: a percentage rounded up for maxSurge and down for maxUnavailable)."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
+    parsed = int_or_percent(value)
+    if parsed is None:
         return "must be an integer or percentage (e.g '5%')", 0
-    if isinstance(value, int):
-        return ("must be greater than or equal to 0" if value < 0 else None), value
-    if not PERCENT.match(value):
-        return "must be an integer or percentage (e.g '5%')", 0
-    percent = int(value[:-1])
-    if percent > 100:
+    number, percent = parsed
+    if not percent:
+        return ("must be greater than or equal to 0" if number < 0 else None), number
+    if number > 100:
         return "must not be greater than 100%", 0
-    return None, (-(-percent * replicas // 100) if round_up else percent * replicas // 100)
+    return None, (-(-number * replicas // 100) if round_up else number * replicas // 100)
 
 
 def rollout_validation(spec: dict[str, Any], replicas: int) -> list[Check]:

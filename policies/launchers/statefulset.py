@@ -2,13 +2,13 @@
 `<name>-<ordinal>` with a stable identity, published under the headless Service named in `spec.serviceName`."""
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
 
 from ..model import Manifest
 from ..model import ERROR, WARNING
-from .base import (POD_INDEX, RECREATE_POD, Bundle, Check, Decision, Launcher, PodExit, PodGroup, RestartCount,
-                   ScaleSpec, Workload, as_int, dig, kubelet_restarts, listing, mapping)
+from .base import (DNS1123_LABEL, POD_INDEX, RECREATE_POD, Bundle, Check, Decision, Launcher, PodExit, PodGroup,
+                   RestartCount, ScaleSpec, Workload, as_int, dig, int_or_percent, kubelet_restarts, listing, mapping,
+                   selects)
 
 KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -21,22 +21,6 @@ PARALLEL = "Parallel"
 POD_MANAGEMENT_POLICIES = ("OrderedReady", PARALLEL)
 UPDATE_STRATEGIES = ("RollingUpdate", "OnDelete")
 RETENTION_POLICIES = ("Retain", "Delete")
-PERCENT = re.compile(r"^([0-9]+)%$")
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def _selects(selector: dict[str, Any], labels: dict[str, Any]) -> bool:
-    """Whether a label selector (matchLabels and matchExpressions) selects these labels
-    (metav1.LabelSelectorAsSelector)."""
-    if any(labels.get(k) != v for k, v in mapping(selector.get("matchLabels")).items()):
-        return False
-    for expr in listing(selector.get("matchExpressions")):
-        expr = mapping(expr)
-        key, op, values = expr.get("key"), expr.get("operator"), listing(expr.get("values"))
-        if ((op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values)
-                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels)):
-            return False
-    return True
 
 
 def validation(spec: dict[str, Any], prefix: str = "spec", name: str | None = None) -> list[Check]:
@@ -73,14 +57,13 @@ def validation(spec: dict[str, Any], prefix: str = "spec", name: str | None = No
             add("updateStrategy.rollingUpdate.partition", f"partition {partition} is negative", "set it to 0 or more")
         unavailable = rolling.get("maxUnavailable")
         if unavailable is not None:
-            match = PERCENT.match(unavailable) if isinstance(unavailable, str) else None
-            value = int(match.group(1)) if match else unavailable if isinstance(unavailable, int) else None
+            parsed = int_or_percent(unavailable)
             where, fix = "updateStrategy.rollingUpdate.maxUnavailable", "set maxUnavailable to 1 or more (or 1%-100%)"
-            if value is None:
+            if parsed is None:
                 add(where, f"maxUnavailable '{unavailable}' is not an integer or a percentage", fix)
-            elif value <= 0:
+            elif parsed[0] <= 0:
                 add(where, f"maxUnavailable {unavailable} (cannot be 0)", fix)
-            elif match and value > 100:
+            elif parsed[1] and parsed[0] > 100:
                 add(where, f"maxUnavailable {unavailable} is more than 100%", fix)
     for key in ("whenDeleted", "whenScaled"):
         value = mapping(spec.get("persistentVolumeClaimRetentionPolicy")).get(key)
@@ -94,7 +77,7 @@ def validation(spec: dict[str, Any], prefix: str = "spec", name: str | None = No
     template = mapping(spec.get("template"))
     selector = spec.get("selector")
     labels = mapping(mapping(template.get("metadata")).get("labels"))
-    if isinstance(selector, dict) and not _selects(selector, labels):
+    if isinstance(selector, dict) and not selects(selector, labels):
         add("template.metadata.labels", "the selector does not select the template's labels (`selector` does not "
             "match template `labels`)", "give the template the labels spec.selector asks for")
     restart = mapping(template.get("spec")).get("restartPolicy")

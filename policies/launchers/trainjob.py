@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,7 +14,7 @@ import yaml
 from ..model import INFO, WARNING, Manifest
 from . import jobset
 from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
-                   Workload, as_int, dig, listing, mapping)
+                   Workload, as_int, dig, domain_prefixed_path_problems, listing, mapping)
 
 KIND = "TrainJob"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -95,16 +94,6 @@ def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) ->
     if not cpu:
         cpu = _cpu_value(mapping(res.get("limits")).get("cpu"))
     return str(max(1, cpu or 0))
-
-
-HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
-
-
-def domain_prefixed_path(value: str) -> bool:
-    """k8s.io/apimachinery validation.IsDomainPrefixedPath: `<DNS-1123 subdomain>/<HTTP path>`, both non-empty."""
-    host, slash, path = value.partition("/")
-    return bool(slash and host and path and len(host) <= 253 and jobset.DNS1123_SUBDOMAIN.match(host)
-                and HTTP_PATH.match(path))
 
 
 def torchtune_model(runtime_name: str) -> str:
@@ -554,7 +543,7 @@ class TrainJobLauncher(Launcher):
         for pi, patch in enumerate(listing(dig(w.manifest.obj, "spec", "runtimePatches"))):
             where = f"spec.runtimePatches[{pi}]"
             manager = mapping(patch).get("manager")
-            if isinstance(manager, str) and manager and not domain_prefixed_path(manager):
+            if isinstance(manager, str) and manager and domain_prefixed_path_problems(manager):
                 # jobset.go 176: validation.IsDomainPrefixedPath (k8s.io/apimachinery util/validation).
                 out.append(Check(f"{where}.manager", f"manager '{manager}' is not a domain-prefixed path (such as "
                                  "acme.io/foo): the Trainer's webhook refuses it", "name the manager <domain>/<name>, "

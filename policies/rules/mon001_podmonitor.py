@@ -17,9 +17,9 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 """
 from __future__ import annotations
 
+from ..launchers import selects
 from ..model import WARNING
 from ..rulekit import obj_problem
-from .sec006_network_policy import selects
 
 ID = "MON001"
 NAME = "podmonitor-scrapes-trainer"

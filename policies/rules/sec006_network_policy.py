@@ -16,28 +16,13 @@ ports, egress to that selector and to port 53.
 """
 from __future__ import annotations
 
+from ..launchers import selects
 from ..model import ERROR, WARNING
 from ..rulekit import obj_problem, problem
 
 ID = "SEC006"
 NAME = "network-policy"
 SEVERITY = WARNING
-
-
-def selects(selector, labels) -> bool:
-    if not isinstance(selector, dict):
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(str(k)) != str(v):
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op = str(e.get("key")), e.get("operator")
-        values = [str(x) for x in e.get("values") or []]
-        has = key in labels
-        if (op == "In" and (not has or labels[key] not in values)) or (op == "NotIn" and has and labels[key] in values) \
-                or (op == "Exists" and not has) or (op == "DoesNotExist" and has):
-            return False
-    return True
 
 
 def selects_all(selector, labels_list) -> bool:
