@@ -198,14 +198,11 @@ def _read_accelerate_config(pod: Pod, inv: Invocation) -> None:
     where a ConfigMap or Secret in the manifests is mounted at PATH; else they cannot be known here."""
     path, where = inv.accelerate_config  # type: ignore[misc]
     text = pod.file(path) if path.startswith("/") else None
-    if text is None:
-        inv.unread_config = path
-        return
-    config = _parsed_config(text)
+    config = _parsed_config(text) if text is not None else None
     if config is None:
         inv.unread_config = path
-        return
-    with_accelerate_config(inv, config, where)
+    else:
+        with_accelerate_config(inv, config, where)
 
 
 @functools.lru_cache(maxsize=64)
@@ -368,7 +365,7 @@ def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: l
     if inv is not None and inv.unread_config and not all(
             k in inv.accelerate for k in ("num_machines", "num_processes", "main_process_ip")):
         # The world's shape is in a config file this cannot read: said (TOPO012), not guessed from defaults.
-        w.facts["unread_config"] = (inv.unread_config, inv.accelerate_config[1] if inv.accelerate_config else None)
+        w.facts["unread_config"] = (inv.unread_config, inv.accelerate_config[1])  # type: ignore[index]
         return True
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
     if first.inv is None:

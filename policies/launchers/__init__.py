@@ -1,6 +1,6 @@
 """The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
-`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`, `appwrapper`), each a `Launcher` (see `base.py`) that
-every consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
+`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`, `appwrapper`), each a `Launcher` (see
+`base.py`) that every consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
 adding one module here and its conformance fixtures under tests/conformance/."""
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterator
 
 from ..model import WARNING, Manifest
 from . import indexed_job
-from .base import (DNS1035, DNS1123_SUBDOMAIN, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
-                   RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
+from .base import (DNS1035, DNS1123_SUBDOMAIN, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher,
+                   PodExit, PodGroup, RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
 
 KIND = "JobSet"
 PREFIX = "jobset.sigs.k8s.io/"
