@@ -44,7 +44,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -117,7 +117,7 @@ test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py
 
-bench: bench-validate bench-trainer ## Run every benchmark
+bench: bench-validate bench-trainer bench-gpu ## Run every benchmark
 
 bench-validate: $(PY) ## Time make validate and the schema and policy stages, up to 200+ generated overlays
 	@$(PY) bench/bench_validate.py
@@ -125,6 +125,9 @@ bench-validate: $(PY) ## Time make validate and the schema and policy stages, up
 bench-trainer: $(PY) ## Trainer samples/s and CPU time: 1 process x 1 and x 2 threads, 2 processes x 1, a plain DataLoader loop; a GPU epoch if present; causal-lm tokens/s (1 and 2 processes)
 	@$(PY) bench/bench_trainer.py
 	@$(PY) bench/bench_lm.py
+
+bench-gpu: $(PY) ## On one CUDA device (about 3 min): DDP epochs, the metrics endpoint, FSDP2 causal-lm tokens/s and MFU, both resumes; writes bench/gpu-<card>.md (no CUDA: says so, exits 0)
+	@$(PY) bench/bench_gpu.py
 
 schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py

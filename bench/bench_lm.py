@@ -12,7 +12,8 @@ summary quotes the median and the spread (max/min - 1) of the repetitions.
 On a machine with CUDA it then measures a GPT-2 of ~125M parameters (18 layers of width 768, 1,024 positions,
 the same tokenizer) with bf16 autocast on every visible GPU, and reports its model-FLOPs utilisation: 6 x parameters
 x tokens/s (forward and backward, attention left out) over the GPU's dense bf16 peak from its datasheet (`PEAK`).
-Without CUDA it says the GPU figure was not measured. The GPU path has not run yet: no session had a GPU.
+Without CUDA it says the GPU figure was not measured. `bench/bench_gpu.py` (make bench-gpu) trains the same model
+on one GPU with FSDP2 and DDP through the trainer; its figures are in bench/gpu-*.md.
 """
 
 from __future__ import annotations

@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""The trainer's CUDA path on one GPU, in one run of a few minutes (`make bench-gpu`): what the CPU tests cannot
+reach (NCCL, bf16 autocast, fused AdamW, FSDP2 on a GPU, checkpoints written from and read back to GPU memory, the
+GPU memory metrics the dashboard queries), each step run through the real trainer under torchrun.
+
+    ddp        the DDP task on MNIST-shaped data: 60,000 random 28x28 images and labels written as IDX files (the
+               task's own loader, the MNIST CNN), world size 1, NCCL, bf16 autocast, channels-last, fused AdamW;
+               seconds per epoch and samples/s (epochs after the first). While it trains, the rank's Prometheus
+               endpoint (METRICS_PORT) is scraped: which of the dashboard's metrics it serves, and its GPU memory.
+    ddp-resume the same run folder with one epoch more: the trainer must resume from the checkpoint the first run
+               wrote on the GPU (its `[DDP] resume` line) and train only the last epoch.
+    kernel     the trainer's own step function in this process, data already in GPU memory: seconds per epoch
+               without torchrun, the loader or the metrics (what the trainer's loop costs on top of it).
+    lm-fsdp    the causal-lm task with --strategy fsdp (FSDP2 fully_shard) at world size 1: a GPT-2 of ~125M
+               parameters (18 layers of width 768, 1,024 positions; scripts/tiny_lm.py builds it with
+               save_pretrained, random weights) on the repository's Markdown repeated to ~2M tokens, bf16;
+               tokens/s (epochs after the first) and model-FLOPs utilisation against the card's dense bf16
+               datasheet peak, with FLOPs per token 6N + 12 x layers x width x seq-len (PaLM, appendix B).
+    lm-resume  the same run folder with one epoch more: a DCP checkpoint saved from GPU memory and loaded back.
+
+It prints one table and writes it, with every figure as JSON, to `<out>/gpu-<card>.md` and `.json` (default
+out: bench/). A step that fails is a FAILED row with its last error line, the others still run, and the exit
+status is 1. Without CUDA it says so and exits 0 (CI has no GPU); `--cpu-fallback` runs the same steps on the
+CPU at toy sizes (gloo, a 2-layer GPT-2): tests/test_bench_gpu.py runs that, so the script cannot rot between
+the sessions that have a GPU.
+
+    .venv/bin/python bench/bench_gpu.py                    # what `make bench-gpu` runs
+    .venv/bin/python bench/bench_gpu.py --cpu-fallback --out /tmp/b
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import torch  # noqa: E402
+
+import bench_lm  # noqa: E402
+import bench_trainer as bt  # noqa: E402
+import tiny_lm  # noqa: E402
+from trainer.idx import encode_idx  # noqa: E402
+from trainer.telemetry import GAUGES, PREFIX  # noqa: E402
+
+# The anchor the issue names: hand-tuned MNIST reaches 99 % in about 0.76 s per epoch on one A100 (our data is
+# random, so only the epoch time compares, not the accuracy).
+ANCHOR_EPOCH_S = 0.76
+METRIC_RE = re.compile(r"^(trainer_\w+)\{[^}]*\}\s+(\S+)$")
+
+
+@dataclass
+class Sizes:
+    device: str
+    backend: str
+    train_images: int
+    test_images: int
+    ddp_batch: int
+    ddp_epochs: int
+    lm: dict
+    lm_seq: int
+    lm_batch: int
+    lm_epochs: int
+    lm_repeat: int
+    kernel_batch: int
+    log_interval: int
+    lm_strategy: str = "fsdp"
+    lm_resume: int = 1
+
+
+GPU = Sizes("cuda", "nccl", 60_000, 10_000, 512, 4, bench_lm.GPU_MODEL, 1024, 8, 3, 24, 512, 20)
+CPU = Sizes("cpu", "gloo", 1_024, 256, 128, 2, {"layers": 2, "width": 64, "heads": 4, "positions": 128}, 128, 8, 2,
+            1, 128, 2)
+
+
+@dataclass
+class Row:
+    step: str
+    figure: str
+    value: str
+    note: str = ""
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+
+    def add(self, step: str, figure: str, value: str, note: str = "") -> None:
+        self.rows.append(Row(step, figure, value, note))
+
+    def fail(self, step: str, why: str) -> None:
+        self.failed.append(step)
+        self.rows.append(Row(step, "FAILED", why[:300]))
+
+
+class StepFailed(Exception):
+    pass
+
+
+def run(cmd: list[str], env_extra: dict[str, str], timeout: float) -> tuple[str, float]:
+    """stdout of a command (stderr appended) and its wall seconds; StepFailed with the last error line if it fails."""
+    env = bt._env(1)
+    env.pop("OMP_NUM_THREADS")
+    env.update(env_extra)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired as e:
+        raise StepFailed(f"timed out after {timeout:.0f} s") from e
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "[ERROR]" in ln or "Error" in ln or "error" in ln]
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-6000:])
+        raise StepFailed(f"exit {proc.returncode}: {(errors or lines or ['no output'])[-1].strip()}")
+    return proc.stdout + proc.stderr, wall
+
+
+def torchrun_cmd(args: list[str], out_dir: Path) -> list[str]:
+    return [bt.torchrun(), "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{bt.free_port()}", str(ROOT / "trainer" / "train.py"), *args,
+            "--out-dir", str(out_dir)]
+
+
+def lines(output: str, tag: str) -> list[dict[str, str]]:
+    return [dict(bt.FIELD_RE.findall(ln)) for ln in output.splitlines() if ln.startswith(f"[{tag}] ")]
+
+
+class Scraper:
+    """Reads a Prometheus endpoint every `every` seconds while a run trains; keeps each trainer_* metric's
+    largest value (GPU memory, step, epoch grow) and the names served."""
+
+    def __init__(self, port: int, every: float = 0.5):
+        self.url, self.every = f"http://127.0.0.1:{port}/metrics", every
+        self.values: dict[str, float] = {}
+        self.scrapes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "Scraper":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as r:
+                    text = r.read().decode()
+            except OSError:
+                continue  # not serving yet, or already gone
+            self.scrapes += 1
+            for ln in text.splitlines():
+                if m := METRIC_RE.match(ln):
+                    name, value = m.group(1), float(m.group(2))
+                    self.values[name] = max(value, self.values.get(name, float("-inf")))
+
+
+def write_mnist(root: Path, sizes: Sizes) -> Path:
+    data = root / "data" / "mnist"
+    data.mkdir(parents=True)
+    g = torch.Generator().manual_seed(0)
+    for prefix, n in (("train", sizes.train_images), ("t10k", sizes.test_images)):
+        (data / f"{prefix}-images-idx3-ubyte").write_bytes(
+            encode_idx(torch.randint(0, 256, (n, 28, 28), dtype=torch.uint8, generator=g).numpy()))
+        (data / f"{prefix}-labels-idx1-ubyte").write_bytes(
+            encode_idx(torch.randint(0, 10, (n,), dtype=torch.uint8, generator=g).numpy()))
+    return root / "data"
+
+
+def median_after_first(values: list[float]) -> float:
+    return statistics.median(values[1:] if len(values) > 1 else values)
+
+
+def ddp_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
+    data_root = write_mnist(tmp, sizes)
+    amp = ["--amp", "bf16", "--channels-last"] if sizes.device == "cuda" else []
+    common = ["--task", "mnist", "--data-root", str(data_root), "--batch-size", str(sizes.ddp_batch),
+              "--backend", sizes.backend, "--log-interval", str(sizes.log_interval), "--run-id", "ddp", *amp]
+    port = bt.free_port()
+    try:
+        with Scraper(port) as scraper:
+            out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs)], tmp / "out"),
+                            {"METRICS_PORT": str(port)}, timeout)
+    except StepFailed as e:
+        rep.fail("ddp", str(e))
+        return
+    epochs = lines(out, "EPOCH")
+    secs = [float(e["train_s"]) for e in epochs]
+    rates = [float(e["samples/s"]) for e in epochs]
+    start = (lines(out, "DDP") or [{}])[0]
+    rep.data["ddp"] = {"epochs_train_s": secs, "samples_per_s": rates, "run_wall_s": wall, "start": start,
+                       "metrics": scraper.values, "scrapes": scraper.scrapes}
+    if not secs:
+        rep.fail("ddp", "no [EPOCH] line in the trainer's output")
+        return
+    med = median_after_first(secs)
+    rep.add("ddp", "s/epoch (median after the 1st)", f"{med:.3f}",
+            f"{sizes.train_images:,} images, batch {sizes.ddp_batch}, {start.get('backend', '?')}, amp "
+            f"{start.get('amp', 'none')}; anchor {ANCHOR_EPOCH_S} s (hand-tuned MNIST to 99 %, one A100)")
+    rep.add("ddp", "samples/s (median after the 1st)", f"{median_after_first(rates):,.0f}",
+            f"epochs: {', '.join(f'{s:.3f}' for s in secs)} s; run {wall:.1f} s with start-up")
+    dashboard = sorted(PREFIX + g for g in GAUGES)
+    served = [m for m in dashboard if m in scraper.values]
+    missing = [m.removeprefix(PREFIX) for m in dashboard if m not in scraper.values]
+    rep.add("metrics", "trainer metrics served", f"{len(served)}/{len(dashboard)}",
+            f"{scraper.scrapes} scrapes while training; not served: {', '.join(missing) or 'none'}")
+    for name in ("gpu_memory_allocated_bytes", "gpu_memory_peak_bytes"):
+        v = scraper.values.get(PREFIX + name)
+        rep.add("metrics", name, f"{v / 2**20:,.1f} MiB" if v is not None else "not served",
+                "largest value scraped" if v is not None else
+                ("expected: the CPU serves no GPU memory" if sizes.device == "cpu" else "the GPU path must serve it"))
+        if v is None and sizes.device == "cuda":
+            rep.failed.append(f"metrics:{name}")
+
+    # resume: one epoch more in the same run folder, from the checkpoint written from GPU memory
+    try:
+        out2, wall2 = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs + 1)], tmp / "out"), {}, timeout)
+    except StepFailed as e:
+        rep.fail("ddp-resume", str(e))
+        return
+    resumed = lines(out2, "DDP")
+    resume = next((r for r in resumed if "resumed_from" in r), None)
+    trained = [int(e["epoch"].split("/")[0]) for e in lines(out2, "EPOCH")]
+    rep.data["ddp_resume"] = {"resume": resume, "epochs_trained": trained, "run_wall_s": wall2}
+    if resume is None or trained != [sizes.ddp_epochs + 1]:
+        rep.fail("ddp-resume", f"expected a resume line and epoch {sizes.ddp_epochs + 1} alone; got resume="
+                               f"{resume is not None}, epochs trained {trained}")
+    else:
+        rep.add("ddp-resume", "resumed, trained epoch", f"{trained[0]}",
+                f"from {Path(resume['resumed_from']).name}; run {wall2:.1f} s with start-up")
+
+
+def kernel_step(rep: Report, sizes: Sizes) -> None:
+    device = torch.device(sizes.device, 0) if sizes.device == "cuda" else torch.device("cpu")
+    try:
+        bt.engine.configure_device(device)
+        amp = "bf16" if sizes.device == "cuda" else "none"
+        times = bt.time_mnist_epochs(device, n=sizes.train_images, batch_size=sizes.kernel_batch, amp=amp,
+                                     channels_last=sizes.device == "cuda", epochs=3)
+    except Exception as e:  # noqa: BLE001 - the row says what failed; the other steps run
+        rep.fail("kernel", f"{type(e).__name__}: {e}")
+        return
+    rep.data["kernel"] = {"epoch_s": times, "batch": sizes.kernel_batch}
+    rep.add("kernel", "s/epoch (median of 3 after a warm-up)", f"{statistics.median(times):.3f}",
+            f"the trainer's train_step in this process, data in {sizes.device} memory, batch {sizes.kernel_batch}")
+
+
+def lm_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
+    step = f"lm-{sizes.lm_strategy}"
+    try:
+        info = tiny_lm.build(tmp / "lm", seed=0, name="gpt2-bench", **sizes.lm)
+    except Exception as e:  # noqa: BLE001
+        rep.fail(step, f"building the model: {type(e).__name__}: {e}")
+        return
+    train = Path(info["data"]) / "train.jsonl"
+    text = train.read_text()
+    train.write_text(text * sizes.lm_repeat)  # more tokens per epoch, so that an epoch outlasts its start-up
+    amp = ["--amp", "bf16"] if sizes.device == "cuda" else []
+    common = ["--task", "causal-lm", "--model-local-dir", info["model"], "--data-root", info["data"],
+              "--seq-len", str(sizes.lm_seq), "--batch-size", str(sizes.lm_batch), "--strategy", sizes.lm_strategy,
+              "--backend", sizes.backend, "--log-interval", "1000000", "--save-epochs", "false",
+              "--run-id", "lm", *amp]
+    try:
+        out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.lm_epochs)], tmp / "out"), {}, timeout)
+    except StepFailed as e:
+        rep.fail(step, str(e))
+        return
+    start = next((s for s in lines(out, "DDP") if s.get("strategy")), {})
+    epochs = lines(out, "EPOCH")
+    if not epochs:
+        rep.fail(step, "no [EPOCH] line in the trainer's output")
+        return
+    rate, tokens, seconds = bench_lm.tokens_per_s(out)
+    params = info["params"]
+    per_token = 6 * params + 12 * sizes.lm["layers"] * sizes.lm["width"] * sizes.lm_seq
+    name = torch.cuda.get_device_name(0) if sizes.device == "cuda" else "cpu"
+    peak = bench_lm.peak_flops(name) if sizes.device == "cuda" else None
+    util = per_token * rate / peak if peak else None
+    rep.data[step.replace("-", "_")] = {"params": params, "tokens_per_s": rate, "tokens": tokens, "seconds": seconds,
+                           "flops_per_token": per_token, "peak_flops": peak, "mfu": util, "start": start,
+                           "epochs": epochs, "run_wall_s": wall}
+    rep.add(step, "tokens/s (epochs after the 1st)", f"{rate:,.0f}",
+            f"GPT-2 {params / 1e6:.1f} M params, seq {sizes.lm_seq}, batch {sizes.lm_batch}, strategy "
+            f"{start.get('strategy', '?')} ({start.get('fsdp_units', '?')} FSDP units), amp {start.get('amp', '?')}, "
+            f"{tokens:,.0f} tokens in {seconds:.1f} s")
+    rep.add(step, "model-FLOPs utilisation", f"{util:.1%}" if util is not None else "n/a",
+            f"{per_token / 1e9:.2f} GFLOP/token against {peak / 1e12:,.0f} TFLOP/s dense bf16 (datasheet)"
+            if peak else ("no GPU" if sizes.device == "cpu" else f"no datasheet peak for {name!r} in bench_lm.PEAK"))
+    rep.add(step, "val_loss per epoch", ", ".join(f"{float(e['val_loss']):.3f}" for e in epochs),
+            "random weights, so the loss must fall from about ln(vocab)")
+    if not sizes.lm_resume:
+        return
+    try:
+        out2, wall2 = run(torchrun_cmd([*common, "--epochs", str(sizes.lm_epochs + 1)], tmp / "out"), {}, timeout)
+    except StepFailed as e:
+        rep.fail("lm-resume", str(e))
+        return
+    resume = next((r for r in lines(out2, "DDP") if "resumed_from" in r), None)
+    trained = [int(e["epoch"].split("/")[0]) for e in lines(out2, "EPOCH")]
+    rep.data["lm_resume"] = {"resume": resume, "epochs_trained": trained, "run_wall_s": wall2}
+    if resume is None or trained != [sizes.lm_epochs + 1]:
+        rep.fail("lm-resume", f"expected a resume line and epoch {sizes.lm_epochs + 1} alone; got resume="
+                              f"{resume is not None}, epochs trained {trained}")
+    else:
+        rep.add("lm-resume", "resumed (DCP), trained epoch", f"{trained[0]}",
+                f"from {resume['resumed_from']}; run {wall2:.1f} s with start-up")
+
+
+def card_slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
+
+
+def render(rep: Report, header: list[str]) -> str:
+    w = [max(len(getattr(r, f)) for r in rep.rows + [Row("step", "figure", "value")]) for f in ("step", "figure", "value")]
+    out = [*header, "", f"| {'step':<{w[0]}} | {'figure':<{w[1]}} | {'value':>{w[2]}} | note |",
+           f"|{'-' * (w[0] + 2)}|{'-' * (w[1] + 2)}|{'-' * (w[2] + 1)}:|------|"]
+    out += [f"| {r.step:<{w[0]}} | {r.figure:<{w[1]}} | {r.value:>{w[2]}} | {r.note} |" for r in rep.rows]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cpu-fallback", action="store_true", help="run every step on the CPU at toy sizes (the test)")
+    p.add_argument("--out", type=Path, default=ROOT / "bench", help="folder for gpu-<card>.md and .json")
+    p.add_argument("--steps", default="ddp,kernel,lm", help="which of ddp (and ddp-resume), kernel, lm to run")
+    p.add_argument("--timeout", type=float, default=240, help="seconds each trainer run may take")
+    p.add_argument("--lm", default="", help="override the LM step's sizes, e.g. strategy=ddp,batch=16,repeat=8,epochs=2")
+    args = p.parse_args(argv)
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.cpu_fallback:
+        print("bench-gpu: no CUDA device here (torch.cuda.is_available() is False): nothing measured. "
+              "--cpu-fallback runs the same steps on the CPU at toy sizes.")
+        return 0
+    sizes = CPU if args.cpu_fallback else GPU
+    for item in filter(None, args.lm.split(",")):
+        key, _, value = item.partition("=")
+        if key not in ("strategy", "batch", "repeat", "epochs", "seq", "resume"):
+            p.error(f"--lm {item!r}: the key is one of strategy, batch, repeat, epochs, seq, resume")
+        sizes = replace(sizes, **{f"lm_{key}": value if key == "strategy" else int(value)})
+    name = torch.cuda.get_device_name(0) if sizes.device == "cuda" else f"cpu ({platform.processor() or 'x86_64'})"
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = [f"# Trainer on {name}" if sizes.device == "cuda" else "# Trainer bench-gpu steps on the CPU (fallback)",
+              "",
+              f"{when}; torch {torch.__version__}"
+              + (f", CUDA {torch.version.cuda}, {torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB"
+                 if sizes.device == "cuda" else "")
+              + f", python {platform.python_version()}, {os.cpu_count()} CPUs; `bench/bench_gpu.py"
+              + (" --cpu-fallback" if args.cpu_fallback else "") + "` (make bench-gpu)."]
+    print("\n".join(header), flush=True)
+    rep = Report()
+    rep.data["device"] = name
+    steps = set(args.steps.split(","))
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
+        for step, what, fn in (("ddp", "MNIST-shaped epochs through torchrun, then a resume",
+                                lambda: ddp_steps(rep, sizes, Path(tmp) / "ddp", args.timeout)),
+                               ("kernel", "the step function in process", lambda: kernel_step(rep, sizes)),
+                               ("lm", "causal-lm with FSDP2, then a resume",
+                                lambda: lm_steps(rep, sizes, Path(tmp) / "lm", args.timeout))):
+            if step in steps:
+                print(f"{step}: {what} ...", flush=True)
+                t = time.perf_counter()
+                fn()
+                rep.data.setdefault("step_wall_s", {})[step] = round(time.perf_counter() - t, 1)
+                print(f"{step}: {rep.data['step_wall_s'][step]} s", flush=True)
+    rep.data["wall_s"] = round(time.perf_counter() - t0, 1)
+    header.append(f"Wall time {rep.data['wall_s']} s" + (f"; FAILED: {', '.join(rep.failed)}" if rep.failed else "."))
+    table = render(rep, header)
+    print("\n" + table, flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = "gpu-" + card_slug(name) if sizes.device == "cuda" else "cpu-fallback"
+    (args.out / f"{stem}.md").write_text(table)
+    (args.out / f"{stem}.json").write_text(json.dumps(
+        {"device": name, "when": when, "torch": torch.__version__, "rows": [r.__dict__ for r in rep.rows],
+         "failed": rep.failed, "data": rep.data}, indent=2, default=str) + "\n")
+    print(f"written: {args.out / (stem + '.md')} and .json")
+    return 1 if rep.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

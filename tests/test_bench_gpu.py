@@ -1,0 +1,52 @@
+"""bench/bench_gpu.py without a GPU: it says so and exits 0, its options are checked, and the figures committed
+from a GPU session (bench/gpu-*.md) are the table the script wrote from its JSON. The CPU fallback run of every
+step is tests/test_trainer_bench_gpu.py (slow)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import bench_gpu  # noqa: E402
+
+
+def test_without_cuda_it_measures_nothing_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_gpu.torch.cuda, "is_available", lambda: False)
+    assert bench_gpu.main(["--out", str(tmp_path)]) == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_lm_override_is_refused():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_gpu.py"), "--cpu-fallback", "--lm", "bogus=1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--lm 'bogus=1': the key is one of strategy" in proc.stderr
+
+
+@pytest.mark.parametrize("name, slug", [("NVIDIA H100 80GB HBM3", "nvidia-h100-80gb-hbm3"), ("Tesla T4", "tesla-t4"),
+                                        ("", "unknown")])
+def test_card_slug(name, slug):
+    assert bench_gpu.card_slug(name) == slug
+
+
+def test_a_failed_step_is_a_row_and_is_listed():
+    rep = bench_gpu.Report()
+    rep.add("ddp", "s/epoch", "0.250")
+    rep.fail("lm-fsdp", "exit 1: [ERROR] out of memory")
+    table = bench_gpu.render(rep, ["# t"])
+    assert rep.failed == ["lm-fsdp"]
+    assert "| lm-fsdp | FAILED " in table and "[ERROR] out of memory" in table
+
+
+@pytest.mark.parametrize("data", sorted((ROOT / "bench").glob("gpu-*.json")), ids=lambda p: p.name)
+def test_committed_gpu_figures_are_the_scripts_table(data):
+    md = data.with_suffix(".md")
+    record = json.loads(data.read_text())
+    rep = bench_gpu.Report([bench_gpu.Row(**r) for r in record["rows"]])
+    text = md.read_text()
+    table = bench_gpu.render(rep, []).strip()
+    assert table in text, f"{md.name}: the table is not what the script renders from {data.name}'s rows"
+    assert record["device"] in text.splitlines()[0] and not record["failed"]
