@@ -141,8 +141,9 @@ image: ## Build the trainer image (needs a Docker engine)
 image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 	docker build -f Dockerfile.cpu -t $(IMAGE):$(TAG)-cpu .
 
-lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint and every rendered overlay (or PATHS) with checkov
+lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows with zizmor (offline) and every rendered overlay (or PATHS) with checkov
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/
 	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(PATHS)
 
 clean: ## Remove the virtual environment and downloaded tools
