@@ -284,8 +284,39 @@ def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
     # Paths relative to the overlay: the same files in another checkout (make diff's base) share the entry.
     root = _resolve(folder)
     for f in sorted(set(files)):
-        h.update(os.path.relpath(_resolve(f), root).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(os.path.relpath(_resolve(f), root).encode() + b"\0")
+        _hash_file(h, f)
+        h.update(b"\0")
     return h.hexdigest()
+
+
+def _hash_file(h: Any, path: Path) -> None:
+    """Feed one input file to the hash in 1 MiB chunks, within the loader's bound on one input (InputError past it:
+    a 5 GB sparse file was read whole for the cache key and ended the run with MemoryError)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_INPUT_BYTES:
+            raise InputError(f"{rel(path)}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one input "
+                             "may be (kustomize would read it whole)")
+        total = 0
+        while chunk := f.read(1024 * 1024):
+            total += len(chunk)
+            if total > MAX_INPUT_BYTES:  # it grew while read
+                raise InputError(f"{rel(path)}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one "
+                                 "input may be (kustomize would read it whole)")
+            h.update(chunk)
+
+
+def oversized(folder: Path) -> str | None:
+    """The first file the kustomization reads that is larger than one input may be, as one line; None if none."""
+    _, files = inputs(folder)
+    for f in files:
+        try:
+            if os.stat(f).st_size > MAX_INPUT_BYTES:
+                return (f"{rel(f)}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one input may be "
+                        "(kustomize would read it whole)")
+        except OSError:
+            continue  # kustomize says what is wrong with it
+    return None
 
 
 def cache_dir() -> Path:
@@ -321,7 +352,7 @@ def _render(folder: Path, options: list[str] | None = None) -> Rendered:
     bad_option = offline.check_build_options(KUSTOMIZE_FLAGS if options is None else options)
     if bad_option:
         return Rendered(source, [], f"gitops.yaml: kustomize.buildOptions: {bad_option}")
-    outside = reaches_out(folder)
+    outside = reaches_out(folder) or oversized(folder)
     if outside:
         return Rendered(source, [], outside)
     memo_key = None
