@@ -42,7 +42,15 @@ TAG     ?= 0.1.0
 
 export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
-EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
+OVERLAY_ORIGIN := $(origin OVERLAY)
+EXPLICIT_OVERLAY = $(if $(filter command line environment,$(OVERLAY_ORIGIN)),$(OVERLAY))
+# The variables a user passes are data, never code (docs/security.md#make-variables): each holds its text as given,
+# never expanded by make ($(shell ...) stays text), and reaches a command as one single-quoted word (`$(call arg,...)`),
+# so quotes, `;`, backticks and $(...) in PATHS='x;touch F' are characters of a path, and the exit code is the tool's.
+USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV OVERLAY SCALE_TO DEADLINE FAULT PVC NODES GPUS_PER_NODE \
+  PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE TAG TORCH_INDEX
+$(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
+arg = '$(subst ','\'',$(1))'
 
 .PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 
@@ -52,7 +60,7 @@ help: ## List the targets
 $(PY): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) -r requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(call arg,$(TORCH_INDEX))) -r requirements-dev.txt
 	@touch $(PY)
 
 $(CHECKOV): requirements-checkov.txt
@@ -79,34 +87,34 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with eve
 	@$(PY) -m policies.cli tools
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
-	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
+	@$(PY) -m policies.cli validate --format $(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema $(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env $(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
-	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run) --base "$(BASE)"
+	@$(PY) -m policies.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes $(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node $(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node $(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id $(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base $(call arg,$(BASE))
 
 new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
-	@$(PY) -m policies.scale new-run "$(EXPLICIT_OVERLAY)" $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.scale new-run $(call arg,$(EXPLICIT_OVERLAY)) $(if $(RUN_ID),--run-id $(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run)
 
 recover: $(PY) ## OVERLAY=<env>/<launcher>: finish the change an interrupted make scale or make new-run left
-	@$(PY) -m policies.scale recover "$(EXPLICIT_OVERLAY)"
+	@$(PY) -m policies.scale recover $(call arg,$(EXPLICIT_OVERLAY))
 
 validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommitted changes touch: the pre-commit hook
 	@$(PY) -m policies.changed
 
 diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMAT=text|markdown|json]: rendered objects and topology that change
-	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") $(if $(EXPLICIT_OVERLAY),--overlay "$(EXPLICIT_OVERLAY)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
+	@$(PY) -m policies.diff --base $(call arg,$(BASE)) $(if $(HEAD_REF),--head $(call arg,$(HEAD_REF))) $(if $(EXPLICIT_OVERLAY),--overlay $(call arg,$(EXPLICIT_OVERLAY))) --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
-	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(PATHS)
+	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(PATHS),$(call arg,$(PATHS)))
 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
-	@$(PY) -m policies.cli render $(PATHS)
+	@$(PY) -m policies.cli render $(if $(PATHS),$(call arg,$(PATHS)))
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...", PVC="claim=folder ...")
-	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(if $(FAULT),--fault "$(FAULT)") $(foreach p,$(PVC),--pvc $(p))
+	@$(PY) -m policies.simulate $(call arg,$(OVERLAY)) $(if $(SCALE_TO),--scale-to $(call arg,$(SCALE_TO))) $(if $(DEADLINE),--deadline $(call arg,$(DEADLINE))) $(if $(FAULT),--fault $(call arg,$(FAULT))) $(foreach p,$(PVC),--pvc $(call arg,$(p)))
 
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
-	@$(PY) -m trainer.report "$(RUN)"
+	@$(PY) -m trainer.report $(call arg,$(RUN))
 
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
@@ -139,14 +147,15 @@ kind-up: $(PY) ## Create the kind cluster (kind/cluster.yaml), install the kind-
 	@scripts/kind-up.sh
 
 image: ## Build the trainer image (needs a Docker engine)
-	docker build -t $(IMAGE):$(TAG) .
+	docker build -t $(call arg,$(IMAGE):$(TAG)) .
 
 image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
-	docker build -f Dockerfile.cpu -t $(IMAGE):$(TAG)-cpu .
+	docker build -f Dockerfile.cpu -t $(call arg,$(IMAGE):$(TAG)-cpu) .
 
-lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint and every rendered overlay (or PATHS) with checkov
+lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows with zizmor (offline) and every rendered overlay (or PATHS) with checkov
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
-	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(PATHS)
+	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/
+	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(if $(PATHS),$(call arg,$(PATHS)))
 
 clean: ## Remove the virtual environment and downloaded tools
 	rm -rf $(VENV) $(CHECKOV_VENV) $(BIN) .pytest_cache

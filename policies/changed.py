@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .entry import guarded
 from .loader import InputError
+from .engine import plain_manifests
 from .render import _inputs, find_overlays
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,6 +39,10 @@ def affected(changed: list[str], root: Path) -> list[str]:
         if any(p in inputs or folder.resolve() in p.parents for p in paths):
             targets.append(str(folder.relative_to(root)))
     rels = [str(p.relative_to(root)) if root in p.parents or p == root else str(p) for p in paths]
+    # Plain manifests that make validate checks beside the overlays (engine.plain_manifests: files under overlays/
+    # outside every kustomization's folder), each validated as make validate does.
+    plain = set(plain_manifests(root / "overlays")) if (root / "overlays").is_dir() else set()
+    targets += [str(f.relative_to(root)) for f in sorted(plain) if _resolved(f) in paths]
     if (root / "argocd" / "kustomization.yaml").is_file() and any(r.startswith(ARGO_INPUTS) for r in rels):
         targets.append("argocd")
     return targets

@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         if checkov is None:
             raise ScanError(f"checkov not found: `make setup` installs checkov {CHECKOV_VERSION} in .venv-checkov "
                             "(or set CHECKOV=<path>)")
-        sources, findings, totals, errors = scan(args.paths, checkov)
+        from .cli import rejoin, split_paths  # `make lint PATHS="a b"` arrives as one word, as make validate's does
+
+        paths = rejoin([q for raw in args.paths for q in split_paths(raw)])
+        sources, findings, totals, errors = scan(paths, checkov)
         for line in errors + [f.line() for f in findings]:
             print(line)
         bad = len(errors) + len(findings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import shlex
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -202,16 +203,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def split_paths(raw: str) -> list[str]:
-    """One argument as paths. A path that exists is taken whole, spaces and all (`make validate PATHS='"my
-    file.yaml"'`, or the CLI with the name quoted). Otherwise a string with spaces in it is several paths (a caller
-    that passes `"$PATHS"` as one word) when every one of them exists; else it is one path, reported as missing."""
+    """One argument as paths. A path that exists is taken whole, spaces and all. Otherwise `make validate PATHS=...`
+    hands the whole variable over as one word (the Makefile passes variables as data, never to the shell): its
+    quotes are read as a shell would split words (shlex, which runs nothing: `'"my file.yaml" other.yaml'`), else
+    words that name existing paths once joined by a space are joined (`my file.yaml other.yaml`). Where not every
+    word then names something, it is one path, reported as missing."""
     if os.path.lexists(raw):
         return [raw]
+    candidates: list[list[str]] = []
+    if "'" in raw or '"' in raw:
+        try:
+            candidates.append(shlex.split(raw))
+        except ValueError:
+            pass  # unbalanced quotes: characters of a name
+    candidates.append(rejoin(raw.split()))
+    for words in candidates:
+        if words and all(w == "-" or os.path.lexists(w) for w in words):
+            return words
     parts = raw.split()
-    if len(parts) > 1 and not all(p == "-" or os.path.lexists(p) for p in parts):
-        return [raw]
-    return parts
-
+    return parts if len(parts) == 1 else [raw]
 
 
 def rejoin(paths: list[str]) -> list[str]:

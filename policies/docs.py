@@ -92,7 +92,9 @@ def rules_markdown() -> str:
     lines += [
         "## Other ids",
         "",
-        "- `INPUT`: the input could not be read or rendered (invalid YAML, a broken `kustomization.yaml`, a missing file).",
+        "- `INPUT`: the input could not be read or rendered (invalid YAML, a broken `kustomization.yaml`, a missing file), "
+        "or would make kustomize reach past the repository: a remote resource, a Helm chart, a build option off the "
+        "allow-list ([security.md](security.md#kustomize-offline)).",
         "- `SCHEMA`, `SCHEMA-MISSING`, `SCHEMA-INPUT`: the schema stage (see [schemas.md](schemas.md)).",
         "- `ENV`: an environment declaration is invalid, several apply to one overlay, or (info) rules that need one "
         "could not run.",

@@ -16,6 +16,8 @@ from .render import inputs, kustomization_file
 from .rules import RULES
 
 FILE_NAME = "policy.yaml"
+# What a pod may reach of its node beyond its container (SEC008, SEC002): an environment's allowedHostAccess.
+HOST_ACCESS = ("hostNetwork", "hostPID", "hostIPC", "hostPath", "privileged")
 API_VERSION = "policies.ddp/v1"
 KIND = "Environment"
 # spec key -> (attribute, type, what it is for)
@@ -26,6 +28,8 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
                                              "(RES005) and explicit rendezvous timeouts (RDZV003)"),
     "requireImageDigest": ("require_image_digest", bool, "every image pinned by @sha256 digest (IMG002)"),
     "allowedCapabilities": ("allowed_capabilities", list, "Linux capabilities containers may add back (SEC003)"),
+    "allowedHostAccess": ("allowed_host_access", list, "host access pods may have: hostNetwork, hostPID, hostIPC, "
+                                                       "hostPath, privileged (SEC008, SEC002); [] allows none"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
 }
 
@@ -39,6 +43,7 @@ class Environment:
     large_job_pods: int | None = None
     require_image_digest: bool = False
     allowed_capabilities: list[str] = field(default_factory=list)
+    allowed_host_access: list[str] | None = None  # None: the environment does not say
     severity: dict[str, str] = field(default_factory=dict)
 
 
@@ -113,6 +118,10 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
             problems.append(err(f"severity of {rule_id} is {level!r}, expected one of {', '.join(SEVERITIES)}",
                                 _line_of(text, str(rule_id))))
     env.allowed_capabilities = [str(c).upper() for c in env.allowed_capabilities]
+    for item in env.allowed_host_access or []:
+        if item not in HOST_ACCESS:
+            problems.append(err(f"spec.allowedHostAccess lists {item!r}, expected some of {', '.join(HOST_ACCESS)}",
+                                _line_of(text, "allowedHostAccess")))
     return (None if problems else env), problems
 
 

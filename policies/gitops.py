@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from .loader import InputError
+from .offline import check_build_options, isolation
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "gitops.yaml"
@@ -34,6 +35,9 @@ def load(path: Path = CONFIG) -> dict[str, Any]:
     opts = doc["kustomize"].get("buildOptions", [])
     if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
         raise ConfigError(f"{path}: kustomize.buildOptions must be a list of strings (one per argument)")
+    bad = check_build_options(opts)
+    if bad:
+        raise ConfigError(f"{path}: kustomize.buildOptions: {bad}")
     if not isinstance(doc["kustomize"].get("version"), str):
         raise ConfigError(f"{path}: kustomize.version must be a string such as v5.8.1")
     return doc
@@ -81,7 +85,7 @@ def summary() -> str:
     pinned = kustomize_version()
     argo = argocd_settings()
     opts = " ".join(build_options()) or "(none)"
-    line = f"kustomize {used} (kubectl kustomize, {exe}); build options: {opts}"
+    line = f"kustomize {used} (kubectl kustomize, {exe}); build options: {opts}; {isolation()}"
     if used != pinned:
         line += f"; WARNING: gitops.yaml pins {pinned}"
     bundled = argo.get("bundledKustomize")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -266,7 +267,46 @@ class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
     """Safe loader that rejects duplicate keys (kubectl keeps the last one silently; strict validation refuses) and
     reads what is not JSON the way kubectl's sigs.k8s.io/yaml does: keys become strings (`5:` -> "5", `true:` ->
     "true"), timestamps stay the text written, `!!binary` is its UTF-8 text; `!!set`, `!!omap` and `!!pairs` are
-    refused."""
+    refused. Plain scalars resolve as go-yaml resolves them (kustomize's and the API server's reader): no YAML 1.1
+    base-60 numbers (`12:30` is the string "12:30", where PyYAML read 750, and a 2 MB `1:0:0:...` took minutes to
+    build), and an integer too large for go-yaml's int64, uint64 and float64 stays the text written (go-yaml's
+    resolve falls through to a string; Python refuses more than 4,300 digits). Merge keys (`<<: *anchor`) are
+    expanded, the mapping's own keys winning, as kustomize renders them."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:int",
+                                                                           "tag:yaml.org,2002:float")]
+        for first, resolvers in _Base.yaml_implicit_resolvers.items()}
+
+
+# PyYAML's int and float patterns (resolver.py) less their sexagesimal alternatives: go-yaml (v2 resolve.go, v3
+# resolve.go) has none.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"""^(?:[-+]?0b[0-1_]+
+                |[-+]?0[0-7_]+
+                |[-+]?(?:0|[1-9][0-9_]*)
+                |[-+]?0x[0-9a-fA-F_]+)$""", re.X),
+    list("-+0123456789"))
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                |[-+]?\.(?:inf|Inf|INF)
+                |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+# More digits than this can be no float64 (about 1.8e308): go-yaml reads the text, and Python is not asked to.
+_MAX_NUMBER_DIGITS = 400
+
+
+def _int(loader: "_StrictLoader", node: yaml.ScalarNode) -> Any:
+    text = node.value.replace("_", "")
+    if len(text) > _MAX_NUMBER_DIGITS:
+        return node.value
+    value = loader.construct_yaml_int(node)
+    if abs(value) >= 2 ** 64 and (not text.lstrip("+-").isdigit() or abs(value) > sys.float_info.max):
+        return node.value  # beyond go-yaml's int64/uint64, and no float64 (or not decimal): the text
+    return value
 
 
 def key_text(key: Any, node: yaml.Node) -> Any:
@@ -287,9 +327,14 @@ def key_text(key: Any, node: yaml.Node) -> Any:
     return key  # a list or mapping as a key: construct_mapping below refuses it with its line
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue  # `<<`: flatten_mapping below merges it, the mapping's own keys winning
         key = key_text(loader.construct_object(key_node, deep=deep), key_node)
         if isinstance(key, (list, dict)):
             raise yaml.constructor.ConstructorError(None, None, f"a {type(key).__name__} as a mapping key (keys must "
@@ -325,6 +370,7 @@ def _refuse(loader: _StrictLoader, node: yaml.Node) -> Any:
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
 _StrictLoader.add_constructor("tag:yaml.org,2002:binary", _binary)
 for _tag in ("set", "omap", "pairs"):
     _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)

@@ -17,14 +17,20 @@ from typing import Any
 
 import yaml
 
-from .gitops import build_options, kubectl
+from . import offline
+from .gitops import ConfigError, build_options, kubectl
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse, path_error, read_text, rel
 from .model import Manifest
 from .transaction import pending
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-# The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read.
-KUSTOMIZE_FLAGS: list[str] = build_options()
+# The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read (allow-listed:
+# policies/offline.py). A gitops.yaml that cannot be used is every render's one-line error, not an import failure.
+try:
+    KUSTOMIZE_FLAGS: list[str] = build_options()
+    _FLAGS_ERROR: str | None = None
+except ConfigError as _exc:
+    KUSTOMIZE_FLAGS, _FLAGS_ERROR = [], str(_exc)
 # kustomize's bounds (docs/validation.md, "Bounds"). It expands YAML aliases while it reads (issue 15's alias bomb of
 # under 600 bytes in a resource took it past 1.5 GB), so on Linux it runs with its data segment limited (RLIMIT_DATA: what Go's heap
 # grows in; the address space is no use as a limit, Go reserves gigabytes of it at start) and is stopped after
@@ -120,20 +126,8 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
         return False
     if not isinstance(doc, dict) or doc.get("helmCharts") or doc.get("helmGlobals"):
         return False
-    refs: list[str] = []
-    for key in ("resources", "components", "bases", "configurations", "crds", "generators", "transformers",
-                "validators", "patchesStrategicMerge"):
-        refs += [r for r in doc.get(key) or [] if isinstance(r, str) and "\n" not in r]
-    for key in ("patches", "patchesJson6902", "replacements"):
-        refs += [p["path"] for p in doc.get(key) or [] if isinstance(p, dict) and p.get("path")]
-    for key in ("configMapGenerator", "secretGenerator"):
-        for gen in doc.get(key) or []:
-            for f in (gen.get("files") or []) + (gen.get("envs") or []) + ([gen["env"]] if gen.get("env") else []):
-                refs.append(str(f).split("=", 1)[-1])
-    if isinstance(doc.get("openapi"), dict) and doc["openapi"].get("path"):
-        refs.append(doc["openapi"]["path"])
-    for ref in refs:
-        if "://" in ref or ref.startswith(("github.com", "git@")):
+    for _, ref, root in references(doc):
+        if offline.remote(ref, root):
             return False
         try:
             target = _resolve(folder / ref)
@@ -147,6 +141,88 @@ def _inputs(folder: Path, seen: set[Path], files: list[Path]) -> bool:
         else:
             return False  # missing: let kustomize say so
     return True
+
+
+# Fields of a kustomization that name files or folders (kustomize v5.8.1 api/types/kustomization.go); those whose
+# entries kustomize may load as a kustomization root, where a repository spec is cloned (kusttarget.go
+# accumulateResources for resources, bases, generators, transformers and validators; accumulateComponents).
+_ROOT_LISTS = ("resources", "bases", "components", "generators", "transformers", "validators")
+_FILE_LISTS = ("configurations", "crds", "patchesStrategicMerge")
+
+
+def references(doc: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(field, reference, may be a root) for every file or folder a kustomization names."""
+    out: list[tuple[str, str, bool]] = []
+    for key in _ROOT_LISTS + _FILE_LISTS:
+        entries = doc.get(key)
+        for i, r in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(r, str) and "\n" not in r:
+                out.append((f"{key}[{i}]", r, key in _ROOT_LISTS))
+    for key in ("patches", "patchesJson6902", "replacements"):
+        entries = doc.get(key)
+        for i, p in enumerate(entries if isinstance(entries, list) else []):
+            if isinstance(p, dict) and isinstance(p.get("path"), str) and p["path"]:
+                out.append((f"{key}[{i}].path", p["path"], False))
+    for key in ("configMapGenerator", "secretGenerator"):
+        gens = doc.get(key)
+        for i, gen in enumerate(gens if isinstance(gens, list) else []):
+            if not isinstance(gen, dict):
+                continue
+            for sub in ("files", "envs"):
+                for j, f in enumerate(gen.get(sub) if isinstance(gen.get(sub), list) else []):
+                    out.append((f"{key}[{i}].{sub}[{j}]", str(f).split("=", 1)[-1], False))
+            if gen.get("env"):
+                out.append((f"{key}[{i}].env", str(gen["env"]), False))
+    if isinstance(doc.get("openapi"), dict) and isinstance(doc["openapi"].get("path"), str):
+        out.append(("openapi.path", doc["openapi"]["path"], False))
+    return out
+
+
+def reaches_out(folder: Path) -> str | None:
+    """The first thing in the kustomizations `folder` reads (its own, its bases', its components') that would make
+    kustomize fetch from the network or run a program: a remote reference or a Helm chart. One line naming the
+    file and field, else None. Folders are followed as kustomize follows them; what cannot be read is left to
+    kustomize to report."""
+    seen: set[Path] = set()
+    todo = [folder]
+    while todo:
+        here = todo.pop()
+        try:
+            here = _resolve(here)
+        except (OSError, RuntimeError):
+            continue
+        if here in seen:
+            continue
+        seen.add(here)
+        kfile = kustomization_file(here)
+        if kfile is None:
+            continue
+        try:
+            doc = read_yaml(kfile)
+        except (OSError, yaml.YAMLError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        for key in ("helmCharts", "helmGlobals"):
+            if doc.get(key):
+                return (f"{rel(kfile)}: {key}: kustomize would run helm (and fetch the chart's repository); refused: "
+                        "render the chart once and commit its output (helm template), then list that file")
+        for field, ref, root in references(doc):
+            how = offline.remote(ref, root)
+            if how == "git" and not field.startswith("components") and (here / ref).is_file():
+                how = None  # a resource is read as a local file first (kusttarget.go:422), a component never
+            if how:
+                what = "download it over HTTP" if how == "download" else "clone it with git"
+                return (f"{rel(kfile)}: {field} '{ref}' is remote: kustomize would {what} on every render (Argo CD "
+                        "too), content nobody reviewed; refused: copy it into the repository and name the local path")
+            if root:
+                try:
+                    target = _resolve(here / ref)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+                if target.is_dir():
+                    todo.append(target)
+    return None
 
 
 def _resolve(path: Path) -> Path:
@@ -208,8 +284,39 @@ def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
     # Paths relative to the overlay: the same files in another checkout (make diff's base) share the entry.
     root = _resolve(folder)
     for f in sorted(set(files)):
-        h.update(os.path.relpath(_resolve(f), root).encode() + b"\0" + f.read_bytes() + b"\0")
+        h.update(os.path.relpath(_resolve(f), root).encode() + b"\0")
+        _hash_file(h, f)
+        h.update(b"\0")
     return h.hexdigest()
+
+
+def _hash_file(h: Any, path: Path) -> None:
+    """Feed one input file to the hash in 1 MiB chunks, within the loader's bound on one input (InputError past it:
+    a 5 GB sparse file was read whole for the cache key and ended the run with MemoryError)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_INPUT_BYTES:
+            raise InputError(f"{rel(path)}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one input "
+                             "may be (kustomize would read it whole)")
+        total = 0
+        while chunk := f.read(1024 * 1024):
+            total += len(chunk)
+            if total > MAX_INPUT_BYTES:  # it grew while read
+                raise InputError(f"{rel(path)}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one "
+                                 "input may be (kustomize would read it whole)")
+            h.update(chunk)
+
+
+def oversized(folder: Path) -> str | None:
+    """The first file the kustomization reads that is larger than one input may be, as one line; None if none."""
+    _, files = inputs(folder)
+    for f in files:
+        try:
+            if os.stat(f).st_size > MAX_INPUT_BYTES:
+                return (f"{rel(f)}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, the most one input may be "
+                        "(kustomize would read it whole)")
+        except OSError:
+            continue  # kustomize says what is wrong with it
+    return None
 
 
 def cache_dir() -> Path:
@@ -240,6 +347,14 @@ def _render(folder: Path, options: list[str] | None = None) -> Rendered:
     half_written = pending(folder)  # an interrupted make scale: neither the old overlay nor the new one
     if half_written:
         return Rendered(source, [], half_written)
+    if options is None and _FLAGS_ERROR:
+        return Rendered(source, [], _FLAGS_ERROR)
+    bad_option = offline.check_build_options(KUSTOMIZE_FLAGS if options is None else options)
+    if bad_option:
+        return Rendered(source, [], f"gitops.yaml: kustomize.buildOptions: {bad_option}")
+    outside = reaches_out(folder) or oversized(folder)
+    if outside:
+        return Rendered(source, [], outside)
     memo_key = None
     if _RUN_MEMO is not None:
         try:
@@ -306,13 +421,15 @@ def _limited(cmd: list[str]) -> list[str]:
 
 
 def run_bounded(cmd: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S) -> Run:
-    """Run kustomize (or any command) within the bounds above: memory, time, and at most MAX_INPUT_BYTES of output
-    kept (1 MiB of standard error); a broken bound is `failure`, one line, never a Go stack dump."""
-    env = None
+    """Run kustomize (or any command, named by its absolute path) within the bounds above: memory, time, and at
+    most MAX_INPUT_BYTES of output kept (1 MiB of standard error); a broken bound is `failure`, one line, never a Go
+    stack dump. It runs offline (policies/offline.py): no network where the machine allows a namespace, no program
+    on PATH, HTTP proxies pointed at a closed port."""
+    env = offline.environment(dict(os.environ))
     if not any(k in os.environ for k in KUSTOMIZE_GO_ENV):
-        env = {**os.environ, **KUSTOMIZE_GO_ENV}
-    proc = subprocess.Popen(_limited(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env)
+        env.update(KUSTOMIZE_GO_ENV)
+    proc = subprocess.Popen(offline.sandbox(_limited(cmd)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
     out, err = bytearray(), bytearray()
     too_much = threading.Event()
 

@@ -126,4 +126,4 @@ def test_rule_family_is_registered():
     from policies.rules import FAMILIES, ID_FORMAT, RULES
 
     assert "ARGO" in FAMILIES and ID_FORMAT.match("ARGO001")
-    assert [r for r in RULES if r.startswith("ARGO")] == [f"ARGO00{i}" for i in range(1, 9)]
+    assert [r for r in RULES if r.startswith("ARGO")] == [f"ARGO00{i}" for i in range(1, 10)]

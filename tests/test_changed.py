@@ -66,3 +66,21 @@ def test_pre_commit_config_runs_the_same_checks():
     assert not files.search("trainer/train.py") and not files.search("README.md")
     assert "vendor.github-workflows" in hooks["lint-workflows"]["entry"]
     assert "policies.cli docs" in hooks["rules-doc-up-to-date"]["entry"]
+
+
+def test_plain_manifests_beside_the_overlays_are_validated(tmp_path):
+    """make validate checks every manifest file under overlays/ outside a kustomization's folder; a change to one is
+    validated by the hook too (it was 'nothing to validate')."""
+    root = tmp_path / "repo"
+    for d in ("base", "components", "overlays"):
+        shutil.copytree(REPO / d, root / d)
+    shutil.copy(REPO / "gitops.yaml", root)
+    extra = root / "overlays/extras/quota.yaml"
+    extra.parent.mkdir()
+    extra.write_text("apiVersion: v1\nkind: Service\nmetadata:\n  name: q\nspec:\n  ports: 5\n")
+    assert affected(["overlays/extras/quota.yaml"], root) == ["overlays/extras/quota.yaml"]
+    proc = subprocess.run([sys.executable, "-m", "policies.changed", "--root", str(root),
+                           "overlays/extras/quota.yaml"], cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1 and "overlays/extras/quota.yaml" in proc.stdout, proc.stdout + proc.stderr
+    # A file inside an overlay's folder is the overlay's, as before.
+    assert affected(["overlays/kind-cpu/trainjob/notes.yaml"], root) == ["overlays/kind-cpu/trainjob"]

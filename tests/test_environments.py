@@ -157,3 +157,32 @@ def test_one_environment_per_overlay(tmp_path):
     proc = run_cli("validate", str(_overlay(tmp_path, POLICY, extra_component=True)))
     assert proc.returncode == 1
     assert "error ENV" in proc.stdout and "several environment declarations" in proc.stdout
+
+
+def test_host_access_is_an_error_where_the_environment_declares_it_and_a_warning_elsewhere(tmp_path):
+    """SEC008/SEC002: every environment here declares allowedHostAccess; a pod with hostPID in one is an error (that
+    environment said it must not be there), with no declaration a warning (a security choice)."""
+    from policies import environment as envmod
+    from policies.engine import Unit, check_policies
+    from policies.loader import parse
+
+    for name in ("kind-cpu", "gke-t4", "64x8-h100"):
+        env, problems = envmod.load(REPO / "components" / name / "policy.yaml")
+        assert not problems and env.allowed_host_access is not None, name
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  hostPID: true\n  containers:\n"
+           "    - name: c\n      image: busybox:1\n      securityContext: {privileged: true}\n")
+
+    def severities(env):
+        unit = Unit("p.yaml", "file", parse(pod, "p.yaml"))
+        unit.environment = env
+        check_policies(unit, ["SEC008", "SEC002"])
+        return sorted((p.rule, p.severity) for p in unit.problems)
+
+    kind, _ = envmod.load(REPO / "components/kind-cpu/policy.yaml")
+    assert severities(kind) == [("SEC002", "error"), ("SEC008", "error")]
+    assert severities(None) == [("SEC002", "warning"), ("SEC008", "warning")]
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("apiVersion: policies.ddp/v1\nkind: Environment\nmetadata:\n  name: x\nspec:\n"
+                   "  allowedHostAccess: [hostEverything]\n")
+    _, problems = envmod.load(bad)
+    assert problems and "allowedHostAccess lists 'hostEverything'" in problems[0].message

@@ -163,12 +163,16 @@ def test_ci_uploads_the_reports():
 
     doc = yaml.safe_load((REPO / ".github/workflows/ci.yaml").read_text())
     job = doc["jobs"]["validate-and-test"]
-    assert job["permissions"]["security-events"] == "write"
+    assert "security-events" not in job["permissions"]  # the job that runs the pull request's code cannot write
     steps = job["steps"]
     script = next(s["run"] for s in steps if "FORMAT=sarif" in s.get("run", ""))
     assert "FORMAT=junit" in script
-    sarif = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
-    assert sarif["with"]["sarif_file"] == "policies.sarif"
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert "policies.sarif" in upload["with"]["path"] and "policies-junit.xml" in upload["with"]["path"]
+    scan = doc["jobs"]["code-scanning"]
+    assert scan["permissions"]["security-events"] == "write" and scan["needs"] == "validate-and-test"
+    sarif = next(s for s in scan["steps"] if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    assert sarif["with"]["sarif_file"] == "reports/policies.sarif"
 
 
 def test_a_line_break_quoted_from_the_input_stays_one_line(tmp_path):

@@ -5,6 +5,7 @@ most in review: no untrusted expression inside a shell script, explicit permissi
 targets CI calls exist."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -153,12 +154,203 @@ def test_make_targets_used_by_workflows_exist():
 def test_the_comment_job_never_runs_pull_request_code():
     doc = load(REPO / ".github/workflows/pr-diff-comment.yaml")
     assert list(doc["on"]) == ["workflow_run"]
+    assert doc["permissions"] == {}  # write access is the comment job's alone
     steps = doc["jobs"]["comment"]["steps"]
     assert not [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout")]
-    assert "*[!0-9]*" in steps[-1]["run"]  # the artifact's pull request number is checked to be a number
+    assert "pr-number" not in (REPO / ".github/workflows/pr-diff-comment.yaml").read_text()
     diff = load(REPO / ".github/workflows/pr-diff.yaml")
     assert diff["permissions"] == {"contents": "read"}
     assert "policies.diff" in (REPO / ".github/workflows/pr-diff.yaml").read_text()
+
+
+# ---------------------------------------------------------------- the comment's trust boundary, run for real
+# The comment step's own script, with the env its YAML gives it evaluated against a workflow_run event, runs against
+# a fake `gh` (tests/fixtures/workflows/fake_gh.py: the REST answers, --jq through the real jq). The artifact is the
+# pull request's to write: it names another pull request in every case below, and is never believed.
+
+COMMENT_WORKFLOW = REPO / ".github/workflows/pr-diff-comment.yaml"
+FAKE_GH = REPO / "tests/fixtures/workflows/fake_gh.py"
+MARKER = "<!-- ddp-gitops-diff -->"
+SHA, OTHER_SHA = "a" * 40, "b" * 40
+
+
+def _expression(value: str, context: dict) -> str:
+    """`${{ a.b.c[0].d }}` looked up in context, as GitHub renders it into env (null: an empty string)."""
+    def lookup(m: re.Match) -> str:
+        node: object = context
+        for part in re.findall(r"[A-Za-z_][\w-]*|\[\d+\]", m.group(1)):
+            if part.startswith("["):
+                i = int(part[1:-1])
+                node = node[i] if isinstance(node, list) and i < len(node) else None
+            else:
+                node = node.get(part) if isinstance(node, dict) else None
+        return "" if node is None else str(node)
+    return re.sub(r"\$\{\{\s*([\w.\[\]-]+)\s*\}\}", lookup, value)
+
+
+def _comment(tmp_path: Path, pulls: list[dict], event: dict, comments: list[dict] | None = None,
+             diff: str = f"{MARKER}\n### overlays/kind-cpu/trainjob\nno changes\n") -> tuple[subprocess.CompletedProcess, list, dict]:
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed: the fake gh applies --jq with it (GitHub's runners have it)")
+    step = load(COMMENT_WORKFLOW)["jobs"]["comment"]["steps"][-1]
+    context = {"github": {"token": "t0ken", "repository": "example/ddp", "event": {"workflow_run": event}}}
+    env = {k: _expression(str(v), context) for k, v in step["env"].items()}
+    state = {"repo": "example/ddp", "pulls": pulls, "comments": comments or []}
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "gh").write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE_GH} \"$@\"\n")
+    (bindir / "gh").chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "diff.md").write_text(diff)
+    (out / "pr-number").write_text("1\n")  # what the old workflow believed: the victim's pull request
+    proc = subprocess.run(["bash", "-c", step["run"]], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path),
+                               "FAKE_GH_STATE": str(tmp_path / "state.json"),
+                               "FAKE_GH_LOG": str(tmp_path / "calls.jsonl"), **env})
+    log = tmp_path / "calls.jsonl"
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return proc, calls, json.loads((tmp_path / "state.json").read_text())
+
+
+def _pr(number: int, sha: str = SHA, owner: str = "mallory", branch: str = "feature", files=("overlays/x.yaml",),
+        state: str = "open") -> dict:
+    return {"number": number, "sha": sha, "owner": owner, "branch": branch, "files": list(files), "state": state}
+
+
+def _fork_event(**kw) -> dict:
+    event = {"head_sha": SHA, "head_branch": "feature", "head_repository": {"owner": {"login": "mallory"}},
+             "pull_requests": [], "id": 42, "event": "pull_request"}
+    event.update(kw)
+    return event
+
+
+def _written(calls: list) -> list[tuple[str, str]]:
+    return [(c["method"], c["endpoint"]) for c in calls if c["method"] in ("POST", "PATCH")]
+
+
+def test_comment_goes_to_the_pull_request_of_the_triggering_commit_not_the_artifacts(tmp_path):
+    victim, attacker = _pr(1, sha="c" * 40, owner="alice", branch="main-work"), _pr(7)
+    proc, calls, state = _comment(tmp_path, [victim, attacker], _fork_event())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _written(calls) == [("POST", "repos/example/ddp/issues/7/comments")]
+    (comment,) = state["comments"]
+    assert comment["issue"] == 7 and comment["body"].startswith(MARKER)
+
+
+def test_same_repository_pull_request_from_the_event_checked_against_its_head(tmp_path):
+    event = _fork_event(pull_requests=[{"number": 5}], head_repository={"owner": {"login": "example"}})
+    proc, calls, _ = _comment(tmp_path, [_pr(5, owner="example")], event)
+    assert proc.returncode == 0, proc.stderr
+    assert _written(calls) == [("POST", "repos/example/ddp/issues/5/comments")]
+    # The event names pull request 5, whose head has moved on: no comment from this (older) run.
+    (tmp_path / "moved").mkdir()
+    proc, calls, _ = _comment(tmp_path / "moved", [_pr(5, sha=OTHER_SHA, owner="example")], event)
+    assert proc.returncode == 0, proc.stderr
+    assert _written(calls) == [] and "not commenting" in proc.stderr
+
+
+def test_no_comment_where_no_open_pull_request_has_the_triggering_commit(tmp_path):
+    proc, calls, _ = _comment(tmp_path, [_pr(7, sha=OTHER_SHA), _pr(8, state="closed")], _fork_event())
+    assert proc.returncode == 0, proc.stderr
+    assert _written(calls) == []
+
+
+def test_a_commit_sha_that_is_not_one_is_refused(tmp_path):
+    proc, calls, _ = _comment(tmp_path, [_pr(7)], _fork_event(head_sha="$(touch pwned)"))
+    assert proc.returncode == 1 and calls == [] and not (tmp_path / "pwned").exists()
+
+
+def test_comment_says_when_the_pull_request_changes_the_code_that_computed_the_diff(tmp_path):
+    pr = _pr(7, files=["policies/diff.py", "overlays/kind-cpu/trainjob/kustomization.yaml"])
+    proc, _, state = _comment(tmp_path, [pr], _fork_event())
+    assert proc.returncode == 0, proc.stderr
+    body = state["comments"][0]["body"]
+    assert body.startswith(MARKER + "\n> **This pull request changes the code that computed this diff** "
+                           "(policies/diff.py)")
+    assert body.count(MARKER) == 1 and "no changes" in body
+    (tmp_path / "plain").mkdir()
+    _, _, state = _comment(tmp_path / "plain", [_pr(7)], _fork_event())
+    assert "changes the code" not in state["comments"][0]["body"]
+
+
+def test_comment_updates_its_own_comment_only(tmp_path):
+    comments = [{"id": 1, "issue": 7, "body": MARKER + " forged", "user": {"login": "mallory"}},
+                {"id": 2, "issue": 7, "body": MARKER + " old diff", "user": {"login": "github-actions[bot]"}}]
+    proc, calls, state = _comment(tmp_path, [_pr(7)], _fork_event(), comments)
+    assert proc.returncode == 0, proc.stderr
+    assert _written(calls) == [("PATCH", "repos/example/ddp/issues/comments/2")]
+    assert state["comments"][0]["body"] == MARKER + " forged"
+
+
+# ---------------------------------------------------------------- zizmor: the workflows' security audit, offline
+
+def zizmor() -> list[str]:
+    exe = Path(sys.executable).with_name("zizmor")
+    if not exe.exists():
+        pytest.fail("zizmor is not installed in .venv (requirements-dev.txt; run make setup)")
+    return [str(exe), "--persona", "auditor", "--offline", "--min-severity", "medium", "--no-progress"]
+
+
+def _zizmor(paths: list[str], cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN")}
+    env.update(HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="")
+    return subprocess.run([*zizmor(), *paths], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_zizmor_auditor_finds_nothing_of_medium_or_above():
+    proc = _zizmor([".github/"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings" in proc.stdout
+
+
+def test_zizmor_catches_the_old_comment_workflow(tmp_path):
+    """The check can fail: the comment workflow as it was (write permission at workflow level, the artifact's number
+    believed) is refused."""
+    old = (tmp_path / ".github/workflows")
+    old.mkdir(parents=True)
+    (old / "c.yaml").write_text(
+        "name: c\non:\n  workflow_run:\n    workflows: [pr-diff]\n    types: [completed]\npermissions:\n"
+        "  actions: read\n  pull-requests: write\njobs:\n  comment:\n    name: c\n    runs-on: ubuntu-24.04\n"
+        "    steps:\n      - run: gh api repos/x/y/issues/$(cat out/pr-number)/comments\n")
+    proc = _zizmor([".github/"], cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "excessive-permissions" in proc.stdout and "dangerous-triggers" in proc.stdout
+
+
+def test_every_zizmor_suppression_says_why():
+    """One finding is suppressed, with its reason beside it: workflow_run in the comment workflow (the trust boundary
+    above is what makes it safe). Any other needs the same: a reason on the line."""
+    found = []
+    for path in [*WORKFLOWS, REPO / ".github/dependabot.yml"]:
+        for line in path.read_text().splitlines():
+            m = re.search(r"zizmor: ignore\[([\w-]+)\](.*)", line)
+            if m:
+                assert len(m.group(2).strip()) > 20, f"{path.name}: {line.strip()} gives no reason"
+                found.append((path.name, m.group(1)))
+    assert found == [("pr-diff-comment.yaml", "dangerous-triggers")]
+
+
+def test_make_lint_runs_zizmor():
+    makefile = (REPO / "Makefile").read_text()
+    lint = makefile[makefile.index("\nlint:"):]
+    lint = lint[:lint.index("\n\n")]
+    assert "zizmor --persona auditor --offline --min-severity medium" in lint and ".github/" in lint
+
+
+def test_no_job_that_runs_pull_request_code_can_write():
+    """ci's job that runs the pull request's code has a read-only token (code scanning's upload is its own job, which
+    checks out nothing); the image pin job that installs packages cannot write either."""
+    ci = load(REPO / ".github/workflows/ci.yaml")
+    assert ci["jobs"]["validate-and-test"]["permissions"] == {"contents": "read"}
+    scan = ci["jobs"]["code-scanning"]
+    assert not [s for s in scan["steps"] if str(s.get("uses", "")).startswith("actions/checkout")]
+    assert not [s for s in scan["steps"] if "run" in s]
+    image = load(REPO / ".github/workflows/image.yaml")
+    assert image["jobs"]["pin"]["permissions"] == {"contents": "read"}
+    writer = image["jobs"]["pull-request"]
+    assert "pip" not in json.dumps(writer) and "python" not in json.dumps(writer)
 
 
 def test_image_workflow_pins_through_a_pull_request():
