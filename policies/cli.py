@@ -31,7 +31,7 @@ def _validator(prefer: str):
 def cmd_validate(args: argparse.Namespace) -> int:
     from . import engine
     from .report import FORMATS, Run
-    from .trace import trace_all
+    from .trace import place
 
     from .render import share_renders
 
@@ -48,10 +48,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _kustomize_banner(banner)  # which kustomize rendered; said only where one did (not for files or stdin)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
-    trace_all(units)
-    for u in units:
-        for p in [*u.problems, *u.suppressed]:
-            p.source = _rel(p.source)
+    place(units)
     schema_name = validator.name if validator else "skipped (--schema none)"
     run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
     sys.stdout.write(FORMATS[args.format](run))

@@ -23,6 +23,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScala
 
 from . import launchers, transaction
 from .entry import guarded
+from .kube import dig, parse_quantity
 from .paths import overlay_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -96,7 +97,9 @@ def set_scalar(parent: Any, key: Any, value: Any) -> None:
 # ---------------------------------------------------------------- quantities
 
 
-_QTY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$")
+# The quantities make scale rewrites (parsed by kube.parse_quantity): a plain decimal number and a unit it can write
+# back in the same form (no sign, exponent, n, u, E or Ei).
+_WRITABLE_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _FACTOR = {None: Fraction(1), "m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6),
            "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "Ki": Fraction(2**10),
            "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50)}
@@ -105,10 +108,10 @@ _SMALLER = {"Pi": "Ti", "Ti": "Gi", "Gi": "Mi", "Mi": "Ki", "Ki": None, "P": "T"
 
 
 def parse_qty(raw: Any) -> tuple[Fraction, str | None]:
-    m = _QTY.match(str(raw).strip())
-    if not m:
+    q = parse_quantity(str(raw))
+    if q is None or (q.suffix or None) not in _FACTOR or not _WRITABLE_NUMBER.fullmatch(q.number):
         raise ScaleError(f"cannot scale the quantity {raw!r}")
-    return Fraction(m.group(1)) * _FACTOR[m.group(2)], m.group(2)
+    return q.value, q.suffix or None
 
 
 def format_qty(value: Fraction, suffix: str | None) -> str:
@@ -282,17 +285,8 @@ def plan(ov: Overlay, cur: Current, nodes: int, gpus: int | None, procs: int | N
     return Plan(nodes, nproc, 0, Fraction(nproc, cur.nproc))
 
 
-def _get(node: Any, *keys: Any) -> Any:
-    for k in keys:
-        try:
-            node = node[k]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return node
-
-
 def _need(node: Any, what: str, path: Path, *keys: Any) -> Any:
-    found = _get(node, *keys)
+    found = dig(node, *keys)
     if found is None:
         raise ScaleError(f"{rel(path)}: has no {what}; make scale edits the layout the repository's overlays use")
     return found

@@ -28,9 +28,10 @@ from .entry import guarded
 from . import engine
 from . import faults as F
 from . import launchers, paths
-from .launchers import Bundle, Pod, Workload, as_int, workloads
-from .launchers.base import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, WAIT, Decision, PodExit,
-                             RestartCount)
+from .kube import as_int
+from .launchers import Bundle, Pod, Workload, workloads
+from .launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, WAIT, Decision, PodExit,
+                                  RestartCount)
 from .model import ERROR, Manifest
 from .rules import RULES
 from .topology import compute
@@ -278,7 +279,7 @@ class Simulation:
             p, w = sp.pod, sp.workload
             ns = p.namespace or "default"
             if w.managed_dns:
-                bases = [w.controller.address(w, p)]  # the controller's own Services
+                bases = [w.launcher.address(w, p)]  # the controller's own Services
             elif p.subdomain and self._service_selects(p):
                 bases = [f"{p.hostname}.{p.subdomain}"]
             else:
@@ -754,7 +755,7 @@ class Simulation:
     def _decide(self, sp: SimPod, count: RestartCount, now: float) -> None:
         w = sp.workload
         ended = PodExit(sp.pod.index, sp.exit_code or 0, sp.deleting)
-        d: Decision = w.controller.after_exit(w, self.bundle, ended, count)
+        d: Decision = w.launcher.after_exit(w, self.bundle, ended, count)
         cause = sp.fault_note or f"exited {sp.exit_code}"
         sp.fault_note, sp.deleting = None, False
         line = f"pod {sp.name} {cause} -> {d.controller}: {d.why}"
@@ -1283,7 +1284,7 @@ def fault_report(sim: Simulation, check: engine.Unit) -> str:
     # RESTART/ELASTIC findings on the same manifests.
     recovers = []
     for w in workloads(sim.bundle):
-        recovers += w.controller.restarts(w, sim.bundle)
+        recovers += w.launcher.restarts(w, sim.bundle)
     findings = [p.line() for p in check.problems + check.suppressed if p.rule.startswith(("RESTART", "ELASTIC"))]
     # A suppressed finding still holds (the overlay says so on purpose): the world does not re-form either way.
     blocked = sorted({p.rule for p in check.problems + check.suppressed

@@ -8,7 +8,7 @@ Each command runs from the checkout's root with this interpreter (`python -m pol
 code): `make validate` (text and JSON), `make plan FORMAT=json` (and PODS=1), `make diff` between two fixed commits
 (text, markdown, JSON), each on the repository's overlays and argocd/ and on the public corpus (tests/corpus) where
 the command reads files, and a few short `make simulate` runs (a faulted kind-cpu run, a scaled-down GPU overlay,
-a corpus manifest that fails here). What varies from run to run is masked: the checkout's path, seconds, pids,
+a corpus manifest that fails here). What varies from run to run is masked: the checkout's and the interpreter's paths, seconds,
 the lines the trainer processes print (their interleaving is the scheduler's), torch's own log lines."""
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ _POD_LINE = re.compile(r"^\[(?!sim\])[^\]\s]+\] ")
 
 
 def normalise(text: str, repo: Path, run_dir: Path | None = None, simulation: bool = False) -> str:
+    text = text.replace(str(Path(sys.executable).parent.parent), "<VENV>")  # the tools this interpreter runs
     text = text.replace(str(repo), "<REPO>")
     if run_dir is not None:
         text = text.replace(str(run_dir), "<RUN>")

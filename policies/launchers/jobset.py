@@ -9,10 +9,12 @@ import hashlib
 import re
 from typing import Any, Callable, Iterator
 
+from ..kube import DNS1035, DNS1123_SUBDOMAIN, as_int, dig, listing, mapping
 from ..model import WARNING, Manifest
 from . import indexed_job
-from .base import (DNS1035, DNS1123_SUBDOMAIN, FAIL, RECREATE_ALL, WAIT, Bundle, Check, Decision, Injected, Launcher,
-                   PodExit, PodGroup, RestartCount, ScaleSpec, Workload, as_int, dig, listing, mapping)
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .lifecycle import FAIL, RECREATE_ALL, WAIT, Decision, PodExit, RestartCount
+from .pods import Injected, PodGroup
 
 KIND = "JobSet"
 PREFIX = "jobset.sigs.k8s.io/"
@@ -407,6 +409,7 @@ def service(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 class JobSetLauncher(Launcher):
     id = "jobset"
+    order = 30
     title = "JobSet"
     kinds = (("jobset.x-k8s.io", KIND),)
     managed_dns = True
@@ -423,7 +426,6 @@ class JobSetLauncher(Launcher):
         spec = mapping(m.obj.get("spec"))
         w = Workload(m, self, child_groups(spec, m.name, m.namespace, "spec", m.metadata.get("annotations") or {},
                                            priorities=priority_classes(bundle)), m.namespace)
-        w.facts.update(subdomain=subdomain_of(m.name, spec))
         w.suspended = spec.get("suspend") is True
         return w
 
@@ -517,7 +519,7 @@ def jobset_after_exit(w: Workload, jobs: tuple[Manifest, list[tuple[str, dict[st
     if jobs is None:
         return Decision(WAIT, who, "no Job found for the pod: nothing modelled restarts it", JOBSET_SOURCE)
     pod = w.pod(ended.index)
-    group, _ = w.group_of(ended.index)
+    group, _ = w.group_at(ended.index)
     _, sites, default_policy = jobs
     job_spec = next((js for f, js in sites if group.template_field.removeprefix("(runtime) ").startswith(f)),
                     sites[0][1] if sites else {})

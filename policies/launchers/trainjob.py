@@ -5,16 +5,18 @@ pod count and container from `spec.trainer`, and injects torchrun's `PET_*` env
 from __future__ import annotations
 
 import copy
-import math
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import yaml
 
+from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, quantity_value
 from ..model import INFO, WARNING, Manifest
 from . import jobset
-from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
-                   Workload, as_int, dig, domain_prefixed_path_problems, listing, mapping)
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .lifecycle import Decision, PodExit, RestartCount
+from .pods import GPU_RESOURCES, Injected
 
 KIND = "TrainJob"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -59,18 +61,6 @@ def load_upstream_runtime() -> dict[str, Any]:
     return yaml.safe_load(UPSTREAM_RUNTIME_FILE.read_text())
 
 
-def _cpu_value(q: Any) -> int | None:
-    """resource.Quantity.Value() of a CPU quantity: rounded up to a whole number."""
-    if q is None:
-        return None
-    text = str(q)
-    try:
-        value = float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    except ValueError:
-        return None
-    return math.ceil(value)
-
-
 def _gpus(resources: dict[str, Any]) -> int:
     """runtime.GetNumGPUPerNode: requests of the first resource whose name contains "gpu", else its limits."""
     def count(section: Any) -> int:
@@ -90,9 +80,9 @@ def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) ->
     res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None else runtime_resources
     if _gpus(res):
         return "auto"
-    cpu = _cpu_value(mapping(res.get("requests")).get("cpu"))
+    cpu = quantity_value(mapping(res.get("requests")).get("cpu"))
     if not cpu:
-        cpu = _cpu_value(mapping(res.get("limits")).get("cpu"))
+        cpu = quantity_value(mapping(res.get("limits")).get("cpu"))
     return str(max(1, cpu or 0))
 
 
@@ -274,8 +264,26 @@ def is_trainer_step(rjob: dict[str, Any]) -> bool:
     return ancestor(rjob) == TRAINER_STEP
 
 
+@dataclass
+class TrainJobWorkload(Workload):
+    """A TrainJob's pods, made from its runtime's template (Workload.runtime, where that runtime is in the
+    manifests), and what the Trainer's webhook reads of the runtime."""
+
+    runtime_kind: str = ""
+    runtime_name: str = ""
+    # The runtime as read: the object in the manifests, or upstream's for its default runtime; None where neither.
+    runtime_obj: dict[str, Any] | None = None
+    # The runtime has mlPolicy.torch; the TrainJob sets spec.trainer.
+    torch_policy: bool = False
+    trainer_set: bool = False
+    # The runtime's JobSet template after the TrainJob's runtime patches, and its `node` container's resources.
+    template: dict[str, Any] = field(default_factory=dict)
+    runtime_resources: dict[str, Any] = field(default_factory=dict)
+
+
 class TrainJobLauncher(Launcher):
     id = "trainjob"
+    order = 20
     title = "Kubeflow Trainer v2 TrainJob"
     kinds = (("trainer.kubeflow.org", KIND),)
     for_training = True
@@ -295,21 +303,18 @@ class TrainJobLauncher(Launcher):
             return load_upstream_runtime(), None, kind, name
         return None, None, kind, name
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> TrainJobWorkload:
         spec = mapping(m.obj.get("spec"))
         name = m.name
         trainer_set = isinstance(spec.get("trainer"), dict)
         trainer = mapping(spec.get("trainer"))
         runtime_obj, runtime, kind, rname = self.runtime(m, bundle)
-        w = Workload(m, self, [], m.namespace)
-        w.facts.update(runtime_kind=kind, runtime_name=rname, runtime_found=runtime_obj is not None,
-                       runtime_source=runtime.source if runtime else None, runtime=runtime,
-                       runtime_obj=runtime_obj)
+        w = TrainJobWorkload(m, self, [], m.namespace, runtime=runtime, runtime_kind=kind, runtime_name=rname,
+                             runtime_obj=runtime_obj)
         if runtime_obj is None:
-            w.facts["unresolved"] = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: "
-                                          "the topology cannot be worked out",
-                                          "commit the runtime beside the TrainJob so everything it depends on lives "
-                                          "in git")
+            w.unresolved = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: the "
+                                 "topology cannot be worked out", "commit the runtime beside the TrainJob so "
+                                 "everything it depends on lives in git")
             return w
         if runtime is None:
             w.notes.append(f"runtime {UPSTREAM_RUNTIME} is not in these manifests: assumed upstream's "
@@ -383,8 +388,8 @@ class TrainJobLauncher(Launcher):
             if runtime_resources:
                 break
         nproc = resolve_nproc(trainer, runtime_resources)
-        w.facts.update(torch_policy=torch_policy is not None, num_nodes=nodes, nproc_per_node=nproc,
-                       trainer_set=trainer_set, template=template, runtime_resources=runtime_resources)
+        w.torch_policy, w.trainer_set = torch_policy is not None, trainer_set
+        w.template, w.runtime_resources = template, runtime_resources
 
         # The trainer step's `node` container after the jobset plugin's builder and the runtime's resource merge.
         fields: dict[int, str] = {}
@@ -452,9 +457,9 @@ class TrainJobLauncher(Launcher):
                            "recipe to it (not modelled here) instead of PET_MASTER_ADDR/PORT")
         return w
 
-    def services(self, w: Workload) -> list[dict[str, Any]]:
-        spec = mapping(dig(w.facts.get("runtime_obj") or {}, "spec", "template", "spec"))
-        return jobset.service(w.manifest.name, spec) if w.facts.get("runtime_obj") else []
+    def services(self, w: TrainJobWorkload) -> list[dict[str, Any]]:
+        spec = mapping(dig(w.runtime_obj or {}, "spec", "template", "spec"))
+        return jobset.service(w.manifest.name, spec) if w.runtime_obj else []
 
     def pods_field(self, w: Workload) -> str:
         return "spec.trainer.numNodes"
@@ -478,23 +483,22 @@ class TrainJobLauncher(Launcher):
         if isinstance(env, list):
             yield "spec.trainer.env", env
 
-    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+    def admission(self, w: TrainJobWorkload, bundle: Bundle, torchrun: bool) -> list[Check]:
         out: list[Check] = []
-        f = w.facts
-        if not f.get("torch_policy"):
+        if not w.torch_policy:
             # Admitted upstream (a plain-ML or MPI runtime is valid): not an error by itself. A torchrun that reads
             # no PET_* then runs with its own flags and defaults, which the topology rules check (TOPO001 ...).
-            out.append(Check("spec.runtimeRef", f"runtime '{f.get('runtime_name')}' has no mlPolicy.torch: the "
+            out.append(Check("spec.runtimeRef", f"runtime '{w.runtime_name}' has no mlPolicy.torch: the "
                              "Trainer injects no PET_* env" + (", so torchrun reads only its own flags" if torchrun
                                                                else ""),
                              "use a torch runtime", severity=WARNING if torchrun else INFO))
-        runtime_obj = w.facts.get("runtime_obj") or {}
+        runtime_obj = w.runtime_obj or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
         # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is
         # admitted with a warning (a namespaced TrainingRuntime is not checked).
-        if f.get("runtime_kind") == "ClusterTrainingRuntime" and \
+        if w.runtime_kind == "ClusterTrainingRuntime" and \
                 mapping(dig(runtime_obj, "metadata", "labels")).get(SUPPORT_LABEL) == SUPPORT_DEPRECATED:
-            out.append(Check("spec.runtimeRef", f"ClusterTrainingRuntime '{f.get('runtime_name')}' is labelled "
+            out.append(Check("spec.runtimeRef", f"ClusterTrainingRuntime '{w.runtime_name}' is labelled "
                              f"{SUPPORT_LABEL}={SUPPORT_DEPRECATED}: the Trainer's webhook warns it will be removed "
                              f"in a future release ({DEPRECATION_POLICY_URL})", "move to a supported runtime",
                              severity=WARNING))
@@ -514,7 +518,7 @@ class TrainJobLauncher(Launcher):
         # runtime's replicated Job of that name, a container of that name in it, and that container mounting the
         # volume `initializer`; all read in the template after the TrainJob's runtime patches (trainingruntime.go
         # ValidateObjects 315 builds the info the plugin reads with them).
-        patched_template = mapping(w.facts.get("template"))
+        patched_template = mapping(w.template)
         patched_jobs = {str(mapping(r).get("name")) for r in listing(patched_template.get("replicatedJobs"))}
         patched = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
                    for r in listing(patched_template.get("replicatedJobs"))
@@ -565,10 +569,10 @@ class TrainJobLauncher(Launcher):
                             out.append(Check(where, f"a runtime patch sets env on the '{cname}' container: the "
                                              "Trainer refuses it", "set the trainer's env in spec.trainer.env"))
         trainer = dig(w.manifest.obj, "spec", "trainer")
-        if f.get("torch_policy") and isinstance(trainer, dict) and listing(trainer.get("command")) == \
+        if w.torch_policy and isinstance(trainer, dict) and listing(trainer.get("command")) == \
                 TORCHTUNE_ENTRYPOINT:
             out += torchtune_checks(trainer, str(mapping(dig(w.manifest.obj, "spec", "runtimeRef")).get("name", "")),
-                                    f.get("runtime_resources") or {})
+                                    w.runtime_resources)
         for i, var in enumerate(listing(dig(w.manifest.obj, "spec", "trainer", "env"))):
             if str(mapping(var).get("name", "")) in RESERVED_ENV:
                 out.append(Check(f"spec.trainer.env[{i}]", f"{var.get('name')} is set by hand; the Trainer sets it "
@@ -576,14 +580,13 @@ class TrainJobLauncher(Launcher):
                                  "use spec.trainer.numNodes / numProcPerNode instead"))
         return out
 
-    def unlinked(self, w: Workload) -> Check | None:
+    def unlinked(self, w: TrainJobWorkload) -> Check | None:
         """torch.go EnforceMLPolicy (v2.3.0) gives the trainer's `node` container PET_NNODES, PET_NPROC_PER_NODE,
         PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT, and nothing else: torchrun reads them (as its flags'
         defaults), torch.distributed's env:// initialisation reads WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT,
         which no one sets here. So several nodes whose command is not torchrun form no world together."""
-        f = w.facts
         nodes = w.pods
-        if not f.get("torch_policy") or not f.get("trainer_set") or nodes < 2:
+        if not w.torch_policy or not w.trainer_set or nodes < 2:
             return None
         if listing(dig(w.manifest.obj, "spec", "trainer", "command")) == TORCHTUNE_ENTRYPOINT:
             # torch.go 175-200 (v2.3.0): for torchtune's `tune run` (torchrun's wrapper, which reads PET_*) the
@@ -592,7 +595,7 @@ class TrainJobLauncher(Launcher):
         written = "spec.trainer.command" if dig(w.manifest.obj, "spec", "trainer", "command") else \
             w.pod(0).container_field  # the runtime's node container
         return Check(written,
-                     f"numNodes is {nodes} on runtime '{f.get('runtime_name')}' (mlPolicy.torch) but the command starts "
+                     f"numNodes is {nodes} on runtime '{w.runtime_name}' (mlPolicy.torch) but the command starts "
                      "no torchrun and no WORLD_SIZE, RANK or MASTER_ADDR is set: the Trainer's PET_* env is read by "
                      f"torchrun alone, so the {nodes} nodes form no world together (each trains alone, or an env:// "
                      "init_process_group fails for want of WORLD_SIZE)",
@@ -600,19 +603,19 @@ class TrainJobLauncher(Launcher):
                      "meant to train together")
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         if runtime is None:
             return None
         return runtime, list(runtime_job_specs(runtime, trainer_only=True)), "OnFailure"
 
     def gang_scheduler(self, w: Workload) -> str | None:
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         if runtime is not None and mapping(runtime.obj.get("spec")).get("podGroupPolicy"):
             return "podGroupPolicy"
         return None
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         if runtime is None:
             return []
         return jobset.job_restarts(runtime_job_specs(runtime, trainer_only=True),
@@ -621,7 +624,7 @@ class TrainJobLauncher(Launcher):
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         """The TrainJob's pods run in the JobSet the Trainer builds from the runtime's template: the JobSet and Job
         controllers decide (jobset.jobset_after_exit with the runtime's failurePolicy)."""
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         return jobset.jobset_after_exit(w, self.jobs(w), mapping(dig(runtime.obj, "spec", "template", "spec"))
                                         if runtime is not None else {}, ended, count)
 
@@ -652,6 +655,7 @@ class RuntimeKind(Launcher):
     """A (Cluster)TrainingRuntime starts no pods itself; its templates are the TrainJob's."""
 
     id = "trainingruntime"
+    order = 60
     title = "Kubeflow Trainer v2 (Cluster)TrainingRuntime"
     kinds = tuple(("trainer.kubeflow.org", k) for k in RUNTIME_KINDS)
     starts_pods = False
@@ -665,7 +669,7 @@ class RuntimeKind(Launcher):
     def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
         return runtime_job_specs(m, trainer_only)
 
-    def children(self, m: Manifest) -> tuple[list[Any], list[Check]]:
+    def refused(self, m: Manifest) -> list[Check]:
         """What the (Cluster)TrainingRuntime webhook refuses (trainingruntime_webhook.go 66-105, kubeflow/trainer
         v2.3.0, validateReplicatedJobs; the ClusterTrainingRuntime webhook calls the same): a replicated Job labelled
         with a known trainjob-ancestor-step (dataset-initializer, model-initializer, trainer) has replicas 1 (the
@@ -688,7 +692,7 @@ class RuntimeKind(Launcher):
                 out.append(Check(f"{where}.template.spec.template.spec.containers", f"the '{step}' step has no "
                                  f"container named '{want}': the Trainer's webhook refuses the runtime",
                                  f"name the step's main container '{want}'", obj=m))
-        return [], out
+        return out
 
 
 LAUNCHER = TrainJobLauncher()
