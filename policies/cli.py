@@ -132,7 +132,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     print(f"kubectl: {kubectl()} ({'; '.join(x.strip() for x in out if x.strip())})")
     print(f"schema validator for `make validate`: {_validator('builtin').name}; with SCHEMA=kubeconform: "
           f"{_kubeconform_found()}")
-    from .simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
+    from .simulate.host import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
     import shutil
 

@@ -1,8 +1,9 @@
 """Capture what the commands users run print, so that a restructuring can show it changed none of it.
 
-    python scripts/compare_outputs.py capture --repo /tmp/base --out /tmp/before   # a checkout of the starting commit
-    python scripts/compare_outputs.py capture --out /tmp/after                     # this checkout
-    python scripts/compare_outputs.py compare /tmp/before /tmp/after               # exit 1 and a diff where they differ
+    git clone -q --no-checkout . BASE && git -C BASE checkout -q af0b82a   # BASE: a path as long as this checkout's
+    python scripts/compare_outputs.py capture --repo BASE --out /tmp/before         # the starting commit
+    python scripts/compare_outputs.py capture --out /tmp/after                      # this checkout
+    python scripts/compare_outputs.py compare /tmp/before /tmp/after                # exit 1 and a diff if they differ
 
 Each command runs from the checkout's root with this interpreter (`python -m policies...` imports the checkout's own
 code): `make validate` (text and JSON), `make plan FORMAT=json` (and PODS=1), `make diff` between two fixed commits
@@ -57,6 +58,8 @@ def normalise(text: str, repo: Path, run_dir: Path | None = None, simulation: bo
     text = text.replace(str(repo), "<REPO>")
     if run_dir is not None:
         text = text.replace(str(run_dir), "<RUN>")
+        # also where a command line cut at 200 characters cuts the run folder's random name
+        text = re.sub(re.escape(str(run_dir.parent)) + r"/cmp-sim-\w*", "<RUN>", text)
     out = []
     for line in text.splitlines():
         if simulation:
@@ -109,7 +112,10 @@ def capture(repo: Path, out: Path, simulate: bool) -> None:
                                   cwd=repo, env=env, capture_output=True, text=True, timeout=600)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+        # simulate prints each pod's command cut at 200 characters, paths and all: the cut falls at one place only
+        # where the checkouts' paths are as long (clone the starting commit at a path of the same length).
         (out / f"{name}.txt").write_text(
+            f"checkout path length {len(str(repo))}\n"
             f"exit {proc.returncode}\n--- stdout\n{normalise(proc.stdout, repo, run_dir, True)}"
             f"--- stderr\n{normalise(proc.stderr, repo, run_dir, True)}")
         print(f"{name}: exit {proc.returncode}", flush=True)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies import faults as F
+from policies.simulate import faults as F
 from policies.engine import collect
 from policies.launchers import Bundle, workloads
 from policies.launchers.lifecycle import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, PodExit, RestartCount
