@@ -110,8 +110,17 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from .docs import rules_markdown
+    from .docs import rules_markdown, update_blocks
 
+    if args.blocks:
+        for name in update_blocks(write=True):
+            print(f"docs: {name}: generated blocks rewritten", file=sys.stderr)
+        return 0
+    if args.check:
+        stale = update_blocks(write=False)
+        for name in stale:
+            print(f"docs: {name}: generated blocks out of date (run `make docs`)", file=sys.stderr)
+        return 1 if stale else 0
     sys.stdout.write(rules_markdown())
     return 0
 
@@ -174,7 +183,11 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("render", help="print rendered manifests")
     r.add_argument("paths", nargs="*")
     r.set_defaults(func=cmd_render)
-    d = sub.add_parser("docs", help="print docs/rules.md")
+    d = sub.add_parser("docs", help="print docs/rules.md (or rewrite the docs' generated blocks)")
+    d.add_argument("--blocks", action="store_true",
+                   help="rewrite the blocks of docs/validation.md and tests/conformance/README.md made from the "
+                        "launcher registry")
+    d.add_argument("--check", action="store_true", help="exit 1 where such a block is out of date")
     d.set_defaults(func=cmd_docs)
     t = sub.add_parser("tools", help="say which kubectl and schema validator will run")
     t.set_defaults(func=cmd_tools)

@@ -245,6 +245,7 @@ def _merge_keep_first(first: Any, second: dict[str, str]) -> dict[str, Any]:
 class AppWrapperLauncher(Launcher):
     id = "appwrapper"
     order = 100
+    upstream = "project-codeflare/appwrapper v1.2.1"
     title = "AppWrapper (its components' objects are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
     starts_pods = False  # each component's own controller starts them

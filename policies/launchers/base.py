@@ -185,6 +185,10 @@ class Launcher:
     title: ClassVar[str] = ""
     # Where docs and messages list it among the launchers (lower first; a new module may leave the default: last).
     order: ClassVar[int] = 1000
+    # The upstream repository and tag the module follows (its docstrings cite files and lines there).
+    upstream: ClassVar[str] = ""
+    # The folder under tests/conformance/ that holds the cases ported from upstream's tests; None: the id.
+    conformance: ClassVar[str | None] = None
     kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
     # The kinds among `kinds` that are cluster-scoped.
     cluster_scoped: ClassVar[tuple[tuple[str, str], ...]] = ()
@@ -206,6 +210,11 @@ class Launcher:
     @property
     def kind(self) -> str:
         return self.kinds[0][1]
+
+    @property
+    def conformance_folder(self) -> str:
+        """Its folder under tests/conformance/."""
+        return self.conformance or self.id
 
     def build(self, m: Manifest, bundle: Bundle) -> Workload:
         raise NotImplementedError

@@ -335,6 +335,7 @@ class JobWorkload(Workload):
 class JobLauncher(Launcher):
     id = "indexed-job"
     order = 40
+    upstream = "kubernetes/kubernetes v1.36.0"
     title = "Indexed Job + headless Service"
     kinds = (("batch", KIND),)
     immutable = ("spec.template", "spec.selector", "spec.completionMode", "spec.completions")

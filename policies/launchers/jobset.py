@@ -410,6 +410,7 @@ def service(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
 class JobSetLauncher(Launcher):
     id = "jobset"
     order = 30
+    upstream = "kubernetes-sigs/jobset v0.12.0"
     title = "JobSet"
     kinds = (("jobset.x-k8s.io", KIND),)
     managed_dns = True

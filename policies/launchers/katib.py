@@ -96,6 +96,7 @@ def parallel_trials(spec: dict[str, Any]) -> int:
 class ExperimentLauncher(Launcher):
     id = "katib-experiment"
     order = 90
+    upstream = "kubeflow/katib v0.19.0"
     title = "Katib Experiment (its trials' jobs are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
     starts_pods = False  # the trial's job starts them, through its own controller

@@ -115,6 +115,7 @@ class LeaderWorkerSetWorkload(Workload):
 class LeaderWorkerSetLauncher(Launcher):
     id = "leaderworkerset"
     order = 80
+    upstream = "kubernetes-sigs/lws v0.10.0"
     title = "LeaderWorkerSet"
     kinds = ((GROUP, KIND),)
     for_training = False  # counts when a pod starts torchrun or reads env:// (LWS serves inference too)

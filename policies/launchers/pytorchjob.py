@@ -97,6 +97,7 @@ class PyTorchJobWorkload(Workload):
 class PyTorchJobLauncher(Launcher):
     id = "pytorchjob"
     order = 10
+    upstream = "kubeflow/trainer v1.9.4 (the training-operator line)"
     title = "Kubeflow PyTorchJob"
     kinds = (("kubeflow.org", KIND),)
     for_training = True

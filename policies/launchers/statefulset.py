@@ -107,6 +107,7 @@ class StatefulSetWorkload(Workload):
 class StatefulSetLauncher(Launcher):
     id = "statefulset"
     order = 50
+    upstream = "kubernetes/kubernetes v1.36.0"
     title = "StatefulSet + headless Service"
     kinds = (("apps", KIND),)
     immutable = ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy")

@@ -284,6 +284,7 @@ class TrainJobWorkload(Workload):
 class TrainJobLauncher(Launcher):
     id = "trainjob"
     order = 20
+    upstream = "kubeflow/trainer v2.3.0"
     title = "Kubeflow Trainer v2 TrainJob"
     kinds = (("trainer.kubeflow.org", KIND),)
     for_training = True
@@ -656,6 +657,8 @@ class RuntimeKind(Launcher):
 
     id = "trainingruntime"
     order = 60
+    upstream = "kubeflow/trainer v2.3.0"
+    conformance = "trainjob"  # its cases are the TrainJob's (a runtime starts nothing alone)
     title = "Kubeflow Trainer v2 (Cluster)TrainingRuntime"
     kinds = tuple(("trainer.kubeflow.org", k) for k in RUNTIME_KINDS)
     starts_pods = False

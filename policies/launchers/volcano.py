@@ -195,6 +195,7 @@ class VolcanoWorkload(Workload):
 class VolcanoJobLauncher(Launcher):
     id = "volcano-job"
     order = 70
+    upstream = "volcano-sh/volcano v1.15.1"
     title = "Volcano Job (pytorch, svc, env plugins)"
     kinds = ((GROUP, KIND),)
     for_training = False  # a Volcano Job counts when it runs torchrun or reads env:// (the pytorch plugin's env)
