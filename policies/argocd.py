@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import gitops, launchers
-from .kube import group_of
 from .podspecs import pod_sites
 from .render import kustomization_file, render
 from .model import Manifest

@@ -8,7 +8,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Iterable
 
 from . import argocd, environment
 from .launchers import NOT_MODELLED, Bundle, Check, Child, Workload, expand, groups_modelling, of, workloads
@@ -17,19 +17,11 @@ from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .render import kustomization_file, overlays_named, render_all
 from .rulekit import Environment
 from .rules import RULES, Context, Rule
+from .schema.validator import Validator
 from .topology import Topology, resolve
 
 # `policies.ddp/suppress: "SEC001=why; RES001=why"` on an object suppresses those rules' problems on that object.
 SUPPRESS_ANNOTATION = "policies.ddp/suppress"
-
-
-class Validator(Protocol):
-    name: str
-
-    def validate(self, manifests: list[Manifest]) -> list[Problem]: ...
-
-    # Optional: every unit's manifests at once, each unit's problems back (schema.py's validators have it).
-    # def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]: ...
 
 
 @dataclass
@@ -342,11 +334,9 @@ def validate(units: list[Unit], validator: Validator | None, timings: Timings | 
     schema: dict[int, list[Problem]] = {}
     if validator is not None and live:
         start = time.perf_counter()
-        batch = getattr(validator, "validate_units", None)
         # A Katib trial's job is checked against its own kind's schema, as the API server does when the trial
         # creates it; its problems are reported at the Experiment's field.
-        objects = [u.expanded()[0] for u in live]
-        found = batch(objects) if batch else [validator.validate(o) for o in objects]
+        found = validator.validate_units([u.expanded()[0] for u in live])
         schema = {id(u): problems for u, problems in zip(live, found)}
         t.schema += time.perf_counter() - start
     for unit in units:

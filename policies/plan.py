@@ -9,7 +9,7 @@ from typing import Any
 from .engine import Unit
 from .launchers import ContainerEnv, Pod, Workload
 from .model import ERROR
-from .report import _problem_json, rel
+from .report import problem_json, rel
 from .topology import Topology
 
 # At most this many pods of one workload are listed (a 100,000-pod Job is described, not enumerated).
@@ -94,7 +94,7 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
 def unit_doc(u: Unit) -> dict[str, Any]:
     by_obj = {id(t.workload): t for t in u.topologies}
     return {"path": rel(u.source), "workloads": [workload_doc(w, by_obj.get(id(w))) for w in u.workloads],
-            "problems": [_problem_json(p, u) for p in u.problems]}
+            "problems": [problem_json(p, u) for p in u.problems]}
 
 
 def to_json(units: list[Unit]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from .loader import InputError, read_text, rel as _rel
-from .model import Manifest, Problem
+from .model import Manifest
 
 try:
     _Loader: Any = yaml.CSafeLoader

@@ -178,3 +178,16 @@ def test_the_import_check_sees_a_cycle_through_a_type_only_import(tmp_path, monk
     (pkg / "b.py").write_text("from .a import A\n")
     monkeypatch.setattr(sys.modules[__name__], "POLICIES", pkg)
     assert imports(pkg / "a.py") == {"policies.b"} and imports(pkg / "b.py") == {"policies.a"}
+
+
+# About 500 lines: past this a module states at its top (its docstring) why it stays one file.
+LONG_MODULE = 525
+
+
+def test_a_long_module_says_why_it_is_one():
+    long = []
+    for path in modules():
+        text = path.read_text()
+        if text.count("\n") > LONG_MODULE and "one file because" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long.append(f"{path.relative_to(POLICIES)}: {text.count(chr(10))} lines")
+    assert not long, "split these, or say at their top why they are one file:\n" + "\n".join(long)
