@@ -86,8 +86,9 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
         out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
     if w.suspended:
         out["suspended"] = True  # the controller creates these pods only once the workload is resumed
-    if w.notes:
-        out["notes"] = list(w.notes)
+    notes = t.notes if t is not None else w.notes  # the workload's, and what its topology adds
+    if notes:
+        out["notes"] = list(notes)
     return out
 
 

@@ -386,9 +386,10 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
     subdomain = first.pod.subdomain
     pg = _pg_backend(first.pod, first.inv)
     mpi_alone = False
+    notes = list(w.notes)
     if first.inv is None and pg is not None and pg[0].lower() == "mpi":
         if any(tok.rsplit("/", 1)[-1] in MPI_LAUNCHERS for tok in first.pod.argv()[0]):
-            w.notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
+            notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
         else:
             mpi_alone = True
     found.topologies.append(Topology(
@@ -397,6 +398,6 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
         pg_backend=pg,
         service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
-        notes=list(w.notes), mpi_world_of_one=mpi_alone,
+        notes=notes, mpi_world_of_one=mpi_alone,
     ))
     return True

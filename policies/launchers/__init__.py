@@ -39,8 +39,8 @@ LAUNCHERS: tuple[Launcher, ...] = _discover()
 REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
 BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
 # Kinds that start distributed training no module models: their pod templates get the security and image rules, and
-# the engine says once per object that the topology was not checked.
-NOT_MODELLED: tuple[str, ...] = unmodelled.NOT_MODELLED
+# the engine says once per object that the topology was not checked. A kind a module comes to model leaves it.
+NOT_MODELLED: tuple[str, ...] = tuple(k for k in unmodelled.NOT_MODELLED if k not in {kind for _, kind in REGISTRY})
 
 
 def of(m: Manifest) -> Launcher | None:
@@ -94,7 +94,7 @@ def ttl_field(m: Manifest) -> tuple[str, ...] | None:
 def run_kinds() -> tuple[str, ...]:
     """The kinds whose change means a new training run: those whose objects start pods, and the unmodelled training
     kinds that behave alike."""
-    return workload_kinds() + unmodelled.RUN_KINDS
+    return tuple(dict.fromkeys(workload_kinds() + unmodelled.RUN_KINDS))
 
 
 def cluster_scoped() -> tuple[tuple[str, str], ...]:
