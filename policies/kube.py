@@ -79,6 +79,8 @@ _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei"
 _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
             "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
             "P": Fraction(10**15), "E": Fraction(10**18)}
+# Every suffix and the factor it stands for ("" none), for those who write quantities back (make scale).
+SUFFIX_FACTORS: dict[str, Fraction] = {**_DECIMAL, **{k: Fraction(v) for k, v in _BINARY.items()}}
 # An exponent past this is not a size anyone writes (resource.Quantity itself caps what it can hold): not a quantity.
 _MAX_EXPONENT = 64
 

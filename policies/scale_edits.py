@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from . import launchers
-from .kube import dig, parse_quantity
+from .kube import SUFFIX_FACTORS, dig, parse_quantity
 from .yamledit import EditError, YamlFile, rel, set_scalar
 
 GPU = "nvidia.com/gpu"
@@ -29,9 +29,8 @@ class ScaleError(EditError):
 # The quantities make scale rewrites (parsed by kube.parse_quantity): a plain decimal number and a unit it can write
 # back in the same form (no sign, exponent, n, u, E or Ei).
 _WRITABLE_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_FACTOR = {None: Fraction(1), "m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6),
-           "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "Ki": Fraction(2**10),
-           "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50)}
+_FACTOR = {None: Fraction(1), **{u: SUFFIX_FACTORS[u] for u in ("m", "k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti",
+                                                                  "Pi")}}
 _SMALLER = {"Pi": "Ti", "Ti": "Gi", "Gi": "Mi", "Mi": "Ki", "Ki": None, "P": "T", "T": "G", "G": "M", "M": "k",
             "k": None, None: "m"}
 
