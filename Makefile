@@ -33,6 +33,8 @@ SCALE_TO ?=
 DEADLINE ?=
 # make simulate: faults to inject (docs/simulate.md), e.g. FAULT="kill:1@step=6 term:0@epoch=1".
 FAULT   ?=
+# make test-fast: a pytest -k selector (K=jobset: the tests whose names say jobset).
+K       ?=
 SIM_DEPS := $(VENV)/.sim-deps
 # checkov (make lint) lives in a venv of its own: its pinned dependencies clash with .venv's (requirements-checkov.txt).
 CHECKOV_VENV ?= .venv-checkov
@@ -119,8 +121,8 @@ report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throu
 test: $(PY) $(SIM_DEPS) ## Run the test suite
 	$(PY) -m pytest -q
 
-test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto
+test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core [K=<pytest -k selector>, e.g. K=jobset]
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto $(if $(K),-k "$(K)")
 
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py
@@ -140,8 +142,9 @@ bench-gpu: $(PY) ## On one CUDA device (about 3 min): DDP epochs, the metrics en
 schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py
 
-docs: $(PY) ## Regenerate docs/rules.md from the rule registry
+docs: $(PY) ## Regenerate docs/rules.md from the rule registry, and the launcher tables and counts from the launcher registry
 	@$(PY) -m policies.cli docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
+	@$(PY) -m policies.cli docs --blocks
 
 kind-up: $(PY) ## Create the kind cluster (kind/cluster.yaml), install the kind-cpu launcher's operator at pinned versions, apply overlays/kind-cpu (needs Docker)
 	@scripts/kind-up.sh

@@ -21,7 +21,7 @@ SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # fails on immutable fields.
 REPLACE_OPT_IN = ("Force=true", "Replace=true")
 # Workload kinds whose change means a new training run (their pod templates are immutable or not reconciled).
-WORKLOAD_KINDS = launchers.workload_kinds() + ("MPIJob",)
+WORKLOAD_KINDS = launchers.run_kinds()
 RUN_ID_ENV = "RUN_ID"
 # Cluster-scoped kinds the overlays may render (an AppProject's clusterResourceWhitelist must name them).
 CLUSTER_SCOPED = {
@@ -31,13 +31,6 @@ CLUSTER_SCOPED = {
     *launchers.cluster_scoped(), ("kueue.x-k8s.io", "ClusterQueue"),
     ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"),
 }
-DNS1123_LABEL = launchers.DNS1123_LABEL
-DNS1123_SUBDOMAIN = launchers.DNS1123_SUBDOMAIN
-DNS1035_LABEL = launchers.DNS1035
-
-
-def group_of(api_version: str) -> str:
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
 def annotations(m: Manifest) -> dict[str, Any]:

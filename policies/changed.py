@@ -12,7 +12,7 @@ from pathlib import Path
 from .entry import guarded
 from .loader import InputError
 from .engine import plain_manifests
-from .render import _inputs, find_overlays
+from .render import find_overlays, inputs
 
 REPO = Path(__file__).resolve().parent.parent
 # A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).
@@ -23,8 +23,7 @@ def overlay_inputs(root: Path) -> dict[Path, set[Path]]:
     """Every overlay under root/overlays and the files it reads."""
     out: dict[Path, set[Path]] = {}
     for folder in find_overlays(root / "overlays"):
-        files: list[Path] = []
-        _inputs(folder, set(), files)
+        _, files = inputs(folder)
         out[folder] = {f.resolve() for f in files} | {folder.resolve()}
     return out
 
@@ -34,9 +33,9 @@ def affected(changed: list[str], root: Path) -> list[str]:
     root = root.resolve()
     paths = [_resolved(root / c) for c in changed]
     targets: list[str] = []
-    for folder, inputs in sorted(overlay_inputs(root).items()):
+    for folder, reads in sorted(overlay_inputs(root).items()):
         # A file an overlay reads, or any file inside the overlay (a new patch not wired in yet still counts).
-        if any(p in inputs or folder.resolve() in p.parents for p in paths):
+        if any(p in reads or folder.resolve() in p.parents for p in paths):
             targets.append(str(folder.relative_to(root)))
     rels = [str(p.relative_to(root)) if root in p.parents or p == root else str(p) for p in paths]
     # Plain manifests that make validate checks beside the overlays (engine.plain_manifests: files under overlays/

@@ -32,7 +32,7 @@ def _validator(prefer: str):
 def cmd_validate(args: argparse.Namespace) -> int:
     from . import engine
     from .report import FORMATS, Run
-    from .trace import trace_all
+    from .trace import place
 
     from .render import share_renders
 
@@ -49,10 +49,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _kustomize_banner(banner)  # which kustomize rendered; said only where one did (not for files or stdin)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
-    trace_all(units)
-    for u in units:
-        for p in [*u.problems, *u.suppressed]:
-            p.source = _rel(p.source)
+    place(units)
     schema_name = validator.name if validator else "skipped (--schema none)"
     run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
     sys.stdout.write(FORMATS[args.format](run))
@@ -114,8 +111,17 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from .docs import rules_markdown
+    from .docs import rules_markdown, update_blocks
 
+    if args.blocks:
+        for name in update_blocks(write=True):
+            print(f"docs: {name}: generated blocks rewritten", file=sys.stderr)
+        return 0
+    if args.check:
+        stale = update_blocks(write=False)
+        for name in stale:
+            print(f"docs: {name}: generated blocks out of date (run `make docs`)", file=sys.stderr)
+        return 1 if stale else 0
     sys.stdout.write(rules_markdown())
     return 0
 
@@ -136,7 +142,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     print(f"kubectl: {kubectl()} ({'; '.join(x.strip() for x in out if x.strip())})")
     print(f"schema validator for `make validate`: {_validator('builtin').name}; with SCHEMA=kubeconform: "
           f"{_kubeconform_found()}")
-    from .simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
+    from .simulate.host import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
     import shutil
 
@@ -178,7 +184,11 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("render", help="print rendered manifests")
     r.add_argument("paths", nargs="*")
     r.set_defaults(func=cmd_render)
-    d = sub.add_parser("docs", help="print docs/rules.md")
+    d = sub.add_parser("docs", help="print docs/rules.md (or rewrite the docs' generated blocks)")
+    d.add_argument("--blocks", action="store_true",
+                   help="rewrite the blocks of docs/validation.md and tests/conformance/README.md made from the "
+                        "launcher registry")
+    d.add_argument("--check", action="store_true", help="exit 1 where such a block is out of date")
     d.set_defaults(func=cmd_docs)
     t = sub.add_parser("tools", help="say which kubectl and schema validator will run")
     t.set_defaults(func=cmd_tools)

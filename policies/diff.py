@@ -20,6 +20,7 @@ import yaml
 
 from . import launchers
 from .entry import guarded
+from .kube import group_of
 from .model import Manifest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,7 +213,7 @@ IMMUTABLE = {gk: launcher.immutable for launcher in launchers.LAUNCHERS for gk i
 
 
 def immutable_hits(api_version: str, kind: str, diffs: list[tuple[str, Any, Any]]) -> list[str]:
-    prefixes = IMMUTABLE.get((launchers.group_of(api_version), kind), ())
+    prefixes = IMMUTABLE.get((group_of(api_version), kind), ())
     return sorted({p.split("[")[0] for p, _, _ in diffs if any(p == x or p.startswith(x + ".") or
                                                              p.startswith(x + "[") for x in prefixes)})
 
@@ -304,7 +305,7 @@ def successors(added: list[Key], removed: list[Key]) -> list[tuple[Key, Key]]:
     change in place; each old workload paired once, in order."""
     pairs, taken = [], set()
     for r in removed:
-        if (launchers.group_of(r[0]), r[1]) not in IMMUTABLE:
+        if (group_of(r[0]), r[1]) not in IMMUTABLE:
             continue
         for a in added:
             if a[:3] == r[:3] and a not in taken:

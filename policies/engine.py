@@ -8,29 +8,20 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Iterable
 
 from . import argocd, environment
-from .environment import Environment
-from .launchers import Bundle, Check, Child, Workload, expand, groups_modelling, of, workloads
+from .launchers import NOT_MODELLED, Bundle, Check, Child, Workload, expand, groups_modelling, of, workloads
 from .loader import InputError, path_error, read
 from .model import ERROR, INFO, WARNING, Manifest, Problem
-from .podspecs import NOT_MODELLED
 from .render import kustomization_file, overlays_named, render_all
+from .rulekit import Environment
 from .rules import RULES, Context, Rule
-from .topology import Topology, compute
+from .schema.validator import Validator
+from .topology import Topology, resolve
 
 # `policies.ddp/suppress: "SEC001=why; RES001=why"` on an object suppresses those rules' problems on that object.
 SUPPRESS_ANNOTATION = "policies.ddp/suppress"
-
-
-class Validator(Protocol):
-    name: str
-
-    def validate(self, manifests: list[Manifest]) -> list[Problem]: ...
-
-    # Optional: every unit's manifests at once, each unit's problems back (schema.py's validators have it).
-    # def validate_units(self, units: list[list[Manifest]]) -> list[list[Problem]]: ...
 
 
 @dataclass
@@ -162,20 +153,22 @@ def _input_error(source: str, kind: str, message: str) -> Unit:
     return Unit(source, kind, problems=[Problem("INPUT", text, where)], failed_input=True)
 
 
-def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
+def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[Problem] | None = None) -> None:
+    """The policy stage of one unit (the rules of `rules`, else every rule), then the unit's problems settled with
+    its schema stage's (`schema`): see settle."""
     manifests, children, refused = unit.expanded()
     bundle = Bundle.of(manifests, children)
     broken: list[tuple[Manifest, Exception]] = []
     unit.workloads = workloads(bundle, broken)
-    undetermined: list[Workload] = []
-    topologies, unresolved = compute(bundle, unit.workloads, broken, undetermined)
+    resolved = resolve(bundle, unit.workloads, broken)
     # A workload the model could not read drops out of the rules (each needs its pods), said once per object.
     broken_ids = {id(m.obj) for m, _ in broken}
     unit.workloads = [w for w in unit.workloads if id(w.manifest.obj) not in broken_ids]
     found: list[Problem] = [_internal(m, f"the {m.kind} could not be modelled", exc) for m, exc in broken]
-    unit.topologies = topologies
-    ctx = Context(bundle, topologies, unresolved, unit.source, unit.environment, workloads=unit.workloads,
-                  undetermined=undetermined, refused=refused)
+    unit.topologies = resolved.topologies
+    ctx = Context(bundle, resolved.topologies, resolved.unresolved, unit.source, unit.environment,
+                  workloads=unit.workloads, undetermined=resolved.undetermined, unread=resolved.unread,
+                  refused=refused)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     for m in manifests:
@@ -199,8 +192,17 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None) -> None:
         except Exception as exc:  # noqa: BLE001 - one rule that cannot read the input is a line, not a crash
             found.append(Problem(INTERNAL, f"{rule_id} could not run: {type(exc).__name__}: {exc}", unit.source,
                                  hint=INTERNAL_HINT))
+    settle(unit, schema or [], found, children)
+
+
+def settle(unit: Unit, schema: list[Problem], found: list[Problem], children: list[Child]) -> None:
+    """The one pass that turns a unit's findings into what it reports: each problem about an object a controller
+    made from another (a Katib trial's job) moved to the object written in the file, the schema stage's first; then
+    the policy stage's through the environment's severities and the objects' suppressions (finish). Where a problem
+    is shown (its traced line, its path relative to the checkout) is the reporters' pass: trace.place."""
     if children:
-        to_parents(found, children)
+        to_parents(schema + found, children)
+    unit.problems.extend(schema)
     finish(unit, found)
 
 
@@ -332,15 +334,10 @@ def validate(units: list[Unit], validator: Validator | None, timings: Timings | 
     schema: dict[int, list[Problem]] = {}
     if validator is not None and live:
         start = time.perf_counter()
-        batch = getattr(validator, "validate_units", None)
         # A Katib trial's job is checked against its own kind's schema, as the API server does when the trial
         # creates it; its problems are reported at the Experiment's field.
-        objects = [u.expanded()[0] for u in live]
-        found = batch(objects) if batch else [validator.validate(o) for o in objects]
+        found = validator.validate_units([u.expanded()[0] for u in live])
         schema = {id(u): problems for u, problems in zip(live, found)}
-        for u in live:
-            if u.expanded()[1]:
-                to_parents(schema[id(u)], u.expanded()[1])
         t.schema += time.perf_counter() - start
     for unit in units:
         if unit.failed_input:
@@ -348,9 +345,8 @@ def validate(units: list[Unit], validator: Validator | None, timings: Timings | 
         if not unit.manifests:
             unit.problems.append(Problem("INPUT", "renders no Kubernetes objects", unit.source, severity=WARNING))
             continue
-        unit.problems.extend(schema.get(id(unit), []))
         start = time.perf_counter()
-        check_policies(unit)
+        check_policies(unit, schema=schema.get(id(unit), []))
         t.policy += time.perf_counter() - start
 
 

@@ -4,7 +4,6 @@ stricter or milder. One `policy.yaml` beside an environment's Kustomize Componen
 component gets it (see docs/validation.md#environments)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import yaml
 from .loader import InputError, read_text, rel as _rel
 from .model import ERROR, SEVERITIES, Problem
 from .render import inputs, kustomization_file
+from .rulekit import Environment
 from .rules import RULES
 
 FILE_NAME = "policy.yaml"
@@ -32,19 +32,6 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
                                                        "hostPath, privileged (SEC008, SEC002); [] allows none"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
 }
-
-
-@dataclass
-class Environment:
-    name: str
-    source: str
-    gpus_per_node: int | None = None
-    gpu_capacity: int | None = None
-    large_job_pods: int | None = None
-    require_image_digest: bool = False
-    allowed_capabilities: list[str] = field(default_factory=list)
-    allowed_host_access: list[str] | None = None  # None: the environment does not say
-    severity: dict[str, str] = field(default_factory=dict)
 
 
 _CACHE: dict[tuple[str, int], tuple[Environment | None, list[Problem]]] = {}

@@ -1,6 +1,6 @@
 """Pin a released trainer image in every environment (`images:` in components/<env>/kustomization.yaml, for each
 <env> that has an overlays/<env>/ folder; feature components such as monitoring are left alone), with the same
-round-trip editing as `make scale`; the image workflow runs it on a tag and opens a pull request. Every environment
+round-trip editing as `make scale` (yamledit.py); the image workflow runs it on a tag and opens a pull request. Every environment
 is pinned or none: the files are written as one transaction (policies/transaction.py) under a lock on components/,
 and a run interrupted part way is finished by the next run before its own change."""
 from __future__ import annotations
@@ -14,7 +14,9 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from . import transaction
 from .entry import guarded
-from .scale import REPO, ScaleError, YamlFile, rel
+from .yamledit import EditError, YamlFile, rel
+
+REPO = Path(__file__).resolve().parent.parent
 
 BASE_IMAGE = "ghcr.io/example/ddp-trainer"
 # Environments that run the CPU-only image (Dockerfile.cpu), tagged <version>-cpu.
@@ -27,15 +29,15 @@ def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: 
         image: str = BASE_IMAGE) -> dict[Path, str]:
     """The new text of every component kustomization whose `images` entry (or lack of one) needs a change."""
     if not TAG.match(tag):
-        raise ScaleError(f"TAG '{tag}' is not a valid image tag")
+        raise EditError(f"TAG '{tag}' is not a valid image tag")
     for label, d in (("DIGEST", digest), ("CPU_DIGEST", cpu_digest)):
         if d is not None and not DIGEST.match(d):
-            raise ScaleError(f"{label} '{d}' is not sha256:<64 hex digits>")
+            raise EditError(f"{label} '{d}' is not sha256:<64 hex digits>")
     out: dict[Path, str] = {}
     environments = {p.name for p in (root / "overlays").iterdir() if p.is_dir()} if (root / "overlays").is_dir() \
         else set()
     if not environments:
-        raise ScaleError(f"{rel(root / 'overlays')}: no environment folder (overlays/<env>/): nothing to pin")
+        raise EditError(f"{rel(root / 'overlays')}: no environment folder (overlays/<env>/): nothing to pin")
     for kfile in sorted((root / "components").glob("*/kustomization.yaml")):
         env = kfile.parent.name
         if env not in environments:
@@ -79,18 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    return guarded(lambda: apply(args), (ScaleError, transaction.TransactionError))
+    return guarded(lambda: apply(args), (EditError, transaction.TransactionError))
 
 
 def apply(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     folder = root / "components"
     if not folder.is_dir():
-        raise ScaleError(f"{rel(folder)}: no such folder")
+        raise EditError(f"{rel(folder)}: no such folder")
     with transaction.locked(folder, say=lambda m: print(m, file=sys.stderr), who="pin_image", what="folder"):
         if args.dry_run:
             if (folder / transaction.JOURNAL).exists():
-                raise ScaleError(f"{rel(folder)}: an interrupted pin_image left the environments half pinned "
+                raise EditError(f"{rel(folder)}: an interrupted pin_image left the environments half pinned "
                                  f"({transaction.JOURNAL}); run it again without --dry-run to finish it")
         else:
             finished = transaction.recover(folder)

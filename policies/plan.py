@@ -9,7 +9,7 @@ from typing import Any
 from .engine import Unit
 from .launchers import ContainerEnv, Pod, Workload
 from .model import ERROR
-from .report import _problem_json, rel
+from .report import problem_json, rel
 from .topology import Topology
 
 # At most this many pods of one workload are listed (a 100,000-pod Job is described, not enumerated).
@@ -38,7 +38,7 @@ def plan_rows(unit: Unit) -> list[tuple[str, ...]]:
         world = str(t.world_size) if t.world_size is not None else "?"
         total = str(t.gpus * t.pods) if t.gpus else "0"
         rdzv = f"{t.backend} {t.endpoint_host}:{t.endpoint_port}" if t.endpoint_host else t.backend
-        rows.append((f"{t.manifest.kind}/{t.manifest.name}", t.launcher, str(t.pods), _nnodes(t), nproc, world,
+        rows.append((f"{t.manifest.kind}/{t.manifest.name}", t.launcher_id, str(t.pods), _nnodes(t), nproc, world,
                      str(t.gpus), total, t.rank_source, rdzv, _dns(t)))
     return rows
 
@@ -78,23 +78,24 @@ def topology_doc(t: Topology) -> dict[str, Any]:
 def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
     n = w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
     out: dict[str, Any] = {"object": f"{w.manifest.kind}/{w.manifest.name}", "namespace": w.manifest.namespace or None,
-                           "launcher": w.launcher, "topology": topology_doc(t) if t else None,
+                           "launcher": w.launcher_id, "topology": topology_doc(t) if t else None,
                            "pod_count": n, "pods": [pod_doc(p) for p in w.every_pod(MAX_PODS)],
-                           "services": w.controller.services(w),
+                           "services": w.launcher.services(w),
                            "training_env": dict(w.pod(0).env) if n else {}}
     if w.all_pods > MAX_PODS:
         out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
     if w.suspended:
         out["suspended"] = True  # the controller creates these pods only once the workload is resumed
-    if w.notes:
-        out["notes"] = list(w.notes)
+    notes = t.notes if t is not None else w.notes  # the workload's, and what its topology adds
+    if notes:
+        out["notes"] = list(notes)
     return out
 
 
 def unit_doc(u: Unit) -> dict[str, Any]:
     by_obj = {id(t.workload): t for t in u.topologies}
     return {"path": rel(u.source), "workloads": [workload_doc(w, by_obj.get(id(w))) for w in u.workloads],
-            "problems": [_problem_json(p, u) for p in u.problems]}
+            "problems": [problem_json(p, u) for p in u.problems]}
 
 
 def to_json(units: list[Unit]) -> str:
@@ -105,7 +106,7 @@ def pods_text(u: Unit) -> str:
     """Every pod of every workload: name, hostname, labels, annotations and each container's env."""
     lines: list[str] = []
     for w in u.workloads:
-        lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher}): {w.all_pods} pods"
+        lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher_id}): {w.all_pods} pods"
                      + (" (suspended: created once resumed)" if w.suspended else ""))
         for i, p in enumerate(w.every_pod(MAX_PODS)):
             fqdn = f"{p.hostname}.{p.subdomain}" if p.subdomain else p.hostname

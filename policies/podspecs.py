@@ -9,24 +9,6 @@ from typing import Any
 from . import launchers
 from .model import Manifest
 
-# Kinds no launcher module models -> path of their one pod template (the modelled kinds say where theirs are:
-# Launcher.pod_templates).
-_TEMPLATE_PATHS = {
-    "Deployment": ("spec", "template"),
-    "ReplicaSet": ("spec", "template"),
-    "DaemonSet": ("spec", "template"),
-    "ReplicationController": ("spec", "template"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template"),
-}
-# Other Kubeflow training-operator v1 kinds: spec.<x>ReplicaSpecs.<type>.template.
-_REPLICA_SPECS = {"TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs", "XGBoostJob": "xgbReplicaSpecs",
-                  "PaddleJob": "paddleReplicaSpecs", "JAXJob": "jaxReplicaSpecs"}
-# KubeRay (ray.io/v1): the head and worker group templates, in a RayCluster or a RayJob's rayClusterSpec.
-_RAY_CLUSTER = {"RayCluster": ("spec",), "RayJob": ("spec", "rayClusterSpec"), "RayService": ("spec", "rayClusterConfig")}
-# Kinds that start distributed training no launcher module models: their pod templates get the security and
-# image rules, and the engine says once per object that the topology was not checked.
-NOT_MODELLED = (*_REPLICA_SPECS, *_RAY_CLUSTER)
-
 
 @dataclass
 class PodSite:
@@ -75,14 +57,6 @@ def container_sites(sites: list[PodSite]) -> list[ContainerSite]:
     return out
 
 
-def _dig(obj: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _site(m: Manifest, template: Any, field: str) -> PodSite | None:
     if not isinstance(template, dict):
         return None
@@ -94,42 +68,18 @@ def _site(m: Manifest, template: Any, field: str) -> PodSite | None:
 
 
 def pod_sites(manifests: list[Manifest]) -> list[PodSite]:
+    """Every pod template of these objects: a Pod's own spec, the templates of a modelled kind (its launcher's
+    pod_templates) and of the kinds in the registry's table of unmodelled ones."""
     out: list[PodSite] = []
     for m in manifests:
-        kind = m.kind
-        site: PodSite | None
-        launcher = launchers.of(m) if kind != "Pod" else None
-        if kind == "Pod":
+        if m.kind == "Pod":
             spec = m.obj.get("spec")
             if isinstance(spec, dict):
                 out.append(PodSite(m, "spec", spec, m.metadata.get("labels") or {},
                                    m.metadata.get("annotations") or {}))
-        elif launcher is not None:
-            for field, template in launcher.pod_templates(m):
-                site = _site(m, template, field)
-                if site:
-                    out.append(site)
-        elif kind in _TEMPLATE_PATHS:
-            path = _TEMPLATE_PATHS[kind]
-            site = _site(m, _dig(m.obj, path), ".".join(path))
+            continue
+        for field, template in launchers.pod_templates(m):
+            site = _site(m, template, field)
             if site:
                 out.append(site)
-        elif kind in _RAY_CLUSTER:
-            base = _RAY_CLUSTER[kind]
-            cluster = _dig(m.obj, base)
-            prefix = ".".join(base)
-            for field, template in [(f"{prefix}.headGroupSpec.template", _dig(cluster, ("headGroupSpec", "template")))] + [
-                    (f"{prefix}.workerGroupSpecs[{i}].template", _dig(g, ("template",)))
-                    for i, g in enumerate(_dig(cluster, ("workerGroupSpecs",)) or []) if isinstance(g, dict)] + [
-                    ("spec.submitterPodTemplate", _dig(m.obj, ("spec", "submitterPodTemplate")) if kind == "RayJob"
-                     else None)]:
-                site = _site(m, template, field)
-                if site:
-                    out.append(site)
-        elif kind in _REPLICA_SPECS:
-            key = _REPLICA_SPECS[kind]
-            for rtype, rspec in (_dig(m.obj, ("spec", key)) or {}).items():
-                site = _site(m, _dig(rspec, ("template",)), f"spec.{key}.{rtype}.template")
-                if site:
-                    out.append(site)
     return out

@@ -117,7 +117,7 @@ def to_text(run: Run) -> str:
 # --- JSON ------------------------------------------------------------------------------------------------------
 
 
-def _problem_json(p: Problem, u: Unit) -> dict[str, Any]:
+def problem_json(p: Problem, u: Unit) -> dict[str, Any]:
     file, line, traced = where(p, u)
     out = {"severity": p.severity, "rule": p.rule, "source": rel(p.source), "object": p.obj, "field": p.field,
            "message": p.message, "hint": p.hint, "file": file, "line": line, "traced": traced}
@@ -133,8 +133,8 @@ def to_json(run: Run) -> str:
         "validator": run.schema,
         "units": [{"source": rel(u.source), "kind": u.kind, "objects": len(u.manifests), "workloads": len(u.topologies),
                    "environment": describe(u.environment) if u.environment else None} for u in run.units],
-        "problems": [_problem_json(p, u) for u in run.units for p in u.problems],
-        "suppressed": [_problem_json(p, u) for u in run.units for p in u.suppressed],
+        "problems": [problem_json(p, u) for u in run.units for p in u.problems],
+        "suppressed": [problem_json(p, u) for u in run.units for p in u.suppressed],
         "summary": run.summary(),
     }
     return json.dumps(data, indent=2) + "\n"

@@ -5,19 +5,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field as dc_field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .argocd import Delivery
 from .launchers import Bundle, Check, Launcher, Pod, Workload, of
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
-from .topology import Topology
+from .topology import Topology, Undetermined, UnreadConfig
 
 # A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
 RULE_DEFAULT = ""
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .environment import Environment
+
+@dataclass
+class Environment:
+    """What an environment declares about its cluster (policies/environment.py reads it from a policy.yaml): the
+    values the rules that need them read, and its severity per rule id."""
+
+    name: str
+    source: str
+    gpus_per_node: int | None = None
+    gpu_capacity: int | None = None
+    large_job_pods: int | None = None
+    require_image_digest: bool = False
+    allowed_capabilities: list[str] = dc_field(default_factory=list)
+    allowed_host_access: list[str] | None = None  # None: the environment does not say
+    severity: dict[str, str] = dc_field(default_factory=dict)
 
 
 @dataclass
@@ -31,7 +44,9 @@ class Context:
     source: str
     env: Environment | None = None
     # Workloads of a training launcher that show neither a launcher nor env:// initialisation.
-    undetermined: list[Workload] = dc_field(default_factory=list)
+    undetermined: list[Undetermined] = dc_field(default_factory=list)
+    # Workloads whose world's shape is in an accelerate config file not in the manifests.
+    unread: list[UnreadConfig] = dc_field(default_factory=list)
     # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
     refused: list[Check] = dc_field(default_factory=list)
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
@@ -112,18 +127,18 @@ def launcher_field(topo: Topology, setting_field: str | None, name: str) -> str 
     """Point a setting the controller injected back at the field the user wrote."""
     if setting_field and not setting_field.endswith("controller"):
         return setting_field
-    return topo.workload.controller.setting_field(topo.workload, name) or setting_field
+    return topo.workload.launcher.setting_field(topo.workload, name) or setting_field
 
 
 def pods_field(topo: Topology) -> str:
-    return topo.workload.controller.pods_field(topo.workload)
+    return topo.workload.launcher.pods_field(topo.workload)
 
 
 def at(ctx: Context, topo: Topology, field: str | None) -> tuple[Manifest, str | None]:
     """The object and field a problem about `field` of a workload's pods belongs to: a TrainJob's pod template
     lives in its runtime, so `(runtime) spec...` points at the runtime object where it is in the manifests."""
     if field and field.startswith("(runtime) "):
-        runtime = topo.workload.facts.get("runtime")
+        runtime = topo.workload.runtime
         if runtime is not None:
             return runtime, field[len("(runtime) "):]
     return topo.manifest, field
@@ -164,29 +179,11 @@ def restarts_and_max_restarts(ctx: Context, topo: Topology) -> tuple[list[str], 
     restart rules weigh, worked out once per topology."""
     found = ctx._restarts.get(id(topo))
     if found is None:
-        restarts = topo.workload.controller.restarts(topo.workload, ctx.bundle)
+        restarts = topo.workload.launcher.restarts(topo.workload, ctx.bundle)
         first = topo.first
         mr = first.inv.setting("max_restarts", first.pod.env, first.pod.env_fields) if first.inv is not None else None
         found = ctx._restarts[id(topo)] = (restarts, mr)
     return found
-
-
-_QUANTITY = re.compile(r"^([0-9.]+)([A-Za-z]*)$")
-_UNITS = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3,
-          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-
-
-def quantity_bytes(value: Any) -> float | None:
-    """`256Gi` -> bytes; None where it is not a quantity."""
-    if value is None:
-        return None
-    m = _QUANTITY.match(str(value).strip())
-    if not m or m.group(2) not in _UNITS:
-        return None
-    try:
-        return float(m.group(1)) * _UNITS[m.group(2)]
-    except ValueError:
-        return None
 
 
 def training_uses_nccl(topo: Topology) -> bool:

@@ -1,132 +1,29 @@
 """`make scale` and `make new-run`: change every topology field of one overlay (or its run id) in one step, with
-round-trip YAML editing that keeps comments, order and quoting, validated on a copy before anything is written."""
+round-trip YAML editing that keeps comments, order and quoting (yamledit.py), validated on a copy before anything is
+written."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import difflib
-import io
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
-
-from . import launchers, transaction
+from . import transaction
 from .entry import guarded
 from .paths import overlay_path
+from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_shm, edit_topology,
+                          matches)
+from .yamledit import EditError, YamlFile, edit_relative_to, rel
 
 REPO = Path(__file__).resolve().parent.parent
-GPU = "nvidia.com/gpu"
-# The launchers make scale can edit: those whose module says where a patch holds the topology.
-LAUNCHERS = {launcher.id: launcher for launcher in launchers.LAUNCHERS if launcher.scale is not None}
-RUN_ID = re.compile(r"run-(\d+)")
-
-
-class ScaleError(Exception):
-    """Bad input or an overlay this command does not understand: one line, nothing written."""
-
-
-# ---------------------------------------------------------------- round-trip YAML
-
-
-@dataclass
-class YamlFile:
-    """One file loaded for round-trip editing, with the dumper settings that reproduce it byte for byte."""
-
-    path: Path
-    original: str
-    docs: list[Any]
-    yaml: YAML
-
-    @classmethod
-    def load(cls, path: Path) -> "YamlFile":
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScaleError(f"{rel(path)}: cannot read: {exc.strerror}") from exc
-        for seq, offset in ((4, 2), (2, 0)):
-            y = YAML()
-            y.preserve_quotes = True
-            y.width = 4096
-            y.indent(mapping=2, sequence=seq, offset=offset)
-            try:
-                docs = list(y.load_all(text))
-            except Exception as exc:  # ruamel raises many types; each is bad YAML
-                raise ScaleError(f"{rel(path)}: not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
-            f = cls(path, text, docs, y)
-            if f.dump() == text:
-                return f
-        raise ScaleError(f"{rel(path)}: cannot be edited without reformatting it (indentation other than 2 spaces?)")
-
-    def dump(self) -> str:
-        out = io.StringIO()
-        if len(self.docs) == 1:
-            self.yaml.dump(self.docs[0], out)
-        else:
-            self.yaml.dump_all(self.docs, out)
-        return out.getvalue()
-
-
-def set_scalar(parent: Any, key: Any, value: Any) -> None:
-    """Replace a scalar keeping its quoting style (a quoted "8" stays quoted, a plain 8 stays an int)."""
-    old = parent[key]
-    if isinstance(old, DoubleQuotedScalarString):
-        value = DoubleQuotedScalarString(str(value))
-    elif isinstance(old, SingleQuotedScalarString):
-        value = SingleQuotedScalarString(str(value))
-    elif isinstance(old, str):
-        value = str(value)
-    elif isinstance(old, bool) or not isinstance(old, int):
-        raise ScaleError(f"unexpected value {old!r} where a number or string was expected")
-    else:
-        value = int(value)
-    parent[key] = value
-
-
-# ---------------------------------------------------------------- quantities
-
-
-_QTY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?$")
-_FACTOR = {None: Fraction(1), "m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6),
-           "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15), "Ki": Fraction(2**10),
-           "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50)}
-_SMALLER = {"Pi": "Ti", "Ti": "Gi", "Gi": "Mi", "Mi": "Ki", "Ki": None, "P": "T", "T": "G", "G": "M", "M": "k",
-            "k": None, None: "m"}
-
-
-def parse_qty(raw: Any) -> tuple[Fraction, str | None]:
-    m = _QTY.match(str(raw).strip())
-    if not m:
-        raise ScaleError(f"cannot scale the quantity {raw!r}")
-    return Fraction(m.group(1)) * _FACTOR[m.group(2)], m.group(2)
-
-
-def format_qty(value: Fraction, suffix: str | None) -> str:
-    """Write `value` in the original unit when it is a whole number of it, else in the next smaller unit that makes
-    it whole (Gi -> Mi -> Ki -> bytes; cores -> millicores), rounding only at bytes or millicores."""
-    unit = suffix
-    while True:
-        n = value / _FACTOR[unit]
-        if n.denominator == 1:
-            return f"{n.numerator}{unit or ''}"
-        if unit == "m" or (unit is None and suffix not in (None, "m")):
-            return f"{round(n)}{unit or ''}"
-        unit = _SMALLER[unit]
-
-
-def scale_qty(raw: Any, ratio: Fraction) -> str:
-    value, suffix = parse_qty(raw)
-    return format_qty(value * ratio, suffix)
 
 
 # ---------------------------------------------------------------- the overlay and its current topology
@@ -153,19 +50,6 @@ class Overlay:
     @property
     def kustomization(self) -> Path:
         return self.folder / "kustomization.yaml"
-
-
-_ROOTS: list[Path] = []  # the repository being edited (--root), for messages relative to it
-
-
-def rel(path: Path) -> str:
-    """A path as the user would write it: relative to the repository being edited, else to the working folder."""
-    for base in (*_ROOTS, Path.cwd()):
-        try:
-            return str(Path(path).resolve().relative_to(base.resolve()))
-        except ValueError:
-            continue
-    return str(path)
 
 
 def find_overlay(raw: str, root: Path = REPO) -> Overlay:
@@ -203,16 +87,10 @@ def _launcher_of(patch: Path) -> str | None:
         if isinstance(doc, dict) and str(doc.get("kind")) == launcher.kind:
             return launcher.id
         if isinstance(doc, list) and any(
-                _matches(str(op.get("path", "")), path) for op in doc if isinstance(op, dict)
+                matches(str(op.get("path", "")), path) for op in doc if isinstance(op, dict)
                 for path, _ in launcher.scale.pods):
             return launcher.id
     return None
-
-
-def _matches(pointer: str, path: tuple[Any, ...]) -> bool:
-    """A JSON-patch path against a ScaleSpec path (`*` matches any one key)."""
-    parts = pointer.strip("/").split("/")
-    return len(parts) == len(path) and all(p == "*" or str(p) == q for p, q in zip(path, parts))
 
 
 @dataclass
@@ -244,15 +122,6 @@ def current(ov: Overlay) -> Current:
 # ---------------------------------------------------------------- the edit
 
 
-@dataclass
-class Plan:
-    nodes: int
-    nproc: int
-    gpus: int
-    ratio: Fraction  # new per-pod resources / old (GPUs or processes per pod)
-    notes: list[str] = field(default_factory=list)
-
-
 def positive(name: str, raw: str | None, allow_zero: bool = False) -> int | None:
     if raw is None or raw == "":
         return None
@@ -280,180 +149,6 @@ def plan(ov: Overlay, cur: Current, nodes: int, gpus: int | None, procs: int | N
                          "PROCS_PER_NODE")
     nproc = procs if procs is not None else cur.nproc
     return Plan(nodes, nproc, 0, Fraction(nproc, cur.nproc))
-
-
-def _get(node: Any, *keys: Any) -> Any:
-    for k in keys:
-        try:
-            node = node[k]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return node
-
-
-def _need(node: Any, what: str, path: Path, *keys: Any) -> Any:
-    found = _get(node, *keys)
-    if found is None:
-        raise ScaleError(f"{rel(path)}: has no {what}; make scale edits the layout the repository's overlays use")
-    return found
-
-
-def _resources(res: Any, p: Plan, path: Path) -> None:
-    """requests/limits: GPUs set, CPU and memory scaled by the per-GPU (or per-process) ratio."""
-    if not isinstance(res, dict):
-        raise ScaleError(f"{rel(path)}: resources is not a mapping")
-    for section in ("requests", "limits"):
-        block = res.get(section)
-        if not isinstance(block, dict):
-            continue
-        for key in list(block):
-            if key == GPU:
-                set_scalar(block, key, p.gpus)
-            elif key in ("cpu", "memory", "ephemeral-storage") and p.ratio != 1:
-                set_scalar(block, key, scale_qty(block[key], p.ratio))
-
-
-def _env(env: Any, p: Plan, path: Path) -> None:
-    if not isinstance(env, list):
-        raise ScaleError(f"{rel(path)}: the container has no env list")
-    names = {e.get("name"): e for e in env if isinstance(e, dict)}
-    for name, value in (("NNODES", p.nodes), ("NPROC_PER_NODE", p.nproc)):
-        if name not in names:
-            raise ScaleError(f"{rel(path)}: the container sets no {name}")
-        set_scalar(names[name], "value", value)
-
-
-def _walk(node: Any, path: tuple[Any, ...]) -> list[tuple[Any, Any]]:
-    """(parent, key) of every place `path` reaches in a strategic-merge patch (`*`: every key of a mapping)."""
-    places: list[tuple[Any, Any, Any]] = [(None, None, node)]
-    for key in path:
-        nxt = []
-        for _, _, cur in places:
-            if key == "*" and isinstance(cur, dict):
-                nxt += [(cur, k, cur[k]) for k in cur]
-            elif isinstance(key, int) and isinstance(cur, list) and key < len(cur):
-                nxt.append((cur, key, cur[key]))
-            elif isinstance(key, str) and isinstance(cur, dict) and key in cur:
-                nxt.append((cur, key, cur[key]))
-        places = nxt
-    return [(parent, key) for parent, key, _ in places]
-
-
-def edit_topology(f: YamlFile, launcher: str, p: Plan) -> None:
-    """Write the plan into a topology patch where the launcher module's ScaleSpec says the pod count, processes per
-    pod, container env and resources live: a strategic-merge patch (a mapping) or a JSON patch (a list of ops)."""
-    spec = LAUNCHERS[launcher].scale if launcher in LAUNCHERS else None
-    if spec is None:
-        raise ScaleError(f"make scale does not understand launcher '{launcher}'")
-    doc = f.docs[0]
-    path = f.path
-    pods = [(loc, p.nodes + offset) for loc, offset in spec.pods]
-    if isinstance(doc, CommentedSeq):
-        seen = set()
-        for op in doc:
-            target = str(op.get("path", ""))
-            for loc, value in pods:
-                if _matches(target, loc):
-                    set_scalar(op, "value", value)
-                    seen.add("replicas")
-            for loc in spec.nproc:
-                if _matches(target, loc):
-                    set_scalar(op, "value", p.nproc)
-                    seen.add(str(loc[-1]))
-            for loc in spec.resources:
-                if _matches(target, loc):
-                    _resources(op["value"], p, path)
-                    seen.add("resources")
-        needs = ["replicas"] + [str(loc[-1]) for loc in spec.nproc] + (["resources"] if spec.resources else [])
-        for need in needs:
-            if need not in seen:
-                raise ScaleError(f"{rel(path)}: has no operation for {need}; make scale edits the layout the "
-                                 "repository's overlays use")
-        return
-    if not isinstance(doc, CommentedMap):
-        raise ScaleError(f"{rel(path)}: expected a strategic-merge patch (a mapping) or a JSON patch (a list)")
-    def places(loc: tuple[Any, ...]) -> list[tuple[Any, Any]]:
-        found = _walk(doc, loc)
-        if not found:
-            raise ScaleError(f"{rel(path)}: has no {'.'.join(str(k) for k in loc)}; make scale edits the layout "
-                             "the repository's overlays use")
-        return found
-
-    for loc, value in pods:
-        for parent, key in places(loc):
-            set_scalar(parent, key, value)
-    for loc in spec.nproc:
-        for parent, key in places(loc):
-            set_scalar(parent, key, p.nproc)
-    if spec.env_container is not None:
-        parent, key = places(spec.env_container)[0]
-        _env(parent[key].get("env"), p, path)
-    for loc in spec.resources:
-        for parent, key in places(loc):
-            _resources(parent[key], p, path)
-
-
-def edit_shm(f: YamlFile, p: Plan) -> None:
-    for op in f.docs[0]:
-        if str(op.get("path", "")).endswith("/emptyDir/sizeLimit") and op.get("op") == "replace":
-            set_scalar(op, "value", scale_qty(op["value"], p.ratio))
-
-
-_COMMENT_RULES: list[tuple[re.Pattern[str], Callable[[Plan, re.Match[str]], str]]] = [
-    (re.compile(r"\b(\d+) nodes x (\d+) (\w+)"), lambda p, m: f"{p.nodes} nodes x {p.gpus} {m.group(3)}"),
-    (re.compile(r"\b(\d+) pods x (\d+) processes"), lambda p, m: f"{p.nodes} pods x {p.nproc} processes"),
-    (re.compile(r"\bworld size (\d+)"), lambda p, m: f"world size {p.nodes * p.nproc}"),
-    (re.compile(r"\b1 Master \+ (\d+) Worker\(s\)"), lambda p, m: f"1 Master + {p.nodes - 1} Worker(s)"),
-    (re.compile(r"\bnprocPerNode (\d+)"), lambda p, m: f"nprocPerNode {p.nproc}"),
-]
-
-
-def edit_header(text: str, p: Plan) -> str:
-    """Keep the leading comment lines that state the topology true (`# 4 nodes x 1 T4: world size 4.`)."""
-    lines = text.splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        if not line.startswith("#"):
-            break
-        for pattern, repl in _COMMENT_RULES:
-            line = pattern.sub(lambda m, r=repl: r(p, m), line)
-        lines[i] = line
-    return "".join(lines)
-
-
-def bump_run(f: YamlFile, new: str | None) -> tuple[str, str]:
-    """Replace the run id in every value of set-run-id.yaml; returns (old, new)."""
-    found: set[str] = set()
-
-    def walk(node: Any) -> None:
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
-        for k, v in list(items):
-            if isinstance(v, (dict, list)):
-                walk(v)
-            elif isinstance(v, str):
-                found.update(m.group(0) for m in RUN_ID.finditer(v))
-    for d in f.docs:
-        walk(d)
-    if len(found) != 1:
-        raise ScaleError(f"{rel(f.path)}: expected one run id (run-NNN) in it, found {sorted(found) or 'none'}")
-    old = found.pop()
-    if new is None:
-        digits = RUN_ID.match(old).group(1)
-        new = f"run-{int(digits) + 1:0{len(digits)}d}"
-    if not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", new) or len(new) > 40:
-        raise ScaleError(f"RUN_ID '{new}' must be lowercase letters, digits and '-' (it becomes part of object names)")
-    if new == old:
-        raise ScaleError(f"{rel(f.path)}: the run id is already {old}")
-
-    def sub(node: Any) -> None:
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
-        for k, v in list(items):
-            if isinstance(v, (dict, list)):
-                sub(v)
-            elif isinstance(v, str) and old in v:
-                set_scalar(node, k, re.sub(rf"\b{re.escape(old)}\b", new, v))
-    for d in f.docs:
-        sub(d)
-    return old, new
 
 
 # ---------------------------------------------------------------- validate on a copy, then write atomically
@@ -588,7 +283,7 @@ def run_ids(text: str) -> str:
 
 def cmd_scale(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
-    _ROOTS[:] = [root]
+    edit_relative_to(root)
     nodes = positive("NODES", args.nodes)
     if nodes is None:
         raise ScaleError("NODES is required, e.g. NODES=8")
@@ -640,7 +335,7 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
 
 def cmd_new_run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
-    _ROOTS[:] = [root]
+    edit_relative_to(root)
     ov, lock = overlay_locked(args.overlay, root, args.dry_run)
     with lock:
         if not ov.run_file.is_file():
@@ -654,7 +349,7 @@ def cmd_new_run(args: argparse.Namespace) -> int:
 def cmd_recover(args: argparse.Namespace) -> int:
     """Finish (or clear away) what an interrupted make scale or make new-run left in one overlay."""
     root = Path(args.root).resolve()
-    _ROOTS[:] = [root]
+    edit_relative_to(root)
     ov, lock = overlay_locked(args.overlay, root, dry_run=False)
     with lock:
         pass  # overlay_locked has finished any pending change and said so
@@ -691,7 +386,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return guarded(lambda: args.func(args), (ScaleError, transaction.TransactionError))
+    return guarded(lambda: args.func(args), (EditError, transaction.TransactionError))
 
 
 if __name__ == "__main__":

@@ -9,24 +9,15 @@ from typing import Any
 
 import yaml
 
-from .launchers import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, Bundle, Pod, Workload, as_int, workloads
+from .kube import as_int
+from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Workload, workloads
+from .launchers.pods import container_resources
 from .model import Manifest
 from .torchrun import (DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python, split_endpoint,
                        split_nnodes, with_accelerate_config)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def quantity_cpu(value: Any) -> float | None:
-    """`2` -> 2.0, `1500m` -> 1.5; None where it is not a CPU quantity."""
-    if value is None:
-        return None
-    text = str(value)
-    try:
-        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    except ValueError:
-        return None
 
 
 class PodView:
@@ -145,8 +136,8 @@ class Topology:
         return out
 
     @property
-    def launcher(self) -> str:
-        return self.workload.launcher
+    def launcher_id(self) -> str:
+        return self.workload.launcher_id
 
     @property
     def backend(self) -> str:
@@ -159,22 +150,6 @@ class Topology:
 
 def _sample(n: int) -> list[int]:
     return sorted({i for i in (0, 1, n - 1) if 0 <= i < n})
-
-
-def _resources(container: dict[str, Any]) -> tuple[int, int | None, float | None, float | None]:
-    res = container.get("resources") or {}
-    limits = res.get("limits") or {}
-    requests = res.get("requests") or {}
-    gpus = 0
-    gpu_req = None
-    for key in GPU_RESOURCES:
-        if key in limits:
-            gpus = as_int(limits.get(key), 0) or 0
-        if key in requests:
-            gpu_req = as_int(requests.get(key))
-    if not gpus and gpu_req:
-        gpus = gpu_req  # a request alone still claims the devices (extended resources cannot overcommit)
-    return gpus, gpu_req, quantity_cpu(limits.get("cpu")), quantity_cpu(requests.get("cpu"))
 
 
 def _env_setting(pod: Pod, name: str, default: str) -> Setting:
@@ -313,50 +288,79 @@ def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest |
     return bundle.services.get((namespace, name))
 
 
-def compute(bundle: Bundle, ws: list[Workload] | None = None,
-            failed: list[tuple[Manifest, Exception]] | None = None,
-            undetermined: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
+@dataclass
+class Undetermined:
+    """A workload of a training launcher (PyTorchJob, TrainJob) whose container shows neither a launcher nor env://
+    initialisation, and, where its controller's settings show it (Launcher.unlinked), why its pods form no world
+    together."""
+
+    workload: Workload
+    unlinked: Check | None = None
+
+
+@dataclass
+class UnreadConfig:
+    """A workload whose world's shape is in an `accelerate launch` config file not mounted from the manifests."""
+
+    workload: Workload
+    path: str
+    field: str | None
+
+
+@dataclass
+class Resolution:
+    """What the launcher model says of one unit's workloads, before any rule runs: the training topologies, the
+    workloads whose pods cannot be worked out (none, or a controller input not in the manifests), those that may or
+    may not train together, and those whose shape is in a file not in the manifests."""
+
+    topologies: list[Topology] = field(default_factory=list)
+    unresolved: list[Workload] = field(default_factory=list)
+    undetermined: list[Undetermined] = field(default_factory=list)
+    unread: list[UnreadConfig] = field(default_factory=list)
+
+
+def compute(bundle: Bundle, ws: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
     """Topologies of the training workloads in `bundle` (or among `ws`, its workloads worked out already), and the
-    workloads whose topology could not be worked out. With `failed`, a workload whose pods cannot be read (a
-    malformed field) is listed there instead of raising; `undetermined` gets the workloads of a training launcher
-    (PyTorchJob, TrainJob) whose container shows neither a launcher nor env:// initialisation, unless its code is
-    in the manifest and takes no part in torch.distributed; those whose controller shows that their pods form no
-    world together (Launcher.unlinked) carry the reason in `facts["unlinked"]`."""
-    out: list[Topology] = []
-    unresolved: list[Workload] = []
+    workloads whose topology could not be worked out."""
+    r = resolve(bundle, ws)
+    return r.topologies, r.unresolved
+
+
+def resolve(bundle: Bundle, ws: list[Workload] | None = None,
+            failed: list[tuple[Manifest, Exception]] | None = None) -> Resolution:
+    """The Resolution of `bundle`'s workloads (or of `ws`, worked out already). With `failed`, a workload whose pods
+    cannot be read (a malformed field) is listed there instead of raising. The model is only read, never written."""
+    out = Resolution()
     for w in workloads(bundle) if ws is None else ws:
         try:
-            if not _compute_one(bundle, w, out, unresolved) and w.controller.for_training \
-                    and undetermined is not None and _undetermined(w):
-                undetermined.append(w)
+            if not _compute_one(bundle, w, out) and w.launcher.for_training:
+                found = _undetermined(w)
+                if found is not None:
+                    out.undetermined.append(found)
         except Exception as exc:  # noqa: BLE001 - reported by the engine as INTERNAL, never a crash
             if failed is None:
                 raise
             failed.append((w.manifest, exc))
-    return out, unresolved
+    return out
 
 
-def _undetermined(w: Workload) -> bool:
-    """For a workload of a training launcher that is not a training world by its command and env: False where its
+def _undetermined(w: Workload) -> Undetermined | None:
+    """For a workload of a training launcher that is not a training world by its command and env: None where its
     code is in the manifest (`python -c`) and takes no part in torch.distributed, so it is known not to train
-    together; else True, and where the command is written out (not the image's entrypoint) the controller says
-    whether its pods can form a world at all (`facts["unlinked"]`)."""
+    together; else an Undetermined, which, where the command is written out (not the image's entrypoint), says
+    whether the controller lets its pods form a world at all."""
     pod = w.pod(0)
     argv = pod.argv()[0]
     code = inline_python(argv)
     if code is not None and not DISTRIBUTED_CODE.search(code):
-        return False
-    if pod.container.get("command"):
-        reason = w.controller.unlinked(w)
-        if reason is not None:
-            w.facts["unlinked"] = reason
-    return True
+        return None
+    return Undetermined(w, w.launcher.unlinked(w) if pod.container.get("command") else None)
 
 
-def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: list[Workload]) -> bool:
-    """Work out one workload's topology; False when it is not a training world."""
-    if w.pods == 0 or w.facts.get("unresolved"):
-        unresolved.append(w)
+def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
+    """Work out one workload's topology into `found`; False when it is not a training world."""
+    if w.pods == 0 or w.unresolved is not None:
+        found.unresolved.append(w)
         return True
     first = view(w.pod(0))
     if not is_training(w, first):
@@ -365,14 +369,14 @@ def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: l
     if inv is not None and inv.unread_config and not all(
             k in inv.accelerate for k in ("num_machines", "num_processes", "main_process_ip")):
         # The world's shape is in a config file this cannot read: said (TOPO012), not guessed from defaults.
-        w.facts["unread_config"] = (inv.unread_config, inv.accelerate_config[1])  # type: ignore[index]
+        found.unread.append(UnreadConfig(w, inv.unread_config, inv.accelerate_config[1]))  # type: ignore[index]
         return True
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
     if first.inv is None:
         mn = mx = None
         nproc = 1
         world = as_int(first.nnodes.value)
-    gpus, gpu_req, cpu_lim, cpu_req = _resources(first.pod.container)
+    gpus, gpu_req, cpu_lim, cpu_req = container_resources(first.pod.container)
     if first.inv is not None:
         nproc = as_int(first.nproc.value)
         if nproc is None and first.nproc.value in ("auto", "gpu") and gpus:
@@ -382,17 +386,18 @@ def _compute_one(bundle: Bundle, w: Workload, out: list[Topology], unresolved: l
     subdomain = first.pod.subdomain
     pg = _pg_backend(first.pod, first.inv)
     mpi_alone = False
+    notes = list(w.notes)
     if first.inv is None and pg is not None and pg[0].lower() == "mpi":
         if any(tok.rsplit("/", 1)[-1] in MPI_LAUNCHERS for tok in first.pod.argv()[0]):
-            w.notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
+            notes.append("mpirun/mpiexec starts the processes: the MPI world it forms is not modelled here")
         else:
             mpi_alone = True
-    out.append(Topology(
+    found.topologies.append(Topology(
         workload=w, first_view=first, torchrun=first.inv is not None, pods=w.pods, nnodes_min=mn, nnodes_max=mx,
         nproc=nproc, world_size=world, gpus=gpus, gpu_request=gpu_req, cpu_limit=cpu_lim, cpu_request=cpu_req,
         endpoint_host=host, endpoint_port=port, rank_source=describe_rank_source(first, w),
         pg_backend=pg,
         service=None if w.managed_dns else find_service(bundle, w.namespace, subdomain),
-        notes=list(w.notes), mpi_world_of_one=mpi_alone,
+        notes=notes, mpi_world_of_one=mpi_alone,
     ))
     return True

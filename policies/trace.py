@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from .loader import InputError, read_text, rel as _rel
-from .model import Manifest, Problem
+from .model import Manifest
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -185,6 +185,10 @@ def trace_unit(unit: Any) -> None:
         p.location = tracer.locate(by_ref.get(p.obj or ""), kind, name, p.field)
 
 
-def trace_all(units: list[Any]) -> None:
+def place(units: list[Any]) -> None:
+    """Where every problem of these units is shown, in one pass at the end: its object's (and field's) source line
+    traced (`location`), and its path relative to the checkout. The reporters read problems placed."""
     for u in units:
         trace_unit(u)
+        for p in [*u.problems, *u.suppressed]:
+            p.source = _rel(p.source)

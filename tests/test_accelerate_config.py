@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from policies import engine
-from policies.launchers.base import mounted_file
+from policies.launchers.pods import mounted_file
 from policies.model import ERROR, INFO, Manifest
 
 from conftest import FIXTURES

@@ -86,7 +86,7 @@ def refusals(unit: engine.Unit) -> list:
     return [p for p in unit.problems if p.rule == "TOPO011" and "AppWrapper webhook refuses" in p.message]
 
 
-CASES = sorted((REPO / "tests" / "conformance" / "appwrapper").glob("*.yaml"))
+CASES = sorted((REPO / "tests" / "conformance" / appwrapper.LAUNCHER.conformance_folder).glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])

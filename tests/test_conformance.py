@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from policies import engine, plan
+from policies import engine, launchers, plan
 from policies.model import ERROR, Manifest
 from policies.schema import BuiltinValidator
 
 ROOT = Path(__file__).parent / "conformance"
 FIXTURES = sorted(ROOT.glob("*/*.yaml"))
-CONTROLLERS = ("pytorchjob", "trainjob", "jobset", "job", "statefulset", "volcano", "leaderworkerset", "katib",
-               "appwrapper")
+# One folder per launcher in the registry (a launcher whose cases are another's names that one's folder).
+CONTROLLERS = tuple(dict.fromkeys(launcher.conformance_folder for launcher in launchers.LAUNCHERS))
 SOURCE_KEYS = ("repo", "tag", "file", "test", "pinned_by")
 RANDOM = "<random>"
 
@@ -131,6 +131,8 @@ def compare(doc: dict[str, Any], unit: engine.Unit) -> list[str]:
 def test_every_controller_has_fixtures():
     counts = {c: len(list((ROOT / c).glob("*.yaml"))) for c in CONTROLLERS}
     assert all(n >= 8 for n in counts.values()), counts
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir()}
+    assert folders == set(CONTROLLERS), "a folder under tests/conformance/ is no launcher's (name it for its id)"
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[str(p.relative_to(ROOT)) for p in FIXTURES])

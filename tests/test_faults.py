@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies import faults as F
+from policies.simulate import faults as F
 from policies.engine import collect
 from policies.launchers import Bundle, workloads
-from policies.launchers.base import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, PodExit, RestartCount
+from policies.launchers.lifecycle import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, PodExit, RestartCount
 from policies.model import Manifest
 
 KILLED, TERMINATED, PEER_LOST = 137, 143, 1
@@ -38,7 +38,7 @@ def workload(overlay: str, mutate=None):
 
 def decide(overlay, ended, count=None, mutate=None):
     w, bundle = workload(overlay, mutate)
-    return w.controller.after_exit(w, bundle, ended, count or RestartCount())
+    return w.launcher.after_exit(w, bundle, ended, count or RestartCount())
 
 
 # --- the overlays as they are -------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from policies.model import ERROR, INFO, Manifest
 
 from conftest import FIXTURES, REPO
 
-KATIB = REPO / "tests" / "conformance" / "katib"
+KATIB = REPO / "tests" / "conformance" / katib.LAUNCHER.conformance_folder
 CASES = sorted(KATIB.glob("*.yaml"))
 EXAMPLE = yaml.safe_load((REPO / "tests/corpus/katib/katib-pytorchjob-mnist.yaml").read_text())
 

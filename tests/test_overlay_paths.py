@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies import simulate
+from policies.simulate import cli as simulate
 from policies.paths import overlay_path
 
 FORMS = ["kind-cpu/indexed-job", "kind-cpu/indexed-job/", "overlays/kind-cpu/indexed-job",

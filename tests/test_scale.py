@@ -227,7 +227,9 @@ def test_a_jobset_patch_is_scaled_where_its_launcher_module_says(tmp_path):
     """JobSet is modelled, so make scale knows where its pods, processes and resources are (launchers/jobset.py)."""
     from fractions import Fraction
 
-    from policies.scale import Plan, YamlFile, _launcher_of, edit_topology
+    from policies.scale import _launcher_of
+    from policies.scale_edits import Plan, edit_topology
+    from policies.yamledit import YamlFile
 
     path = tmp_path / "set-topology.yaml"
     path.write_text(JOBSET_PATCH)

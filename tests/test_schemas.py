@@ -1,4 +1,4 @@
-"""Tests for the schema stage (policies/schema.py) and the schema generator (scripts/gen_schemas.py).
+"""Tests for the schema stage (policies/schema/) and the schema generator (scripts/gen_schemas.py).
 
 Fixtures: tests/fixtures/schema/pass/*.yaml must produce no problem; each tests/fixtures/schema/fail/*.yaml holds one
 object and `# expect: RULE field` lines (field `-` for none) that must match the problems exactly.

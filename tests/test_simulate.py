@@ -19,7 +19,7 @@ import yaml
 from conftest import REPO, run_cli
 from test_first_hour import alarming
 from policies.engine import collect
-from policies.simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
+from policies.simulate.host import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
 pytestmark = [
     pytest.mark.skipif(installed(NSS_WRAPPER_CANDIDATES) is None,
@@ -364,7 +364,8 @@ def test_a_listener_on_the_ipv6_wildcard_answers_ipv4_too(tmp_path):
 
 
 def test_pvc_seeding_copies_folders_and_refuses_bad_items(tmp_path):
-    from policies.simulate import SimulationError, seed_pvcs
+    from policies.simulate.host import SimulationError
+    from policies.simulate.pods import seed_pvcs
 
     src = tmp_path / "models"
     (src / "tiny-lm").mkdir(parents=True)

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies.simulate import NSS_WRAPPER_CANDIDATES, installed
+from policies.simulate.host import NSS_WRAPPER_CANDIDATES, installed
 
 pytestmark = pytest.mark.skipif(installed(NSS_WRAPPER_CANDIDATES) is None,
                                 reason="libnss_wrapper is not installed (make setup installs Debian's libnss-wrapper)")

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from policies.simulate import NSS_WRAPPER_CANDIDATES, POD_TOKEN, installed
+from policies.simulate.host import NSS_WRAPPER_CANDIDATES, installed
+from policies.simulate.pods import POD_TOKEN
 
 pytestmark = pytest.mark.skipif(installed(NSS_WRAPPER_CANDIDATES) is None,
                                 reason="libnss_wrapper is not installed (make setup installs Debian's libnss-wrapper)")

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies.simulate import RUN_MARKER, _noise
+from policies.simulate.diagnose import noise as _noise
+from policies.simulate.result import RUN_MARKER
 
 OVERLAY = REPO / "overlays/kind-cpu/indexed-job"
 
@@ -50,13 +51,13 @@ def test_dot_dot_from_an_overlays_patches_does_not_touch_the_checkout(tmp_path):
 
 
 def test_the_default_run_folder_of_dot_dot_is_under_dot_sim():
-    from policies.simulate import default_run_dir
+    from policies.simulate.result import default_run_dir
     assert default_run_dir(str(OVERLAY / "patches" / "..")) == REPO / ".sim" / "kind-cpu_indexed-job"
     assert default_run_dir("/") == REPO / ".sim" / "run"
 
 
 def test_a_marked_folder_is_emptied_and_reused(tmp_path):
-    from policies.simulate import prepare_run_dir
+    from policies.simulate.result import prepare_run_dir
     run = tmp_path / "run"
     prepare_run_dir(run)
     (run / "logs").mkdir()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from policies import simulate
+from policies.simulate import host as simulate
 from tests.test_trainer_telemetry import free_port_pair
 from tests.trainer_helpers import ROOT, clean_env, free_port, torchrun_cmd
 
@@ -135,7 +135,7 @@ def metrics_overlay(folder, port: int):
 
 def relay(net, iface: int, port: int, client_ports) -> socket.socket:
     """A loopback TCP listener that reaches port `port` of the pod at socket_wrapper interface `iface` (close it to
-    stop): simulate.py's relay, the other way round."""
+    stop): the simulator's relay (policies/simulate/host.py), the other way round."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def connect() -> socket.socket:

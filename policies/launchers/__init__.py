@@ -1,28 +1,46 @@
 """The one home of what each controller does: one module per controller (`pytorchjob`, `trainjob` with its runtimes,
-`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`, `appwrapper`), each a `Launcher` (see
-`base.py`) that every consumer asks instead of branching on kinds, and a registry keyed by API group and kind. Adding a controller is
-adding one module here and its conformance fixtures under tests/conformance/."""
+`jobset`, `indexed_job`, `statefulset`, `volcano`, `leaderworkerset`, `katib`, `appwrapper`), each a `Launcher` (the
+protocol in `base.py`; its pods are modelled in `pods.py`, what follows a pod's end in `lifecycle.py`) that every
+consumer asks instead of branching on kinds; the registry below, keyed by API group and kind; and the table of kinds
+no module models (`unmodelled.py`). Every list of launchers elsewhere (docs, tests, `make plan`) is read from LAUNCHERS.
+
+Adding a controller is one module here (a `Launcher` subclass and its `LAUNCHER`), its entry in LAUNCHERS, and its
+conformance fixtures under tests/conformance/<launcher id>/, each naming the upstream source it was read from: the
+rules, the simulator, `make scale`, `make diff`, docs/rules.md and the tests all ask the registry."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+import importlib
+import pkgutil
+from typing import Any, Iterator
 
 from ..model import Manifest
-from . import appwrapper, indexed_job, jobset, katib, leaderworkerset, pytorchjob, statefulset, trainjob, volcano
-from .base import (COMPLETION_INDEX, DNS1035, DNS1123_LABEL, DNS1123_SUBDOMAIN, GPU_RESOURCES, POD_INDEX, Bundle,
-                   Check, Child, ContainerEnv, Launcher, Pod, PodGroup, ScaleSpec, Workload, as_int, dig, downward,
-                   listing, mapping, selects)
+from ..kube import group_of
+from . import unmodelled
+from .base import Bundle, Check, Child, Launcher, ScaleSpec, Workload
+from .pods import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup
 
-# Every modelled kind, in the order `make plan` lists launchers.
-LAUNCHERS: tuple[Launcher, ...] = (pytorchjob.LAUNCHER, trainjob.LAUNCHER, jobset.LAUNCHER, indexed_job.LAUNCHER,
-                                   statefulset.LAUNCHER, trainjob.RUNTIME, volcano.LAUNCHER,
-                                   leaderworkerset.LAUNCHER, katib.LAUNCHER, appwrapper.LAUNCHER)
+
+
+def _discover() -> tuple[Launcher, ...]:
+    """Every Launcher instance a module of this package defines at its top level (a module may define several: a
+    TrainJob's and its runtimes'), ordered by `Launcher.order`, then id."""
+    found: dict[int, Launcher] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, Launcher):
+                found.setdefault(id(value), value)
+    return tuple(sorted(found.values(), key=lambda launcher: (launcher.order, launcher.id)))
+
+
+# Every modelled kind, in the order docs and messages list them (Launcher.order).
+LAUNCHERS: tuple[Launcher, ...] = _discover()
 REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
 BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
-
-
-def group_of(api_version: str) -> str:
-    return api_version.split("/")[0] if "/" in api_version else ""
+# Kinds that start distributed training no module models: their pod templates get the security and image rules, and
+# the engine says once per object that the topology was not checked. A kind a module comes to model leaves it.
+NOT_MODELLED: tuple[str, ...] = tuple(k for k in unmodelled.NOT_MODELLED if k not in {kind for _, kind in REGISTRY})
 
 
 def of(m: Manifest) -> Launcher | None:
@@ -60,6 +78,25 @@ def workload_kinds() -> tuple[str, ...]:
     return tuple(dict.fromkeys(kind for (_, kind), launcher in REGISTRY.items() if launcher.starts_pods))
 
 
+def pod_templates(m: Manifest) -> Iterator[tuple[str, Any]]:
+    """(field path, template) of every pod template in an object of a modelled kind (Launcher.pod_templates) or of a
+    kind in the table of unmodelled ones; nothing for any other kind (a Pod is its own template: podspecs reads it)."""
+    launcher = of(m)
+    return launcher.pod_templates(m) if launcher is not None else unmodelled.pod_templates(m)
+
+
+def ttl_field(m: Manifest) -> tuple[str, ...] | None:
+    """Where a finished object of this kind keeps its TTL (Launcher.ttl_field, or the unmodelled kinds' table)."""
+    launcher = of(m)
+    return launcher.ttl_field if launcher is not None else unmodelled.TTL_FIELDS.get(m.kind)
+
+
+def run_kinds() -> tuple[str, ...]:
+    """The kinds whose change means a new training run: those whose objects start pods, and the unmodelled training
+    kinds that behave alike."""
+    return tuple(dict.fromkeys(workload_kinds() + unmodelled.RUN_KINDS))
+
+
 def cluster_scoped() -> tuple[tuple[str, str], ...]:
     return tuple(gk for launcher in LAUNCHERS for gk in launcher.cluster_scoped)
 
@@ -73,9 +110,8 @@ def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list
         launcher = of(m)
         if launcher is None:
             continue
-        made, refused = launcher.children(m)
-        children += made
-        checks += refused
+        children += launcher.children(m)
+        checks += launcher.refused(m)
     return (manifests + [c.manifest for c in children] if children else manifests), children, checks
 
 
@@ -104,9 +140,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["COMPLETION_INDEX", "DNS1035", "DNS1123_LABEL", "DNS1123_SUBDOMAIN", "GPU_RESOURCES", "POD_INDEX", "Bundle",
-           "Check", "Child", "ContainerEnv", "Launcher", "selects",
-           "Pod",
-           "PodGroup", "ScaleSpec", "Workload", "as_int", "dig", "downward", "listing", "mapping", "LAUNCHERS",
-           "REGISTRY", "BY_ID", "of", "as_admitted", "expand", "workloads", "workload_kinds", "group_of",
-           "cluster_scoped", "groups_modelling"]
+__all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child",
+           "ContainerEnv", "Launcher", "Pod", "PodGroup", "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
+           "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
+           "pod_templates", "ttl_field", "run_kinds"]

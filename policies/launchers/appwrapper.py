@@ -28,8 +28,9 @@ import copy
 import re
 from typing import Any
 
+from ..kube import listing, mapping
 from ..model import Manifest
-from .base import Check, Child, Launcher, listing, mapping
+from .base import Check, Child, Launcher
 
 GROUP = "workload.codeflare.dev"
 KIND = "AppWrapper"
@@ -243,13 +244,28 @@ def _merge_keep_first(first: Any, second: dict[str, str]) -> dict[str, Any]:
 
 class AppWrapperLauncher(Launcher):
     id = "appwrapper"
+    order = 100
+    upstream = "project-codeflare/appwrapper v1.2.1"
     title = "AppWrapper (its components' objects are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
     starts_pods = False  # each component's own controller starts them
 
-    def children(self, m: Manifest) -> tuple[list[Child], list[Check]]:
-        """appwrapper_webhook.go:133-238 validateAppWrapperCreate, then each component as the controller creates it
-        (resource_management.go:41-54, 217-255)."""
+    def children(self, m: Manifest) -> list[Child]:
+        """Each component's object as the controller creates it (resource_management.go:41-54, 217-255)."""
+        return self._read(m)[0]
+
+    def refused(self, m: Manifest) -> list[Check]:
+        """What the AppWrapper webhook refuses (appwrapper_webhook.go:133-238 validateAppWrapperCreate)."""
+        return self._read(m)[1]
+
+    def _read(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+        """The webhook's checks and the components in one pass over them; worked out once per object."""
+        found = m.__dict__.get("_appwrapper_components")
+        if found is None:
+            found = m.__dict__["_appwrapper_components"] = self._components(m)
+        return found
+
+    def _components(self, m: Manifest) -> tuple[list[Child], list[Check]]:
         checks: list[Check] = []
 
         def refuse(field: str, message: str, hint: str = HINT) -> None:

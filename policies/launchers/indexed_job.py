@@ -2,12 +2,14 @@
 a NonIndexed Job, with the completion index it gives each pod of an Indexed one."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping
 from ..model import Manifest
-from .base import (COMPLETION_INDEX, FAIL, IF_ABSENT, RECREATE_POD, Bundle, Check, Decision, Injected, Launcher,
-                   PodExit, PodGroup, RestartCount, ScaleSpec, Workload, as_int, dig, domain_prefixed_path_problems,
-                   kubelet_restarts, listing, mapping)
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
+from .pods import COMPLETION_INDEX, IF_ABSENT, Injected, PodGroup
 
 KIND = "Job"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
@@ -321,8 +323,19 @@ def _success_policy(js: dict[str, Any], field: str, completions: int | None) -> 
     return out
 
 
+@dataclass
+class JobWorkload(Workload):
+    """A Job's pods, and what the Job controller reads of its spec."""
+
+    completions: int | None = None
+    parallelism: int | None = 1
+    completion_mode: Any = "NonIndexed"
+
+
 class JobLauncher(Launcher):
     id = "indexed-job"
+    order = 40
+    upstream = "kubernetes/kubernetes v1.36.0"
     title = "Indexed Job + headless Service"
     kinds = (("batch", KIND),)
     immutable = ("spec.template", "spec.selector", "spec.completionMode", "spec.completions")
@@ -331,12 +344,11 @@ class JobLauncher(Launcher):
                       env_container=("spec", "template", "spec", "containers", 0),
                       resources=[("spec", "template", "spec", "containers", 0, "resources")])
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> JobWorkload:
         spec = mapping(m.obj.get("spec"))
-        w = Workload(m, self, [job_group(spec, m.name, "spec.template", "pod", 0)], m.namespace)
-        w.facts.update(completions=as_int(spec.get("completions")), parallelism=as_int(spec.get("parallelism"), 1),
-                       completion_mode=spec.get("completionMode") or "NonIndexed")
-        return w
+        return JobWorkload(m, self, [job_group(spec, m.name, "spec.template", "pod", 0)], m.namespace,
+                           completions=as_int(spec.get("completions")), parallelism=as_int(spec.get("parallelism"), 1),
+                           completion_mode=spec.get("completionMode") or "NonIndexed")
 
     def pods_field(self, w: Workload) -> str:
         return "spec.completions" if indexed(mapping(w.manifest.obj.get("spec"))) else "spec.parallelism"
@@ -364,16 +376,15 @@ class JobLauncher(Launcher):
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         return w.manifest, list(self.job_specs(w.manifest)), None
 
-    def startup(self, w: Workload) -> Check | None:
+    def startup(self, w: JobWorkload) -> Check | None:
         """Fewer pods running at once than the world needs (the Job controller runs at most `parallelism`), or a
         NonIndexed Job whose pods have no index to take a rank from."""
-        f = w.facts
-        if f.get("completion_mode") != INDEXED:
+        if w.completion_mode != INDEXED:
             if w.pods > 1:
-                return Check("spec.completionMode", f"completionMode is {f.get('completion_mode')}: the {w.pods} "
+                return Check("spec.completionMode", f"completionMode is {w.completion_mode}: the {w.pods} "
                              "pods get no index and no stable hostname", "set completionMode: Indexed")
             return None
-        comp, par = f.get("completions"), f.get("parallelism")
+        comp, par = w.completions, w.parallelism
         if comp is not None and par is not None and par < comp:
             return Check("spec.parallelism", f"parallelism is {par} but completions is {comp}: not every rank runs "
                          "at the same time", f"set parallelism and completions both to {comp}")

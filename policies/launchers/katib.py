@@ -35,8 +35,9 @@ import json
 import re
 from typing import Any
 
+from ..kube import as_int, listing, mapping
 from ..model import INFO, Manifest
-from .base import Check, Child, Launcher, as_int, listing, mapping
+from .base import Check, Child, Launcher
 
 GROUP = "kubeflow.org"
 KIND = "Experiment"
@@ -94,11 +95,29 @@ def parallel_trials(spec: dict[str, Any]) -> int:
 
 class ExperimentLauncher(Launcher):
     id = "katib-experiment"
+    order = 90
+    upstream = "kubeflow/katib v0.19.0"
     title = "Katib Experiment (its trials' jobs are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
     starts_pods = False  # the trial's job starts them, through its own controller
 
-    def children(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+    def children(self, m: Manifest) -> list[Child]:
+        """The trial's job Katib makes from the Experiment (one Child, run `parallelTrialCount` times at once)."""
+        return self._read(m)[0]
+
+    def refused(self, m: Manifest) -> list[Check]:
+        """What Katib's webhook refuses about the Experiment, and why its trial could not be checked."""
+        return self._read(m)[1]
+
+    def _read(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+        """The webhook's checks and the trial generator in one pass, as upstream interleaves them (a refusal stops
+        the trial from being made); worked out once per object."""
+        found = m.__dict__.get("_katib_trial")
+        if found is None:
+            found = m.__dict__["_katib_trial"] = self._trial(m)
+        return found
+
+    def _trial(self, m: Manifest) -> tuple[list[Child], list[Check]]:
         checks: list[Check] = []
 
         def refuse(field: str, message: str, hint: str = HINT) -> None:

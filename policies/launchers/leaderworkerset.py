@@ -14,12 +14,14 @@ pods outside it: independent worlds of the same shape, not one world of `replica
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..kube import DNS1035, as_int, dig, int_or_percent, mapping
 from ..model import Manifest
 from . import statefulset
-from .base import (DNS1035, FIRST, POD_INDEX, Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig,
-                   int_or_percent, mapping)
+from .base import Bundle, Check, Launcher, Workload
+from .pods import FIRST, POD_INDEX, Injected, PodGroup
 
 GROUP = "leaderworkerset.x-k8s.io"
 KIND = "LeaderWorkerSet"
@@ -102,8 +104,18 @@ def group_key(namespace: str, leader: str) -> str:
     return hashlib.sha1(f"{namespace}/{leader}".encode()).hexdigest()
 
 
+@dataclass
+class LeaderWorkerSetWorkload(Workload):
+    """A LeaderWorkerSet's groups of pods, and how their Services are made."""
+
+    replicas: int = 0
+    subdomain_policy: Any = None
+
+
 class LeaderWorkerSetLauncher(Launcher):
     id = "leaderworkerset"
+    order = 80
+    upstream = "kubernetes-sigs/lws v0.10.0"
     title = "LeaderWorkerSet"
     kinds = ((GROUP, KIND),)
     for_training = False  # counts when a pod starts torchrun or reads env:// (LWS serves inference too)
@@ -178,21 +190,20 @@ class LeaderWorkerSetLauncher(Launcher):
                 inject=lambda i, c, init, g=g, s=subdomain: env(g, i + 1, s),
                 aux=g > 0,
             ))
-        w = Workload(m, self, groups, m.namespace)
-        w.facts.update(replicas=replicas, size=size, subdomain_policy=policy)
+        w = LeaderWorkerSetWorkload(m, self, groups, m.namespace, replicas=replicas, subdomain_policy=policy)
         if replicas > 1:
             w.notes.append(f"{replicas} groups of {size} pods: each group is its own torchrun world; group 0 is "
                            "checked, the others are the same templates")
         return w
 
-    def services(self, w: Workload) -> list[dict[str, Any]]:
+    def services(self, w: LeaderWorkerSetWorkload) -> list[dict[str, Any]]:
         """Shared: one headless Service `<lws>` selecting the set's pods (leaderworkerset_controller.go
         reconcileHeadlessServices); UniquePerReplica: one per group, `<lws>-<group>`, selecting the group
         (pod_controller.go Reconcile). Both publish pods that are not Ready (controller_utils.go)."""
         name = w.manifest.name
-        if w.facts.get("subdomain_policy") == UNIQUE_PER_REPLICA:
+        if w.subdomain_policy == UNIQUE_PER_REPLICA:
             return [{"name": f"{name}-{g}", "clusterIP": "None", "selector": {SET_NAME: name, GROUP_INDEX: str(g)},
-                     "publishNotReadyAddresses": True} for g in range(min(w.facts.get("replicas") or 0, 1024))]
+                     "publishNotReadyAddresses": True} for g in range(min(w.replicas or 0, 1024))]
         return [{"name": name, "clusterIP": "None", "selector": {SET_NAME: name}, "publishNotReadyAddresses": True}]
 
     def pods_field(self, w: Workload) -> str:

@@ -3,11 +3,14 @@ repository under its new name): pods `<job>-<replica type>-<index>`, one Service
 (pkg/controller.v1/pytorch/envvar.go, elastic.go, master.go; pkg/apis/kubeflow.org/v1/pytorch_defaults.go)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..kube import DNS1035, as_int, dig, listing, mapping
 from ..model import Manifest
-from .base import (DNS1035, FAIL, RECREATE_POD, Bundle, Check, Decision, Injected, Launcher, PodExit, PodGroup,
-                   RestartCount, ScaleSpec, Workload, as_int, dig, kubelet_restarts, listing, mapping)
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
+from .pods import Injected, PodGroup
 
 KIND = "PyTorchJob"
 MASTER, WORKER = "Master", "Worker"
@@ -84,8 +87,17 @@ def init_container(job: str) -> dict[str, Any]:
                         "echo waiting for master; sleep 2; done; exit $err"]}
 
 
+@dataclass
+class PyTorchJobWorkload(Workload):
+    """A PyTorchJob's pods, and the nprocPerNode the operator counts in WORLD_SIZE."""
+
+    nproc_per_node: Any = None
+
+
 class PyTorchJobLauncher(Launcher):
     id = "pytorchjob"
+    order = 10
+    upstream = "kubeflow/trainer v1.9.4 (the training-operator line)"
     title = "Kubeflow PyTorchJob"
     kinds = (("kubeflow.org", KIND),)
     for_training = True
@@ -181,11 +193,9 @@ class PyTorchJobLauncher(Launcher):
                 ports=default_port(specs[rtype]),
             ))
             offset += counts[rtype]
-        w = Workload(m, self, groups, m.namespace)
-        w.suspended = mapping(spec.get("runPolicy")).get("suspend") is True
-        w.facts.update(nproc_per_node=nproc, elastic=elastic, master_port=master_port, replica_counts=counts,
-                       elastic_range=(mn, mx))
-        return w
+        return PyTorchJobWorkload(m, self, groups, m.namespace,
+                                  suspended=mapping(spec.get("runPolicy")).get("suspend") is True,
+                                  elastic_range=(mn, mx) if elastic is not None else None, nproc_per_node=nproc)
 
     def services(self, w: Workload) -> list[dict[str, Any]]:
         """common/service.go: one headless Service per replica, named like its pod, selecting it by job name,
@@ -268,7 +278,7 @@ class PyTorchJobLauncher(Launcher):
             elif rtype != MASTER and replicas is not None and replicas < 1:
                 out.append(Check(f"{where}.replicas", f"{rtype} replicas is {replicas}: the webhook requires at least "
                                  "1", "set replicas to 1 or more, or remove the replica type"))
-        nproc = w.facts.get("nproc_per_node")
+        nproc = w.nproc_per_node
         if not torchrun and str(nproc).isdigit() and int(nproc) > 1:
             # envvar.go: WORLD_SIZE counts replicas x nprocPerNode while each pod starts one process.
             out.append(Check("spec.nprocPerNode", f"nprocPerNode is {nproc} but the container does not start "
@@ -302,7 +312,7 @@ class PyTorchJobLauncher(Launcher):
         created again under the same name (ReconcilePods creates the missing indexes)."""
         who, src = "PyTorchJob operator", "training-operator v1.9.4 "
         spec = mapping(w.manifest.obj.get("spec"))
-        group, _ = w.group_of(ended.index)
+        group, _ = w.group_at(ended.index)
         replica = mapping(replica_specs(spec).get(group.role))
         policy = replica.get("restartPolicy") or "OnFailure"
         backoff = as_int(mapping(spec.get("runPolicy")).get("backoffLimit"))

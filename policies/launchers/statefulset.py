@@ -2,13 +2,15 @@
 `<name>-<ordinal>` with a stable identity, published under the headless Service named in `spec.serviceName`."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..kube import DNS1123_LABEL, as_int, dig, int_or_percent, listing, mapping, selects
 from ..model import Manifest
 from ..model import ERROR, WARNING
-from .base import (DNS1123_LABEL, POD_INDEX, RECREATE_POD, Bundle, Check, Decision, Launcher, PodExit, PodGroup,
-                   RestartCount, ScaleSpec, Workload, as_int, dig, int_or_percent, kubelet_restarts, listing, mapping,
-                   selects)
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .lifecycle import RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
+from .pods import POD_INDEX, PodGroup
 
 KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -95,8 +97,17 @@ def start_ordinal(spec: dict[str, Any]) -> int:
     return as_int(mapping(spec.get("ordinals")).get("start"), 0) or 0
 
 
+@dataclass
+class StatefulSetWorkload(Workload):
+    """A StatefulSet's pods, and how the controller starts them."""
+
+    pod_management_policy: Any = "OrderedReady"
+
+
 class StatefulSetLauncher(Launcher):
     id = "statefulset"
+    order = 50
+    upstream = "kubernetes/kubernetes v1.36.0"
     title = "StatefulSet + headless Service"
     kinds = (("apps", KIND),)
     immutable = ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy")
@@ -125,10 +136,8 @@ class StatefulSetLauncher(Launcher):
             subdomain_forced=True,
             labels=lambda i: {POD_NAME_LABEL: f"{name}-{start + i}", POD_INDEX: str(start + i)},
         )
-        w = Workload(m, self, [group], m.namespace)
-        w.facts.update(pod_management_policy=spec.get("podManagementPolicy") or "OrderedReady",
-                       service_name=spec.get("serviceName"), start_ordinal=start)
-        return w
+        return StatefulSetWorkload(m, self, [group], m.namespace,
+                                   pod_management_policy=spec.get("podManagementPolicy") or "OrderedReady")
 
     def pods_field(self, w: Workload) -> str:
         return "spec.replicas"
@@ -149,12 +158,12 @@ class StatefulSetLauncher(Launcher):
         if isinstance(tmpl, dict):
             yield "spec.template", tmpl
 
-    def startup(self, w: Workload) -> Check | None:
+    def startup(self, w: StatefulSetWorkload) -> Check | None:
         """OrderedReady (the default) creates pod N+1 only once pod N is Running and Ready (stateful_set_control.go
         at v1.36.0). Without a readiness probe a pod is Ready once its containers start, so the pods only start one
         after another (a warning); a probe the trainer must answer (exec, httpGet, grpc) keeps pod 0 unready while it
         waits in rendezvous for pod 1, which is never created (an error)."""
-        policy = w.facts.get("pod_management_policy")
+        policy = w.pod_management_policy
         if w.pods <= 1 or policy == PARALLEL:
             return None
         hint = "set podManagementPolicy: Parallel (immutable: recreate the StatefulSet)"

@@ -1,84 +1,41 @@
 """Kubeflow Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1, kubeflow/trainer tag v2.3.0) with the
-(Cluster)TrainingRuntime it names: the Trainer builds a JobSet from the runtime's template, sets the trainer step's
-pod count and container from `spec.trainer`, and injects torchrun's `PET_*` env
-(pkg/runtime/core/trainingruntime.go, pkg/runtime/framework/plugins/torch/torch.go, plugins/jobset/builder.go)."""
+(Cluster)TrainingRuntime it names (trainingruntime.py): the Trainer builds a JobSet from the runtime's template, sets
+the trainer step's pod count and container from `spec.trainer`, and injects torchrun's `PET_*` env
+(pkg/runtime/core/trainingruntime.go, pkg/runtime/framework/plugins/torch/torch.go, plugins/jobset/builder.go);
+torchtune's command is checked in torchtune.py."""
 from __future__ import annotations
 
-import copy
-import math
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-import yaml
-
+from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, quantity_value
 from ..model import INFO, WARNING, Manifest
 from . import jobset
-from .base import (GPU_RESOURCES, Bundle, Check, Decision, Injected, Launcher, PodExit, RestartCount, ScaleSpec,
-                   Workload, as_int, dig, domain_prefixed_path_problems, listing, mapping)
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .lifecycle import Decision, PodExit, RestartCount
+from .pods import GPU_RESOURCES, Injected
+from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
+from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, gpus_per_node,
+                              is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
 KIND = "TrainJob"
-RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
-TRAINER_STEP = "trainer"
-# builder.go: the Jobs of these steps run as one replica each.
-ANCESTORS = ("dataset-initializer", "model-initializer", TRAINER_STEP)
 # The initializer steps, their container's name, and the TrainJob field that configures them.
 INITIALIZERS = {"dataset-initializer": "dataset", "model-initializer": "model"}
-# trainingruntime_webhook.go expectedContainerNames: the container each ancestor step must have.
-STEP_CONTAINERS = {"dataset-initializer": "dataset-initializer", "model-initializer": "model-initializer",
-                   TRAINER_STEP: "node"}
 # constants.go LabelSupport / SupportDeprecated / RuntimeDeprecationPolicyURL.
 SUPPORT_LABEL = "trainer.kubeflow.org/support"
 SUPPORT_DEPRECATED = "deprecated"
 DEPRECATION_POLICY_URL = ("https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html"
                           "#runtime-deprecation-policy")
 INITIALIZER_VOLUME = "initializer"  # jobsetplgconsts.VolumeNameInitializer
-TORCHTUNE_ENTRYPOINT = ["tune", "run"]
-# constants.go (kubeflow/trainer v2.3.0): the pretrained models the torchtune runtimes serve (the model is read from
-# the runtime's name, torchtune-<model>-<size>), the one that may span nodes, and the config items the runtime owns.
-TORCHTUNE_MODELS = ("llama3_2/1B", "llama3_2/3B", "llama3_3/70B", "qwen2_5/1.5B")
-TORCHTUNE_MULTINODE_MODEL = "llama3_3/70B"
-TORCHTUNE_NO_QLORA = "qwen2_5/1.5B"
-TORCHTUNE_QLORA_SINGLE_DEVICE_ONLY = ("llama3_2/1B", "llama3_2/3B")
-TORCHTUNE_IMMUTABLE = ("output_dir", "tokenizer.path", "checkpointer.checkpoint_dir", "tokenizer.merges_file")
 NODE = "node"  # the trainer container's (and replicated Job's) name the Trainer looks for
 MASTER_PORT = 29500  # constants.ContainerTrainerPort
 # constants.JobCompletionIndexFieldPath: PET_NODE_RANK reads the Job controller's annotation.
 NODE_RANK_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 RESERVED_ENV = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT")
-# Upstream's default runtime, used (and said to be used) when a TrainJob names it without shipping it.
-UPSTREAM_RUNTIME_FILE = Path(__file__).resolve().parent.parent / "upstream" / "torch_distributed.yaml"
-UPSTREAM_RUNTIME = "torch-distributed"
 # podGroupPolicy sources and what their plugin's EnforcePodGroupPolicy puts on every pod of the JobSet (the value is
 # the TrainJob's name): coscheduling.go 81-91 a label, volcano.go 130-139 an annotation (kubeflow/trainer v2.3.0).
 POD_GROUP_LABEL = ("coscheduling", "scheduling.x-k8s.io/pod-group")
 POD_GROUP_ANNOTATION = ("volcano", "scheduling.k8s.io/group-name")
-
-
-def load_upstream_runtime() -> dict[str, Any]:
-    return yaml.safe_load(UPSTREAM_RUNTIME_FILE.read_text())
-
-
-def _cpu_value(q: Any) -> int | None:
-    """resource.Quantity.Value() of a CPU quantity: rounded up to a whole number."""
-    if q is None:
-        return None
-    text = str(q)
-    try:
-        value = float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    except ValueError:
-        return None
-    return math.ceil(value)
-
-
-def _gpus(resources: dict[str, Any]) -> int:
-    """runtime.GetNumGPUPerNode: requests of the first resource whose name contains "gpu", else its limits."""
-    def count(section: Any) -> int:
-        for name, q in mapping(section).items():
-            if "gpu" in str(name).lower():
-                return as_int(q, 0) or 0
-        return 0
-    return count(resources.get("requests")) or count(resources.get("limits"))
 
 
 def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) -> str:
@@ -88,84 +45,12 @@ def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) ->
     if trainer.get("numProcPerNode") is not None:
         return str(trainer["numProcPerNode"])
     res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None else runtime_resources
-    if _gpus(res):
+    if gpus_per_node(res):
         return "auto"
-    cpu = _cpu_value(mapping(res.get("requests")).get("cpu"))
+    cpu = quantity_value(mapping(res.get("requests")).get("cpu"))
     if not cpu:
-        cpu = _cpu_value(mapping(res.get("limits")).get("cpu"))
+        cpu = quantity_value(mapping(res.get("limits")).get("cpu"))
     return str(max(1, cpu or 0))
-
-
-def torchtune_model(runtime_name: str) -> str:
-    """torchtune.go getModelFromRuntimeRef: `torchtune-llama3.2-1b` -> `llama3_2/1B`; "" unless three parts."""
-    fields = runtime_name.split("-")
-    return f"{fields[1].replace('.', '_')}/{fields[2].upper()}" if len(fields) == 3 else ""
-
-
-def _bool_arg(args: list[Any], item: str) -> bool:
-    """torchtune.go isBoolArgEnabled: a `key=value` arg whose key contains `item` and whose value is true."""
-    for arg in args:
-        name, found, value = str(arg).partition("=")
-        if found and item in name and value.strip().lower() == "true":
-            return True
-    return False
-
-
-def torchtune_config(trainer: dict[str, Any], model: str, gpus: int) -> tuple[bool, bool, str]:
-    """torchtune.go getRecipeAndConfig (and isLoraConfigEnabled, isUseQLoraFinetune): (LoRA, QLoRA, config name)
-    from spec.trainer's numNodes, numProcPerNode (`auto` unless set), the GPUs per node and the args."""
-    args = listing(trainer.get("args"))
-    lora = any("model.lora_attn_modules" in str(a) for a in args)
-    qlora = not _bool_arg(args, "model.use_dora") and _bool_arg(args, "model.quantize_base")
-    nodes = as_int(trainer.get("numNodes"), 1)
-    one_proc = as_int(trainer.get("numProcPerNode")) == 1
-    suffix = "_full"
-    if nodes == 1 and (one_proc or gpus == 1):
-        suffix = "_qlora_single_device" if qlora else "_lora_single_device" if lora else "_full_single_device"
-    elif nodes == 1 and qlora:
-        suffix = "_qlora"
-    elif nodes == 1 and lora:
-        suffix = "_lora"
-    elif (nodes or 0) > 1:
-        suffix = "_full_multinode"
-    return lora, qlora, model + suffix
-
-
-def torchtune_checks(trainer: dict[str, Any], runtime_name: str, runtime_resources: dict[str, Any]) -> list[Check]:
-    """torchtune.go validateTorchTune (kubeflow/trainer v2.3.0), run by the TrainJob webhook when the command is
-    `tune run` on a torch runtime: a supported model, one node unless it is Llama 3.3 70B, no QLoRA for Qwen and
-    QLoRA on one device for Llama 3.2, no LoRA across nodes, none of the runtime's own config items in the args."""
-    out: list[Check] = []
-    model = torchtune_model(runtime_name)
-    refused = "the Trainer's webhook refuses torchtune"
-    if model not in TORCHTUNE_MODELS:
-        out.append(Check("spec.runtimeRef.name", f"{refused} with model '{model}' (from the runtime's name "
-                         f"'{runtime_name}'): it serves {', '.join(TORCHTUNE_MODELS)}",
-                         "name a torchtune-<model>-<size> runtime of a supported model"))
-    nodes = as_int(trainer.get("numNodes"), 1) or 0
-    if nodes > 1 and model != TORCHTUNE_MULTINODE_MODEL:
-        out.append(Check("spec.trainer.numNodes", f"numNodes is {nodes}: {refused} on more than one node except for "
-                         f"{TORCHTUNE_MULTINODE_MODEL} (here {model})", "set numNodes: 1"))
-    res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None else \
-        runtime_resources
-    lora, qlora, config = torchtune_config(trainer, model, _gpus(res))
-    if "_qlora" in config:
-        if model == TORCHTUNE_NO_QLORA:
-            out.append(Check("spec.runtimeRef.name", f"{refused} QLoRA for {model}", "drop model.quantize_base"))
-        if "_qlora_single_device" not in config and model in TORCHTUNE_QLORA_SINGLE_DEVICE_ONLY:
-            out.append(Check("spec.trainer.numProcPerNode", f"{refused} QLoRA for {model} on more than one device "
-                             "(numProcPerNode must be auto or 1, with one GPU per node)",
-                             "set numProcPerNode: 1 and one GPU in resourcesPerNode"))
-    if nodes > 1 and (lora or qlora):
-        out.append(Check("spec.trainer.numNodes", f"numNodes is {nodes} with LoRA args: {refused} LoRA on more "
-                         "than one node", "set numNodes: 1, or drop the LoRA args"))
-    for i, arg in enumerate(listing(trainer.get("args"))):
-        key = str(arg).split("=", 1)[0]
-        if key in TORCHTUNE_IMMUTABLE:
-            out.append(Check(f"spec.trainer.args[{i}]", f"'{key}' is set in the args, but the torchtune runtime "
-                             "manages it: the Trainer's webhook refuses it",
-                             f"remove {key}=... from spec.trainer.args"))
-    return out
 
 
 def merge_resources(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -193,89 +78,27 @@ def upsert_env(env: list[Any], updates: list[Any]) -> list[Any]:
     return out
 
 
-def ancestor(rjob: dict[str, Any]) -> str | None:
-    value = mapping(dig(rjob, "template", "metadata", "labels")).get(ANCESTOR_LABEL)
-    return str(value) if value is not None else None
+@dataclass
+class TrainJobWorkload(Workload):
+    """A TrainJob's pods, made from its runtime's template (Workload.runtime, where that runtime is in the
+    manifests), and what the Trainer's webhook reads of the runtime."""
 
-
-# Merge keys of the lists a runtime patch reaches (the patchMergeKey tags of the JobSet and core/v1 Go types);
-# any other list is replaced whole, as a strategic merge patch does with an atomic list.
-MERGE_KEYS = {"replicatedJobs": "name", "containers": "name", "initContainers": "name", "env": "name",
-              "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort", "imagePullSecrets": "name"}
-
-
-def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
-    """k8s.io/apimachinery strategicpatch.StrategicMergePatch for the shapes a runtime patch has: mappings merged
-    key by key, lists of named items merged by their merge key, everything else replaced."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
-        for k, v in patch.items():
-            out[k] = strategic_merge(base.get(k), v, str(k)) if k in base else copy.deepcopy(v)
-        return out
-    merge_key = MERGE_KEYS.get(key or "")
-    if merge_key and isinstance(base, list) and isinstance(patch, list):
-        out = [copy.deepcopy(x) for x in base]
-        for item in patch:
-            at = next((i for i, x in enumerate(out) if isinstance(x, dict) and isinstance(item, dict)
-                       and x.get(merge_key) == item.get(merge_key)), None)
-            if at is None:
-                out.append(copy.deepcopy(item))
-            else:
-                out[at] = strategic_merge(out[at], item)
-        return out
-    return copy.deepcopy(patch)
-
-
-def owned_template(template: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a runtime's JobSet template that this build may change: each replicated Job down to its pod spec
-    and its container lists copied (the containers themselves are replaced, never changed in place), the rest
-    shared with the runtime object (a deep copy of every runtime, for every TrainJob, is what made this slow)."""
-    out = dict(template)
-    jobs = []
-    for rjob in listing(template.get("replicatedJobs")):
-        rjob = dict(mapping(rjob))
-        tmpl = rjob["template"] = dict(mapping(rjob.get("template")))
-        js = tmpl["spec"] = dict(mapping(tmpl.get("spec")))
-        pod = js["template"] = dict(mapping(js.get("template")))
-        pod_spec = pod["spec"] = dict(mapping(pod.get("spec")))
-        for key in ("containers", "initContainers"):
-            if isinstance(pod_spec.get(key), list):
-                pod_spec[key] = list(pod_spec[key])
-        jobs.append(rjob)
-    if "replicatedJobs" in template:
-        out["replicatedJobs"] = jobs
-    return out
-
-
-def apply_runtime_patches(template: dict[str, Any], patches: list[Any]) -> dict[str, Any]:
-    """trainingruntime.go mergeRuntimePatches at v2.3.0: each `spec.runtimePatches[].trainingRuntimeSpec.template.
-    spec` is merged into the JobSet spec in turn; the replicated Jobs keep the runtime's order."""
-    order = {mapping(r).get("name"): i for i, r in enumerate(listing(template.get("replicatedJobs")))}
-    for p in patches:
-        spec = dig(p, "trainingRuntimeSpec", "template", "spec")
-        if isinstance(spec, dict):
-            template = strategic_merge(template, spec)
-    jobs = listing(template.get("replicatedJobs"))
-    template["replicatedJobs"] = sorted(jobs, key=lambda r: order.get(mapping(r).get("name"), len(order)))
-    return template
-
-
-def owned(obj: Any, *path: str) -> dict[str, Any] | None:
-    """The mapping at `path` under `obj`, created where missing; None where something on the way is not a mapping
-    (a runtime patch may put anything there: the schema stage reports it)."""
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.setdefault(key, {})
-    return obj if isinstance(obj, dict) else None
-
-
-def is_trainer_step(rjob: dict[str, Any]) -> bool:
-    return ancestor(rjob) == TRAINER_STEP
+    runtime_kind: str = ""
+    runtime_name: str = ""
+    # The runtime as read: the object in the manifests, or upstream's for its default runtime; None where neither.
+    runtime_obj: dict[str, Any] | None = None
+    # The runtime has mlPolicy.torch; the TrainJob sets spec.trainer.
+    torch_policy: bool = False
+    trainer_set: bool = False
+    # The runtime's JobSet template after the TrainJob's runtime patches, and its `node` container's resources.
+    template: dict[str, Any] = field(default_factory=dict)
+    runtime_resources: dict[str, Any] = field(default_factory=dict)
 
 
 class TrainJobLauncher(Launcher):
     id = "trainjob"
+    order = 20
+    upstream = "kubeflow/trainer v2.3.0"
     title = "Kubeflow Trainer v2 TrainJob"
     kinds = (("trainer.kubeflow.org", KIND),)
     for_training = True
@@ -295,21 +118,18 @@ class TrainJobLauncher(Launcher):
             return load_upstream_runtime(), None, kind, name
         return None, None, kind, name
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> TrainJobWorkload:
         spec = mapping(m.obj.get("spec"))
         name = m.name
         trainer_set = isinstance(spec.get("trainer"), dict)
         trainer = mapping(spec.get("trainer"))
         runtime_obj, runtime, kind, rname = self.runtime(m, bundle)
-        w = Workload(m, self, [], m.namespace)
-        w.facts.update(runtime_kind=kind, runtime_name=rname, runtime_found=runtime_obj is not None,
-                       runtime_source=runtime.source if runtime else None, runtime=runtime,
-                       runtime_obj=runtime_obj)
+        w = TrainJobWorkload(m, self, [], m.namespace, runtime=runtime, runtime_kind=kind, runtime_name=rname,
+                             runtime_obj=runtime_obj)
         if runtime_obj is None:
-            w.facts["unresolved"] = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: "
-                                          "the topology cannot be worked out",
-                                          "commit the runtime beside the TrainJob so everything it depends on lives "
-                                          "in git")
+            w.unresolved = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: the "
+                                 "topology cannot be worked out", "commit the runtime beside the TrainJob so "
+                                 "everything it depends on lives in git")
             return w
         if runtime is None:
             w.notes.append(f"runtime {UPSTREAM_RUNTIME} is not in these manifests: assumed upstream's "
@@ -383,8 +203,8 @@ class TrainJobLauncher(Launcher):
             if runtime_resources:
                 break
         nproc = resolve_nproc(trainer, runtime_resources)
-        w.facts.update(torch_policy=torch_policy is not None, num_nodes=nodes, nproc_per_node=nproc,
-                       trainer_set=trainer_set, template=template, runtime_resources=runtime_resources)
+        w.torch_policy, w.trainer_set = torch_policy is not None, trainer_set
+        w.template, w.runtime_resources = template, runtime_resources
 
         # The trainer step's `node` container after the jobset plugin's builder and the runtime's resource merge.
         fields: dict[int, str] = {}
@@ -452,9 +272,9 @@ class TrainJobLauncher(Launcher):
                            "recipe to it (not modelled here) instead of PET_MASTER_ADDR/PORT")
         return w
 
-    def services(self, w: Workload) -> list[dict[str, Any]]:
-        spec = mapping(dig(w.facts.get("runtime_obj") or {}, "spec", "template", "spec"))
-        return jobset.service(w.manifest.name, spec) if w.facts.get("runtime_obj") else []
+    def services(self, w: TrainJobWorkload) -> list[dict[str, Any]]:
+        spec = mapping(dig(w.runtime_obj or {}, "spec", "template", "spec"))
+        return jobset.service(w.manifest.name, spec) if w.runtime_obj else []
 
     def pods_field(self, w: Workload) -> str:
         return "spec.trainer.numNodes"
@@ -478,23 +298,22 @@ class TrainJobLauncher(Launcher):
         if isinstance(env, list):
             yield "spec.trainer.env", env
 
-    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+    def admission(self, w: TrainJobWorkload, bundle: Bundle, torchrun: bool) -> list[Check]:
         out: list[Check] = []
-        f = w.facts
-        if not f.get("torch_policy"):
+        if not w.torch_policy:
             # Admitted upstream (a plain-ML or MPI runtime is valid): not an error by itself. A torchrun that reads
             # no PET_* then runs with its own flags and defaults, which the topology rules check (TOPO001 ...).
-            out.append(Check("spec.runtimeRef", f"runtime '{f.get('runtime_name')}' has no mlPolicy.torch: the "
+            out.append(Check("spec.runtimeRef", f"runtime '{w.runtime_name}' has no mlPolicy.torch: the "
                              "Trainer injects no PET_* env" + (", so torchrun reads only its own flags" if torchrun
                                                                else ""),
                              "use a torch runtime", severity=WARNING if torchrun else INFO))
-        runtime_obj = w.facts.get("runtime_obj") or {}
+        runtime_obj = w.runtime_obj or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
         # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is
         # admitted with a warning (a namespaced TrainingRuntime is not checked).
-        if f.get("runtime_kind") == "ClusterTrainingRuntime" and \
+        if w.runtime_kind == "ClusterTrainingRuntime" and \
                 mapping(dig(runtime_obj, "metadata", "labels")).get(SUPPORT_LABEL) == SUPPORT_DEPRECATED:
-            out.append(Check("spec.runtimeRef", f"ClusterTrainingRuntime '{f.get('runtime_name')}' is labelled "
+            out.append(Check("spec.runtimeRef", f"ClusterTrainingRuntime '{w.runtime_name}' is labelled "
                              f"{SUPPORT_LABEL}={SUPPORT_DEPRECATED}: the Trainer's webhook warns it will be removed "
                              f"in a future release ({DEPRECATION_POLICY_URL})", "move to a supported runtime",
                              severity=WARNING))
@@ -514,7 +333,7 @@ class TrainJobLauncher(Launcher):
         # runtime's replicated Job of that name, a container of that name in it, and that container mounting the
         # volume `initializer`; all read in the template after the TrainJob's runtime patches (trainingruntime.go
         # ValidateObjects 315 builds the info the plugin reads with them).
-        patched_template = mapping(w.facts.get("template"))
+        patched_template = mapping(w.template)
         patched_jobs = {str(mapping(r).get("name")) for r in listing(patched_template.get("replicatedJobs"))}
         patched = {(str(mapping(r).get("name")), str(mapping(c).get("name")))
                    for r in listing(patched_template.get("replicatedJobs"))
@@ -565,10 +384,10 @@ class TrainJobLauncher(Launcher):
                             out.append(Check(where, f"a runtime patch sets env on the '{cname}' container: the "
                                              "Trainer refuses it", "set the trainer's env in spec.trainer.env"))
         trainer = dig(w.manifest.obj, "spec", "trainer")
-        if f.get("torch_policy") and isinstance(trainer, dict) and listing(trainer.get("command")) == \
+        if w.torch_policy and isinstance(trainer, dict) and listing(trainer.get("command")) == \
                 TORCHTUNE_ENTRYPOINT:
             out += torchtune_checks(trainer, str(mapping(dig(w.manifest.obj, "spec", "runtimeRef")).get("name", "")),
-                                    f.get("runtime_resources") or {})
+                                    w.runtime_resources)
         for i, var in enumerate(listing(dig(w.manifest.obj, "spec", "trainer", "env"))):
             if str(mapping(var).get("name", "")) in RESERVED_ENV:
                 out.append(Check(f"spec.trainer.env[{i}]", f"{var.get('name')} is set by hand; the Trainer sets it "
@@ -576,14 +395,13 @@ class TrainJobLauncher(Launcher):
                                  "use spec.trainer.numNodes / numProcPerNode instead"))
         return out
 
-    def unlinked(self, w: Workload) -> Check | None:
+    def unlinked(self, w: TrainJobWorkload) -> Check | None:
         """torch.go EnforceMLPolicy (v2.3.0) gives the trainer's `node` container PET_NNODES, PET_NPROC_PER_NODE,
         PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT, and nothing else: torchrun reads them (as its flags'
         defaults), torch.distributed's env:// initialisation reads WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT,
         which no one sets here. So several nodes whose command is not torchrun form no world together."""
-        f = w.facts
         nodes = w.pods
-        if not f.get("torch_policy") or not f.get("trainer_set") or nodes < 2:
+        if not w.torch_policy or not w.trainer_set or nodes < 2:
             return None
         if listing(dig(w.manifest.obj, "spec", "trainer", "command")) == TORCHTUNE_ENTRYPOINT:
             # torch.go 175-200 (v2.3.0): for torchtune's `tune run` (torchrun's wrapper, which reads PET_*) the
@@ -592,7 +410,7 @@ class TrainJobLauncher(Launcher):
         written = "spec.trainer.command" if dig(w.manifest.obj, "spec", "trainer", "command") else \
             w.pod(0).container_field  # the runtime's node container
         return Check(written,
-                     f"numNodes is {nodes} on runtime '{f.get('runtime_name')}' (mlPolicy.torch) but the command starts "
+                     f"numNodes is {nodes} on runtime '{w.runtime_name}' (mlPolicy.torch) but the command starts "
                      "no torchrun and no WORLD_SIZE, RANK or MASTER_ADDR is set: the Trainer's PET_* env is read by "
                      f"torchrun alone, so the {nodes} nodes form no world together (each trains alone, or an env:// "
                      "init_process_group fails for want of WORLD_SIZE)",
@@ -600,19 +418,19 @@ class TrainJobLauncher(Launcher):
                      "meant to train together")
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         if runtime is None:
             return None
         return runtime, list(runtime_job_specs(runtime, trainer_only=True)), "OnFailure"
 
     def gang_scheduler(self, w: Workload) -> str | None:
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         if runtime is not None and mapping(runtime.obj.get("spec")).get("podGroupPolicy"):
             return "podGroupPolicy"
         return None
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         if runtime is None:
             return []
         return jobset.job_restarts(runtime_job_specs(runtime, trainer_only=True),
@@ -621,7 +439,7 @@ class TrainJobLauncher(Launcher):
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         """The TrainJob's pods run in the JobSet the Trainer builds from the runtime's template: the JobSet and Job
         controllers decide (jobset.jobset_after_exit with the runtime's failurePolicy)."""
-        runtime = w.facts.get("runtime")
+        runtime = w.runtime
         return jobset.jobset_after_exit(w, self.jobs(w), mapping(dig(runtime.obj, "spec", "template", "spec"))
                                         if runtime is not None else {}, ended, count)
 
@@ -637,59 +455,4 @@ class TrainJobLauncher(Launcher):
         return [f"{m.ref}: numNodes -> {nodes}, numProcPerNode -> 1, GPUs removed"]
 
 
-def runtime_job_specs(m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(field path, Job spec) of a (Cluster)TrainingRuntime's replicated Jobs (only the trainer step's with
-    `trainer_only`)."""
-    for i, rj in enumerate(listing(dig(m.obj, "spec", "template", "spec", "replicatedJobs"))):
-        if trainer_only and not is_trainer_step(mapping(rj)):
-            continue
-        js = dig(rj, "template", "spec")
-        if isinstance(js, dict):
-            yield f"spec.template.spec.replicatedJobs[{i}].template.spec", js
-
-
-class RuntimeKind(Launcher):
-    """A (Cluster)TrainingRuntime starts no pods itself; its templates are the TrainJob's."""
-
-    id = "trainingruntime"
-    title = "Kubeflow Trainer v2 (Cluster)TrainingRuntime"
-    kinds = tuple(("trainer.kubeflow.org", k) for k in RUNTIME_KINDS)
-    starts_pods = False
-    cluster_scoped = (("trainer.kubeflow.org", "ClusterTrainingRuntime"),)
-
-    def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
-        for field_path, js in runtime_job_specs(m):
-            if isinstance(js.get("template"), dict):
-                yield f"{field_path}.template", js["template"]
-
-    def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
-        return runtime_job_specs(m, trainer_only)
-
-    def children(self, m: Manifest) -> tuple[list[Any], list[Check]]:
-        """What the (Cluster)TrainingRuntime webhook refuses (trainingruntime_webhook.go 66-105, kubeflow/trainer
-        v2.3.0, validateReplicatedJobs; the ClusterTrainingRuntime webhook calls the same): a replicated Job labelled
-        with a known trainjob-ancestor-step (dataset-initializer, model-initializer, trainer) has replicas 1 (the
-        CRD default) and a container named for its step (`node` for the trainer)."""
-        out: list[Check] = []
-        for i, rjob in enumerate(listing(dig(m.obj, "spec", "template", "spec", "replicatedJobs"))):
-            step = ancestor(mapping(rjob))
-            if step not in ANCESTORS:
-                continue
-            where = f"spec.template.spec.replicatedJobs[{i}]"
-            replicas = mapping(rjob).get("replicas", 1)
-            if as_int(replicas) != 1:
-                out.append(Check(f"{where}.replicas", f"replicas is {replicas} on the '{step}' step: the Trainer's "
-                                 "webhook refuses the runtime (it always must be 1)", "set replicas: 1 (the node "
-                                 "count is mlPolicy.numNodes or the TrainJob's trainer.numNodes)", obj=m))
-            want = STEP_CONTAINERS[step]
-            names = [mapping(c).get("name") for c in listing(dig(rjob, "template", "spec", "template", "spec",
-                                                                  "containers"))]
-            if want not in names:
-                out.append(Check(f"{where}.template.spec.template.spec.containers", f"the '{step}' step has no "
-                                 f"container named '{want}': the Trainer's webhook refuses the runtime",
-                                 f"name the step's main container '{want}'", obj=m))
-        return [], out
-
-
 LAUNCHER = TrainJobLauncher()
-RUNTIME = RuntimeKind()

@@ -9,10 +9,13 @@ Without it, every task's pods make the world, as JobSet's replicated Jobs do."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..kube import as_int, dig, listing, mapping
 from ..model import Manifest
-from .base import Bundle, Check, Injected, Launcher, PodGroup, Workload, as_int, dig, listing, mapping
+from .base import Bundle, Check, Launcher, Workload
+from .pods import Injected, PodGroup
 
 GROUP = "batch.volcano.sh"
 KIND = "Job"
@@ -178,8 +181,21 @@ def _qualified(name: str) -> str | None:
     return None
 
 
+@dataclass
+class VolcanoWorkload(Workload):
+    """A Volcano Job's pods, and the job plugins that shape them."""
+
+    plugins: dict[str, list[str]] = field(default_factory=dict)
+    # The pytorch plugin's settings (None without the plugin), and whether it acts (its master task exists).
+    pytorch: dict[str, Any] | None = None
+    pytorch_on: bool = False
+    tasks: list[str] = field(default_factory=list)
+
+
 class VolcanoJobLauncher(Launcher):
     id = "volcano-job"
+    order = 70
+    upstream = "volcano-sh/volcano v1.15.1"
     title = "Volcano Job (pytorch, svc, env plugins)"
     kinds = ((GROUP, KIND),)
     for_training = False  # a Volcano Job counts when it runs torchrun or reads env:// (the pytorch plugin's env)
@@ -191,7 +207,7 @@ class VolcanoJobLauncher(Launcher):
     # No base of this repository uses it: `make scale` has no patch layout to follow.
     scale = None
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> VolcanoWorkload:
         spec = mapping(m.obj.get("spec"))
         name = m.name
         namespace = m.namespace or "default"  # the pod's metadata.namespace once applied (kubectl's default)
@@ -287,19 +303,18 @@ class VolcanoJobLauncher(Launcher):
                 ports=(lambda c, port=port: [{"name": PORT_NAME, "containerPort": port}]) if port else (lambda c: []),
                 aux=ti not in offsets,
             ))
-        w = Workload(m, self, groups, m.namespace)
-        w.facts.update(plugins=plug, pytorch=py, pytorch_on=pytorch_on, world_size=world_size, tasks=names,
-                       master_addr=master_addr)
+        w = VolcanoWorkload(m, self, groups, m.namespace, plugins=plug, pytorch=py, pytorch_on=pytorch_on,
+                            tasks=names)
         if py is not None and not pytorch_on:
             w.notes.append(f"the pytorch plugin finds no task named '{py['master']}': it injects nothing")
         if SVC not in plug:
             w.notes.append("no svc plugin: no hostname, subdomain or Service from Volcano")
         return w
 
-    def services(self, w: Workload) -> list[dict[str, Any]]:
+    def services(self, w: VolcanoWorkload) -> list[dict[str, Any]]:
         """svc.go createServiceIfNotExist: headless Service `<job>` selecting the job's pods by name and namespace,
         publishNotReadyAddresses only with `--publish-not-ready-addresses`."""
-        plug = w.facts.get("plugins") or {}
+        plug = w.plugins
         if SVC not in plug:
             return []
         name = w.manifest.name
@@ -310,8 +325,8 @@ class VolcanoJobLauncher(Launcher):
     def pods_field(self, w: Workload) -> str:
         return "spec.tasks"
 
-    def setting_field(self, w: Workload, name: str) -> str | None:
-        return {"nnodes": "spec.tasks"}.get(name) if w.facts.get("pytorch_on") else None
+    def setting_field(self, w: VolcanoWorkload, name: str) -> str | None:
+        return {"nnodes": "spec.tasks"}.get(name) if w.pytorch_on else None
 
     def dns_field(self, w: Workload, pod: Any) -> str:
         return "metadata.name"
@@ -333,7 +348,7 @@ class VolcanoJobLauncher(Launcher):
             if isinstance(tmpl, dict):
                 yield f"spec.tasks[{ti}].template", tmpl
 
-    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+    def admission(self, w: VolcanoWorkload, bundle: Bundle, torchrun: bool) -> list[Check]:
         """pkg/webhooks/admission/jobs/validate/admit_job.go validateJobCreate at v1.15.1 (after the mutating
         webhook: unnamed tasks named, svc added), and a pytorch plugin that finds no master task."""
         out: list[Check] = []
@@ -375,10 +390,10 @@ class VolcanoJobLauncher(Launcher):
             if p not in PLUGINS:
                 out.append(Check(f"spec.plugins.{p}", f"unable to find job plugin: {p}: the Volcano webhook "
                                  "refuses it", f"use one of {', '.join(PLUGINS)}"))
-        py = w.facts.get("pytorch")
-        if py is not None and not w.facts.get("pytorch_on") and (torchrun or w.pods > 1):
+        py = w.pytorch
+        if py is not None and not w.pytorch_on and (torchrun or w.pods > 1):
             out.append(Check("spec.plugins.pytorch", f"the pytorch plugin's master task '{py['master']}' is not "
-                             f"among the tasks ({', '.join(w.facts.get('tasks') or [])}): it injects no "
+                             f"among the tasks ({', '.join(w.tasks)}): it injects no "
                              "MASTER_ADDR, MASTER_PORT, WORLD_SIZE or RANK",
                              f"name the tasks {py['master']} and {py['worker']}, or pass --master=<task> "
                              "--worker=<task> to the plugin"))
@@ -389,8 +404,8 @@ class VolcanoJobLauncher(Launcher):
         # Volcano scheduler admits the PodGroup only when that many pods can run.
         return "Volcano PodGroup (minAvailable)"
 
-    def publishes_not_ready(self, w: Workload) -> Check | None:
-        plug = w.facts.get("plugins") or {}
+    def publishes_not_ready(self, w: VolcanoWorkload) -> Check | None:
+        plug = w.plugins
         if SVC in plug and not svc_settings(plug[SVC])["publish"]:
             return Check("spec.plugins.svc", "the svc plugin's Service publishes only Ready pods (no "
                          "--publish-not-ready-addresses): peers cannot resolve pod 0 until it is Ready",

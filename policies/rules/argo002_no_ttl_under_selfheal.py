@@ -13,27 +13,13 @@ from __future__ import annotations
 
 from .. import launchers
 from ..argocd import rel_source
+from ..kube import dig
 from ..model import Problem
 
 ID = "ARGO002"
 NAME = "no-ttl-under-selfheal"
 # Only Applications (written out or generated) are read: other overlays skip the rule.
 KINDS = ("Application", "ApplicationSet")
-# Kinds no launcher module models (the modelled ones say where their TTL is: Launcher.ttl_field).
-OTHER_TTL_FIELDS = {"MPIJob": ("spec", "runPolicy", "ttlSecondsAfterFinished")}
-
-
-def ttl_field(m):
-    launcher = launchers.of(m)
-    return launcher.ttl_field if launcher is not None else OTHER_TTL_FIELDS.get(m.kind)
-
-
-def _dig(obj, path):
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def check(ctx):
@@ -43,8 +29,8 @@ def check(ctx):
             continue
         for _, _, t in ctx.argo.targets(app):
             for m in t.manifests:
-                path = ttl_field(m)
-                ttl = _dig(m.obj, path) if path else None
+                path = launchers.ttl_field(m)
+                ttl = dig(m.obj, *path) if path else None
                 if ttl is None:
                     continue
                 yield Problem(ID, f"ttlSecondsAfterFinished is {ttl} while {app.label()} syncs this with selfHeal: "

@@ -13,7 +13,7 @@ Passes: `ddp-train-run-001` with 64 completions.
 """
 from __future__ import annotations
 
-from ..argocd import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
+from ..kube import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
 from .. import launchers
 from ..rulekit import obj_problem
 

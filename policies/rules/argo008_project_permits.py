@@ -12,7 +12,8 @@ Passes: the repository's argocd/ folder.
 """
 from __future__ import annotations
 
-from ..argocd import CLUSTER_SCOPED, glob_match, group_of, permitted, projects
+from ..argocd import CLUSTER_SCOPED, glob_match, permitted, projects
+from ..kube import group_of
 from ..rulekit import obj_problem
 
 ID = "ARGO008"

@@ -22,10 +22,9 @@ KINDS = (pytorchjob.KIND,)
 
 def check(ctx):
     for t in ctx.topologies:
-        elastic = t.workload.facts.get("elastic")
-        if not isinstance(elastic, dict):
+        if t.workload.elastic_range is None:
             continue
-        mn, mx = t.workload.facts["elastic_range"]
+        mn, mx = t.workload.elastic_range
         mn, mx = (t.pods if mn is None else mn), (t.pods if mx is None else mx)
         if mn < 1 or mn > mx:
             yield problem(ID, t, "spec.elasticPolicy", f"elastic range minReplicas {mn} .. maxReplicas {mx} is empty "

@@ -19,7 +19,7 @@ def check(ctx):
     for t in ctx.topologies:
         if not t.torchrun:
             continue
-        policy = isinstance(t.workload.facts.get("elastic"), dict)
+        policy = t.workload.elastic_range is not None
         if not (t.elastic or policy) or t.backend != "static":
             continue
         s = t.first.backend

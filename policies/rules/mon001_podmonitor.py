@@ -17,7 +17,7 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 """
 from __future__ import annotations
 
-from ..launchers import selects
+from ..kube import selects
 from ..model import WARNING
 from ..rulekit import obj_problem
 

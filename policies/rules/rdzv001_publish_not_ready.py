@@ -26,7 +26,7 @@ def check(ctx):
         if t.pods <= 1:
             continue
         if t.workload.managed_dns:
-            c = t.workload.controller.publishes_not_ready(t.workload)
+            c = t.workload.launcher.publishes_not_ready(t.workload)
             if c is not None:
                 yield problem(ID, t, c.field, c.message, c.hint, severity=c.severity or WARNING)
             continue

@@ -44,7 +44,7 @@ def unset_or_constant(ctx):
             continue
         s = t.first.rdzv_id
         etcd = t.backend.startswith("etcd")
-        where = s.field or t.workload.controller.setting_field(t.workload, "rdzv_id") or t.first.inv.field
+        where = s.field or t.workload.launcher.setting_field(t.workload, "rdzv_id") or t.first.inv.field
         if s.value in ("", "none"):
             # An etcd that ships in the same manifests serves this job alone (a policy choice: a warning); one
             # from elsewhere is shared, and every job on it with the default id joins one rendezvous.
@@ -76,7 +76,7 @@ def shared(ctx):
         if first is t:
             continue
         s = t.first.rdzv_id
-        where = s.field or t.workload.controller.setting_field(t.workload, "rdzv_id") or t.first.inv.field
+        where = s.field or t.workload.launcher.setting_field(t.workload, "rdzv_id") or t.first.inv.field
         yield problem(ID, t, where, f"joins the same rendezvous as {first.manifest.ref} ({key[0]} at "
                       f"{t.endpoint_host}:{t.endpoint_port}, id '{s.value}'): the pods of both fill one world",
                       "give each workload its own --rdzv-id (or its own run id)", severity=ERROR)

@@ -13,7 +13,8 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 from __future__ import annotations
 
 from ..model import ERROR, WARNING
-from ..rulekit import problem_at, quantity_bytes
+from ..kube import quantity_bytes
+from ..rulekit import problem_at
 
 ID = "RES001"
 NAME = "dev-shm"

@@ -9,8 +9,8 @@ Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.
 """
 from __future__ import annotations
 
-from ..launchers import as_int
-from ..topology import GPU_RESOURCES
+from ..kube import as_int
+from ..launchers import GPU_RESOURCES
 from ..rulekit import obj_problem
 
 ID = "RES002"

@@ -9,7 +9,7 @@ Passes: `nvidia.com/gpu: 8` there.
 """
 from __future__ import annotations
 
-from ..topology import _resources
+from ..launchers.pods import container_resources
 from ..rulekit import not_run, problem_at
 
 ID = "RES003"
@@ -27,7 +27,7 @@ def check(ctx):
     size = ctx.env.gpus_per_node
     for t in gpu:
         for pod in ctx.distinct_pods(t):
-            gpus = _resources(pod.container)[0]
+            gpus = container_resources(pod.container)[0]
             if gpus > size:
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.resources.limits", f"{gpus} GPUs per pod but "
                                  f"nodes in {ctx.env.name} have {size}: the pod can never be scheduled",

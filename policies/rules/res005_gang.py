@@ -26,7 +26,7 @@ def gang_admitted(ctx, t) -> str | None:
     labels = t.manifest.metadata.get("labels") or {}
     if labels.get(QUEUE_LABEL):
         return "kueue"
-    declared = t.workload.controller.gang_scheduler(t.workload)
+    declared = t.workload.launcher.gang_scheduler(t.workload)
     if declared:
         return declared
     pod = t.first.pod

@@ -28,7 +28,7 @@ DEFAULT_BACKOFF = 6
 def check(ctx):
     done = set()
     for t in ctx.topologies:
-        jobs = t.workload.controller.jobs(t.workload)
+        jobs = t.workload.launcher.jobs(t.workload)
         if jobs is None or t.pods <= 1 or jobs[0].ref in done:
             continue
         owner, sites, default_policy = jobs

@@ -28,8 +28,8 @@ from ..rulekit import problem, restarts_and_max_restarts
 ID = "RESTART005"
 NAME = "etcd-rendezvous-survives-restart"
 SEVERITY = WARNING
-# The rules' prediction of recovery (policies/simulate.py's fault report) counts this rule's findings as "does not
-# recover": the pods restart, the world does not re-form.
+# The rules' prediction of recovery (the simulator's fault report, policies/simulate/fault_run.py) counts this rule's
+# findings as "does not recover": the pods restart, the world does not re-form.
 BLOCKS_RECOVERY = True
 
 

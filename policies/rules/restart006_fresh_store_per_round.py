@@ -26,8 +26,8 @@ from ..rulekit import launcher_field, problem, restarts_and_max_restarts
 ID = "RESTART006"
 NAME = "fresh-store-per-round"
 SEVERITY = WARNING
-# The rules' prediction of recovery (policies/simulate.py's fault report) counts this rule's findings as "does not
-# recover": the pods restart, the world does not re-form.
+# The rules' prediction of recovery (the simulator's fault report, policies/simulate/fault_run.py) counts this rule's
+# findings as "does not recover": the pods restart, the world does not re-form.
 BLOCKS_RECOVERY = True
 VAR = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
 DYNAMIC = ("c10d", "etcd-v2")

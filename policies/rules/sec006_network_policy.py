@@ -16,7 +16,7 @@ ports, egress to that selector and to port 53.
 """
 from __future__ import annotations
 
-from ..launchers import selects
+from ..kube import selects
 from ..model import ERROR, WARNING
 from ..rulekit import obj_problem, problem
 

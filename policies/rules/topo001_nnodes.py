@@ -25,10 +25,10 @@ NAME = "nnodes-matches-pods"
 
 
 def check(ctx):
-    for w in ctx.undetermined:
-        c = w.facts.get("unlinked")
+    for u in ctx.undetermined:
+        c = u.unlinked
         if c is not None:
-            m = w.manifest
+            m = u.workload.manifest
             yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     for t in ctx.topologies:
         if t.mpi_world_of_one and t.pods > 1:
@@ -45,18 +45,18 @@ def check(ctx):
         if t.elastic:
             if not (t.nnodes_min <= t.pods <= t.nnodes_max):
                 yield problem(ID, t, where,
-                              f"elastic --nnodes {s.value} does not admit the {t.pods} pods {t.launcher} creates",
+                              f"elastic --nnodes {s.value} does not admit the {t.pods} pods {t.launcher_id} creates",
                               f"make the range include {t.pods}, or set {pods_field(t)} within {s.value}")
             continue
         if t.nnodes_max == t.pods:
             continue
         if s.origin == "default":
-            msg = (f"torchrun gets no --nnodes (default 1:1) but {t.launcher} creates {t.pods} pods: "
+            msg = (f"torchrun gets no --nnodes (default 1:1) but {t.launcher_id} creates {t.pods} pods: "
                    f"each pod forms a world of one")
         else:
             said = t.first.inv.flag("nnodes")
             origin = "" if " in " in said else f" ({s.origin})"  # (a config file's key names its file)
-            msg = f"{said} is {s.value}{origin} but {t.launcher} creates {t.pods} pods"
+            msg = f"{said} is {s.value}{origin} but {t.launcher_id} creates {t.pods} pods"
         inv = t.first.inv
         yield problem(ID, t, where, msg,
                       f"set {inv.flag('nnodes')}{' (or PET_NNODES)' if inv.reads_pet_env else ''} to {t.pods}, "

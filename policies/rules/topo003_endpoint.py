@@ -47,7 +47,7 @@ def check(ctx):
             yield from _etcd(ctx, t, host, where)
             continue
         pod = t.first.pod
-        expected = t.workload.controller.address(t.workload, pod)
+        expected = t.workload.launcher.address(t.workload, pod)
         if host in _LOCAL:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
                           f"the other pods cannot reach it", f"point it at pod 0: {expected}")

@@ -21,7 +21,7 @@ def check(ctx):
         if t.workload.managed_dns or (t.pods <= 1 and (t.nnodes_max or 1) <= 1):
             continue
         pod = t.first.pod
-        field = t.workload.controller.dns_field(t.workload, pod)
+        field = t.workload.launcher.dns_field(t.workload, pod)
         if not pod.subdomain:
             yield problem(ID, t, field, "pods have no subdomain, so no pod has a DNS name its peers can resolve",
                           "set it to the name of a headless Service that selects the pods")

@@ -18,6 +18,6 @@ NAME = "pods-start-together"
 
 def check(ctx):
     for t in ctx.topologies:
-        c = t.workload.controller.startup(t.workload)
+        c = t.workload.launcher.startup(t.workload)
         if c is not None:
             yield problem(ID, t, c.field, c.message, c.hint, severity=c.severity or "")

@@ -66,13 +66,13 @@ def check(ctx):
         m = c.obj
         yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     for w in ctx.unresolved:
-        c = w.facts.get("unresolved")
+        c = w.unresolved
         if c is not None:
             m = w.manifest
             yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     topologies = {id(t.workload): t for t in ctx.topologies}
     for w in ctx.workloads:
         t = topologies.get(id(w))
-        for c in w.controller.admission(w, ctx.bundle, t.torchrun if t else False):
+        for c in w.launcher.admission(w, ctx.bundle, t.torchrun if t else False):
             m = c.obj or w.manifest
             yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")

@@ -23,27 +23,24 @@ NAME = "topology-resolved"
 
 def check(ctx):
     for w in ctx.unresolved:
-        if not w.facts.get("unresolved"):  # (TOPO011 reports why the controller's pods cannot be worked out)
+        if not w.unresolved:  # (TOPO011 reports why the controller's pods cannot be worked out)
             m = w.manifest
-            yield Problem(ID, f"{w.launcher} creates no pods", m.source, m.ref, "spec",
+            yield Problem(ID, f"{w.launcher_id} creates no pods", m.source, m.ref, "spec",
                           "set the replica count to the number of nodes")
-    for w in ctx.undetermined:
-        if w.facts.get("unlinked"):  # (TOPO001 reports that its pods form no world together)
+    for u in ctx.undetermined:
+        if u.unlinked:  # (TOPO001 reports that its pods form no world together)
             continue
-        m = w.manifest
+        m = u.workload.manifest
         yield Problem(ID, "the container starts no torchrun (or accelerate) and gets no MASTER_ADDR or WORLD_SIZE: "
                       "whether the script forms a distributed world cannot be told from the manifest, so the "
                       "topology checks did not run", m.source, m.ref, "spec", "start the script with torchrun if it "
                       "calls torch.distributed", severity=INFO)
-    for w in ctx.workloads:
-        unread = w.facts.get("unread_config")
-        if unread:
-            m = w.manifest
-            yield Problem(ID, f"accelerate launch reads its settings from {unread[0]}, which no ConfigMap or Secret in "
-                          "the manifests is mounted at: the number of machines, the processes and the main "
-                          "process were not checked", m.source, m.ref, unread[1] or "spec",
-                          "mount the config from a ConfigMap, or give --num_machines, --num_processes and "
-                          "--main_process_ip on the command line", severity=INFO)
+    for unread in ctx.unread:
+        m = unread.workload.manifest
+        yield Problem(ID, f"accelerate launch reads its settings from {unread.path}, which no ConfigMap or Secret in "
+                      "the manifests is mounted at: the number of machines, the processes and the main process were "
+                      "not checked", m.source, m.ref, unread.field or "spec", "mount the config from a ConfigMap, or "
+                      "give --num_machines, --num_processes and --main_process_ip on the command line", severity=INFO)
     for t in ctx.topologies:
         v = t.first
         for label, s in (("nnodes", v.nnodes), ("processes per node", v.nproc), ("rendezvous endpoint", v.endpoint),

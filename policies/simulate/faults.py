@@ -1,6 +1,7 @@
-"""`make simulate FAULT=...`: the faults a simulated run injects (what they are, when they fire, which pod), and the
-accounting of a faulted run from the trainer's own metrics.jsonl. The simulator (policies/simulate.py) runs them;
-what the kubelet and each controller do after a pod ends comes from the launcher modules (Launcher.after_exit).
+"""`make simulate FAULT=...`: the faults a simulated run injects (what they are, when they fire, which pod), the steps
+the repository's trainer plans, and the accounting of a faulted run from the trainer's own metrics.jsonl. fault_run.py
+injects them; what the kubelet and each controller do after a pod ends comes from the launcher modules
+(Launcher.after_exit).
 
 A fault is `<action>:<pod>@<when>`, several separated by spaces or commas:
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,29 +116,18 @@ def resolve(faults: list[Fault], pods: list[tuple[str, str]]) -> None:
                              f"give a later {f.when}")
 
 
-def planned_steps(script_args: list[str], env: dict[str, str], world: int) -> tuple[int, int, int] | None:
-    """(steps per epoch, epochs, total steps) the repository's trainer will run with these arguments and env on a
-    world of `world` ranks (trainer/train.py: each rank trains ceil(ceil(n / world) / batch) batches an epoch), or
-    None where the data set's size is known only once it is loaded (tasks other than synthetic)."""
-    from trainer import train  # the trainer's own parser: its defaults, flags and env names
-
-    saved = dict(os.environ)
-    try:
-        os.environ.clear()
-        os.environ.update(env)
-        args, _ = train.build_parser().parse_known_args(script_args)
-    except SystemExit:
+def planned_steps(settings: dict[str, Any] | None, world: int) -> tuple[int, int, int] | None:
+    """(steps per epoch, epochs, total steps) the repository's trainer runs on a world of `world` ranks with these
+    settings (its flags as its own parser reads them: ask_trainer.settings; each rank trains
+    ceil(ceil(n / world) / batch) batches an epoch, trainer/train.py), or None where they are not known or the data
+    set's size is known only once it is loaded (tasks other than synthetic)."""
+    if settings is None or settings.get("task") != "synthetic":
         return None
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    if args.task != "synthetic":
-        return None
-    per_epoch = math.ceil(math.ceil(args.samples / world) / args.batch_size)
-    total = per_epoch * args.epochs
-    if args.max_steps:
-        total = min(total, args.max_steps)
-    return per_epoch, args.epochs, total
+    per_epoch = math.ceil(math.ceil(settings["samples"] / world) / settings["batch_size"])
+    total = per_epoch * settings["epochs"]
+    if settings.get("max_steps"):
+        total = min(total, settings["max_steps"])
+    return per_epoch, settings["epochs"], total
 
 
 # --- what the trainer's metrics.jsonl says about a faulted run ---------------------------------------------------

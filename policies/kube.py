@@ -1,0 +1,201 @@
+"""Kubernetes value formats, each written once: DNS names, domain-prefixed paths, int-or-percent, label selectors,
+resource quantities, `$(VAR)` expansion, and the helpers that read a field of a parsed object whatever its shape.
+Each cites the k8s.io/apimachinery (or kubernetes) function it follows."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+# A DNS-1035 label (k8s.io/apimachinery validation.IsDNS1035Label, with its 63-character limit checked apart): what
+# Service names and the names webhooks check must be.
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# A DNS-1123 label and subdomain (IsDNS1123Label, 63 characters; IsDNS1123Subdomain, 253), checked apart from length.
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# The path part of IsDomainPrefixedPath (httpPathFmt).
+HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
+# An int-or-string percentage (IsValidPercent).
+PERCENT = re.compile(r"^([0-9]+)%$")
+
+
+def group_of(api_version: str) -> str:
+    """The API group of an apiVersion (`batch/v1` -> `batch`; the core group `v1` -> "")."""
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def domain_prefixed_path_problems(value: str) -> list[str]:
+    """Why k8s.io/apimachinery validation.IsDomainPrefixedPath refuses `value` (`<DNS-1123 subdomain>/<HTTP path>`,
+    both parts non-empty); empty where it is one."""
+    host, _, path = value.partition("/")
+    if not host or not path:
+        return ['is not a domain-prefixed path (such as "acme.io/foo")']
+    why = []
+    if len(host) > 253 or not DNS1123_SUBDOMAIN.match(host):
+        why.append(f"has '{host}' before the '/', not a DNS-1123 subdomain")
+    if not HTTP_PATH.match(path):
+        why.append(f"has '{path}' after the '/', not an HTTP path")
+    return why
+
+
+def int_or_percent(value: Any) -> tuple[int, bool] | None:
+    """An intstr value as (number, is a percentage); None where it is neither an integer nor `<digits>%`."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value, False
+    match = PERCENT.match(value) if isinstance(value, str) else None
+    return (int(match.group(1)), True) if match else None
+
+
+def selects(selector: Any, labels: dict[str, Any]) -> bool:
+    """Whether a label selector (matchLabels and matchExpressions: In, NotIn, Exists, DoesNotExist) selects these
+    labels (metav1.LabelSelectorAsSelector); label values compared as strings."""
+    if not isinstance(selector, dict):
+        return False
+    for k, v in mapping(selector.get("matchLabels")).items():
+        if labels.get(str(k)) != str(v):
+            return False
+    for e in listing(selector.get("matchExpressions")):
+        e = mapping(e)
+        key, op = str(e.get("key")), e.get("operator")
+        values = [str(x) for x in listing(e.get("values"))]
+        has = key in labels
+        if (op == "In" and (not has or labels[key] not in values)) or (op == "NotIn" and has and labels[key] in values) \
+                or (op == "Exists" and not has) or (op == "DoesNotExist" and has):
+            return False
+    return True
+
+
+# --- resource quantities ------------------------------------------------------------------------------------------
+
+# resource.Quantity's serialised form (k8s.io/apimachinery pkg/api/resource/quantity.go, the grammar in its
+# comment; the same pattern as the OpenAPI schema's): a signed decimal number, then a binary-SI suffix (Ki .. Ei), a
+# decimal exponent (e3, E-2) or a decimal-SI suffix (n, u, m, none, k, M, G, T, P, E).
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([KMGTPE]i)|([eE][+-]?(?:[0-9]+(?:\.[0-9]*)?|"
+                       r"\.[0-9]+))|([numkMGTPE]?))$")
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+            "P": Fraction(10**15), "E": Fraction(10**18)}
+# Every suffix and the factor it stands for ("" none), for those who write quantities back (make scale).
+SUFFIX_FACTORS: dict[str, Fraction] = {**_DECIMAL, **{k: Fraction(v) for k, v in _BINARY.items()}}
+# An exponent past this is not a size anyone writes (resource.Quantity itself caps what it can hold): not a quantity.
+_MAX_EXPONENT = 64
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A parsed resource.Quantity: its exact value, the suffix as written (`Gi`, `m`, `e9`, "" for none) and the number
+    before it as written."""
+
+    value: Fraction
+    suffix: str
+    number: str
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def parse_quantity(value: Any) -> Quantity | None:
+    """A resource quantity (`256Gi`, `1500m`, `4e9`, a YAML number); None where the API server would refuse it."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Quantity(Fraction(value), "", str(value))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return Quantity(Fraction(value), "", repr(value))
+    m = _QUANTITY.match(str(value).strip())
+    if not m:
+        return None
+    number, binary, exponent, decimal = m.groups()
+    base = Fraction(number)
+    if binary:
+        return Quantity(base * _BINARY[binary], binary, number)
+    if exponent:
+        power = Fraction(exponent[1:])
+        if power.denominator != 1 or abs(power) > _MAX_EXPONENT:
+            return None
+        return Quantity(base * Fraction(10) ** int(power), exponent, number)
+    return Quantity(base * _DECIMAL[decimal or ""], decimal or "", number)
+
+
+def quantity_bytes(value: Any) -> float | None:
+    """`256Gi` -> bytes (`4e9`, `4G`, `4000M` alike); None where it is not a quantity."""
+    q = parse_quantity(value)
+    return float(q.value) if q is not None else None
+
+
+def quantity_cpu(value: Any) -> float | None:
+    """`2` -> 2.0, `1500m` -> 1.5; None where it is not a quantity."""
+    q = parse_quantity(value)
+    return float(q.value) if q is not None else None
+
+
+def quantity_value(value: Any) -> int | None:
+    """resource.Quantity.Value(): the quantity rounded up to a whole number (a CPU count); None where it is not one."""
+    q = parse_quantity(value)
+    if q is None:
+        return None
+    whole = q.value.numerator // q.value.denominator
+    return whole if whole == q.value else whole + 1
+
+
+# --- reading a parsed object ------------------------------------------------------------------------------------
+
+
+def as_int(value: Any, default: int | None = None) -> int | None:
+    if value is None or isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return default
+
+
+def dig(obj: Any, *path: Any) -> Any:
+    """obj[path[0]][path[1]]...; None where a step is missing or of the wrong type."""
+    for key in path:
+        if type(obj) is dict and type(key) is str:  # the common step, tested first
+            obj = obj.get(key)
+        elif isinstance(key, int):
+            if not isinstance(obj, list) or not -len(obj) <= key < len(obj):
+                return None
+            obj = obj[key]
+        elif not isinstance(obj, dict):
+            return None
+        else:
+            obj = obj.get(key)
+    return obj
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# --- $(VAR) expansion in env values, command and args (k8s.io/kubernetes third_party/forked/golang/expansion) -------
+
+_K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
+
+
+def expand_k8s(text: str, env: dict[str, str | None]) -> str:
+    """Kubernetes `$(VAR)` expansion against `env`; `$$` escapes, an unknown variable stays as written."""
+    if "$" not in text:
+        return text
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        value = env.get(m.group(1))
+        return m.group(0) if value is None else value
+
+    return _K8S_VAR.sub(sub, text)

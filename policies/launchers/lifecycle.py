@@ -1,0 +1,69 @@
+"""After a pod of a workload ends: what the kubelet and the controller do (restart the container in place, recreate
+the pod or the whole workload, fail it, or wait), the counts they keep, and the kubelet's own restart rule. Each
+launcher module's `after_exit` decides with these; `make simulate FAULT=...` (policies/simulate/) carries them out."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RESTART_CONTAINER = "restart-container"  # the kubelet starts the container again in the same pod (same name, IP, volumes)
+RECREATE_POD = "recreate-pod"            # the controller creates a new pod for the same index (a fresh emptyDir)
+RECREATE_ALL = "recreate-all"            # every pod of the workload is deleted and created again
+FAIL = "fail"                            # the workload is failed: its other pods are deleted
+WAIT = "wait"                            # nothing restarts the pod: the rest of the world waits for it
+SUCCEEDED = "succeeded"                  # the pod completed
+
+# The kubelet's container restart back-off (kubernetes v1.36.0 pkg/kubelet/kubelet.go: backOffPeriod 10 s,
+# MaxContainerBackOff 300 s; the ReduceDefaultCrashLoopBackOffDecay gate, 1 s to 60 s, is alpha and off in 1.36).
+KUBELET_SOURCE = "kubernetes v1.36.0 pkg/kubelet/kubelet.go backOffPeriod/MaxContainerBackOff"
+KUBELET_BACKOFF, KUBELET_MAX_BACKOFF = 10.0, 300.0
+
+
+@dataclass
+class PodExit:
+    """A pod of a workload that ended, as the controllers see it."""
+
+    index: int            # the pod's world index (Workload.pod)
+    exit_code: int        # the training container's exit code (128 + the signal when killed)
+    deleted: bool = False  # the pod was deleted or evicted (carries DisruptionTarget): the kubelet restarts nothing
+
+
+@dataclass
+class RestartCount:
+    """What the kubelet and the controller counted so far for one workload."""
+
+    container_restarts: dict[int, int] = field(default_factory=dict)  # restartCount, per pod index
+    failed_pods: dict[int, int] = field(default_factory=dict)         # failed pods counted, per index
+    workload_restarts: int = 0                                        # whole-workload restarts (JobSet)
+
+    def total_restarts(self) -> int:
+        return sum(self.container_restarts.values())
+
+    def total_failed(self) -> int:
+        return sum(self.failed_pods.values())
+
+
+@dataclass
+class Decision:
+    """What happens after a pod ended: the action, who decides, the settings that decided, and where upstream."""
+
+    action: str
+    controller: str
+    why: str
+    source: str
+    delay: float = 0.0   # seconds before the restart (back-off)
+    counted: bool = True  # counted against the workload's limit
+
+
+def kubelet_restarts(pod_spec: dict[str, Any], ended: PodExit, count: RestartCount, who: str = "kubelet"
+                     ) -> Decision | None:
+    """The kubelet restarts a container in place (restartPolicy Always, or OnFailure and a non-zero exit) unless the
+    pod was deleted; the first restart at once, then 10 s doubling to 300 s."""
+    policy = pod_spec.get("restartPolicy") or "Always"
+    if ended.deleted or policy == "Never" or (policy == "OnFailure" and ended.exit_code == 0):
+        return None
+    n = count.container_restarts.get(ended.index, 0)
+    delay = 0.0 if n == 0 else min(KUBELET_BACKOFF * 2 ** (n - 1), KUBELET_MAX_BACKOFF)
+    return Decision(RESTART_CONTAINER, who, f"restartPolicy {policy}: container restarted in place (restart "
+                    f"{n + 1}, back-off {delay:.0f} s)", KUBELET_SOURCE, delay)
+

@@ -1,0 +1,99 @@
+"""Which committed schema checks an object (kubeconform's order: built-in kinds, then CRDs), and the problems of
+objects no schema can be chosen for (SCHEMA-INPUT, SCHEMA-MISSING); the rule ids and limits every validator shares."""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..kube import group_of
+from ..model import WARNING, Manifest, Problem
+
+RULE = "SCHEMA"
+RULE_MISSING = "SCHEMA-MISSING"
+RULE_INPUT = "SCHEMA-INPUT"
+RULE_NOT_RUN = "SCHEMA-NOT-RUN"
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMAS_DIR = REPO / "schemas"
+MAX_ERRORS_PER_OBJECT = 20
+MAX_MESSAGE = 240
+
+_API_VERSION = re.compile(r"^(?:(?P<group>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)/)?(?P<version>v[0-9]+[a-z0-9]*)$")
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+
+
+@lru_cache(maxsize=None)
+def _versions(root: Path) -> dict[str, Any]:
+    return json.loads((root / "versions.json").read_text())
+
+
+def kubernetes_version(root: Path | None = None) -> str:
+    """The pinned Kubernetes version the schemas were generated for, as kubeconform takes it (`1.36.0`)."""
+    return str(_versions(root or SCHEMAS_DIR)["kubernetes"]["version"]).lstrip("v")
+
+
+@lru_cache(maxsize=None)
+def find_schema(api_version: str, kind: str, root: Path | None = None) -> Path | None:
+    """The committed schema file for apiVersion/kind, looked up in kubeconform's order: built-in kinds, then CRDs."""
+    m = _API_VERSION.match(api_version or "")
+    if not m or not _KIND.match(kind or ""):
+        return None  # also keeps `../` and the like out of the path
+    root = root or SCHEMAS_DIR
+    group, ver = m.group("group") or "", m.group("version")
+    suffix = f"-{group.split('.')[0]}" if group else ""
+    k8s = root / "kubernetes" / f"v{kubernetes_version(root)}-standalone-strict" / f"{kind.lower()}{suffix}-{ver}.json"
+    if k8s.is_file():
+        return k8s
+    if group:
+        crd = root / "crds" / group / f"{kind.lower()}_{ver}.json"
+        if crd.is_file():
+            return crd
+    return None
+
+
+def builtin_group(group: str) -> bool:
+    return "." not in group or group.endswith(".k8s.io")
+
+
+def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Problem]], list[tuple[int, Manifest, Path]]]:
+    """SCHEMA-INPUT and SCHEMA-MISSING problems (with the manifest's index), and the (index, manifest, schema) to validate."""
+    problems: list[tuple[int, Problem]] = []
+    todo: list[tuple[int, Manifest, Path]] = []
+    for i, m in enumerate(manifests):
+        obj = m.obj
+        if not isinstance(obj, dict):
+            problems.append((i, Problem(RULE_INPUT, f"document is a {type(obj).__name__}, not an object", m.source,
+                                        hint="each YAML document must be one Kubernetes object")))
+            continue
+        api, kind = obj.get("apiVersion"), obj.get("kind")
+        missing = [k for k, v in (("apiVersion", api), ("kind", kind)) if not isinstance(v, str) or not v]
+        if missing:
+            problems.append((i, Problem(RULE_INPUT, f"object has no {' and no '.join(missing)}", m.source, obj=m.ref,
+                                        hint="every Kubernetes object needs a string apiVersion and kind")))
+            continue
+        path = find_schema(api, kind, root)
+        if path is None:
+            group = group_of(api)
+            if not _API_VERSION.match(api):
+                hint = "apiVersion is `<group>/<version>` or `<version>` (e.g. `batch/v1`, `v1`)"
+            elif builtin_group(group):
+                hint = (f"Kubernetes v{kubernetes_version(root)} serves no {api} {kind} (schemas/SOURCES.md lists every "
+                        "kind it serves): correct apiVersion/kind, or, for a custom resource, copy its upstream CRD "
+                        f"into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run make schemas")
+            else:
+                # A custom resource whose CRD is not among crds/: the cluster may well serve it, so its schema
+                # check could not run (a warning that says so), rather than an error on a manifest that may run.
+                hint = (f"copy the upstream CRD into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run "
+                        "make schemas, or remove the object")
+                problems.append((i, Problem(RULE_MISSING, f"no schema for apiVersion {api} kind {kind} (a custom "
+                                            "resource whose CRD is not in crds/): its schema was not checked",
+                                            m.source, obj=m.ref, field="kind", hint=hint, severity=WARNING)))
+                continue
+            problems.append((i, Problem(RULE_MISSING, f"no schema for apiVersion {api} kind {kind}", m.source,
+                                        obj=m.ref, field="kind", hint=hint)))
+            continue
+        todo.append((i, m, path))
+    return problems, todo

@@ -1,0 +1,72 @@
+"""Reading what a pod prints: what reaches the terminal (torchrun's INFO chatter, the store client's retries and
+torch's warnings after a world succeeded stay in the pod's log, said once where they matter), and a pod's last words
+for the diagnosis of a run that failed."""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from .pods import SimPod
+
+# torch's store client while the store it connects to is not up yet: a warning per address and try, each with the
+# C++ stack of the exception it retries (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp); a C++ stack of
+# any other exception (gloo's sendBytes when a peer is gone) stays there too, its Python exception line does not.
+_STORE_RETRY = re.compile(r"^\[[WE]\d{4} [\d:.]+ (?:\d+ )?\S*(?:socket|TCPStore)\.cpp:\d+\] \[c10d\] "
+                          r"(?:The client socket has failed to connect|TCP client failed to connect)")
+_CPP_STACK = re.compile(r"^(?:frame #\d+: |Exception raised from \w+ at \S+:\d+ \(most recent call first\):|"
+                        r"<omitting python frames>$)")
+_WAITING = re.compile(r"TCP client failed to connect/validate to host (\S+?):(\d+) - retrying")
+
+# torch's log lines at warning or error level, from Python (`W1124 04:00:59.543000 14029 api.py:1008] ...`) and C++
+# (`[W1124 04:00:59.638782784 TCPStore.cpp:106] ...`), and what they say when the store went away.
+_TORCH_LOG = re.compile(r"^\[?[WE]\d{4} ")
+_STORE_GONE = re.compile(r"sendBytes failed|recvValue failed|exit barrier|keep-alive heartbeat|Broken pipe|"
+                         r"Connection reset by peer")
+
+_EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")
+
+
+def noise(line: str) -> bool:
+    """torchrun's INFO chatter, c10d's IPv6 lookup warnings and the store client's retries (with their C++ stacks)
+    stay in the pod log, not on the terminal."""
+    return ("cannot be retrieved (gai error: -9" in line or line.startswith(("I1", "I0")) or "*****" in line
+            or "OMP_NUM_THREADS" in line or bool(_STORE_RETRY.match(line)) or bool(_CPP_STACK.match(line))
+            or "has failed to shutdown the rendezvous" in line)
+
+
+def for_terminal(sp: SimPod, line: str, peer_of: Callable[[str], str]) -> list[str]:
+    """What the terminal shows of one line pod `sp` printed (most lines as they are; none, or one said once, for
+    the chatter that belongs in its log); `peer_of` names the pod at a host name."""
+    out: list[str] = []
+    waiting = _WAITING.search(line)
+    if waiting and not sp.said_waiting:
+        sp.said_waiting = True
+        host, port = waiting.groups()
+        out.append(f"[{sp.name}] waiting for {peer_of(host)} ({host}:{port}): nothing listens there yet; torch's "
+                   f"connection retries go to {sp.log}")
+    if "worker group successfully finished" in line:
+        sp.workers_succeeded = True
+    if sp.workers_succeeded and _TORCH_LOG.match(line):
+        # torch 2.13's exit barrier: the last agent to arrive still waits on the store after its host's agent has
+        # passed the barrier and left, and logs the broken connection (sendBytes failed, the barrier's traceback, a
+        # failed heartbeat). The workers are done: one line here, all in the log.
+        if not sp.said_after_success:
+            sp.said_after_success = True
+            why = (": the rendezvous store was gone, its host having left first (torch 2.13's exit barrier races "
+                   "with it)" if _STORE_GONE.search(line) else "")
+            out.append(f"[{sp.name}] torchrun logged warnings after its workers had succeeded{why}; they are in "
+                       f"{sp.log}")
+        return out
+    if noise(line) or not line.strip():
+        return out
+    out.append(f"[{sp.name}] {line}")
+    return out
+
+
+def last_words(lines: list[str]) -> list[str]:
+    """A pod's last lines worth reading: the last exception it raised (not the traceback frames), then its last line."""
+    clean = [ln for ln in lines if ln.strip() and not noise(ln)]
+    exc = [ln for ln in clean[-80:] if _EXC.match(ln.strip())]
+    out = [exc[-1].strip()] if exc else []
+    out += [ln for ln in clean[-2:] if ln.strip() not in out and not ln.startswith(("  File ", "    "))]
+    return out[-3:]

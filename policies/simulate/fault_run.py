@@ -1,0 +1,362 @@
+"""A fault run (`make simulate FAULT=...`): the faults injected into the running pods when they are due (at the
+trainer's step or epoch, which the pods' output says, or at a time), and after each pod that ends what its launcher
+module says the kubelet and the controller do (Launcher.after_exit), until the world finishes, the controller fails
+it, or it hangs; then the outcome, the steps the trainer's metrics.jsonl counts, and what the rules predicted."""
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import time
+from typing import Any
+
+from .. import engine
+from ..kube import as_int
+from ..launchers import workloads
+from ..launchers.lifecycle import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, WAIT, Decision, PodExit, RestartCount
+from ..rules import RULES
+from ..topology import compute
+from . import ask_trainer, faults as F
+from .diagnose import last_words
+from .host import nss_wrapper
+from .pods import SimPod, generated_suffix
+from .processes import parent_of, pod_processes, send, stop
+from .simulation import Simulation
+
+# A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
+# CrashLoopBackOff): the run ends there as hung.
+CRASH_LOOP = 3
+
+# What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
+_STEP = re.compile(r"^\[(?:TRAIN|EPOCH|DDP)\] .*?\bstep=(\d+)\b")
+_EPOCH_END = re.compile(r"^\[EPOCH\] epoch=(\d+)/")
+
+
+class FaultRun:
+    """The faults of one simulation and what became of them. Made before the pods are planned: a step fault has the
+    trainer report every step (LOG_INTERVAL=1 in the training pods' env)."""
+
+    def __init__(self, sim: Simulation, faults: list[F.Fault]):
+        self.sim = sim
+        self.faults = faults
+        self.step = 0
+        self.epoch = 0
+        self.decisions: list[str] = []
+        self.outcome: tuple[str, str] | None = None
+        self._timers: list[tuple[float, Any]] = []
+        self._t0 = 0.0
+        self._plan: tuple[tuple[int, int, int] | None] | None = None
+        if any(f.when == "step" for f in faults):
+            sim.layout.extra_env["LOG_INTERVAL"] = "1"  # the trainer reports every step: a step fault lands on it
+        sim.on_line = self._on_line
+
+    # --- before the run --------------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Each fault names a training pod and a step inside the run (before any pod starts); print what is
+        injected."""
+        sim = self.sim
+        trainers = self._trainers()
+        if not trainers:
+            raise F.FaultError("FAULT: nothing trains in these manifests: no pod to inject a fault into")
+        F.resolve(self.faults, [(sp.name, sp.pod.hostname) for sp in trainers])
+        plan = self.planned()
+        for f in self.faults:
+            if plan is not None and f.when in ("step", "epoch"):
+                per_epoch, epochs, total = plan
+                last = total if f.when == "step" else epochs
+                if (f.at or 0) > last - (1 if f.when == "epoch" else 0) or (f.when == "step" and (f.at or 0) >= total):
+                    raise F.FaultError(f"FAULT {f.text!r}: the run ends at step {total} (epoch {epochs}, {per_epoch} "
+                                       f"steps an epoch): a fault {f.trigger()} would never fire")
+        print("simulate: faults: " + "; ".join(f"{f.text} ({f.action} pod {trainers[f.target].name} {f.trigger()})"
+                                              for f in self.faults), file=sim.out)
+        if plan is not None:
+            print(f"simulate: the trainer runs {plan[2]} steps ({plan[1]} epochs of {plan[0]})", file=sim.out)
+        if sim.layout.extra_env:
+            print("simulate: added to each training pod's env for the faults: " +
+                  " ".join(f"{k}={v}" for k, v in sim.layout.extra_env.items()) + " (the trainer reports every step)",
+                  file=sim.out)
+
+    def planned(self) -> tuple[int, int, int] | None:
+        """(steps per epoch, epochs, total steps) of the repository's trainer in these pods, where it can be known
+        (asked of the trainer once)."""
+        if self._plan is None:
+            self._plan = (self._ask_plan(),)
+        return self._plan[0]
+
+    def _ask_plan(self) -> tuple[int, int, int] | None:
+        sim = self.sim
+        tops = compute(sim.bundle)[0]
+        sp = next((p for p in sim.pods if p.training), None)
+        if sp is None or not tops or not any(t.endswith("train.py") for t in sp.argv):
+            return None
+        script = next(i for i, t in enumerate(sp.argv) if t.endswith("train.py"))
+        world = tops[0].world_size
+        if not isinstance(world, int) or world < 1:
+            return None
+        return F.planned_steps(ask_trainer.settings(sp.argv[script + 1:], sp.env), world)
+
+    # --- during the run --------------------------------------------------------------------------------------
+
+    def _trainers(self) -> list[SimPod]:
+        return [sp for sp in self.sim.pods if sp.training]
+
+    def _later(self, at: float, action: Any) -> None:
+        with self.sim.lock:
+            self._timers.append((at, action))
+
+    def _on_line(self, sp: SimPod, line: str) -> None:
+        if sp.training:
+            self._progress(line)
+
+    def _progress(self, line: str) -> None:
+        """The trainer's step and epoch as rank 0 prints them; fires the faults they make due (from the pump
+        thread, so that a fault lands at the step it names, not a poll later)."""
+        m = _STEP.search(line)
+        if m:
+            self.step = max(self.step, int(m.group(1))) if not line.startswith("[DDP] resume") else int(m.group(1))
+        e = _EPOCH_END.search(line)
+        if e:
+            self.epoch = int(e.group(1))
+        for f in self.faults:
+            if f.fired or f.when not in ("step", "epoch"):
+                continue
+            if (f.when == "step" and m and int(m.group(1)) >= (f.at or 0)) or (
+                    f.when == "epoch" and e and int(e.group(1)) >= (f.at or 0)):
+                self._inject(f)
+
+    def _inject(self, f: F.Fault) -> None:
+        say = self.sim.say
+        with self.sim.lock:
+            if f.fired:
+                return
+            f.fired = True
+        sp = self._trainers()[f.target]
+        where = f"{f.trigger()}" + (f" (trainer at step {self.step})" if f.when != "step" else "")
+        pids = pod_processes(sp)
+        if f.action == F.KILL:
+            sp.fault_note = f"killed {where}"
+            say(f"[sim] fault {f.text}: SIGKILL to every process of pod {sp.name} ({len(pids)})")
+            for pid in pids:
+                send(pid, signal.SIGKILL)
+        elif f.action == F.KILL_WORKER:
+            workers = [pid for pid in pids if sp.proc is not None and parent_of(pid) == sp.proc.pid]
+            if not workers:
+                say(f"[sim] fault {f.text}: pod {sp.name} has no worker process now: nothing killed")
+                return
+            sp.fault_note = f"lost a worker {where}"
+            say(f"[sim] fault {f.text}: SIGKILL to worker process {workers[-1]} of pod {sp.name}")
+            send(workers[-1], signal.SIGKILL)
+        elif f.action == F.TERM:
+            grace = float(as_int(sp.pod.spec.get("terminationGracePeriodSeconds"), 30) or 0)
+            sp.fault_note, sp.deleting = f"deleted (SIGTERM, grace {grace:g} s) {where}", True
+            say(f"[sim] fault {f.text}: pod {sp.name} deleted: SIGTERM to its container, SIGKILL in {grace:g} s "
+                "(terminationGracePeriodSeconds)")
+            if sp.proc is not None:
+                send(sp.proc.pid, signal.SIGTERM)
+            proc = sp.proc
+            self._later(time.monotonic() + grace, lambda: self._kill_rest(sp, proc))
+        elif f.action == F.PARTITION:
+            say(f"[sim] fault {f.text}: pod {sp.name} unreachable for {f.seconds:g} s {where}: {F.PARTITION_MODEL}")
+            for pid in pids:
+                send(pid, signal.SIGSTOP)
+
+            def resume() -> None:
+                for pid in pod_processes(sp):
+                    send(pid, signal.SIGCONT)
+                say(f"[sim] pod {sp.name} reachable again")
+            self._later(time.monotonic() + (f.seconds or 0), resume)
+        elif f.action == F.RETURN:
+            with self.sim.lock:  # against _decide holding the pod at the same moment (f.fired is set by now)
+                held, sp.held = sp.held, None
+            say(f"[sim] fault {f.text}: pod {sp.name} may come back {where}"
+                + ("" if held else " (nothing pending: it was not down)"))
+            if held:
+                held()
+
+    def _kill_rest(self, sp: SimPod, proc: Any) -> None:
+        """The end of a deleted pod's grace period: SIGKILL to whatever of it still runs."""
+        if proc is not None and sp.proc is proc:
+            for pid in pod_processes(sp):
+                send(pid, signal.SIGKILL)
+
+    def run(self, start: float, trainers: list[SimPod]) -> tuple[bool, tuple[str, str] | None]:
+        """Start the training pods (late where a delay fault says), inject the faults, and after each pod that ends
+        do what its launcher module says the kubelet and the controller do, until the world finishes, the
+        controller fails it, or the deadline comes (a world that hangs). Whether the deadline stopped it, and the
+        outcome."""
+        sim = self.sim
+        self._t0 = time.monotonic()
+        delayed = {f.target: f for f in self.faults if f.action == F.DELAY}
+        for i, sp in enumerate(trainers):
+            if i in delayed:
+                f = delayed[i]
+                f.fired = True
+                sim.say(f"[sim] fault {f.text}: pod {sp.name} starts {f.seconds:g} s after the others")
+                self._later(self._t0 + (f.seconds or 0), lambda sp=sp: sim.start(sp))
+            else:
+                sim.start(sp)
+        for f in self.faults:
+            if f.when == "t":
+                self._later(self._t0 + (f.at or 0), lambda f=f: self._inject(f))
+        counts: dict[int, RestartCount] = {}
+        while True:
+            now = time.monotonic()
+            with sim.lock:
+                due = [a for t, a in self._timers if t <= now]
+                self._timers = [(t, a) for t, a in self._timers if t > now]
+            for action in due:
+                action()
+            for sp in trainers:
+                if sp.proc is None or sp.exit_code is not None or sp.proc.poll() is None:
+                    continue
+                rc = sp.proc.returncode
+                sp.exit_code = 128 - rc if rc < 0 else rc
+                sp.finished_at = now - start
+                if sp.stopping:
+                    continue
+                if sp.exit_code == 0 and not sp.deleting:
+                    sp.done = True
+                    continue
+                count = counts.setdefault(id(sp.workload), RestartCount())
+                self._decide(sp, count, now)
+                if self.outcome is not None:
+                    return False, self.outcome
+                if count.container_restarts.get(sp.pod.index, 0) + count.failed_pods.get(sp.pod.index, 0) > CRASH_LOOP:
+                    # Started CRASH_LOOP times after the fault and failed each time: the kubelet's CrashLoopBackOff,
+                    # which nothing ends on its own; the run says so now rather than at the deadline.
+                    last = next(iter(last_words(sp.lines)), "")
+                    self.outcome = ("hung", f"{sp.name} failed again after each of {CRASH_LOOP} restarts: a crash loop "
+                                    f"(CrashLoopBackOff) that nothing ends{': ' + last[:160] if last else ''}")
+                    return False, self.outcome
+            if all(sp.done for sp in trainers):
+                self.outcome = ("finished", "every training pod completed")
+                return False, self.outcome
+            if now - start > sim.deadline:
+                waiting = [sp.name for sp in trainers if not sp.done]
+                self.outcome = ("hung", f"{', '.join(waiting)} had not completed at the deadline")
+                return True, self.outcome
+            time.sleep(0.1)
+
+    def _decide(self, sp: SimPod, count: RestartCount, now: float) -> None:
+        sim = self.sim
+        w = sp.workload
+        ended = PodExit(sp.pod.index, sp.exit_code or 0, sp.deleting)
+        d: Decision = w.launcher.after_exit(w, sim.bundle, ended, count)
+        cause = sp.fault_note or f"exited {sp.exit_code}"
+        sp.fault_note, sp.deleting = None, False
+        line = f"pod {sp.name} {cause} -> {d.controller}: {d.why}"
+        self.decisions.append(f"{line} [{d.source}]" if d.source else line)
+        sim.say(f"[sim] {line}" + (f"  ({d.source})" if d.source else ""))
+        away = next((f for f in self.faults if f.action == F.RETURN and not f.fired and
+                     self._trainers()[f.target] is sp), None)
+
+        def after(delay: float, action: Any) -> None:
+            with sim.lock:  # the return fault fires from the output pump's thread
+                hold = away is not None and not away.fired
+                if hold:  # its node is away: the decision waits for the return fault (then its back-off)
+                    sp.held = lambda: self._later(time.monotonic() + delay, action)
+            if hold:
+                sim.say(f"[sim] pod {sp.name} stays away until {away.text} fires")
+            else:
+                self._later(now + delay, action)
+
+        if d.action == RESTART_CONTAINER:
+            count.container_restarts[ended.index] = count.container_restarts.get(ended.index, 0) + 1
+            after(d.delay, lambda: self._restart(sp, new_pod=False))
+        elif d.action == RECREATE_POD:
+            if d.counted:
+                count.failed_pods[ended.index] = count.failed_pods.get(ended.index, 0) + 1
+            after(d.delay, lambda: self._restart(sp, new_pod=True))
+        elif d.action == RECREATE_ALL:
+            if d.counted:
+                count.workload_restarts += 1
+            group = [p for p in self._trainers() if p.workload is w]
+            for p in group:
+                if p is not sp and p.proc is not None and p.proc.poll() is None:
+                    p.stopping = True
+                    stop(p)
+            for p in group:
+                self._later(now + d.delay, lambda p=p: self._restart(p, new_pod=True))
+        elif d.action == FAIL:
+            self.outcome = ("failed", f"{d.controller}: {d.why}")
+        elif d.action == WAIT:
+            sp.done = False  # nothing brings it back: the world waits (the deadline says so)
+
+    def _restart(self, sp: SimPod, new_pod: bool) -> None:
+        """Start the pod's container again: in place (same pod, same volumes) or as a new pod (the controller's: a
+        new generated name where the pod has one, fresh emptyDirs, the same claims)."""
+        sim = self.sim
+        for pid in pod_processes(sp):  # the container's cgroup is gone
+            send(pid, signal.SIGKILL)
+        token = sp.env.get("SOCKET_WRAPPER_DIR")
+        old = sp.name
+        if new_pod:
+            sp.generation += 1
+            if "<random>" in sp.pod.name:
+                sp.suffix = generated_suffix(f"{sp.workload.manifest.ref}/{sp.pod.index}/{sp.generation}")
+            else:
+                shutil.rmtree(sim.run_dir / "pods" / sp.name / "volumes", ignore_errors=True)  # emptyDirs start empty
+            sp.log = sim.run_dir / "logs" / f"{sp.name}.log"
+            sim.layout.prepare(sp, nss_wrapper())
+            if token:
+                sp.env["SOCKET_WRAPPER_DIR"] = token
+        sp.proc, sp.exit_code, sp.joined, sp.stopping, sp.done, sp.said_waiting = None, None, False, False, False, False
+        what = f"new pod {sp.name}" + (f" (replaces {old})" if old != sp.name else "") if new_pod else \
+            f"pod {sp.name}: container restarted"
+        sim.say(f"[sim] {what}")
+        sim.start(sp)
+
+    # --- after the run ---------------------------------------------------------------------------------------
+
+    def report(self, check: engine.Unit) -> str:
+        """The outcome of the run, its steps from the trainer's metrics.jsonl, and what the RESTART and ELASTIC
+        rules predicted for the same manifests."""
+        sim = self.sim
+        lines = ["", "== faults"]
+        lines += [f"  {d}" for d in self.decisions] or ["  (no pod ended before the run did)"]
+        unfired = [f.text for f in self.faults if not f.fired]
+        if unfired:
+            lines.append(f"  not injected (the run ended first): {', '.join(unfired)}")
+        kind, why = self.outcome or ("stopped", "the run was stopped")
+        plan = self.planned()
+        expected = plan[2] if plan else None
+        metrics = next(iter(sorted(sim.run_dir.rglob("metrics.jsonl"))), None)
+        acc = F.account(metrics)
+        if kind == "finished":
+            verdict = ("no step lost, none done again beyond the last checkpoint" if acc.intact(expected) else
+                       "steps lost or done again beyond the last checkpoint")
+            lines.append(f"outcome: finished at step {acc.final_step}: {verdict}")
+        elif kind == "failed":
+            lines.append(f"outcome: failed: {why}")
+        else:
+            pg = next((t.split("=", 1)[1] for sp in sim.pods if sp.training for t in sp.argv
+                       if t.startswith("--pg-timeout=")), None) or next(
+                (sp.env.get("PG_TIMEOUT") for sp in sim.pods if sp.training and sp.env.get("PG_TIMEOUT")), None) \
+                or "600"
+            lines.append(f"outcome: hung: {why}; in a cluster the ranks left waiting give up at the trainer's "
+                         f"process-group timeout (--pg-timeout/PG_TIMEOUT, {pg} s) or torchrun's rendezvous timeout, "
+                         "then the controller decides again")
+        lines += [f"  {ln}" for ln in acc.lines(expected if kind == "finished" else None)]
+        if metrics is None:
+            lines.append("  steps: no metrics.jsonl in the run folder: the trainer wrote none (steps not counted)")
+        # The static prediction: what restarts the world (the launcher's restarts(), RESTART004's reading), and the
+        # RESTART/ELASTIC findings on the same manifests.
+        recovers = []
+        for w in workloads(sim.bundle):
+            recovers += w.launcher.restarts(w, sim.bundle)
+        findings = [p.line() for p in check.problems + check.suppressed if p.rule.startswith(("RESTART", "ELASTIC"))]
+        # A suppressed finding still holds (the overlay says so on purpose): the world does not re-form either way.
+        blocked = sorted({p.rule for p in check.problems + check.suppressed
+                          if p.rule in RULES and RULES[p.rule].blocks_recovery})
+        predicted = "recovers" if recovers and not blocked else "fails"
+        basis = (f"{'; '.join(recovers)}, but {', '.join(blocked)}: the world does not re-form" if recovers and blocked
+                 else '; '.join(recovers) if recovers else 'nothing restarts the world')
+        lines.append(f"the rules predicted: {predicted} ({basis})"
+                     + (f"; findings: {len(findings)}" if findings else "; RESTART/ELASTIC rules found nothing"))
+        lines += [f"  {f}" for f in findings]
+        agree = (predicted == "recovers") == (kind == "finished")
+        if kind in ("finished", "failed", "hung") and not agree:
+            lines.append(f"DISAGREEMENT: the rules predicted the world {predicted}, the run {kind}: one of them is "
+                         "wrong")
+        return "\n".join(lines)
