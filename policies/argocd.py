@@ -10,7 +10,8 @@ from typing import Any, Iterator
 
 from . import gitops, launchers
 from .podspecs import pod_sites
-from .render import kustomization_file, render
+from .kustomization import kustomization_file
+from .render import render
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"

@@ -12,7 +12,7 @@ from pathlib import Path
 from .entry import guarded
 from .loader import InputError
 from .engine import plain_manifests
-from .render import find_overlays, inputs
+from .kustomization import find_overlays, inputs
 
 REPO = Path(__file__).resolve().parent.parent
 # A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).

@@ -11,7 +11,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from .entry import guarded
-from .loader import InputError, rel as _rel
+from .files import rel as _rel
+from .loader import InputError
 from .paths import overlay_path
 
 REPO = Path(__file__).resolve().parent.parent

@@ -102,7 +102,7 @@ def build_options(root: Path) -> list[str]:
 
 
 def folders(root: Path) -> list[str]:
-    from .render import find_overlays
+    from .kustomization import find_overlays
 
     found = [str(p.relative_to(root)) for p in find_overlays(root / "overlays")] if (root / "overlays").is_dir() else []
     if (root / "argocd" / "kustomization.yaml").is_file():

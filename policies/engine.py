@@ -12,9 +12,11 @@ from typing import Iterable
 
 from . import argocd, environment
 from .launchers import NOT_MODELLED, Bundle, Check, Child, Workload, expand, groups_modelling, of, workloads
-from .loader import InputError, path_error, read
+from .files import path_error, read
+from .loader import InputError
 from .model import ERROR, INFO, WARNING, Manifest, Problem
-from .render import kustomization_file, overlays_named, render_all
+from .kustomization import kustomization_file, overlays_named
+from .render import render_all
 from .rulekit import Environment
 from .rules import RULES, Context, Rule
 from .schema.validator import Validator

@@ -9,9 +9,10 @@ from typing import Any
 
 import yaml
 
-from .loader import InputError, read_text, rel as _rel
+from .files import read_text, rel as _rel
+from .loader import InputError
 from .model import ERROR, SEVERITIES, Problem
-from .render import inputs, kustomization_file
+from .kustomization import inputs, kustomization_file
 from .rulekit import Environment
 from .rules import RULES
 

@@ -2,14 +2,10 @@
 Every failure is an InputError with one line naming the file, document and what is wrong."""
 from __future__ import annotations
 
-import errno
 import json
-import os
 import re
-import stat
 import sys
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
@@ -58,7 +54,7 @@ def _allowed_alias_ratio(decoded: int) -> float:
     return 0.99 - 0.89 * (decoded - _ALIAS_RANGE_LOW) / (_ALIAS_RANGE_HIGH - _ALIAS_RANGE_LOW)
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
     return f"{n / (1024 * 1024):g} MiB"
 
 
@@ -90,7 +86,7 @@ def _walk(text: str, source: str, build: bool) -> list[Any] | None:
     _StrictLoader returns, in one pass instead of a second parse). None where the builder met what it leaves to
     PyYAML (_Fallback); the bounds are checked over the whole text either way."""
     if len(text) > MAX_INPUT_BYTES:
-        raise InputError(f"{source}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
+        raise InputError(f"{source}: larger than {mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
     anchors: dict[str, tuple[int, int, int]] = {}  # anchor -> (nodes decoded, scalar bytes, height) of its node
     open_anchors: set[str] = set()
     stack: list[list[Any]] = []  # per open collection: [nodes, bytes, height of its children, anchor]
@@ -228,7 +224,7 @@ def _walk(text: str, source: str, build: bool) -> list[Any] | None:
                 parent[2] = height
             if parent[1] > MAX_OBJECT_BYTES:
                 cause = "expands to" if from_aliases else "holds"
-                raise InputError(f"{where(event)} {cause} more than {_mib(MAX_OBJECT_BYTES)} of text, more than the "
+                raise InputError(f"{where(event)} {cause} more than {mib(MAX_OBJECT_BYTES)} of text, more than the "
                                  "API server accepts for one object" + (" (a YAML alias bomb?)" if from_aliases else ""))
     finally:
         parser.dispose()
@@ -467,83 +463,3 @@ def parse_any(text: str, source: str) -> list[Manifest]:
         except InputError:
             pass  # YAML's flow style starts with `{` too: let the YAML reader say what is wrong
     return parse(text, source)
-
-
-STDIN_PROMPT = "reading manifests from standard input (end with Ctrl-D)"
-
-
-def read_bounded(stream: IO[bytes], source: str) -> bytes:
-    """At most MAX_INPUT_BYTES from a binary stream; more is one InputError (so /dev/zero ends too)."""
-    data = stream.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError(f"{source}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
-    return data
-
-
-def decode(data: bytes, source: str) -> str:
-    """UTF-8 text (what kubectl reads), else one InputError naming the first byte that is not."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{source}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}): a "
-                         "manifest is UTF-8 YAML or JSON") from None
-
-
-def path_error(path: str | Path, exc: OSError) -> InputError:
-    """One line for a path that cannot be read: missing, a symlink loop, a link to nothing, no permission."""
-    p = Path(path)
-    if exc.errno == errno.ELOOP:
-        return InputError(f"{path}: a symlink loop (a link that leads back to itself): remove or fix the link")
-    if exc.errno == errno.ENOENT:
-        if p.is_symlink():
-            return InputError(f"{path}: a symlink to {os.readlink(p)}, which does not exist")
-        return InputError(f"{path}: no such file or folder")
-    return InputError(f"{path}: cannot read: {exc.strerror or exc}")
-
-
-def read_text(path: str | Path) -> str:
-    """A YAML file's UTF-8 text, within the bounds (its size, then check_bounds): for the YAML read beside the
-    manifests (kustomizations, patches traced to their lines, environment declarations). One InputError otherwise."""
-    try:
-        if os.stat(path).st_size > MAX_INPUT_BYTES:
-            raise InputError(f"{path}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
-        with open(path, "rb") as f:
-            text = decode(read_bounded(f, str(path)), str(path))
-    except OSError as exc:
-        raise path_error(path, exc) from None
-    try:
-        check_bounds(text, str(path))
-    except yaml.YAMLError:
-        pass  # the reader that parses it says what is wrong, with its line
-    return text
-
-
-def rel(path: str | Path) -> str:
-    """The path relative to the working directory where it is below it, else as given; never fails (a symlink loop
-    or a missing file is shown as written)."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except (ValueError, OSError, RuntimeError):  # RuntimeError: pathlib's "Symlink loop" before Python 3.13
-        return str(path)
-
-
-def read(path: str) -> list[Manifest]:
-    """Objects from a manifest file (YAML, or JSON for `.json`), or from standard input for `-`. A FIFO or device
-    named on the command line is read like standard input (`<(kustomize build ...)` works), up to MAX_INPUT_BYTES."""
-    if path == "-":
-        if sys.stdin is None:
-            raise InputError("<stdin>: no standard input")
-        if sys.stdin.isatty():
-            print(STDIN_PROMPT, file=sys.stderr, flush=True)
-        return parse_any(decode(read_bounded(sys.stdin.buffer, "<stdin>"), "<stdin>"), "<stdin>")
-    try:
-        st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise InputError(f"{path}: a folder, not a manifest file")
-        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_INPUT_BYTES:
-            raise InputError(f"{path}: larger than {_mib(MAX_INPUT_BYTES)}, the most one input may be (split it)")
-        with open(path, "rb") as f:
-            data = read_bounded(f, path)
-    except OSError as exc:
-        raise path_error(path, exc) from None
-    return parse_any(decode(data, path), path)

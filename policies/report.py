@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .engine import Unit, count, count_suppressed, failed
-from .loader import rel
+from .files import rel
 from .model import ERROR, INFO, WARNING, Problem
 from .rules import FAMILIES, RULES
 
@@ -66,7 +66,7 @@ def where(p: Problem, unit: Unit) -> tuple[str | None, int | None, bool]:
     if p.location:
         return p.location[0], p.location[1], True
     if unit.kind == "overlay":
-        from .render import kustomization_file
+        from .kustomization import kustomization_file
 
         k = kustomization_file(Path(unit.source))
         return (rel(str(k)) if k else rel(unit.source)), 1, False

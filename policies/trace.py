@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from .loader import InputError, read_text, rel as _rel
+from .files import read_text, rel as _rel
+from .loader import InputError
 from .model import Manifest
 
 try:
@@ -171,7 +172,7 @@ def trace_unit(unit: Any) -> None:
     if not todo:
         return
     if unit.kind == "overlay":
-        from .render import inputs
+        from .kustomization import inputs
 
         _, files = inputs(Path(unit.source))
     elif unit.source != "<stdin>":

@@ -115,8 +115,9 @@ def _fresh_render_memos():
     yield
     import gc
 
-    from policies import render
+    from policies import kustomization, render
 
     gc.unfreeze()
-    render._RUN_MEMO = render._INPUTS_MEMO = render._RESOLVED = None
+    render._RUN_MEMO = None
+    kustomization.forget_reads()
     render._PREFETCHED.clear()

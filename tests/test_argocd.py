@@ -7,7 +7,8 @@ import pytest
 from conftest import REPO, run_cli
 from policies import argocd
 from policies.engine import collect, validate
-from policies.loader import parse, read
+from policies.files import read
+from policies.loader import parse
 from policies.model import ERROR, WARNING
 from policies.schema import BuiltinValidator
 

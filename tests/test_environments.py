@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from policies import engine, environment
-from policies.loader import read
+from policies.files import read
 from policies.model import ERROR, INFO, WARNING
 
 from conftest import FIXTURES, REPO, run_cli

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from policies import loader, render
+from policies import files, render
 from policies.loader import InputError, check_bounds
 
 SERVICE = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n"
@@ -149,9 +149,9 @@ def test_an_endless_input_stops_at_the_size_bound():
 def test_a_large_regular_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     f = tmp_path / "big.yaml"
     f.write_text(SERVICE + "#" * 2000 + "\n")
-    monkeypatch.setattr(loader, "MAX_INPUT_BYTES", 1000)
+    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 1000)
     with pytest.raises(InputError, match="big.yaml: larger than"):
-        loader.read(str(f))
+        files.read(str(f))
 
 
 # ---------------------------------------------------------------- 1b. kustomize fed a bomb

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from policies import engine, plan
-from policies.loader import InputError, read
+from policies.files import read
+from policies.loader import InputError
 from policies.model import Manifest
 from policies.schema import BuiltinValidator
 

@@ -8,7 +8,7 @@ import pytest
 
 from policies import environment
 from policies.engine import Unit, check_policies
-from policies.loader import read
+from policies.files import read
 from policies.model import ERROR
 from policies.rules import ID_FORMAT, RULES
 
