@@ -34,17 +34,22 @@ DEADLINE ?=
 # make simulate: faults to inject (docs/simulate.md), e.g. FAULT="kill:1@step=6 term:0@epoch=1".
 FAULT   ?=
 SIM_DEPS := $(VENV)/.sim-deps
+# The package's dependency wheels and its build backend, for the tests that install the package into fresh
+# virtualenvs with no network (tests/test_package.py, tests/test_precommit_hook.py; docs/install.md).
+WHEELHOUSE := .cache/wheelhouse
 # checkov (make lint) lives in a venv of its own: its pinned dependencies clash with .venv's (requirements-checkov.txt).
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV     := $(CHECKOV_VENV)/bin/checkov
 IMAGE   ?= ghcr.io/example/ddp-trainer
+# The Argo CD Config Management Plugin's sidecar image (argocd/cmp/, docs/gitops.md).
+CMP_IMAGE ?= ghcr.io/example/ddp-argocd-cmp
 TAG     ?= 0.1.0
 
 export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -68,7 +73,12 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && compgen -G "/usr/lib/*/libsocket_wrapper.so" >/dev/null \
 	  && command -v etcd >/dev/null; then touch $@; fi
 
-setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
+$(WHEELHOUSE)/.complete: requirements.txt requirements-build.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip download -q --disable-pip-version-check --only-binary=:all: -d $(WHEELHOUSE) \
+	  -c requirements-dev.txt -r requirements.txt -r requirements-build.txt
+	@touch $@
+
+setup: $(PY) $(SIM_DEPS) $(CHECKOV) $(WHEELHOUSE)/.complete ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@BIN=$(BIN) scripts/install-release.sh kubeconform \
 	  https://github.com/yannh/kubeconform/releases/download/$(KUBECONFORM_VERSION)/kubeconform-linux-amd64.tar.gz \
 	  $(KUBECONFORM_SHA256) -v "make validate SCHEMA=kubeconform will not run (the default, the in-process validator, is unaffected)"
@@ -76,10 +86,13 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with eve
 	  https://github.com/rhysd/actionlint/releases/download/v$(ACTIONLINT_VERSION)/actionlint_$(ACTIONLINT_VERSION)_linux_amd64.tar.gz \
 	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
 	@scripts/install-prometheus.sh
-	@$(PY) -m policies.cli tools
+	@$(PY) -m policies tools
+
+wheel: $(PY) ## Build the installable package (dist/ddp_k8s_gitops-*.whl: the ddp-check command; docs/install.md)
+	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
-	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
+	@$(PY) -m policies validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
 	@$(PY) -m policies.scale scale "$(EXPLICIT_OVERLAY)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id "$(RUN_ID)") $(if $(DRY_RUN),--dry-run) --base "$(BASE)"
@@ -97,10 +110,10 @@ diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMA
 	@$(PY) -m policies.diff --base "$(BASE)" $(if $(HEAD_REF),--head "$(HEAD_REF)") $(if $(EXPLICIT_OVERLAY),--overlay "$(EXPLICIT_OVERLAY)") --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
-	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(PATHS)
+	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(PATHS)
 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
-	@$(PY) -m policies.cli render $(PATHS)
+	@$(PY) -m policies render $(PATHS)
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...", PVC="claim=folder ...")
 	@$(PY) -m policies.simulate $(OVERLAY) $(if $(SCALE_TO),--scale-to $(SCALE_TO)) $(if $(DEADLINE),--deadline $(DEADLINE)) $(if $(FAULT),--fault "$(FAULT)") $(foreach p,$(PVC),--pvc $(p))
@@ -108,7 +121,7 @@ simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
 	@$(PY) -m trainer.report "$(RUN)"
 
-test: $(PY) $(SIM_DEPS) ## Run the test suite
+test: $(PY) $(SIM_DEPS) $(WHEELHOUSE)/.complete ## Run the test suite
 	$(PY) -m pytest -q
 
 test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core
@@ -130,7 +143,7 @@ schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every 
 	@$(PY) scripts/gen_schemas.py
 
 docs: $(PY) ## Regenerate docs/rules.md from the rule registry
-	@$(PY) -m policies.cli docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
+	@$(PY) -m policies docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
 
 kind-up: $(PY) ## Create the kind cluster (kind/cluster.yaml), install the kind-cpu launcher's operator at pinned versions, apply overlays/kind-cpu (needs Docker)
 	@scripts/kind-up.sh
@@ -141,8 +154,11 @@ image: ## Build the trainer image (needs a Docker engine)
 image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 	docker build -f Dockerfile.cpu -t $(IMAGE):$(TAG)-cpu .
 
+image-cmp: ## Build the Argo CD plugin sidecar image (argocd/cmp/Dockerfile; needs a Docker engine with BuildKit)
+	docker build -f argocd/cmp/Dockerfile -t $(CMP_IMAGE):$(TAG) .
+
 lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint and every rendered overlay (or PATHS) with checkov
-	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu argocd/cmp/Dockerfile
 	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(PATHS)
 
 clean: ## Remove the virtual environment and downloaded tools

@@ -1,4 +1,6 @@
-"""Command line: `python -m policies.cli validate|plan|render|docs|tools [PATHS...]` (the Makefile's targets)."""
+"""Command line: `ddp-check validate|plan|render|docs|tools [PATHS...]`, also `python -m policies` (the Makefile's
+targets call it so), and `cmp-init`/`cmp-generate`, the Argo CD Config Management Plugin's commands
+(policies/cmp.py)."""
 from __future__ import annotations
 
 import argparse
@@ -11,10 +13,10 @@ from pathlib import Path
 
 from .entry import guarded
 from .loader import InputError, rel as _rel
-from .paths import overlay_path
+from .paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_ROOT = REPO / "overlays"
+# No PATHS: the checkout's overlays; installed, the working folder (every overlay and manifest file below it).
+DEFAULT_ROOT = CHECKOUT / "overlays" if CHECKOUT is not None else Path(".")
 
 
 def _paths(args: argparse.Namespace) -> list[str]:
@@ -29,6 +31,15 @@ def _validator(prefer: str):
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env)
+    sys.stdout.write(report)
+    return rc
+
+
+def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
+          env: str | None = None) -> tuple[int, str, list]:
+    """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
+    checked, policies/cmp.py)."""
     from . import engine
     from .report import FORMATS, Run
     from .trace import trace_all
@@ -37,13 +48,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
-    paths = _paths(args)
     banner = _kustomize_banner_ahead(paths)
-    units = engine.collect(paths, DEFAULT_ROOT, env_file=args.env)
+    units = engine.collect(paths, DEFAULT_ROOT, env_file=env)
     # What was read lives until the process ends: out of the cyclic collector's sight, the schema and policy
     # stages do not walk it again at every collection (8.6 % fewer instructions in the policy stage, callgrind).
     gc.freeze()
-    validator = None if args.schema == "none" else _validator(args.schema)
+    validator = None if schema == "none" else _validator(schema)
     if banner is not None and any(u.kind == "overlay" for u in units):
         _kustomize_banner(banner)  # which kustomize rendered; said only where one did (not for files or stdin)
     timings = engine.Timings()
@@ -53,9 +63,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for p in [*u.problems, *u.suppressed]:
             p.source = _rel(p.source)
     schema_name = validator.name if validator else "skipped (--schema none)"
-    run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
-    sys.stdout.write(FORMATS[args.format](run))
-    return 1 if engine.failed(units, args.strict) else 0
+    run = Run(units, schema_name, time.perf_counter() - start, strict=strict)
+    return (1 if engine.failed(units, strict) else 0), FORMATS[fmt](run), units
 
 
 def _kustomize_banner_ahead(paths: list[str]) -> Future[str] | None:
@@ -113,17 +122,35 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    if INSTALLED:  # made from the rules and their fixtures at build time; the fixtures are not in the wheel
+        sys.stdout.write((DATA / "docs" / "rules.md").read_text(encoding="utf-8"))
+        return 0
     from .docs import rules_markdown
 
     sys.stdout.write(rules_markdown())
     return 0
 
 
+def cmd_cmp_init(args: argparse.Namespace) -> int:
+    from .cmp import init
+
+    return init()
+
+
+def cmd_cmp_generate(args: argparse.Namespace) -> int:
+    from .cmp import generate
+
+    return generate(check)
+
+
 def _kubeconform_found() -> str:
     from .schema import find_kubeconform
 
     found = find_kubeconform()
-    return str(found) if found else "not installed (make setup installs it where GitHub can be reached)"
+    if found:
+        return str(found)
+    return ("not installed (make setup installs it where GitHub can be reached)" if CHECKOUT is not None else
+            "not installed (put kubeconform on PATH or name it in $KUBECONFORM)")
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -135,6 +162,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     print(f"kubectl: {kubectl()} ({'; '.join(x.strip() for x in out if x.strip())})")
     print(f"schema validator for `make validate`: {_validator('builtin').name}; with SCHEMA=kubeconform: "
           f"{_kubeconform_found()}")
+    if INSTALLED:
+        return 0  # make simulate is the checkout's
     from .simulate import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
     import shutil
@@ -153,7 +182,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="policies", description=__doc__)
+    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")
@@ -181,6 +210,12 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_docs)
     t = sub.add_parser("tools", help="say which kubectl and schema validator will run")
     t.set_defaults(func=cmd_tools)
+    ci = sub.add_parser("cmp-init", help="Argo CD plugin init: say which kustomize renders; fail if it is not the "
+                                         "pinned one")
+    ci.set_defaults(func=cmd_cmp_init)
+    cg = sub.add_parser("cmp-generate", help="Argo CD plugin generate: render the working folder, check it, print the "
+                                             "manifests only when nothing failed (docs/gitops.md)")
+    cg.set_defaults(func=cmd_cmp_generate)
     return ap
 
 

@@ -20,6 +20,7 @@ import yaml
 from .gitops import build_options, kubectl
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse, path_error, read_text, rel
 from .model import Manifest
+from .paths import cache_root
 from .transaction import pending
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -213,7 +214,7 @@ def _content_key(folder: Path, options: list[str] | None = None) -> str | None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("POLICIES_CACHE_DIR") or Path(__file__).resolve().parent.parent / ".cache" / "render")
+    return Path(os.environ.get("POLICIES_CACHE_DIR") or cache_root() / "render")
 
 
 def render(folder: Path, options: list[str] | None = None) -> Rendered:

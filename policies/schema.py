@@ -28,14 +28,14 @@ from typing import Any, Iterable, Protocol
 
 from policies.launchers import as_admitted
 from policies.model import ERROR, WARNING, Manifest, Problem
+from policies.paths import CHECKOUT, DATA
 
 RULE = "SCHEMA"
 RULE_MISSING = "SCHEMA-MISSING"
 RULE_INPUT = "SCHEMA-INPUT"
 RULE_NOT_RUN = "SCHEMA-NOT-RUN"
 
-REPO = Path(__file__).resolve().parent.parent
-SCHEMAS_DIR = REPO / "schemas"
+SCHEMAS_DIR = DATA / "schemas"
 MAX_ERRORS_PER_OBJECT = 20
 MAX_MESSAGE = 240
 
@@ -349,10 +349,11 @@ def _kubeconform_errors(res: dict[str, Any], msg: str) -> list[dict[str, Any]]:
 
 
 def find_kubeconform() -> Path | None:
-    """$KUBECONFORM, then <repo>/bin/kubeconform (where `make setup` installs it), then PATH."""
+    """$KUBECONFORM, then <checkout>/bin/kubeconform (where `make setup` installs it), then PATH."""
     env = os.environ.get("KUBECONFORM")
     candidates = [Path(env)] if env else []
-    candidates.append(REPO / "bin" / "kubeconform")
+    if CHECKOUT is not None:
+        candidates.append(CHECKOUT / "bin" / "kubeconform")
     on_path = shutil.which("kubeconform")
     if on_path:
         candidates.append(Path(on_path))
