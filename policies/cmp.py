@@ -104,10 +104,12 @@ def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     strict = os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
     rc, report, units = check([path], strict=strict)
     if rc != 0:
-        sys.stderr.write(report)
-        print(f"refused: {_app()} ({path}) fails the checks above; no manifests were printed, so Argo CD syncs nothing "
-              f"(make validate PATHS={path} shows the same report)", file=sys.stderr)
-        return 1
+        return _refuse(report, f"{_app()} ({path}) fails the checks above; no manifests were printed, so Argo CD "
+                               f"syncs nothing (make validate PATHS={path} shows the same report)")
+    if not any(u.manifests for u in units):
+        return _refuse(report, f"{_app()} ({path}) renders no Kubernetes objects: with automated prune, Argo CD "
+                               "would delete every object the Application synced (ARGO001 says so of an "
+                               "Application's path); nothing was printed")
     run = run_bounded([gitops.kubectl(), "kustomize", *KUSTOMIZE_FLAGS, path])
     if run.failure or run.returncode != 0:
         why = run.failure or " ".join(run.stderr.split())[:400]
@@ -122,3 +124,10 @@ def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     sys.stdout.flush()
     return 0
 
+
+def _refuse(report: str, why: str) -> int:
+    """The report and why on standard error, nothing on standard output, exit 1: Argo CD shows the error as the
+    Application's ComparisonError and syncs nothing."""
+    sys.stderr.write(report)
+    print(f"refused: {why}", file=sys.stderr)
+    return 1
