@@ -131,6 +131,19 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_changed(args: argparse.Namespace) -> int:
+    """The pre-commit hook's command (.pre-commit-hooks.yaml): validate what the changed files affect."""
+    from .changed import targets
+
+    found = targets(args.paths, Path.cwd())
+    if not found:
+        print("ddp-check: no overlay reads the changed files and none is a manifest: nothing to validate")
+        return 0
+    rc, report, _ = check(found, args.format, args.strict, args.schema, args.env)
+    sys.stdout.write(report)
+    return rc
+
+
 def cmd_cmp_init(args: argparse.Namespace) -> int:
     from .cmp import init
 
@@ -181,22 +194,32 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_options(ap: argparse.ArgumentParser) -> None:
+    """validate's options, for validate and changed."""
+    ap.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
+                    help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
+    # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
+    # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
+    ap.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",
+                    help="schema validator: the in-process jsonschema-rs one (builtin, the default), kubeconform, or "
+                         "auto (kubeconform where installed, else builtin)")
+    ap.add_argument("--strict", action="store_true", help="warnings fail too")
+    ap.add_argument("--env", metavar="POLICY_YAML",
+                    help="environment declaration for inputs that bring none (files, standard input)")
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")
-    v.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
-                   help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
-    # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
-    # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
-    v.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",
-                   help="schema validator: the in-process jsonschema-rs one (builtin, the default), kubeconform, or "
-                        "auto (kubeconform where installed, else builtin)")
-    v.add_argument("--strict", action="store_true", help="warnings fail too")
-    v.add_argument("--env", metavar="POLICY_YAML",
-                   help="environment declaration for inputs that bring none (files, standard input)")
+    _check_options(v)
     v.set_defaults(func=cmd_validate)
+    c = sub.add_parser("changed", help="validate the overlays below the working folder that read the given files "
+                                       "and the given manifest files no kustomization reads (the pre-commit hook)")
+    c.add_argument("paths", nargs="*", metavar="FILE", help="changed files, relative to the working folder")
+    _check_options(c)
+    c.set_defaults(func=cmd_changed)
     p = sub.add_parser("plan", help="each overlay's effective topology, its pods, or one JSON document")
     p.add_argument("paths", nargs="*")
     p.add_argument("--format", choices=("text", "json"), default="text",
