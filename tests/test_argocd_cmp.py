@@ -247,6 +247,14 @@ def test_generate_refuses_what_fails_and_prints_kustomize_for_the_rest(installed
         if (REPO / path).is_dir():  # and the same objects as the checkout renders, after YAML normalisation
             assert list(yaml.safe_load_all(gen.stdout)) == list(yaml.safe_load_all(kubectl_kustomize(REPO / path)))
         printed.append(path)
+    # docs/gitops.md shows what generate printed for name-prefix: its problem and refused lines are these.
+    doc = (REPO / "docs" / "gitops.md").read_text().split("generate printed:\n\n```\n", 1)[1].split("```", 1)[0]
+    shown = [line for line in doc.splitlines() if line.startswith(("error ", "refused: "))]
+    name_prefix = next(gen for path, (init, gen) in results if path == "tests/fixtures/overlays/name-prefix")
+    app = application_env(installed, tmp_path, "tests/fixtures/overlays/name-prefix")["ARGOCD_APP_NAME"]
+    got = [line.replace(f"argocd/{app} ", "argocd/ddp-team ") for line in name_prefix.stderr.decode().splitlines()
+           if line.startswith(("error ", "refused: "))]
+    assert shown and got == shown
     # Every overlay of the repository, and argocd/, renders; each fixture overlay the checks fail is refused.
     assert {p for p in paths if p.startswith("overlays/")} | {"argocd"} <= set(printed)
     assert {"tests/fixtures/overlays/name-prefix", "tests/fixtures/overlays/broken-kustomization",
