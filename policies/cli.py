@@ -197,7 +197,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
 def _check_options(ap: argparse.ArgumentParser) -> None:
     """validate's options, for validate and changed."""
     ap.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
-                    help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
+                    help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard "
+                         "output")
     # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
     # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
     ap.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",

@@ -1,6 +1,6 @@
-"""The GitHub Action (action.yml, composite) other repositories use, linted as the workflows are (tests/test_workflows.py:
-GitHub's schema offline, actionlint where installed, pinned actions, no expression inside a script), and its scripts
-run for real with bash against the installed package."""
+"""The GitHub Action (action.yml, composite) other repositories use, linted as the workflows are
+(tests/test_workflows.py: GitHub's schema offline, actionlint where installed, pinned actions, no expression inside a
+script), and its scripts run for real with bash against the installed package."""
 from __future__ import annotations
 
 import json
@@ -101,7 +101,8 @@ def test_the_action_scripts_check_and_fail_as_the_step_would(installed: Installe
     (work / "deploy").mkdir(parents=True)
     corpus = REPO / "tests" / "corpus"
     (work / "deploy" / "good.yaml").write_text((corpus / "pytorchjob" / "kueue-sample-pytorchjob.yaml").read_text())
-    (work / "broken.yaml").write_text((corpus / "appwrapper" / "appwrapper-wrapped-failing-pytorch-job.yaml").read_text())
+    broken = corpus / "appwrapper" / "appwrapper-wrapped-failing-pytorch-job.yaml"
+    (work / "broken.yaml").write_text(broken.read_text())
     check, _ = _script("check")
     verdict, _ = _script("Verdict")
 

