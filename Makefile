@@ -36,10 +36,15 @@ FAULT   ?=
 # make test-fast: a pytest -k selector (K=jobset: the tests whose names say jobset).
 K       ?=
 SIM_DEPS := $(VENV)/.sim-deps
+# The package's dependency wheels and its build backend, for the tests that install the package into fresh
+# virtualenvs with no network (tests/test_package.py, tests/test_precommit_hook.py; docs/install.md).
+WHEELHOUSE := .cache/wheelhouse
 # checkov (make lint) lives in a venv of its own: its pinned dependencies clash with .venv's (requirements-checkov.txt).
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV     := $(CHECKOV_VENV)/bin/checkov
 IMAGE   ?= ghcr.io/example/ddp-trainer
+# The Argo CD Config Management Plugin's sidecar image (argocd/cmp/, docs/gitops.md).
+CMP_IMAGE ?= ghcr.io/example/ddp-argocd-cmp
 TAG     ?= 0.1.0
 
 export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
@@ -50,11 +55,11 @@ EXPLICIT_OVERLAY = $(if $(filter command line environment,$(OVERLAY_ORIGIN)),$(O
 # never expanded by make ($(shell ...) stays text), and reaches a command as one single-quoted word (`$(call arg,...)`),
 # so quotes, `;`, backticks and $(...) in PATHS='x;touch F' are characters of a path, and the exit code is the tool's.
 USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV OVERLAY SCALE_TO DEADLINE FAULT PVC NODES GPUS_PER_NODE \
-  PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE TAG TORCH_INDEX
+  PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE CMP_IMAGE TAG TORCH_INDEX K
 $(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
 arg = '$(subst ','\'',$(1))'
 
-.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -78,7 +83,12 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 	@if compgen -G "/usr/lib/*/libnss_wrapper.so" >/dev/null && compgen -G "/usr/lib/*/libsocket_wrapper.so" >/dev/null \
 	  && command -v etcd >/dev/null; then touch $@; fi
 
-setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
+$(WHEELHOUSE)/.complete: requirements.txt requirements-build.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip download -q --disable-pip-version-check --only-binary=:all: -d $(WHEELHOUSE) \
+	  -c requirements-dev.txt -r requirements.txt -r requirements-build.txt
+	@touch $@
+
+setup: $(PY) $(SIM_DEPS) $(CHECKOV) $(WHEELHOUSE)/.complete ## Create .venv (and .venv-checkov) with every pinned tool; install kubeconform and the simulator's packages where the machine allows
 	@BIN=$(BIN) scripts/install-release.sh kubeconform \
 	  https://github.com/yannh/kubeconform/releases/download/$(KUBECONFORM_VERSION)/kubeconform-linux-amd64.tar.gz \
 	  $(KUBECONFORM_SHA256) -v "make validate SCHEMA=kubeconform will not run (the default, the in-process validator, is unaffected)"
@@ -86,10 +96,13 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with eve
 	  https://github.com/rhysd/actionlint/releases/download/v$(ACTIONLINT_VERSION)/actionlint_$(ACTIONLINT_VERSION)_linux_amd64.tar.gz \
 	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
 	@scripts/install-prometheus.sh
-	@$(PY) -m policies.cli tools
+	@$(PY) -m policies tools
+
+wheel: $(PY) ## Build the installable package (dist/ddp_k8s_gitops-*.whl: the ddp-check command; docs/install.md)
+	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
-	@$(PY) -m policies.cli validate --format $(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema $(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env $(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
+	@$(PY) -m policies validate --format $(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema $(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env $(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
 	@$(PY) -m policies.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes $(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node $(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node $(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id $(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base $(call arg,$(BASE))
@@ -107,10 +120,10 @@ diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMA
 	@$(PY) -m policies.diff --base $(call arg,$(BASE)) $(if $(HEAD_REF),--head $(call arg,$(HEAD_REF))) $(if $(EXPLICIT_OVERLAY),--overlay $(call arg,$(EXPLICIT_OVERLAY))) --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
-	@$(PY) -m policies.cli plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(PATHS),$(call arg,$(PATHS)))
+	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(PATHS),$(call arg,$(PATHS)))
 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
-	@$(PY) -m policies.cli render $(if $(PATHS),$(call arg,$(PATHS)))
+	@$(PY) -m policies render $(if $(PATHS),$(call arg,$(PATHS)))
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...", PVC="claim=folder ...")
 	@$(PY) -m policies.simulate $(call arg,$(OVERLAY)) $(if $(SCALE_TO),--scale-to $(call arg,$(SCALE_TO))) $(if $(DEADLINE),--deadline $(call arg,$(DEADLINE))) $(if $(FAULT),--fault $(call arg,$(FAULT))) $(foreach p,$(PVC),--pvc $(call arg,$(p)))
@@ -118,11 +131,11 @@ simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
 	@$(PY) -m trainer.report $(call arg,$(RUN))
 
-test: $(PY) $(SIM_DEPS) ## Run the test suite
+test: $(PY) $(SIM_DEPS) $(WHEELHOUSE)/.complete ## Run the test suite
 	$(PY) -m pytest -q
 
 test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core [K=<pytest -k selector>, e.g. K=jobset]
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto $(if $(K),-k "$(K)")
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto $(if $(K),-k $(call arg,$(K)))
 
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py
@@ -143,8 +156,8 @@ schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every 
 	@$(PY) scripts/gen_schemas.py
 
 docs: $(PY) ## Regenerate docs/rules.md from the rule registry, and the launcher tables and counts from the launcher registry
-	@$(PY) -m policies.cli docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
-	@$(PY) -m policies.cli docs --blocks
+	@$(PY) -m policies docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
+	@$(PY) -m policies docs --blocks
 
 kind-up: $(PY) ## Create the kind cluster (kind/cluster.yaml), install the kind-cpu launcher's operator at pinned versions, apply overlays/kind-cpu (needs Docker)
 	@scripts/kind-up.sh
@@ -155,8 +168,11 @@ image: ## Build the trainer image (needs a Docker engine)
 image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 	docker build -f Dockerfile.cpu -t $(call arg,$(IMAGE):$(TAG)-cpu) .
 
+image-cmp: ## Build the Argo CD plugin sidecar image (argocd/cmp/Dockerfile; needs a Docker engine with BuildKit)
+	docker build -f argocd/cmp/Dockerfile -t $(call arg,$(CMP_IMAGE):$(TAG)) .
+
 lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows with zizmor (offline) and every rendered overlay (or PATHS) with checkov
-	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu argocd/cmp/Dockerfile
 	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/
 	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(if $(PATHS),$(call arg,$(PATHS)))
 

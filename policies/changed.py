@@ -11,8 +11,8 @@ from pathlib import Path
 
 from .entry import guarded
 from .loader import InputError
-from .engine import plain_manifests
-from .kustomization import find_overlays, inputs
+from .engine import MANIFEST_SUFFIXES, plain_manifests
+from .kustomization import KUSTOMIZATION_FILES, find_overlays, inputs, kustomization_file
 
 REPO = Path(__file__).resolve().parent.parent
 # A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).
@@ -45,6 +45,34 @@ def affected(changed: list[str], root: Path) -> list[str]:
     if (root / "argocd" / "kustomization.yaml").is_file() and any(r.startswith(ARGO_INPUTS) for r in rels):
         targets.append("argocd")
     return targets
+
+
+def targets(changed: list[str], root: Path) -> list[str]:
+    """For any repository (the pre-commit hook of other repositories, `ddp-check changed`): the overlays below root
+    that read or hold a changed file, leaves only (a base another overlay reads is checked through that overlay),
+    then the changed manifest files no kustomization reads, validated as they are. Hidden folders are skipped."""
+    root = root.resolve()
+    overlays = [d.resolve() for d in find_overlays(root)
+                if not any(part.startswith(".") for part in d.relative_to(root).parts)]
+    reads: dict[Path, set[Path]] = {}
+    for folder in overlays:
+        _, files = inputs(folder)
+        reads[folder] = {_resolved(f) for f in files}
+    included = {f.parent for folder, files in reads.items() for f in files
+                if f.name in KUSTOMIZATION_FILES and f.parent != folder}
+    leaves = [f for f in overlays if f not in included]
+    read_by_any = set().union(*reads.values()) if reads else set()
+    out: list[str] = []
+    for folder in leaves:
+        if any(p in reads[folder] or folder in p.parents for p in (_resolved(root / c) for c in changed)):
+            out.append(os.path.relpath(folder, root))
+    for c in changed:
+        p = _resolved(root / c)
+        inside_kustomize = any(kustomization_file(d) for d in p.parents if d == root or root in d.parents)
+        if (p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and p not in read_by_any
+                and not inside_kustomize):
+            out.append(os.path.relpath(p, root))
+    return out
 
 
 def _resolved(path: Path) -> Path:

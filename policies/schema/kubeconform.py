@@ -13,7 +13,8 @@ from typing import Any
 
 from ..launchers import as_admitted
 from ..model import ERROR, Manifest, Problem
-from .lookup import REPO, RULE, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, kubernetes_version, triage
+from ..paths import CHECKOUT
+from .lookup import RULE, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, kubernetes_version, triage
 from .messages import as_applied, cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
 from .validator import ValidatorUnavailable
 
@@ -71,10 +72,11 @@ def _kubeconform_errors(res: dict[str, Any], msg: str) -> list[dict[str, Any]]:
 
 
 def find_kubeconform() -> Path | None:
-    """$KUBECONFORM, then <repo>/bin/kubeconform (where `make setup` installs it), then PATH."""
+    """$KUBECONFORM, then <checkout>/bin/kubeconform (where `make setup` installs it), then PATH."""
     env = os.environ.get("KUBECONFORM")
     candidates = [Path(env)] if env else []
-    candidates.append(REPO / "bin" / "kubeconform")
+    if CHECKOUT is not None:
+        candidates.append(CHECKOUT / "bin" / "kubeconform")
     on_path = shutil.which("kubeconform")
     if on_path:
         candidates.append(Path(on_path))

@@ -10,14 +10,14 @@ from typing import Any
 
 from ..kube import group_of
 from ..model import WARNING, Manifest, Problem
+from ..paths import DATA
 
 RULE = "SCHEMA"
 RULE_MISSING = "SCHEMA-MISSING"
 RULE_INPUT = "SCHEMA-INPUT"
 RULE_NOT_RUN = "SCHEMA-NOT-RUN"
 
-REPO = Path(__file__).resolve().parents[2]
-SCHEMAS_DIR = REPO / "schemas"
+SCHEMAS_DIR = DATA / "schemas"  # the checkout's schemas/, or the copy an installed package ships (policies/paths.py)
 MAX_ERRORS_PER_OBJECT = 20
 MAX_MESSAGE = 240
 

@@ -1,0 +1,134 @@
+"""The GitHub Action (action.yml, composite) other repositories use, linted as the workflows are
+(tests/test_workflows.py: GitHub's schema offline, actionlint where installed, pinned actions, no expression inside a
+script), and its scripts run for real with bash against the installed package."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from package_helpers import Installed, outside_checkout
+from test_workflows import actionlint, checker
+
+ACTION = REPO / "action.yml"
+DOC = yaml.safe_load(ACTION.read_text())
+STEPS = DOC["runs"]["steps"]
+OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+
+
+def test_action_matches_the_github_schema_offline():
+    cmd = checker()
+    if cmd is None:
+        pytest.skip("check-jsonschema is not installed (requirements-dev.txt; run make setup)")
+    proc = subprocess.run([*cmd, "--builtin-schema", "vendor.github-actions", str(ACTION)], capture_output=True,
+                          text=True, env=dict(os.environ, **OFFLINE), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_schema_lint_catches_a_broken_action(tmp_path):
+    cmd = checker()
+    if cmd is None:
+        pytest.skip("check-jsonschema is not installed (requirements-dev.txt; run make setup)")
+    bad = tmp_path / "action.yml"
+    bad.write_text("name: x\ndescription: y\nruns:\n  using: composite\n  step:\n    - run: echo\n")
+    proc = subprocess.run([*cmd, "--builtin-schema", "vendor.github-actions", str(bad)], capture_output=True,
+                          text=True, env=dict(os.environ, **OFFLINE), timeout=120)
+    assert proc.returncode == 1
+
+
+def test_inputs_paths_environment_format_and_sarif_upload():
+    assert DOC["runs"]["using"] == "composite"
+    inputs = DOC["inputs"]
+    assert {"paths", "environment", "format", "strict", "upload-sarif"} <= set(inputs)
+    assert all(isinstance(i["default"], str) for i in inputs.values())
+    from policies.cli import parser
+
+    validate = next(a for a in parser()._subparsers._group_actions[0].choices["validate"]._actions
+                    if a.dest == "format")
+    assert inputs["format"]["default"] in validate.choices
+    assert all(c in inputs["format"]["description"] for c in validate.choices)
+    upload = [s for s in STEPS if s.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
+    assert len(upload) == 1 and upload[0]["with"]["sarif_file"] == "${{ steps.check.outputs.sarif-file }}"
+
+
+def test_steps_are_pinned_and_scripts_hold_no_expression():
+    lines = [line for line in ACTION.read_text().splitlines() if re.match(r"^\s*(- )?uses:", line)]
+    used = [s["uses"] for s in STEPS if "uses" in s]
+    assert len(lines) == len(used) >= 2
+    for ref, line in zip(used, lines):
+        assert re.match(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$", ref), ref
+        assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), line
+    for step in STEPS:
+        if "run" in step:
+            assert step["shell"] == "bash"  # a composite step must name its shell
+            # Inputs reach a script through env only: an expression inside it is code injection.
+            assert "${{" not in step["run"], step["run"]
+
+
+def test_actionlint_checks_a_workflow_that_uses_the_action(tmp_path):
+    exe = actionlint()
+    project = tmp_path / "project"
+    (project / ".github" / "workflows").mkdir(parents=True)
+    (project / "action.yml").write_text(ACTION.read_text())
+    (project / ".github" / "workflows" / "check.yaml").write_text(
+        "name: check\non: pull_request\npermissions: {contents: read, security-events: write}\njobs:\n"
+        "  check:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        "      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2\n"
+        "      - uses: ./\n        with:\n          paths: overlays\n          format: text\n")
+    proc = subprocess.run([exe, "-no-color"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _script(step_id_or_name: str) -> tuple[str, dict[str, str]]:
+    step = next(s for s in STEPS if step_id_or_name in (s.get("id"), s.get("name")))
+    return step["run"], step.get("env", {})
+
+
+@pytest.mark.slow
+def test_the_action_scripts_check_and_fail_as_the_step_would(installed: Installed, tmp_path):
+    """The Check and Verdict scripts run with bash as the runner runs them: RUNNER_TEMP holds the virtualenv the
+    install step makes (here the package installed from the wheel), inputs arrive as the step's env."""
+    runner_temp = outside_checkout(tmp_path / "runner-temp")
+    runner_temp.mkdir()
+    (runner_temp / "ddp-check").symlink_to(installed.venv)
+    work = tmp_path / "workspace"
+    (work / "deploy").mkdir(parents=True)
+    corpus = REPO / "tests" / "corpus"
+    (work / "deploy" / "good.yaml").write_text((corpus / "pytorchjob" / "kueue-sample-pytorchjob.yaml").read_text())
+    broken = corpus / "appwrapper" / "appwrapper-wrapped-failing-pytorch-job.yaml"
+    (work / "broken.yaml").write_text(broken.read_text())
+    check, _ = _script("check")
+    verdict, _ = _script("Verdict")
+
+    def run(paths: str, strict: str = "false") -> dict[str, str]:
+        out = tmp_path / f"output-{len(list(tmp_path.glob('output-*')))}"
+        env = installed.env(RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(out), PATHS=paths, POLICY_ENV="",
+                            FORMAT="text", STRICT=strict)
+        proc = subprocess.run(["bash", "-e", "-c", check], cwd=work, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr  # the step itself passes: the verdict comes last
+        outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+        outputs["log"] = proc.stdout
+        final = subprocess.run(["bash", "-e", "-c", verdict], env=dict(os.environ, CODE=outputs["exit-code"]),
+                               timeout=60)
+        outputs["verdict"] = str(final.returncode)
+        return outputs
+
+    good = run("deploy")
+    assert good["exit-code"] == "0" and good["verdict"] == "0" and "OK: 1 file" in good["log"]
+    sarif = json.loads(Path(good["sarif-file"]).read_text())
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+    both = run("deploy\nbroken.yaml")  # new lines separate paths, as a YAML block input gives them
+    assert both["exit-code"] == "1" and both["verdict"] == "1" and "error IMG003 broken.yaml" in both["log"]
+    errors = [r for r in json.loads(Path(both["sarif-file"]).read_text())["runs"][0]["results"]
+              if r["level"] == "error"]
+    assert [e["ruleId"] for e in errors] == ["IMG003"]
+    assert errors[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "broken.yaml"
+    strict = run("deploy", strict="true")
+    assert strict["exit-code"] == "1" and strict["verdict"] == "1"

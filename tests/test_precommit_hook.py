@@ -1,0 +1,90 @@
+"""The pre-commit hook other repositories use (.pre-commit-hooks.yaml), run by the real `pre-commit try-repo`
+(pre-commit from PyPI, requirements-dev.txt) against a temporary repository holding a good and a broken manifest and
+an overlay.
+
+No network: pre-commit clones this checkout (a local path), makes the hook's virtualenv with virtualenv's own seed
+wheels, and runs `pip install .` in the clone; that pip reads the build backend and the dependencies only from the
+wheelhouse `make setup` downloads (PIP_NO_INDEX, PIP_FIND_LINKS), and every proxy leads nowhere
+(tests/package_helpers.py)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from package_helpers import offline_env, outside_checkout
+
+HOOKS = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+CORPUS = REPO / "tests" / "corpus"
+GOOD = "pytorchjob/kueue-sample-pytorchjob.yaml"  # runs as written: warnings only
+BROKEN = "appwrapper/appwrapper-wrapped-failing-pytorch-job.yaml"  # cannot form: one error
+
+
+def pre_commit() -> str:
+    exe = Path(sys.executable).with_name("pre-commit")
+    if not exe.exists():
+        pytest.skip("pre-commit is not installed (requirements-dev.txt; run make setup)")
+    return str(exe)
+
+
+def test_the_hook_is_declared_for_pre_commit():
+    assert [h["id"] for h in HOOKS] == ["ddp-check"]
+    hook = HOOKS[0]
+    assert hook["language"] == "python" and hook["entry"] == "ddp-check changed"
+    # ddp-check is the console script the package installs into the hook's environment.
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert hook["entry"].split()[0] in scripts
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   check=True, capture_output=True, timeout=60)
+
+
+@pytest.mark.slow
+def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
+    exe = pre_commit()
+    # pre-commit clones HEAD (and a shadow commit of tracked changes): the hook file must be committed.
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", ".pre-commit-hooks.yaml", "pyproject.toml"],
+                             cwd=REPO, capture_output=True, timeout=60)
+    assert tracked.returncode == 0, tracked.stderr
+    user = outside_checkout(tmp_path / "their-repo")
+    user.mkdir()
+    git(user, "init", "-q")
+    shutil.copy(CORPUS / GOOD, user / "good.yaml")
+    shutil.copy(CORPUS / BROKEN, user / "broken.yaml")
+    # An overlay with a patch: the patch is checked through the overlay that reads it, never as an object.
+    (user / "deploy").mkdir()
+    shutil.copy(CORPUS / GOOD, user / "deploy" / "job.yaml")
+    (user / "deploy" / "kustomization.yaml").write_text("resources: [job.yaml]\npatches:\n  - path: patch.yaml\n")
+    name = yaml.safe_load((CORPUS / GOOD).read_text())["metadata"]["name"]
+    (user / "deploy" / "patch.yaml").write_text(
+        f"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: {name}\n"
+        "  labels: {team: a}\n")
+    git(user, "add", ".")
+    env = offline_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), HOME=str(tmp_path / "home"))
+
+    def try_repo(*files: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([exe, "try-repo", str(REPO), "ddp-check", "--verbose", "--files", *files], cwd=user,
+                              env=env, capture_output=True, text=True, timeout=900)
+
+    # --verbose: the hook's output even when it passes.
+    good = try_repo("good.yaml", "deploy/patch.yaml")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "Passed" in good.stdout
+    # The patch reached the overlay: one rendered folder and the good file.
+    assert "OK: 1 rendered folder, 1 file," in good.stdout, good.stdout
+
+    bad = try_repo("good.yaml", "broken.yaml")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "Failed" in bad.stdout and "Traceback" not in bad.stdout + bad.stderr
+    errors = [line for line in bad.stdout.splitlines() if line.startswith("error ")]
+    assert len(errors) == 1 and errors[0].startswith("error IMG003 broken.yaml: "), bad.stdout
+    assert "FAILED: 2 files," in bad.stdout
