@@ -8,7 +8,8 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import gitops, launchers
+from . import gitops, gomatch, launchers
+from .paths import CHECKOUT
 from .podspecs import pod_sites
 from .kustomization import kustomization_file
 from .render import render
@@ -219,7 +220,7 @@ def repo_root(start: str | Path) -> Path:
     for d in (p, *p.parents):
         if (d / "gitops.yaml").is_file() or (d / ".git").exists():
             return d
-    return gitops.REPO
+    return CHECKOUT or Path.cwd()  # installed: the working folder
 
 
 def repo_url() -> str | None:
@@ -301,13 +302,58 @@ def rel_source(folder: Path) -> str:
         return str(folder)
 
 
-def permitted(patterns: list[dict[str, Any]] | None, group: str, kind: str) -> bool:
-    """Argo CD's resource lists: entries of {group, kind} with glob patterns."""
-    for entry in patterns or []:
-        if fnmatch.fnmatchcase(group, str(entry.get("group", ""))) and \
-                fnmatch.fnmatchcase(kind, str(entry.get("kind", ""))):
+def _entries(value: Any) -> list[dict[str, Any]] | None:
+    """A resource list as Go reads it: None where absent or null (a nil slice), else its mapping entries."""
+    if value is None:
+        return None
+    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+
+
+def _text(entry: dict[str, Any], key: str) -> str:
+    value = entry.get(key)
+    return "" if value is None else str(value)
+
+
+def resource_in_list(entries: list[dict[str, Any]] | None, group: str, kind: str) -> bool:
+    """isResourceInList (argo-cd v3.5.1 pkg/apis/application/v1alpha1/types.go:3843-3854): an entry whose kind, then
+    group, match as Go's filepath.Match globs (a malformed glob matches nothing)."""
+    return any(gomatch.match(_text(e, "kind"), kind) and gomatch.match(_text(e, "group"), group)
+               for e in entries or [])
+
+
+def named_resource_in_list(entries: list[dict[str, Any]] | None, group: str, kind: str, name: str) -> bool:
+    """isNamedResourceInList (types.go:3856-3876): as resource_in_list, and the entry's `name` glob matches the
+    object's name; an entry without a name (or with "") matches every name of its kind."""
+    for e in entries or []:
+        if not gomatch.match(_text(e, "kind"), kind) or not gomatch.match(_text(e, "group"), group):
+            continue
+        if _text(e, "name") == "" or gomatch.match(_text(e, "name"), name):
             return True
     return False
+
+
+def group_kind_name_permitted(spec: dict[str, Any], group: str, kind: str, name: str,
+                              namespaced: bool) -> tuple[bool, str]:
+    """AppProject.IsGroupKindNamePermitted (argo-cd v3.5.1 pkg/apis/application/v1alpha1/app_project_types.go:398-418),
+    what the sync asks of every object (controller/sync.go:647-671, validateSyncPermissions): (permitted, the list
+    that decided). Namespaced kinds: any kind where namespaceResourceWhitelist is absent or null, none where it is
+    empty; names are not read. Cluster-scoped kinds: only what clusterResourceWhitelist lists, by group, kind and
+    name. A blacklist entry denies in both."""
+    if namespaced:
+        white = _entries(spec.get("namespaceResourceWhitelist"))
+        black = _entries(spec.get("namespaceResourceBlacklist"))
+        if not (white is None or (len(white) != 0 and resource_in_list(white, group, kind))):
+            return False, "namespaceResourceWhitelist"
+        if black and resource_in_list(black, group, kind):
+            return False, "namespaceResourceBlacklist"
+        return True, ""
+    white = _entries(spec.get("clusterResourceWhitelist"))
+    black = _entries(spec.get("clusterResourceBlacklist"))
+    if not (white and named_resource_in_list(white, group, kind, name)):
+        return False, "clusterResourceWhitelist"
+    if black and named_resource_in_list(black, group, kind, name):
+        return False, "clusterResourceBlacklist"
+    return True, ""
 
 
 def glob_match(pattern: Any, value: str) -> bool:

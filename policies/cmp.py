@@ -90,7 +90,8 @@ def init() -> int:
 
 def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     """`check` is the command line's validate (policies/cli.py: check): the same verdict and report."""
-    from .render import KUSTOMIZE_FLAGS, kustomization_file, run_bounded
+    from .kustomization import kustomization_file
+    from .render import KUSTOMIZE_FLAGS, run_bounded
 
     # Every render fresh: nothing is read back from a cache folder that outlives this Application's files.
     os.environ["POLICIES_NO_CACHE"] = "1"

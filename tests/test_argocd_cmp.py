@@ -23,7 +23,7 @@ import yaml
 from conftest import REPO, run_cli
 from package_helpers import Installed, outside_checkout
 from policies import gitops
-from policies.render import find_overlays, kustomization_file
+from policies.kustomization import find_overlays, kustomization_file
 
 CMP = REPO / "argocd" / "cmp"
 PLUGIN = yaml.safe_load((CMP / "plugin.yaml").read_text())

@@ -1,25 +1,36 @@
-"""The AppProject permits everything its Applications sync: the repository, the destination and every kind.
+"""The AppProject permits everything its Applications sync: the repository, the destination, every kind and name.
 
-An AppProject fences its Applications in: `sourceRepos`, `destinations` (cluster and namespace) and the kinds they
-may create (`clusterResourceWhitelist` for cluster-scoped kinds, which are denied unless listed;
-`namespaceResourceWhitelist`/`...Blacklist` for the rest). An object outside the fence fails the sync of the whole
-Application at run time; this rule renders each Application's path and checks every object against its project
-when the project is among the same manifests.
+An AppProject fences its Applications in: `sourceRepos`, `destinations` (cluster and namespace) and the objects they
+may create. Argo CD v3.5.1 asks the project about every object of a sync (controller/sync.go:647-671,
+validateSyncPermissions, through AppProject.IsGroupKindNamePermitted, pkg/apis/application/v1alpha1/
+app_project_types.go:398-418): a namespaced object by group and kind against `namespaceResourceWhitelist`/
+`...Blacklist`, and into a namespace among `destinations`; a cluster-scoped object by group, kind and name against
+`clusterResourceWhitelist`/`...Blacklist`, which deny what they do not list. An entry's `name` (a glob, like group
+and kind, matched as Go's filepath.Match: types.go:3856-3876) restricts a cluster-scoped kind to those names; without
+one, every object of the kind is permitted: a merged change could then re-label `kube-system` privileged, take over
+the `argocd` namespace or overwrite another team's ClusterTrainingRuntime. An object outside the fence fails the sync
+of the whole Application. This rule renders each Application's path and checks every object against its project,
+with Argo CD's own matching, when the project is among the same manifests; with `CreateNamespace=true` it checks the
+destination namespace Argo CD creates (gitops-engine pkg/sync/sync_context.go:1027-1029, 1161-1212: a sync task
+where the namespace does not exist yet, or always with `managedNamespaceMetadata`, controller/sync_namespace.go:14-46).
 
 Fails: an overlay gains a NetworkPolicy the project does not list; an Application with destination namespace
-`default`; a source repository the project does not name.
+`default`; a source repository the project does not name; an overlay that syncs `Namespace kube-system` or
+`Namespace argocd`, or a ClusterTrainingRuntime under another name, where the project permits only its own names.
 Passes: the repository's argocd/ folder.
 """
 from __future__ import annotations
 
-from ..argocd import CLUSTER_SCOPED, glob_match, permitted, projects
+from ..argocd import CLUSTER_SCOPED, glob_match, group_kind_name_permitted, projects, rel_source, resource_in_list
 from ..kube import group_of
+from ..model import ERROR, WARNING, Problem
 from ..rulekit import obj_problem
 
 ID = "ARGO008"
 NAME = "project-permits"
 # Only Applications (written out or generated) are read: other overlays skip the rule.
 KINDS = ("Application", "ApplicationSet")
+CREATE_NAMESPACE = "CreateNamespace=true"
 
 
 def _dest_ok(entries, dest) -> bool:
@@ -35,10 +46,65 @@ def _dest_ok(entries, dest) -> bool:
     return False
 
 
+def _gk(group: str, kind: str) -> str:
+    return f"{group or 'core'}/{kind}"
+
+
+def _refused(proj, group: str, kind: str) -> str:
+    """Argo CD's own words for the refusal (controller/sync.go:658)."""
+    return f'"resource {group}:{kind} is not permitted in project {proj.name}"'
+
+
+def _why_cluster(pspec, proj, group: str, kind: str, lst: str) -> str:
+    """Why a cluster-scoped object is refused: no entry for its kind, its name not among the entry's names, or a
+    blacklist entry."""
+    if lst == "clusterResourceBlacklist":
+        return f"AppProject {proj.name}'s clusterResourceBlacklist denies it"
+    white = [e for e in pspec.get("clusterResourceWhitelist") or [] if isinstance(e, dict)]
+    names = [str(e.get("name")) for e in white if resource_in_list([e], group, kind) and e.get("name")]
+    if not names:
+        return f"AppProject {proj.name}'s clusterResourceWhitelist does not list {_gk(group, kind)}"
+    named = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    return f"AppProject {proj.name}'s clusterResourceWhitelist permits {kind} only named {named}"
+
+
+def _cluster_problem(app, proj, pspec, t, m, group: str, kind: str, lst: str):
+    entry = f'{{group: "{group}", kind: {kind}, name: {m.name}}}'
+    if lst == "clusterResourceBlacklist":
+        hint = f"remove it from {t.path} ({proj.ref} spec.clusterResourceBlacklist denies it)"
+    else:
+        hint = f"remove it from {t.path}; if the environment must create it, add {entry} to {proj.ref} " \
+               "spec.clusterResourceWhitelist"
+    # At the rendered object, in its Application's folder (ARGO006's way): the overlay is what the change touched.
+    why = _why_cluster(pspec, proj, group, kind, lst)
+    return Problem(ID, f"{app.label()} syncs {kind} {m.name} ({t.path}), but {why}, so the sync fails: "
+                   f"{_refused(proj, group, kind)}", rel_source(t.folder), obj=m.ref, field="metadata.name", hint=hint)
+
+
+def _created_namespace(app, proj, pspec, rendered):
+    """The destination namespace Argo CD creates with CreateNamespace=true, when the project does not permit it."""
+    ns = str(app.destination.get("namespace") or "")
+    if CREATE_NAMESPACE not in app.options or not ns:
+        return None
+    if any(group_of(m.api_version) == "" and m.kind == "Namespace" and m.name == ns for m in rendered):
+        return None  # the rendered Namespace is the task, checked with the other objects
+    ok, lst = group_kind_name_permitted(pspec, "", "Namespace", ns, namespaced=False)
+    if ok:
+        return None
+    managed = app.sync_policy.get("managedNamespaceMetadata") is not None
+    when = ("Argo CD syncs it on every sync (managedNamespaceMetadata)" if managed else
+            "where it does not exist yet, Argo CD creates it")
+    why = _why_cluster(pspec, proj, "", "Namespace", lst)
+    return obj_problem(ID, app.manifest, app.at("spec.syncPolicy.syncOptions"), f"{app.label()} has "
+                       f"{CREATE_NAMESPACE} for namespace {ns}: {when}, but {why}, so the sync fails: "
+                       f"{_refused(proj, '', 'Namespace')}", f'add {{group: "", kind: Namespace, name: {ns}}} to '
+                       f"{proj.ref} spec.clusterResourceWhitelist", severity=ERROR if managed else WARNING)
+
+
 def check(ctx):
     apps, _ = ctx.argo.apps, ctx.argo.failed
     projs = projects(ctx.bundle.manifests)
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for app in apps:
         proj = projs.get(str(app.spec.get("project") or ""))
         if proj is None:
@@ -55,22 +121,39 @@ def check(ctx):
             yield obj_problem(ID, app.manifest, app.at("spec.destination"), f"{app.label()}: destination "
                               f"{dest.get('name') or dest.get('server')}/{dest.get('namespace')} is not among "
                               f"AppProject {proj.name}'s destinations", f"add it to {proj.ref} spec.destinations")
+        rendered = []
         for _, _, t in ctx.argo.targets(app):
+            rendered += t.manifests
             for m in t.manifests:
                 group, kind = group_of(m.api_version), m.kind
-                if (group, kind) in CLUSTER_SCOPED:
-                    ok = permitted(pspec.get("clusterResourceWhitelist"), group, kind) and \
-                        not permitted(pspec.get("clusterResourceBlacklist"), group, kind)
-                    lst = "clusterResourceWhitelist"
-                else:
-                    white = pspec.get("namespaceResourceWhitelist")
-                    ok = (white is None or permitted(white, group, kind)) and \
-                        not permitted(pspec.get("namespaceResourceBlacklist"), group, kind)
-                    lst = "namespaceResourceWhitelist"
-                key = (proj.name, f"{group}/{kind}")
-                if ok or key in seen:
-                    continue
-                seen.add(key)
-                yield obj_problem(ID, proj, f"spec.{lst}", f"{app.label()} syncs {m.ref} ({t.path}), but kind "
-                                  f"{group or 'core'}/{kind} is not permitted, so the sync fails",
-                                  f"add {{group: \"{group}\", kind: {kind}}} to spec.{lst}")
+                namespaced = (group, kind) not in CLUSTER_SCOPED
+                ok, lst = group_kind_name_permitted(pspec, group, kind, m.name, namespaced)
+                if not ok and not namespaced:
+                    key = (proj.name, rel_source(t.folder), group, kind, m.name)
+                    if key not in seen:
+                        seen.add(key)
+                        yield _cluster_problem(app, proj, pspec, t, m, group, kind, lst)
+                elif not ok:
+                    key = (proj.name, lst, group, kind)
+                    if key not in seen:
+                        seen.add(key)
+                        entry = f'{{group: "{group}", kind: {kind}}}'
+                        if lst.endswith("Blacklist"):
+                            why = f"is denied by spec.{lst}"
+                            fix = f"remove it from {t.path}, or {entry} from spec.{lst}"
+                        else:
+                            why, fix = "is not permitted", f"add {entry} to spec.{lst}"
+                        yield obj_problem(ID, proj, f"spec.{lst}", f"{app.label()} syncs {m.ref} ({t.path}), but kind "
+                                          f"{_gk(group, kind)} {why}, so the sync fails", fix)
+                elif namespaced and m.namespace and m.namespace != str(dest.get("namespace") or ""):
+                    # validateSyncPermissions checks each namespaced object's own namespace (sync.go:660-669).
+                    if not _dest_ok(pspec.get("destinations"), {**dest, "namespace": m.namespace}):
+                        yield Problem(ID, f"{app.label()} syncs {m.ref} ({t.path}) into namespace {m.namespace}, "
+                                      f"which is not among AppProject {proj.name}'s destinations, so the sync fails: "
+                                      f"\"namespace {m.namespace} is not permitted in project '{proj.name}'\"",
+                                      rel_source(t.folder), obj=m.ref, field="metadata.namespace",
+                                      hint="remove metadata.namespace, so that the Application's destination "
+                                      "namespace applies")
+        problem = _created_namespace(app, proj, pspec, rendered)
+        if problem is not None:
+            yield problem
