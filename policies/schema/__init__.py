@@ -25,7 +25,7 @@ import subprocess
 
 from ..model import Manifest, Problem
 from .builtin import BuiltinValidator, installed_version
-from .cel import RULE_CEL, evaluate_manifests, transition_problems
+from .cel import RULE_CEL, evaluate_manifests, has_transition_rules, transition_problems
 from .kubeconform import KubeconformValidator, find_kubeconform, kubeconform_message_errors
 from .lookup import MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, \
     find_schema, kubernetes_version
@@ -72,6 +72,6 @@ def crd_rules(manifests: list[Manifest], found: list[Problem]) -> list[Problem]:
 
 
 __all__ = ["BuiltinValidator", "KubeconformValidator", "MAX_ERRORS_PER_OBJECT", "MAX_MESSAGE", "RULE", "RULE_INPUT",
-           "RULE_CEL", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
+           "RULE_CEL", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "has_transition_rules", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
            "find_kubeconform", "find_schema", "installed_version", "kubeconform_message_errors", "kubernetes_version",
            "make_validator", "one_line"]

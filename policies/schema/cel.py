@@ -84,6 +84,8 @@ def _tree(schema: Any) -> Node | None:
 @lru_cache(maxsize=None)
 def rule_tree(path: Path) -> Node | None:
     """The rules of one committed schema file, as a tree of the nodes that lead to them (None: the kind has none)."""
+    if b"x-kubernetes-validations" not in path.read_bytes():
+        return None  # most kinds (every built-in one): no walk of their schema at all
     node = _tree(load_schema(path))
     if node is not None:
         node.root = True
@@ -360,9 +362,18 @@ def problems(m: Manifest, obj: Any, schema_path: Path) -> list[Problem]:
     return out
 
 
-def has_rules(api_version: str, kind: str) -> bool:
+def has_transition_rules(api_version: str, kind: str) -> bool:
+    """Whether the kind's CRD forbids some change in place (a rule that reads `oldSelf`)."""
     path = find_schema(api_version, kind)
-    return path is not None and rule_tree(path) is not None
+    todo = [rule_tree(path)] if path is not None else []
+    while todo:
+        node = todo.pop()
+        if node is None:
+            continue
+        if any(r.transition for r in node.rules):
+            return True
+        todo += [*node.props.values(), node.items, node.additional]
+    return False
 
 
 def transition_problems(old: Any, new: Any) -> list[str]:
