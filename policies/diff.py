@@ -284,10 +284,9 @@ def compare(base: Side, head: Side) -> list[OverlayDiff]:
             if diffs:
                 d.changed.append((k, diffs, unified_yaml(old[k].obj, new[k].obj, ref(k))))
                 hits = immutable_hits(k[0], k[1], diffs)
-                refused = transition_problems(old[k].obj, new[k].obj)
+                refused = transition_problems(old[k].obj, new[k].obj)  # the CRD's own rules that read oldSelf
                 if refused:
-                    more = f" and {len(refused) - 1} more" if len(refused) > 1 else ""
-                    d.warnings.append(f"{ref(k)} {refused[0]}{more} (its CRD's transition rule): the API server "
+                    d.warnings.append(f"{ref(k)} {'; '.join(refused)} (its CRD's transition rule): the API server "
                                       "refuses this change to the existing object; start a new run"
                                       + (f": make new-run OVERLAY={path.removeprefix('overlays/')}" if app else ""))
                 elif hits and app:
