@@ -21,6 +21,7 @@ import yaml
 from . import launchers
 from .entry import guarded
 from .kube import group_of
+from .schema.cel import has_transition_rules, transition_problems
 from .model import Manifest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -283,7 +284,12 @@ def compare(base: Side, head: Side) -> list[OverlayDiff]:
             if diffs:
                 d.changed.append((k, diffs, unified_yaml(old[k].obj, new[k].obj, ref(k))))
                 hits = immutable_hits(k[0], k[1], diffs)
-                if hits and app:
+                refused = transition_problems(old[k].obj, new[k].obj)  # the CRD's own rules that read oldSelf
+                if refused:
+                    d.warnings.append(f"{ref(k)} {'; '.join(refused)} (its CRD's transition rule): the API server "
+                                      "refuses this change to the existing object; start a new run"
+                                      + (f": make new-run OVERLAY={path.removeprefix('overlays/')}" if app else ""))
+                elif hits and app:
                     more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
                     d.warnings.append(f"{ref(k)} changes {', '.join(hits[:3])}{more} under the same name: Argo CD cannot "
                                       f"apply that to the existing object (immutable, or not restarted by its "
@@ -305,7 +311,7 @@ def successors(added: list[Key], removed: list[Key]) -> list[tuple[Key, Key]]:
     change in place; each old workload paired once, in order."""
     pairs, taken = [], set()
     for r in removed:
-        if (group_of(r[0]), r[1]) not in IMMUTABLE:
+        if (group_of(r[0]), r[1]) not in IMMUTABLE and not has_transition_rules(r[0], r[1]):
             continue
         for a in added:
             if a[:3] == r[:3] and a not in taken:

@@ -19,6 +19,7 @@ from .kustomization import kustomization_file, overlays_named
 from .render import render_all
 from .rulekit import Environment
 from .rules import RULES, Context, Rule
+from .schema import crd_rules
 from .schema.validator import Validator
 from .topology import Topology, resolve
 
@@ -338,8 +339,9 @@ def validate(units: list[Unit], validator: Validator | None, timings: Timings | 
         start = time.perf_counter()
         # A Katib trial's job is checked against its own kind's schema, as the API server does when the trial
         # creates it; its problems are reported at the Experiment's field.
-        found = validator.validate_units([u.expanded()[0] for u in live])
-        schema = {id(u): problems for u, problems in zip(live, found)}
+        expanded = [u.expanded()[0] for u in live]
+        found = validator.validate_units(expanded)
+        schema = {id(u): crd_rules(manifests, problems) for u, manifests, problems in zip(live, expanded, found)}
         t.schema += time.perf_counter() - start
     for unit in units:
         if unit.failed_input:

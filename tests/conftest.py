@@ -59,6 +59,7 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
     "test_reports": {"test_repository_overlays_report_clean_in_every_format",
                      "test_junit_is_well_formed_and_counts_add_up"},
     "test_upstream": {"test_runs_as_written_has_no_errors"},
+    "test_cel": {"test_every_rule_in_crds_compiles"},  # reads the 6 MB of CRDs
     "test_bench_lm": {"test_the_gpu_model_has_about_125m_parameters"},  # imports transformers
     "test_hostile_inputs": {"test_a_path_with_a_space_through_make",
                             "test_refuses_exactly_what_kubeconforms_yaml_reader_refuses",

@@ -74,6 +74,17 @@ def test_working_tree_against_a_ref_and_the_immutable_warning(repo):
     assert "make new-run OVERLAY=64x8-h100/pytorchjob" in out
 
 
+def test_a_crd_transition_rule_refuses_a_change_in_place(repo):
+    """TrainJob's CRD makes spec.trainer immutable (`self == oldSelf`, kubeflow/trainer v2.3.0): changing the node
+    count without a new run is refused by the API server, as the CRD's own rule says (policies/schema/cel.py)."""
+    scale(repo, "scale", "kind-cpu/trainjob", "--nodes", "3")  # no new run: changed in place
+    proc = diff(repo, "--base", "main")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: TrainJob/ddp-train-run-001 spec.trainer: field is immutable (its CRD's transition rule): the " \
+           "API server refuses this change to the existing object; start a new run: make new-run " \
+           "OVERLAY=kind-cpu/trainjob" in proc.stdout, proc.stdout
+
+
 def test_markdown_for_the_pull_request_comment(repo):
     app = repo / "argocd/applicationset.yaml"
     app.write_text(app.read_text().replace("launcher: indexed-job", "launcher: statefulset"))

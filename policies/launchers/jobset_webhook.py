@@ -138,9 +138,10 @@ def _failure_rules(spec: dict[str, Any], prefix: str) -> list[Check]:
 
 
 def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix: str) -> list[Check]:
-    """dependsOn, startupPolicy and the replicated Jobs the success and failure policies name (v0.12.0:
-    jobset_webhook.go ValidateCreate lines 177-180 and 258-263, the success policy at 284-289, validateFailurePolicy
-    at 425; the CRD's CEL rule api/jobset/v1alpha2/jobset_types.go line 120, which the API server applies)."""
+    """dependsOn and the replicated Jobs the success and failure policies name (v0.12.0: jobset_webhook.go
+    ValidateCreate lines 177-180 and 258-263, the success policy at 284-289, validateFailurePolicy at 425). The CRD's
+    own rule that startupPolicy InOrder and dependsOn exclude each other (api/jobset/v1alpha2/jobset_types.go line
+    120) is the schema stage's (policies/schema/cel.py evaluates every x-kubernetes-validations rule)."""
     out: list[Check] = []
     if rjobs and rjobs[0].get("dependsOn") is not None:
         out.append(Check(f"{prefix}.replicatedJobs[0].dependsOn", "the first replicated Job has dependsOn: the JobSet "
@@ -156,11 +157,6 @@ def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix
                                  f"replicatedJob {rjob.get('name')} depends on {target}, which is not listed before "
                                  "it: the JobSet webhook refuses it",
                                  "depend only on a replicated Job listed earlier in spec.replicatedJobs"))
-    if (mapping(spec.get("startupPolicy")).get("startupPolicyOrder") == "InOrder"
-            and any(r.get("dependsOn") is not None for r in rjobs)):
-        out.append(Check(f"{prefix}.startupPolicy", "startupPolicy InOrder together with dependsOn: the API server "
-                         "refuses it (StartupPolicy and DependsOn APIs are mutually exclusive)",
-                         "drop startupPolicy (deprecated) and order the Jobs with dependsOn"))
     # Alpha gates, off by default (pkg/features/features.go lines 69 and 73 at v0.12.0): without them the webhook
     # refuses these (ValidateCreate lines 169-175, validateFailurePolicy lines 441-444); a cluster may turn them on.
     gated = [(f"{prefix}.failurePolicy.rules[{i}].action", f"action {mapping(rule).get('action')}", "RestartJob")

@@ -103,7 +103,8 @@ class TrainJobLauncher(Launcher):
     kinds = (("trainer.kubeflow.org", KIND),)
     for_training = True
     managed_dns = True
-    immutable = ("spec.trainer", "spec.runtimeRef")
+    # What cannot change in place (spec.trainer, spec.runtimeRef, ...) is the CRD's own transition rules
+    # (`self == oldSelf`), which make diff evaluates from the schema (policies/schema/cel.py): no list here.
     scale = ScaleSpec(pods=[(("spec", "trainer", "numNodes"), 0)], nproc=[("spec", "trainer", "numProcPerNode")],
                       resources=[("spec", "trainer", "resourcesPerNode")])
 

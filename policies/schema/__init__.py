@@ -8,7 +8,11 @@ Rules:
 - `SCHEMA`: the object does not match its schema (unknown field, wrong type, missing required field, bad enum value).
 - `SCHEMA-MISSING`: no schema for the object's apiVersion and kind.
 - `SCHEMA-INPUT`: the object has no apiVersion or no kind, so no schema can be chosen.
-- `SCHEMA-NOT-RUN`: the check could not run for the object (validator missing, crashed, reported nothing for it).
+- `SCHEMA-NOT-RUN`: the check could not run for the object (validator missing, crashed, reported nothing for it);
+  at info severity, a CRD validation rule that could not be evaluated here (cel.py).
+- `SCHEMA-CEL`: the object fails one of its CRD's own rules (`x-kubernetes-validations`), which the API server
+  evaluates at admission (cel.py); checked with either validator, on objects without SCHEMA errors (the API server
+  does not run the rules of an object its schema already refuses).
 
 Passing (Job):  `spec.template.spec.containers: [{name: t, image: i, imagePullPolicy: Always}]`
 Failing (Job):  `imagePullPolice: Always` ->
@@ -19,7 +23,9 @@ from __future__ import annotations
 
 import subprocess
 
+from ..model import Manifest, Problem
 from .builtin import BuiltinValidator, installed_version
+from .cel import RULE_CEL, evaluate_manifests, has_transition_rules, transition_problems
 from .kubeconform import KubeconformValidator, find_kubeconform, kubeconform_message_errors
 from .lookup import MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, \
     find_schema, kubernetes_version
@@ -50,7 +56,22 @@ def make_validator(prefer: str = "auto") -> Validator:
         return fallback
 
 
+def crd_rules(manifests: list[Manifest], found: list[Problem]) -> list[Problem]:
+    """The CRD rules' problems (cel.py) of the manifests, in their order after the validator's `found`, skipping the
+    objects `found` already gives a SCHEMA error (the API server's hasBlockingErr skips their rules too)."""
+    from ..launchers import as_admitted
+
+    refused = {p.obj for p in found if p.rule == RULE}
+    extra = evaluate_manifests((m, as_applied(as_admitted(m))) for m in manifests
+                               if isinstance(m.obj, dict) and m.ref not in refused)
+    if not extra:
+        return found
+    order = {m.ref: i for i, m in reversed(list(enumerate(manifests)))}
+    merged = [(order.get(p.obj or "", len(manifests)), n, p) for n, p in enumerate(found + extra)]
+    return [p for _, _, p in sorted(merged, key=lambda t: (t[0], t[1]))]
+
+
 __all__ = ["BuiltinValidator", "KubeconformValidator", "MAX_ERRORS_PER_OBJECT", "MAX_MESSAGE", "RULE", "RULE_INPUT",
-           "RULE_MISSING", "RULE_NOT_RUN", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
+           "RULE_CEL", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "has_transition_rules", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
            "find_kubeconform", "find_schema", "installed_version", "kubeconform_message_errors", "kubernetes_version",
            "make_validator", "one_line"]

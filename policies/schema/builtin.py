@@ -1,13 +1,12 @@
 """The in-process validator (the default): jsonschema-rs over the committed schemas, each compiled once per process."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..launchers import as_admitted
 from ..model import Manifest, Problem
-from .lookup import RULE, RULE_NOT_RUN, SCHEMAS_DIR, triage
+from .lookup import RULE, RULE_NOT_RUN, SCHEMAS_DIR, load_schema, triage
 from .messages import as_applied, cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
 
 _COMPILED: dict[Path, tuple[Any, dict[str, Any]]] = {}  # per process: schema file -> (compiled validator, schema)
@@ -43,7 +42,7 @@ class BuiltinValidator:
         if hit is None:
             import jsonschema_rs
 
-            schema = json.loads(path.read_bytes())
+            schema = load_schema(path)
             # Formats are annotations in 2020-12 (kubeconform does not assert them either).
             hit = (jsonschema_rs.validator_for(schema, validate_formats=False), schema)
             _COMPILED[path] = hit

@@ -54,6 +54,12 @@ def find_schema(api_version: str, kind: str, root: Path | None = None) -> Path |
     return None
 
 
+@lru_cache(maxsize=None)
+def load_schema(path: Path) -> dict[str, Any]:
+    """A committed schema file, read once per process (the validators and the CRD rules share it)."""
+    return json.loads(path.read_bytes())
+
+
 def builtin_group(group: str) -> bool:
     return "." not in group or group.endswith(".k8s.io")
 

@@ -1,0 +1,361 @@
+"""Kubeflow MPI Operator v2 MPIJob (kubeflow.org/v2beta1, kubeflow/mpi-operator tag v0.8.0): a launcher Job
+`<job>-launcher` (its pod at hostname `<job>-launcher`) that runs mpirun, worker pods `<job>-worker-<i>` (sshd unless
+the template says otherwise), one headless Service `<job>` over all of them, the hostfile ConfigMap `<job>-config`
+(`<worker>.<job>.<ns>.svc slots=<slotsPerWorker>`) and the env the controller adds to container 0
+(pkg/controller/mpi_job_controller.go newLauncherPodTemplate lines 1556-1650, newWorker 1473-1526, newConfigMap
+1309-1355, newJobService 1384-1414; defaults pkg/apis/kubeflow/v2beta1/default.go; what it refuses
+pkg/apis/kubeflow/validation/validation.go lines 49-160, checked in syncHandler before anything is created).
+
+The processes are mpirun's: `-np N` ranks over the hostfile's slots (workers x slotsPerWorker, the launcher's too with
+runLauncherAsWorker). Open MPI refuses more ranks than slots without --oversubscribe ("There are not enough slots
+available"); torchrun under mpirun starts one torchrun agent per rank."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..kube import DNS1035, as_int, dig, listing, mapping
+from ..model import INFO, WARNING, Manifest
+from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .pods import Injected, PodGroup, container_resources
+
+KIND = "MPIJob"
+LAUNCHER, WORKER = "Launcher", "Worker"
+# v2beta1/constants.go lines 21-45 at v0.8.0.
+OPERATOR_NAME = "mpi-operator"
+LABEL_PREFIX = "training.kubeflow.org/"
+OPERATOR_NAME_LABEL = LABEL_PREFIX + "operator-name"
+JOB_NAME_LABEL = LABEL_PREFIX + "job-name"
+JOB_ROLE_LABEL = LABEL_PREFIX + "job-role"
+REPLICA_INDEX_LABEL = LABEL_PREFIX + "replica-index"
+# mpi_job_controller.go lines 74-118: names, the hostfile's place and the slots variables.
+CONFIG_MOUNT = "/etc/mpi"
+HOSTFILE = f"{CONFIG_MOUNT}/hostfile"
+OPEN_MPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
+MPI_IMPLEMENTATIONS = (OPEN_MPI, INTEL, MPICH)
+RESTART_POLICIES = ("Never", "OnFailure")  # validation.go validRestartPolicies
+CLEAN_POD_POLICIES = ("None", "Running", "All")
+MANAGED_BY = ("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue")  # validation.go validManagedBy
+DEFAULT_RESTART = {LAUNCHER: "OnFailure", WORKER: "Never"}  # constants.go DefaultLauncherRestartPolicy, Default...
+
+_MPIRUN = ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "horovodrun")
+_NP = re.compile(r"^-{1,2}(?:np|n|c)$")
+_NP_JOINED = re.compile(r"^-{1,2}(?:np|n)=(\d+)$")
+
+
+def replica_specs(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(k): mapping(v) for k, v in mapping(spec.get("mpiReplicaSpecs")).items()}
+
+
+def slots_per_worker(spec: dict[str, Any]) -> int | None:
+    return as_int(spec.get("slotsPerWorker"), 1) if spec.get("slotsPerWorker") is not None else 1
+
+
+def launcher_as_worker(spec: dict[str, Any]) -> bool:
+    return spec.get("runLauncherAsWorker") is True
+
+
+def worker_count(spec: dict[str, Any]) -> int:
+    """Worker replicas after the defaulter (default.go setDefaultsTypeWorker: 0 where unset; no Worker spec: none)."""
+    return max(as_int(replica_specs(spec).get(WORKER, {}).get("replicas"), 0) or 0, 0)
+
+
+@dataclass
+class MpiRun:
+    """An mpirun command line found in the launcher: its ranks (-np), whether it may oversubscribe, the command it
+    starts on every rank, and the field of the word that starts it."""
+
+    np: int | None
+    oversubscribe: bool
+    program: list[str]
+    field: str
+
+
+def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
+    """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside `sh -c` text split at
+    white space (a script's words, not parsed: a value computed at run time is not read)."""
+    words: list[tuple[str, str]] = []
+    for tok, where in zip(argv, fields):
+        parts = tok.split() if (" " in tok or "\n" in tok) else [tok]
+        words += [(p, where) for p in parts]
+    for i, (w, where) in enumerate(words):
+        if w.rsplit("/", 1)[-1] not in _MPIRUN:
+            continue
+        np = None
+        over = False
+        j = i + 1
+        while j < len(words):
+            word = words[j][0]
+            joined = _NP_JOINED.match(word)
+            if _NP.match(word) and j + 1 < len(words):
+                np = as_int(words[j + 1][0])
+                j += 2
+                continue
+            if joined:
+                np = int(joined.group(1))
+            elif word.lstrip("-") in ("oversubscribe",) or word in ("--map-by", "-map-by") and j + 1 < len(words) \
+                    and "OVERSUBSCRIBE" in words[j + 1][0].upper():
+                over = True
+            elif not word.startswith("-"):
+                break
+            j += 1
+        program = [x for x, _ in words[j:]]
+        for end, x in enumerate(program):  # the command ends where the shell's next one begins
+            if x in ("&&", ";", "||", "|"):
+                program = program[:end]
+                break
+        return MpiRun(np, over, program, where)
+    return None
+
+
+class MPIJobLauncher(Launcher):
+    id = "mpijob"
+    order = 75
+    upstream = "kubeflow/mpi-operator v0.8.0"
+    title = "Kubeflow MPI Operator v2 MPIJob (launcher, workers, hostfile)"
+    kinds = (("kubeflow.org", KIND),)
+    for_training = True
+    managed_dns = True
+    ttl_field = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    scale = ScaleSpec(pods=[(("spec", "mpiReplicaSpecs", WORKER, "replicas"), 0)],
+                      resources=[("spec", "mpiReplicaSpecs", WORKER, "template", "spec", "containers", 0,
+                                  "resources")])
+
+    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+        spec = mapping(m.obj.get("spec"))
+        name = m.name
+        ns = m.namespace or "default"
+        specs = replica_specs(spec)
+        slots = slots_per_worker(spec)
+        impl = str(spec.get("mpiImplementation") or OPEN_MPI)
+        as_worker = launcher_as_worker(spec)
+        workers = worker_count(spec)
+
+        def first_container(rspec: dict[str, Any]) -> str | None:
+            cs = listing(dig(rspec, "template", "spec", "containers"))
+            return str(mapping(cs[0]).get("name")) if cs else None
+
+        def launcher_env(container: str, init: bool, target: str | None) -> list[Injected]:
+            """newLauncherPodTemplate: appended to container 0 only, in this order."""
+            if init or container != target:
+                return []
+            out = [Injected("K_MPI_JOB_ROLE", "launcher")]
+            if impl == OPEN_MPI:
+                out += [Injected("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
+                        Injected("OMPI_MCA_orte_default_hostfile", HOSTFILE),
+                        Injected("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10"),
+                        Injected("OMPI_MCA_orte_set_default_slots", str(slots))]
+            elif impl == INTEL:
+                out += [Injected("I_MPI_HYDRA_HOST_FILE", HOSTFILE),
+                        Injected("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "-o ConnectionAttempts=10"),
+                        Injected("I_MPI_PERHOST", str(slots))]
+            elif impl == MPICH:
+                out += [Injected("HYDRA_HOST_FILE", HOSTFILE), Injected("HYDRA_LAUNCH_EXTRA_ARGS",
+                                                                        "-o ConnectionAttempts=10")]
+            if not as_worker:  # nvidiaDisableEnvVars: the launcher uses no GPU
+                out += [Injected("NVIDIA_VISIBLE_DEVICES", ""), Injected("NVIDIA_DRIVER_CAPABILITIES", "")]
+            return out
+
+        def labels(role: str, index: str | None) -> dict[str, str]:
+            out = {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: name, JOB_ROLE_LABEL: role}
+            if index is not None:
+                out[REPLICA_INDEX_LABEL] = index
+            return out
+
+        groups: list[PodGroup] = []
+        if LAUNCHER in specs:
+            target = first_container(specs[LAUNCHER])
+            groups.append(PodGroup(
+                role=LAUNCHER, count=1, offset=0, aux=not as_worker,
+                template=_with_restart(specs[LAUNCHER], LAUNCHER),
+                template_field=f"spec.mpiReplicaSpecs.{LAUNCHER}.template",
+                name=lambda i: f"{name}-launcher-<random>",
+                hostname=lambda i: f"{name}-launcher", hostname_forced=True,
+                subdomain=name, subdomain_forced=True,
+                labels=lambda i: labels("launcher", "0" if as_worker else None),
+                inject=lambda i, c, init, t=target: launcher_env(c, init, t),
+                container_name=target))
+        if WORKER in specs:
+            target = first_container(specs[WORKER])
+            template = _with_restart(specs[WORKER], WORKER)
+            groups.append(PodGroup(
+                role=WORKER, count=workers, offset=1 if as_worker else 0,
+                template=template, template_field=f"spec.mpiReplicaSpecs.{WORKER}.template",
+                name=lambda i: f"{name}-worker-{i}",
+                hostname=lambda i: f"{name}-worker-{i}", hostname_forced=True,
+                subdomain=name, subdomain_forced=True,
+                labels=lambda i: labels("worker", str(i + 1 if as_worker else i)),
+                inject=lambda i, c, init, t=target: [Injected("K_MPI_JOB_ROLE", "worker")]
+                if (c == t and not init) else [],
+                container_name=target,
+                containers=_worker_containers(template)))
+        w = Workload(m, self, groups, m.namespace,
+                     suspended=mapping(spec.get("runPolicy")).get("suspend") is True)
+        w.notes.append(f"hostfile {HOSTFILE} (ConfigMap {name}-config): "
+                       + (f"{name}-launcher.{name}.{ns}.svc slots={slots}, " if as_worker else "")
+                       + (f"{name}-worker-0..{workers - 1}.{name}.{ns}.svc slots={slots} each" if workers
+                          else "no workers"))
+        return w
+
+    def services(self, w: Workload) -> list[dict[str, Any]]:
+        """newJobService: one headless Service named like the job over the launcher and the workers, publishing
+        pods that are not ready only with runLauncherAsWorker."""
+        spec = mapping(w.manifest.obj.get("spec"))
+        return [{"name": w.manifest.name, "clusterIP": "None",
+                 "selector": {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: w.manifest.name},
+                 "publishNotReadyAddresses": launcher_as_worker(spec)}]
+
+    def pods_field(self, w: Workload) -> str:
+        return f"spec.mpiReplicaSpecs.{WORKER}.replicas"
+
+    def address(self, w: Workload, pod: Any) -> str:
+        return f"{pod.hostname}.{pod.subdomain}"
+
+    def dns_names(self, m: Manifest) -> list[tuple[str, str, str, bool]]:
+        workers = max(worker_count(mapping(m.obj.get("spec"))), 1)
+        return [("metadata.name", m.name, "the operator's headless Service", True),
+                (f"spec.mpiReplicaSpecs.{WORKER}.replicas", f"{m.name}-worker-{workers - 1}",
+                 "the last worker's hostname", False),
+                ("metadata.name", f"{m.name}-launcher", "the launcher's hostname", False)]
+
+    def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
+        for rtype, rspec in replica_specs(mapping(m.obj.get("spec"))).items():
+            if isinstance(rspec.get("template"), dict):
+                yield f"spec.mpiReplicaSpecs.{rtype}.template", rspec["template"]
+
+    def gang_scheduler(self, w: Workload) -> str | None:
+        return "schedulingPolicy" if mapping(dig(w.manifest.obj, "spec", "runPolicy")).get("schedulingPolicy") else None
+
+    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+        spec = mapping(w.manifest.obj.get("spec"))
+        return refused(w.manifest.name, spec) + self._ranks(w, spec)
+
+    def _ranks(self, w: Workload, spec: dict[str, Any]) -> list[Check]:
+        """mpirun -np against the hostfile's slots and the workers' GPUs; torchrun under mpirun."""
+        out: list[Check] = []
+        launcher = next((g for g in w.groups if g.role == LAUNCHER), None)
+        worker = next((g for g in w.groups if g.role == WORKER), None)
+        if launcher is None:
+            return out
+        pod = w._make_pod(launcher, 0, -1)
+        if not pod.containers:
+            return out
+        argv, fields = pod.argv(pod.containers[0])
+        run = find_mpirun(argv, fields)
+        slots = slots_per_worker(spec) or 0
+        impl = str(spec.get("mpiImplementation") or OPEN_MPI)
+        hosts = (worker.count if worker else 0) + (1 if launcher_as_worker(spec) else 0)
+        total = hosts * slots
+        gpus = container_resources(mapping(listing(dig(worker.template, "spec", "containers"))[0]))[0] \
+            if worker and listing(dig(worker.template, "spec", "containers")) else 0
+        if run is None:
+            return out
+        if run.np is not None and run.np > total and impl == OPEN_MPI and not run.oversubscribe:
+            out.append(Check(run.field, f"mpirun -np {run.np} but the hostfile has {total} slots ({hosts} hosts x "
+                             f"slotsPerWorker {slots}): Open MPI refuses to start (not enough slots available)",
+                             f"set -np {total}, raise Worker replicas or slotsPerWorker, or add --oversubscribe"))
+        if gpus and slots != gpus:
+            out.append(Check("spec.slotsPerWorker", f"slotsPerWorker {slots} but each worker has {gpus} GPUs: mpirun "
+                             f"places {slots} rank{'s' if slots != 1 else ''} per worker, so "
+                             + ("GPUs stay idle" if slots < gpus else "ranks share a GPU"),
+                             f"set slotsPerWorker: {gpus} (one rank per GPU)", severity=WARNING))
+        if gpus and run.np is not None and run.np < total and not any("torchrun" in x for x in run.program):
+            out.append(Check(run.field, f"mpirun -np {run.np} uses {run.np} of the {total} slots the {hosts} workers' "
+                             f"{gpus} GPUs each give", f"set -np {total}", severity=WARNING))
+        if any(x.rsplit("/", 1)[-1] == "torchrun" or x == "torch.distributed.run" for x in run.program):
+            per_host = (run.np / hosts) if (run.np and hosts) else None
+            if per_host is not None and per_host > 1:
+                out.append(Check(run.field, f"torchrun under mpirun -np {run.np} over {hosts} hosts: each rank starts "
+                                 "its own torchrun agent, so several agents share a pod (one rendezvous port, and "
+                                 "each starts its own --nproc-per-node processes)",
+                                 "run one rank per host (-np <hosts> --map-by ppr:1:node) and let torchrun start the "
+                                 "processes", severity=WARNING))
+            else:
+                out.append(Check(run.field, "torchrun runs under mpirun: one torchrun agent per rank; its --nnodes, "
+                                 "--node-rank and rendezvous come from its own flags or the script, which mpirun does "
+                                 "not set", "check torchrun's flags against the hosts", severity=INFO))
+        return out
+
+
+def _with_restart(rspec: dict[str, Any], role: str) -> dict[str, Any]:
+    """The template with the replica's restartPolicy as the pod's (setRestartPolicy: ExitCode -> Never; the
+    defaulter's OnFailure for the launcher, Never for workers)."""
+    template = mapping(rspec.get("template"))
+    policy = str(rspec.get("restartPolicy") or DEFAULT_RESTART[role])
+    spec = {**mapping(template.get("spec")), "restartPolicy": "Never" if policy == "ExitCode" else policy}
+    return {**template, "spec": spec}
+
+
+def _worker_containers(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """newWorker: container 0 runs `/usr/sbin/sshd -De` where it has no command and no args."""
+    cs = [mapping(c) for c in listing(dig(template, "spec", "containers"))]
+    if cs and not cs[0].get("command") and not cs[0].get("args"):
+        cs[0] = {**cs[0], "command": ["/usr/sbin/sshd", "-De"]}
+    return cs
+
+
+def refused(name: str, spec: dict[str, Any]) -> list[Check]:
+    """validation.go ValidateMPIJob at v0.8.0 (lines 49-160), after the defaulter (default.go): the controller
+    checks it in syncHandler and creates nothing for a job it refuses."""
+    out: list[Check] = []
+    specs = replica_specs(spec)
+    workers = as_int(specs.get(WORKER, {}).get("replicas"))  # validateMPIJobName: unset or below 1 counts as 1
+    last = f"{name}-worker-{(workers if workers and workers > 0 else 1) - 1}"
+    if len(last) > 63 or not DNS1035.match(last):
+        out.append(Check("metadata.name", f"worker hostname '{last}' is not a DNS-1035 label of at most 63 "
+                         "characters: the MPI Operator will not create the job's pods and Service",
+                         "use a shorter lowercase name that starts with a letter"))
+    slots = spec.get("slotsPerWorker")
+    if slots is not None and (as_int(slots) is None or as_int(slots) < 0):
+        out.append(Check("spec.slotsPerWorker", f"slotsPerWorker {slots} is negative: the MPI Operator refuses the "
+                         "job", "set slotsPerWorker to the GPUs (or cores) per worker"))
+    impl = spec.get("mpiImplementation")
+    if impl is not None and impl not in MPI_IMPLEMENTATIONS:
+        out.append(Check("spec.mpiImplementation", f"mpiImplementation '{impl}' is not one of "
+                         f"{', '.join(MPI_IMPLEMENTATIONS)}: the MPI Operator refuses the job",
+                         "use OpenMPI, Intel or MPICH"))
+    policy = mapping(spec.get("runPolicy"))
+    if policy.get("cleanPodPolicy") is not None and policy["cleanPodPolicy"] not in CLEAN_POD_POLICIES:
+        out.append(Check("spec.runPolicy.cleanPodPolicy", f"cleanPodPolicy '{policy['cleanPodPolicy']}' is not one "
+                         f"of {', '.join(CLEAN_POD_POLICIES)}: the MPI Operator refuses the job", "use None, Running or All"))
+    for key in ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit"):
+        value = as_int(policy.get(key))
+        if value is not None and value < 0:
+            out.append(Check(f"spec.runPolicy.{key}", f"{key} {value} is negative: the MPI Operator refuses the job",
+                             f"set {key} to 0 or more"))
+    if policy.get("managedBy") is not None and policy["managedBy"] not in MANAGED_BY:
+        out.append(Check("spec.runPolicy.managedBy", f"managedBy '{policy['managedBy']}' is not one of "
+                         f"{', '.join(MANAGED_BY)}: the MPI Operator refuses the job",
+                         "leave managedBy out, or use kueue.x-k8s.io/multikueue"))
+    if not specs:
+        out.append(Check("spec.mpiReplicaSpecs", "no replica specs: the MPI Operator refuses the job",
+                         "add a Launcher and Worker replica spec"))
+        return out
+    for role in (LAUNCHER, WORKER):
+        rspec = specs.get(role)
+        where = f"spec.mpiReplicaSpecs.{role}"
+        if rspec is None:
+            if role == LAUNCHER:
+                out.append(Check(where, "no Launcher replica spec: the MPI Operator refuses the job",
+                                 "add spec.mpiReplicaSpecs.Launcher with the mpirun command"))
+            continue
+        # default.go: Launcher replicas 1, Worker replicas 0 where unset (then refused below, as upstream does).
+        replicas = as_int(rspec.get("replicas")) if rspec.get("replicas") is not None else (1 if role == LAUNCHER else 0)
+        restart = rspec.get("restartPolicy") or DEFAULT_RESTART[role]
+        if restart not in RESTART_POLICIES:
+            out.append(Check(f"{where}.restartPolicy", f"restartPolicy '{restart}' is not Never or OnFailure: the MPI "
+                             "Operator refuses the job", "use Never or OnFailure"))
+        if not listing(dig(rspec, "template", "spec", "containers")):
+            out.append(Check(f"{where}.template.spec.containers", f"the {role} defines no container: the MPI Operator "
+                             "refuses the job", "add the container"))
+        if role == LAUNCHER and replicas is not None and replicas != 1:
+            out.append(Check(f"{where}.replicas", f"Launcher replicas is {replicas}: the MPI Operator refuses the job "
+                             "(must be 1)", "set replicas: 1"))
+        if role == WORKER and replicas is not None and replicas <= 0:
+            out.append(Check(f"{where}.replicas", f"Worker replicas is {replicas}: the MPI Operator refuses the job "
+                             "(must be greater than or equal to 1)", "set replicas to the number of worker pods"))
+    return out
+
+
+LAUNCHER_MODEL = MPIJobLauncher()

@@ -1,0 +1,400 @@
+"""A CRD's own rules (`x-kubernetes-validations`), evaluated in the schema stage as the API server evaluates them at
+admission: k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/validation.go (kubernetes v1.36.0) validate,
+validateExpressions, validateMap and validateArray; the object defaulted first from the schema's `default`s, as the
+API server's decoder does (pkg/apiserver/schema/defaulting/algorithm.go Default).
+
+The library is cel-expr-python (Google's cel-cpp, the C++ sibling of the cel-go the API server runs): RE2 for
+`matches`, the strings, math, optional-types, bindings and encoders extensions that Kubernetes enables, with the
+Kubernetes functions it lacks in cel_library.py. Per rule, as validateExpressions does:
+- a value that is null or absent is not checked (the rules of its parent see it);
+- a rule that reads `oldSelf` (a transition rule) runs only where there is an old object: `make diff` between the
+  base and the change (transition_problems), never in `make validate`;
+- false: the rule's `messageExpression` (a one-line, non-empty string), else its `message`, else `failed rule:
+  <rule>`, at the rule's `fieldPath` below the node; an evaluation error: `<error> evaluating rule: <rule>`;
+- a rule that does not compile here (a function of a library not available, see cel_library.py) is said once per
+  object as not evaluated (SCHEMA-NOT-RUN, info), never as passed.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..model import INFO, Manifest, Problem
+from .lookup import RULE_NOT_RUN, find_schema, load_schema
+from .messages import dotted, one_line
+
+RULE_CEL = "SCHEMA-CEL"
+# celconfig.MaxEvaluatedMessageExpressionSizeBytes (k8s.io/apiserver pkg/apis/cel/config.go).
+MAX_MESSAGE_EXPRESSION = 5 * 1024
+_OLD_SELF = re.compile(r"\boldSelf\b")
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+@dataclass
+class Rule:
+    rule: str
+    message: str
+    message_expression: str
+    field_path: str
+    reason: str
+    transition: bool
+    optional_old_self: bool
+
+
+@dataclass
+class Node:
+    """A schema node under which some rule lives: its own rules and the children that lead to others."""
+
+    schema: dict[str, Any]
+    rules: list[Rule] = field(default_factory=list)
+    props: dict[str, "Node"] = field(default_factory=dict)
+    items: "Node | None" = None
+    additional: "Node | None" = None
+    root: bool = False
+
+
+def _rule(raw: dict[str, Any]) -> Rule:
+    text = str(raw.get("rule") or "")
+    code = _STRING_LITERAL.sub("''", text)
+    return Rule(text, str(raw.get("message") or "").strip(), str(raw.get("messageExpression") or ""),
+                str(raw.get("fieldPath") or ""), str(raw.get("reason") or ""),
+                bool(_OLD_SELF.search(code)), bool(raw.get("optionalOldSelf")))
+
+
+def _tree(schema: Any) -> Node | None:
+    if not isinstance(schema, dict):
+        return None
+    node = Node(schema, rules=[_rule(r) for r in schema.get("x-kubernetes-validations") or [] if isinstance(r, dict)])
+    for name, sub in (schema.get("properties") or {}).items():
+        child = _tree(sub)
+        if child is not None:
+            node.props[name] = child
+    node.items = _tree(schema.get("items"))
+    node.additional = _tree(schema.get("additionalProperties"))
+    if node.rules or node.props or node.items or node.additional:
+        return node
+    return None
+
+
+@lru_cache(maxsize=None)
+def rule_tree(path: Path) -> Node | None:
+    """The rules of one committed schema file, as a tree of the nodes that lead to them (None: the kind has none)."""
+    if b"x-kubernetes-validations" not in path.read_bytes():
+        return None  # most kinds (every built-in one): no walk of their schema at all
+    node = _tree(load_schema(path))
+    if node is not None:
+        node.root = True
+    return node
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    t = schema.get("type")
+    return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
+
+
+def _timestamp(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+
+
+_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def _duration(text: str) -> timedelta | None:
+    """A Go duration (`1h2m1s`, `0`), as strfmt's duration format the API server converts to a CEL duration."""
+    body = text[1:] if text[:1] in "+-" else text
+    if body == "0":
+        return timedelta(0)
+    parts = _DURATION.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
+        return None
+    seconds = sum(float(n) * _DURATION_UNIT[u] for n, u in parts)
+    return timedelta(seconds=-seconds if text.startswith("-") else seconds)
+
+
+def prepared(value: Any, schema: Any) -> Any:
+    """The value as the rules see it: defaults applied where a field is absent (or null where not nullable), numbers
+    of a `number` field as doubles, strings of format date-time/date/duration as timestamps and durations (the API
+    server's UnstructuredToVal); a copy, the manifest unchanged."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            out[str(k)] = prepared(v, sub) if v is not None else None
+        for k, sub in props.items():
+            if isinstance(sub, dict) and "default" in sub and out.get(k) is None \
+                    and (k not in out or "null" not in _types(sub)):
+                out[k] = prepared(copy.deepcopy(sub["default"]), sub)
+        return {k: v for k, v in out.items() if v is not None}
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [prepared(v, items) for v in value]
+    types = _types(schema)
+    if isinstance(value, int) and not isinstance(value, bool) and "number" in types and "integer" not in types:
+        return float(value)
+    if isinstance(value, str):
+        fmt = schema.get("format")
+        if fmt in ("date-time", "date"):
+            when = _timestamp(value if fmt == "date-time" else value + "T00:00:00Z")
+            if when is not None:
+                from google.protobuf import timestamp_pb2  # cel-cpp takes timestamps as protobuf's well-known type
+
+                stamp = timestamp_pb2.Timestamp()
+                stamp.FromDatetime(when if when.tzinfo else when.replace(tzinfo=timezone.utc))
+                return stamp
+        if fmt == "duration":
+            span = _duration(value)
+            if span is not None:
+                from google.protobuf import duration_pb2
+
+                out_span = duration_pb2.Duration()
+                out_span.FromTimedelta(span)
+                return out_span
+    return value
+
+
+def _root_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as a rule on the root of a CRD's schema sees it (model.WithTypeAndObjectMeta): apiVersion, kind,
+    and of metadata only name and generateName."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    out = dict(obj)
+    out["metadata"] = {k: meta[k] for k in ("name", "generateName") if isinstance(meta.get(k), str)}
+    return out
+
+
+# --- the CEL environment --------------------------------------------------------------------------------------------
+
+class NotCompiled(Exception):
+    """The rule does not compile in this environment."""
+
+
+class _Env:
+    def __init__(self) -> None:
+        from cel_expr_python import cel
+        from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
+
+        from . import cel_library
+
+        self.cel = cel
+        self.env = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN}, extensions=[
+            ext_strings.ExtStrings(), ext_math.ExtMath(), ext_optional.ExtOptional(), ext_bindings.ExtBindings(),
+            ext_encoders.ExtEncoders(), cel.CelExtension("kubernetes", cel_library.declarations(cel))])
+        self.programs: dict[str, Any] = {}
+
+    def program(self, expr: str) -> Any:
+        hit = self.programs.get(expr)
+        if hit is None:
+            try:
+                hit = self.env.compile(expr)
+            except Exception as e:  # noqa: BLE001 - cel-cpp raises RuntimeError for every compile failure
+                hit = NotCompiled(_compile_error(str(e)))
+            self.programs[expr] = hit
+        if isinstance(hit, NotCompiled):
+            raise hit
+        return hit
+
+    def evaluate(self, expr: str, data: dict[str, Any]) -> tuple[bool, Any]:
+        """(ok, value): the value of a program that evaluated, else its error text as cel-go words it."""
+        try:
+            result = self.program(expr).eval(data=data)
+        except NotCompiled:
+            raise
+        except Exception as e:  # noqa: BLE001 - a value cel-cpp cannot take (an int past int64)
+            return False, _eval_error(str(e))
+        if result.type().name() == "ERROR":
+            return False, _eval_error(str(result.value()))
+        return True, result.value()
+
+
+@lru_cache(maxsize=1)
+def environment() -> _Env:
+    return _Env()
+
+
+_UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
+
+
+def _compile_error(text: str) -> str:
+    m = _UNDECLARED.search(text)
+    if m:
+        return f"no function or variable '{m.group(1)}' here"
+    first = text.strip().splitlines()[0] if text.strip() else "does not compile"
+    return re.sub(r"^[A-Z_]+: ", "", first)
+
+
+def _eval_error(text: str) -> str:
+    """cel-cpp's error text as cel-go's (`no such key: x`, `integer overflow`), as the API server shows it."""
+    text = re.sub(r"^[A-Z_]+: ", "", text.strip().splitlines()[0] if text.strip() else "evaluation error")
+    m = re.match(r'Key not found in map ?: ?"?([^"]*)"?$', text)
+    if m:
+        return f"no such key: {m.group(1)}"
+    return text
+
+
+# --- walking an object ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Finding:
+    path: list[str | int]
+    message: str
+    rule: Rule | None  # None: a rule that could not be evaluated here (message says why)
+    not_run: bool = False
+
+
+def _field_path(path: list[str | int], relative: str) -> list[str | int]:
+    """A rule's fieldPath (`.spec.x`, `.m['key']`) below the node's path."""
+    out = list(path)
+    for name, key in re.findall(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]", relative):
+        out.append(name or key)
+    return out
+
+
+def _message(env: _Env, rule: Rule, data: dict[str, Any]) -> str:
+    if rule.message_expression:
+        try:
+            ok, value = env.evaluate(rule.message_expression, data)
+        except NotCompiled:
+            ok, value = False, None
+        if ok and isinstance(value, str):
+            text = value.strip()
+            if text and "\n" not in text and len(text) <= MAX_MESSAGE_EXPRESSION:
+                return text
+    return rule.message or f"failed rule: {rule.rule}"
+
+
+def _rule_text(rule: Rule) -> str:
+    """ruleErrorString: the message where the rule has one, else the rule."""
+    return rule.message or rule.rule.strip()
+
+
+def _evaluate(env: _Env, node: Node, value: Any, old: Any, path: list[str | int], out: list[Finding],
+              transitions_only: bool) -> None:
+    if value is None:
+        return
+    if node.rules:
+        todo = [r for r in node.rules if (r.transition and (old is not None or r.optional_old_self))
+                or (not r.transition and not transitions_only)]
+        if todo:
+            view = _root_view(value) if node.root and isinstance(value, dict) else value
+            old_view = _root_view(old) if node.root and isinstance(old, dict) else old
+            for rule in todo:
+                data: dict[str, Any] = {"self": view}
+                if rule.transition:
+                    data["oldSelf"] = old_view
+                try:
+                    ok, result = env.evaluate(rule.rule, data)
+                except NotCompiled as e:
+                    out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: {e}", None, not_run=True))
+                    continue
+                if not ok:
+                    out.append(Finding(path, f"{result} evaluating rule: {_rule_text(rule)}", rule))
+                elif result is not True:
+                    out.append(Finding(_field_path(path, rule.field_path), _message(env, rule, data), rule))
+    if isinstance(value, dict):
+        for k, v in value.items():
+            child = node.props.get(k) or (node.additional if k not in (node.schema.get("properties") or {}) else None)
+            if child is not None:
+                _evaluate(env, child, v, old.get(k) if isinstance(old, dict) else None, [*path, k], out,
+                          transitions_only)
+    elif isinstance(value, list) and node.items is not None:
+        olds = _correlated(node.schema, old)
+        for i, v in enumerate(value):
+            _evaluate(env, node.items, v, olds(v), [*path, i], out, transitions_only)
+
+
+def _correlated(schema: dict[str, Any], old: Any) -> Any:
+    """validateArray's makeMapList: only a list of x-kubernetes-list-type map correlates its items with the old
+    list's (by their keys); any other list's items have no old value."""
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    if schema.get("x-kubernetes-list-type") != "map" or not isinstance(old, list) or not keys:
+        return lambda v: None
+    by_key = {tuple(repr(o.get(k)) for k in keys): o for o in old if isinstance(o, dict)}
+    return lambda v: by_key.get(tuple(repr(v.get(k)) for k in keys)) if isinstance(v, dict) else None
+
+
+def findings(obj: Any, path: Path, old: Any = None, transitions_only: bool = False) -> list[Finding]:
+    """What the rules of the schema at `path` say about `obj` (against `old` for the transition rules)."""
+    node = rule_tree(path)
+    if node is None or not isinstance(obj, dict):
+        return []
+    return evaluate_schema(load_schema(path), obj, old, transitions_only, node)
+
+
+def evaluate_schema(schema: dict[str, Any], obj: Any, old: Any = None, transitions_only: bool = False,
+                    node: Node | None = None) -> list[Finding]:
+    """What the rules of `schema` (a CRD version's openAPIV3Schema, or any schema node) say about `obj`."""
+    if node is None:
+        node = _tree(schema)
+        if node is None:
+            return []
+        node.root = isinstance(obj, dict) and "metadata" in (schema.get("properties") or {})
+    out: list[Finding] = []
+    _evaluate(environment(), node, prepared(obj, schema), prepared(old, schema) if old is not None else None, [], out,
+              transitions_only)
+    return out
+
+
+def problems(m: Manifest, obj: Any, schema_path: Path) -> list[Problem]:
+    """SCHEMA-CEL errors for the rules the object fails, and one SCHEMA-NOT-RUN info line for those not evaluated."""
+    found = findings(obj, schema_path)
+    out = [Problem(RULE_CEL, one_line(f"{f.message} (the CRD's validation rule: the API server refuses the object)"),
+                   m.source, obj=m.ref, field=dotted(f.path) or None,
+                   hint=f"make the object satisfy the CRD's rule `{f.rule.rule}`" if f.rule else None)
+           for f in found if not f.not_run]
+    skipped = [f for f in found if f.not_run]
+    if skipped:
+        out.append(Problem(RULE_NOT_RUN, one_line(f"{len(skipped)} CRD validation rule(s) not evaluated here: "
+                                                  f"{skipped[0].message}"), m.source, obj=m.ref,
+                           field=dotted(skipped[0].path) or None, severity=INFO,
+                           hint="the API server evaluates it at admission; check it there (kubectl apply --dry-run=server)"))
+    return out
+
+
+def has_transition_rules(api_version: str, kind: str) -> bool:
+    """Whether the kind's CRD forbids some change in place (a rule that reads `oldSelf`)."""
+    path = find_schema(api_version, kind)
+    todo = [rule_tree(path)] if path is not None else []
+    while todo:
+        node = todo.pop()
+        if node is None:
+            continue
+        if any(r.transition for r in node.rules):
+            return True
+        todo += [*node.props.values(), node.items, node.additional]
+    return False
+
+
+def transition_problems(old: Any, new: Any) -> list[str]:
+    """What the CRD's transition rules (those that read `oldSelf`) say about changing `old` into `new` in place, as
+    lines `<field>: <message>` (make diff)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return []
+    path = find_schema(str(new.get("apiVersion") or ""), str(new.get("kind") or ""))
+    if path is None:
+        return []
+    return [f"{dotted(f.path) or '(object)'}: {f.message}" for f in findings(new, path, old, transitions_only=True)
+            if not f.not_run]
+
+
+def evaluate_manifests(items: Iterable[tuple[Manifest, Any]]) -> list[Problem]:
+    """The rules of every (manifest, object as admitted) whose kind has a schema with rules."""
+    out: list[Problem] = []
+    for m, obj in items:
+        if not isinstance(obj, dict):
+            continue
+        path = find_schema(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+        if path is not None and rule_tree(path) is not None:
+            out += problems(m, obj, path)
+    return out
