@@ -66,7 +66,7 @@ def test_bench_end_to_end_small(tmp_path):
     scraped = b["rows"]["trainer 2x1 +metrics"]
     assert scraped["scrapes"] == sum(r["scrapes"] for r in scraped["runs"])
     if scraped["scrapes"]:  # a short run may end before its endpoints are up; what was scraped is the trainer's
-        assert "trainer_step_seconds" in set().union(*(r["series"] for r in scraped["runs"]))
+        assert "trainer_world_size" in set().union(*(r["series"] for r in scraped["runs"]))
     assert "scraped" in res.stdout
     m = result["metrics"]
     assert m["cost_per_step_us"] > 0 and m["fraction"] == pytest.approx(m["cost_per_step_us"] / 1e6 / m["step_s"])
