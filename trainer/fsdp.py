@@ -13,8 +13,7 @@ from torch import nn
 
 from trainer import distributed as D
 from trainer.errors import TrainerError
-
-STRATEGIES = ("ddp", "fsdp")
+from trainer.tasks.causal_lm_flags import STRATEGIES
 
 
 def block_classes(model: nn.Module) -> set[str]:
