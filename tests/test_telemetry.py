@@ -239,3 +239,19 @@ def test_report_of_a_causal_lm_run_draws_tokens_per_s_and_perplexity(tmp_path):
     assert "samples_per_s" not in page and "val_acc" not in page
     # the perplexity curve: per log interval and per epoch
     assert (folder / "perplexity.png").stat().st_size > 5000 and 'src="perplexity.png"' in page
+
+
+def test_a_short_run_logs_often_enough_for_its_report(tmp_path, capsys):
+    """12 steps without --log-interval (the kind-cpu simulation's run: the default of 50 gave it no interval line and
+    an empty step-time chart): it logs every step, and its report draws every curve a classifier has."""
+    from trainer import cli, train
+
+    assert [cli.log_interval(None, n) for n in (12, 69, 999, 1000, 5000)] == [1, 3, 49, 50, 50]
+    assert cli.log_interval(7, 12) == 7  # a given interval is kept
+    assert train.main(["--samples", "384", "--features", "8", "--batch-size", "32", "--epochs", "1",
+                       "--out-dir", str(tmp_path), "--run-id", "short"]) == 0
+    events = [json.loads(line) for line in (tmp_path / "short" / "metrics.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in events if e["event"] == "ranks"] == list(range(1, 13))
+    report.report(tmp_path / "short")
+    assert sorted(p.name for p in (tmp_path / "short").glob("*.png")) == ["loss.png", "step-time.png",
+                                                                          "throughput.png"]
