@@ -3,7 +3,8 @@ FSDP2 `fully_shard`: parameters, gradients and optimiser state sharded over the 
 
 Under FSDP each transformer block is its own unit (the model's `_no_split_modules`, as Hugging Face declares
 them), then the root, so one block at a time is gathered in full. Both strategies give the same state-dict
-interface to torch.distributed.checkpoint (trainer/lm_checkpoint.py).
+interface to torch.distributed.checkpoint (trainer/checkpoint/sharded.py). The training loop (trainer/loop.py) wraps
+every task's model here: the classification tasks always under `ddp`.
 """
 
 from __future__ import annotations
