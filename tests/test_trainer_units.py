@@ -442,3 +442,18 @@ def test_explicit_omp_num_threads_wins(tmp_path):
     root = _cgroup(tmp_path, {"cpu.max": "200000 100000\n"})
     assert choose_threads({"OMP_NUM_THREADS": "3"}, 1, root=root, proc_cgroup="0::/\n", cpus=8) == \
         (None, "OMP_NUM_THREADS=3")
+
+
+def test_an_epochs_training_time_stops_before_its_validation():
+    """train_s and samples/s of an [EPOCH] line count training only: the meter's clocks stop when the steps end."""
+    import time
+
+    from trainer.tracker import Meter
+
+    meter = Meter(torch.device("cpu"), {"loss_sum": 3.0, "samples": 6, "train_s": 2.0}, is_main=True)
+    meter.finish()
+    frozen, cpu = meter.train_seconds(), meter.cpu_seconds()
+    time.sleep(0.05)
+    sum(range(200_000))  # validation's CPU time
+    assert meter.train_seconds() == frozen >= 2.0 and meter.cpu_seconds() == cpu
+    assert meter.partial()["train_s"] == frozen and meter.partial()["count"] == 6.0

@@ -388,6 +388,7 @@ class Trainer:
             complete = progress.epoch_step == self.steps_per_epoch
             if self.device.type == "cuda":  # once per epoch, so that the epoch's time covers its GPU work
                 torch.cuda.synchronize(self.device)
+            meter.finish()
             self._end_epoch(progress, epoch, complete, meter, stop_at_epoch_end)
             train_time += meter.train_seconds() - meter.offset_s  # this process's own training time (about)
             if not complete:

@@ -46,6 +46,8 @@ class Meter:
         self.i_data = self.vote_data = 0.0  # seconds fetching batches since the last log interval / vote
         self.started = self.i_started = time.perf_counter()
         self.cpu_started = time.process_time()  # this process's CPU time, all its threads (gloo's included)
+        self.ended: float | None = None
+        self.cpu_ended: float | None = None
 
     def add(self, loss_sum: torch.Tensor, count: float, samples: int, data_s: float) -> None:
         self.i_loss += loss_sum
@@ -62,11 +64,15 @@ class Meter:
         self.i_count, self.i_samples, self.i_data = 0.0, 0, 0.0
         self.i_started = time.perf_counter() if now is None else now
 
+    def finish(self) -> None:
+        """The epoch's training is over: its training and CPU time stop here (validation and checkpoints excluded)."""
+        self.ended, self.cpu_ended = time.perf_counter(), time.process_time()
+
     def train_seconds(self) -> float:
-        return self.offset_s + time.perf_counter() - self.started
+        return self.offset_s + (self.ended or time.perf_counter()) - self.started
 
     def cpu_seconds(self) -> float:
-        return time.process_time() - self.cpu_started
+        return (self.cpu_ended or time.process_time()) - self.cpu_started
 
     def partial(self) -> dict[str, Any]:
         """This rank's figures of the epoch so far (a host sync), for a mid-epoch checkpoint."""
