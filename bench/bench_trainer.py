@@ -5,7 +5,8 @@ time of one MNIST-shaped epoch (60,000 random 28x28 images, the MNIST CNN) on th
 CPU part: the synthetic task's MLP, the same per-rank batch everywhere, in these configurations, interleaved
 (each repetition runs all of them, in a rotated order) so that drifting machine load hits all alike:
 
-    loop 1x2     a plain DataLoader training loop (same model, batch, optimiser), 1 process x 2 threads: the anchor
+    loop 1x2     a plain loop slicing the same in-memory tensors as the trainer (same model, batch, optimiser), no
+                 process group, metrics or checkpoints, 1 process x 2 threads: the anchor
     trainer 1x1  the trainer under torchrun (c10d, gloo), 1 process x 1 thread
     trainer 1x2  1 process x 2 threads            } the same 2 cores: which way of using them trains faster
     trainer 2x1  2 processes x 1 thread each      }
@@ -57,7 +58,7 @@ CONFIGS = {
     "trainer 1x1": ("trainer", 1, 1),
     "trainer 1x2": ("trainer", 1, 2),
     "trainer 2x1": ("trainer", 2, 1),
-    "trainer 2x1 +metrics": ("trainer", 2, 1),  # with METRICS_PORT: both ranks serve Prometheus metrics
+    "trainer 2x1 +metrics": ("trainer", 2, 1),  # with METRICS_PORT, both ranks' endpoints scraped while it trains
 }
 RATIOS = [  # (label, numerator, denominator)
     ("trainer 2x1 / trainer 1x2 (same 2 cores: processes or threads)", "trainer 2x1", "trainer 1x2"),
@@ -145,19 +146,24 @@ def measure(name: str, args: argparse.Namespace, batch: int, out_dir: Path, tag:
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--loop-worker", *common]
     env = _env(threads)
-    if name.endswith("+metrics"):
-        env["METRICS_PORT"] = str(free_port())  # rank 1 takes the next port; a taken one is one warning line
-    out, wall, cpu = run_measured(cmd, env)
+    if not name.endswith("+metrics"):
+        out, wall, cpu = run_measured(cmd, env)
+        fig = summarise(epoch_figures(out))
+        fig.update(run_wall_s=wall, run_cpu_s=cpu)
+        return fig
+    port = free_port()
+    env["METRICS_PORT"] = str(port)  # rank 1 takes the next port; a taken one is one warning line
+    with Scraper(port, nproc) as scraper:  # scraped while it trains: the endpoint's cost end to end
+        out, wall, cpu = run_measured(cmd, env)
     fig = summarise(epoch_figures(out))
-    fig.update(run_wall_s=wall, run_cpu_s=cpu)
+    fig.update(run_wall_s=wall, run_cpu_s=cpu, scrapes=scraper.scrapes, series=sorted(scraper.series))
     return fig
 
 
 def loop_worker(args: argparse.Namespace) -> int:
-    """The anchor: the textbook loop (TensorDataset, DataLoader with shuffle, the same MLP and AdamW), one
-    process, printing [EPOCH] lines the way the trainer does."""
-    from torch.utils.data import DataLoader, TensorDataset
-
+    """The anchor: a plain loop over the same in-memory tensors, sliced by a shuffled index as the trainer slices them
+    (no DataLoader, no process group, no metrics, no checkpoints), the same MLP and AdamW, one process, printing
+    [EPOCH] lines the way the trainer does."""
     from trainer.tasks.models import MLP
     from trainer.tasks.synthetic import make
 
@@ -165,19 +171,55 @@ def loop_worker(args: argparse.Namespace) -> int:
     data = make(args.samples, FEATURES, CLASSES, SEED)
     model = MLP(FEATURES, CLASSES)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    loader = DataLoader(TensorDataset(data.train_x, data.train_y), batch_size=args.batch_sizes[0], shuffle=True)
+    n, bs = data.train_x.shape[0], args.batch_sizes[0]
     for epoch in range(args.epochs):
-        t0, c0, seen = time.perf_counter(), time.process_time(), 0
-        for x, y in loader:
+        t0, c0 = time.perf_counter(), time.process_time()
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(SEED + epoch))
+        for i in range(0, n, bs):
+            idx = order[i:i + bs]
+            x, y = data.train_x[idx], data.train_y[idx]
             opt.zero_grad(set_to_none=True)
             loss = torch.nn.functional.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
-            seen += x.shape[0]
         train_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
-        print(f"[EPOCH] epoch={epoch + 1}/{args.epochs} loss={loss.item():.4f} samples/s={seen / train_s:.0f} "
+        print(f"[EPOCH] epoch={epoch + 1}/{args.epochs} loss={loss.item():.4f} samples/s={n / train_s:.0f} "
               f"train_s={train_s:.4f} cpu_s={cpu_s:.4f}", flush=True)
     return 0
+
+
+class Scraper:
+    """Scrapes the trainer's endpoints (METRICS_PORT and the next port: 2 local ranks) every `interval` seconds while
+    a "+metrics" run trains, as Prometheus would (its default is every 15 to 60 s: this is harder on the trainer)."""
+
+    def __init__(self, port: int, ranks: int, interval: float = 0.5):
+        import threading
+
+        self.urls = [f"http://127.0.0.1:{port + r}/metrics" for r in range(ranks)]
+        self.interval, self.scrapes, self.series = interval, 0, set()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import urllib.request
+
+        while not self.done.wait(self.interval):
+            for url in self.urls:
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as r:
+                        text = r.read().decode()
+                except OSError:
+                    continue
+                self.scrapes += 1
+                self.series |= set(re.findall(r"^(trainer_\w+)\{", text, re.M))
+
+    def __enter__(self) -> "Scraper":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
 
 
 def cpu_comparison(args: argparse.Namespace) -> dict:
@@ -198,7 +240,9 @@ def cpu_comparison(args: argparse.Namespace) -> dict:
                     runs[name].append(fig)
                     print(f"  batch={bs} {name} rep={rep + 1}/{args.reps}: {fig['samples_per_s']:,.0f} samples/s "
                           f"over {fig['train_s']:.1f} s, {fig['cores_busy']:.2f} cores busy; run "
-                          f"{fig['run_wall_s']:.1f} s wall, {fig['run_cpu_s']:.1f} s CPU", flush=True)
+                          f"{fig['run_wall_s']:.1f} s wall, {fig['run_cpu_s']:.1f} s CPU"
+                          + (f"; {fig['scrapes']} scrapes of {len(fig['series'])} series" if "scrapes" in fig else ""),
+                          flush=True)
             rows = {}
             for name, figs in runs.items():
                 rates = [f["samples_per_s"] for f in figs]
@@ -210,6 +254,8 @@ def cpu_comparison(args: argparse.Namespace) -> dict:
                               "median_train_s": statistics.median(f["train_s"] for f in figs),
                               "median_run_wall_s": statistics.median(f["run_wall_s"] for f in figs),
                               "median_run_cpu_s": statistics.median(f["run_cpu_s"] for f in figs)}
+                if "scrapes" in figs[0]:
+                    rows[name]["scrapes"] = sum(f["scrapes"] for f in figs)
             ratios = {label: rows[a]["median_samples_per_s"] / rows[b]["median_samples_per_s"]
                       for label, a, b in RATIOS}
             result["batches"][str(bs)] = {"rows": rows, "ratios": ratios}
@@ -344,6 +390,9 @@ def print_cpu(c: dict, reps: int) -> None:
                   f"{r['median_run_wall_s']:>10.1f} {r['median_run_cpu_s']:>9.1f}")
         for label, v in b["ratios"].items():
             print(f"  {v:.2f}x  {label}")
+        scraped = {name: r["scrapes"] for name, r in b["rows"].items() if "scrapes" in r}
+        for name, n in scraped.items():
+            print(f"  {name}: its endpoints were scraped {n} times while it ran (every 0.5 s)")
     print("(samples/s: training time only, epochs after the first; cores busy: CPU seconds of all the run's "
           "processes per training second; run wall/CPU s: the whole run, start-up included, from getrusage)")
 

@@ -69,7 +69,9 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
                             "test_symlink_loops_in_plan", "test_binary_on_standard_input_is_one_line"},
     "test_telemetry": {"test_report_writes_html_and_pngs", "test_report_with_many_ranks_shows_their_spread",
                        "test_an_unreachable_tracking_server_is_one_warning",
-                       "test_report_of_a_causal_lm_run_draws_tokens_per_s"},
+                       "test_report_of_a_causal_lm_run_draws_tokens_per_s_and_perplexity",
+                       "test_a_chart_with_nothing_to_show_is_not_drawn",
+                       "test_a_short_run_logs_often_enough_for_its_report"},
     "test_first_hour": {"test_the_checkout_commands_of_docs_trainer_run_as_written"},  # a 2-process torchrun
     "test_render_cache": {"test_cache_is_used_and_invalidated", "test_damaged_cache_entry_is_rendered_again",
                           "test_parsed_objects_are_used_only_for_the_yaml_they_came_from"},

@@ -1,6 +1,7 @@
-"""The shape of policies/: controller knowledge lives in policies/launchers/ alone, no module imports itself back
-through another (type-only imports included), nothing in it imports the trainer or torch, and the rule package's
-__init__ is the registry and nothing else."""
+"""The shape of policies/ and trainer/: controller knowledge lives in policies/launchers/ alone, no module of either
+package imports itself back through another (type-only imports included), nothing in policies/ imports the trainer or
+torch, the rule package's __init__ is the registry and nothing else, and the trainer's command line and task registry
+load without torch."""
 from __future__ import annotations
 
 import ast
@@ -10,46 +11,52 @@ from pathlib import Path
 
 from policies import launchers
 
-POLICIES = Path(__file__).resolve().parent.parent / "policies"
+ROOT = Path(__file__).resolve().parent.parent
+POLICIES = ROOT / "policies"
+TRAINER = ROOT / "trainer"
 # Literal kind names that are another tool's table, not controller knowledge: Argo CD's order of kinds inside a
 # sync wave (gitops-engine pkg/sync/sync_tasks.go), which lists StatefulSet and Job among the built-in kinds.
 ALLOWED = {("rules/argo007_sync_waves.py", "KIND_ORDER")}
 
 
-def modules() -> list[Path]:
-    return sorted(p for p in POLICIES.rglob("*.py"))
+def modules(package: Path = POLICIES) -> list[Path]:
+    return sorted(p for p in package.rglob("*.py"))
 
 
 def module_name(path: Path) -> str:
-    rel = path.relative_to(POLICIES.parent).with_suffix("")
+    rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
 
 
-def imports(path: Path) -> set[str]:
-    """Modules of this package that `path` imports, at any depth (function-level and type-only imports too)."""
+def imports(path: Path, package: Path = POLICIES) -> set[str]:
+    """Modules of `package` that `path` imports, at any depth (function-level and type-only imports too)."""
     name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    parent = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     out: set[str] = set()
     tree = ast.parse(path.read_text())
-    known = {module_name(p) for p in modules()}
+    known = {module_name(p) for p in modules(package)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = package.split(".")
-            base = base[:len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parent.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 out.add(sub if sub in known else target)
         elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("policies"))
+            out.update(a.name for a in node.names if a.name.startswith(package.name))
     return {m for m in out if m in known and m != name}
 
 
-def test_no_import_cycles():
-    graph = {module_name(p): imports(p) for p in modules()}
+def import_cycles(package: Path) -> list[str]:
+    """Import circles in `package`, type-only and function-level imports included."""
+    graph = {module_name(p): imports(p, package) for p in modules(package)}
     cycles = []
 
     def visit(node: str, stack: list[str], done: set[str]) -> None:
@@ -65,8 +72,44 @@ def test_no_import_cycles():
         if start not in done:
             visit(start, [start], done)
     # A package's __init__ importing its own submodules (the launcher registry) is how a package is built.
-    real = [c for c in cycles if not all(part.startswith(c.split(" -> ")[0]) for part in c.split(" -> "))]
-    assert not real, "import cycles:\n" + "\n".join(sorted(set(real)))
+    return sorted({c for c in cycles if not all(part.startswith(c.split(" -> ")[0]) for part in c.split(" -> "))})
+
+
+def test_no_import_cycles():
+    real = import_cycles(POLICIES)
+    assert not real, "import cycles:\n" + "\n".join(real)
+
+
+def test_no_import_cycles_in_the_trainer():
+    real = import_cycles(TRAINER)
+    assert not real, "import cycles:\n" + "\n".join(real)
+
+
+def test_the_cycle_check_sees_a_function_level_import(tmp_path):
+    """The trainer's circle telemetry -> mlflow_log -> telemetry ran through an import inside a function: the graph
+    must see one (so the check above can fail)."""
+    pkg = tmp_path / "trainer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from trainer import b\n")
+    (pkg / "b.py").write_text("from trainer.a import f\n")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert import_cycles(pkg) == ["trainer.a -> trainer.b -> trainer.a"]
+    finally:
+        ROOT = saved
+
+
+def test_the_trainers_command_line_and_registry_load_without_torch():
+    """The validation layer reads a manifest's trainer arguments with the trainer's own parser (trainer/cli.py): that
+    must not import torch, nor a task module."""
+    code = ("import sys; import trainer.cli, trainer.tasks, trainer.stop; "
+            "trainer.cli.parse_args(['--task', 'causal-lm'], environ={}); "
+            "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'trainer.tasks.'))"
+            " and m != 'trainer.tasks.causal_lm_flags'); print(bad); sys.exit(1 if bad else 0)")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -176,7 +219,8 @@ def test_the_import_check_sees_a_cycle_through_a_type_only_import(tmp_path, monk
     (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
     (pkg / "b.py").write_text("from .a import A\n")
     monkeypatch.setattr(sys.modules[__name__], "POLICIES", pkg)
-    assert imports(pkg / "a.py") == {"policies.b"} and imports(pkg / "b.py") == {"policies.a"}
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert imports(pkg / "a.py", pkg) == {"policies.b"} and imports(pkg / "b.py", pkg) == {"policies.a"}
 
 
 # About 500 lines: past this a module states at its top (its docstring) why it stays one file.

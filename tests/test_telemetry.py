@@ -164,11 +164,32 @@ def test_report_writes_html_and_pngs(tmp_path):
     out, warnings = report.report(tmp_path / "run-1")
     assert out == tmp_path / "run-1" / "report.html"
     page = out.read_text()
-    for png in report.PNGS:
+    for png in ("loss.png", "throughput.png", "step-time.png"):
         data = (tmp_path / "run-1" / png).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 5000
         assert f'src="{png}"' in page
+    assert not (tmp_path / "run-1" / "perplexity.png").exists() and "perplexity" not in page  # a classifier's run
     assert warnings == [f"{tmp_path / 'run-1' / 'metrics.jsonl'}:25: not a JSON line, skipped"]
+
+
+def test_a_chart_with_nothing_to_show_is_not_drawn(tmp_path):
+    """12 steps against a log interval of 50 (what an old trainer logged for a short run): no interval lines, no
+    per-rank figures, one epoch: only the loss chart has a curve (train and validation loss have one point each:
+    not drawn either), so no picture at all, and a picture of an earlier report goes."""
+    folder = tmp_path / "short"
+    folder.mkdir()
+    (folder / "step-time.png").write_bytes(b"stale")
+    rows = [{"event": "start", "world": 2}, {"event": "epoch", "epoch": 1, "step": 12, "train_loss": 0.9,
+                                             "val_loss": 0.8, "val_acc": 0.7, "samples_per_s": 900.0},
+            {"event": "done", "epochs": 1, "steps": 12, "best_val_loss": 0.8, "best_val_acc": 0.7}]
+    (folder / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out, _ = report.report(folder)
+    assert not list(folder.glob("*.png")) and "<img" not in out.read_text()
+    rows.insert(1, {"event": "epoch", "epoch": 0, "step": 6, "train_loss": 1.2, "val_loss": 1.0, "val_acc": 0.5,
+                    "samples_per_s": 950.0})  # two epochs: two points of each epoch curve
+    (folder / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report.report(folder)
+    assert sorted(p.name for p in folder.glob("*.png")) == ["loss.png", "throughput.png"]
 
 
 def test_report_with_many_ranks_shows_their_spread(tmp_path):
@@ -198,7 +219,7 @@ def test_for_folder_reports_every_run_below(tmp_path):
     assert lines[0].startswith("report: not written for") and "no training figures" in lines[0]
 
 
-def test_report_of_a_causal_lm_run_draws_tokens_per_s(tmp_path):
+def test_report_of_a_causal_lm_run_draws_tokens_per_s_and_perplexity(tmp_path):
     # The causal-lm task logs tokens_per_s and val_ppl, not samples_per_s and val_acc: the throughput picture and
     # the epoch table show those, and matplotlib has no empty legend to warn about (warnings are errors here).
     folder = tmp_path / "lm"
@@ -216,3 +237,21 @@ def test_report_of_a_causal_lm_run_draws_tokens_per_s(tmp_path):
     assert warnings == [] and (folder / "throughput.png").stat().st_size > 5000
     assert "<th>tokens_per_s</th>" in page and "<th>val_ppl</th>" in page and "<th>best_val_ppl</th>" in page
     assert "samples_per_s" not in page and "val_acc" not in page
+    # the perplexity curve: per log interval and per epoch
+    assert (folder / "perplexity.png").stat().st_size > 5000 and 'src="perplexity.png"' in page
+
+
+def test_a_short_run_logs_often_enough_for_its_report(tmp_path, capsys):
+    """12 steps without --log-interval (the kind-cpu simulation's run: the default of 50 gave it no interval line and
+    an empty step-time chart): it logs every step, and its report draws every curve a classifier has."""
+    from trainer import cli, train
+
+    assert [cli.log_interval(None, n) for n in (12, 69, 999, 1000, 5000)] == [1, 3, 49, 50, 50]
+    assert cli.log_interval(7, 12) == 7  # a given interval is kept
+    assert train.main(["--samples", "384", "--features", "8", "--batch-size", "32", "--epochs", "1",
+                       "--out-dir", str(tmp_path), "--run-id", "short"]) == 0
+    events = [json.loads(line) for line in (tmp_path / "short" / "metrics.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in events if e["event"] == "ranks"] == list(range(1, 13))
+    report.report(tmp_path / "short")
+    assert sorted(p.name for p in (tmp_path / "short").glob("*.png")) == ["loss.png", "step-time.png",
+                                                                          "throughput.png"]

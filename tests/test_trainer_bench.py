@@ -63,6 +63,11 @@ def test_bench_end_to_end_small(tmp_path):
         assert row["median_samples_per_s"] > 0 and row["median_run_cpu_s"] > 0 and row["median_cores_busy"] > 0
         assert row["min"] <= row["median_samples_per_s"] <= row["max"]
     assert len(b["ratios"]) == 5 and all(v > 0 for v in b["ratios"].values())
+    scraped = b["rows"]["trainer 2x1 +metrics"]
+    assert scraped["scrapes"] == sum(r["scrapes"] for r in scraped["runs"])
+    if scraped["scrapes"]:  # a short run may end before its endpoints are up; what was scraped is the trainer's
+        assert "trainer_world_size" in set().union(*(r["series"] for r in scraped["runs"]))
+    assert "scraped" in res.stdout
     m = result["metrics"]
     assert m["cost_per_step_us"] > 0 and m["fraction"] == pytest.approx(m["cost_per_step_us"] / 1e6 / m["step_s"])
     assert "metrics cost per step (in process, live endpoint)" in res.stdout

@@ -11,7 +11,7 @@ import pytest
 
 from trainer.errors import TrainerError
 from trainer.idx import IdxError, encode_idx, parse_idx, read_idx
-from trainer.tasks import get
+from trainer.tasks.mnist import loader
 from trainer.tasks.mnist import find_files
 from trainer_helpers import write_idx_dataset
 
@@ -121,7 +121,7 @@ def args_for(root):
 @pytest.mark.parametrize("layout", ["mnist", "mnist/raw", "MNIST/raw", "."])
 def test_mnist_finds_every_supported_layout(tmp_path, layout):
     write_idx_dataset(tmp_path / layout, n_train=32, n_val=8)
-    data = get("mnist").load(args_for(tmp_path))
+    data = loader("mnist")(args_for(tmp_path))
     assert data.train_x.shape == (32, 1, 28, 28) and data.val_x.shape == (8, 1, 28, 28)
     assert data.train_y.dtype.is_floating_point is False and int(data.train_y.max()) < 10
     assert abs(float(data.train_x.mean())) < 1e-4  # standardised with the training statistics
@@ -131,7 +131,7 @@ def test_mnist_finds_every_supported_layout(tmp_path, layout):
 def test_fashion_mnist_reads_gz_and_its_own_folder(tmp_path):
     write_idx_dataset(tmp_path / "fashion-mnist", n_train=16, n_val=4, gz=True)
     write_idx_dataset(tmp_path / "mnist", n_train=8, n_val=2)  # must not be picked for fashion-mnist
-    data = get("fashion-mnist").load(args_for(tmp_path))
+    data = loader("fashion-mnist")(args_for(tmp_path))
     assert len(data.train_y) == 16 and len(data.val_y) == 4
     assert str(tmp_path / "fashion-mnist") in data.description
 
@@ -151,10 +151,10 @@ def test_inconsistent_files_are_refused(tmp_path):
     root = write_idx_dataset(tmp_path / "mnist", n_train=8, n_val=2)
     (root / "train-labels-idx1-ubyte").write_bytes(encode_idx(np.zeros(7, dtype=np.uint8)))
     with pytest.raises(IdxError, match="holds 8 images but .* holds 7 labels"):
-        get("mnist").load(args_for(tmp_path))
+        loader("mnist")(args_for(tmp_path))
     (root / "train-labels-idx1-ubyte").write_bytes(encode_idx(np.full(8, 12, dtype=np.uint8)))
     with pytest.raises(IdxError, match="label 12 outside 0..9"):
-        get("mnist").load(args_for(tmp_path))
+        loader("mnist")(args_for(tmp_path))
     (root / "train-images-idx3-ubyte").write_bytes(encode_idx(images(8, 27, 27)))
     with pytest.raises(IdxError, match="images are 27x27, expected 28x28"):
-        get("mnist").load(args_for(tmp_path))
+        loader("mnist")(args_for(tmp_path))

@@ -14,7 +14,7 @@ from tests.trainer_helpers import ROOT
 from trainer import lm_data
 from trainer.errors import TrainerError
 from trainer.tasks.causal_lm import check_model_dir, lr_at
-from trainer.train import parse_args
+from trainer.cli import parse_args
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import tiny_lm  # noqa: E402

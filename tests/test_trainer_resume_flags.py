@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import checkpoint as ckpt
+from trainer.checkpoint import single
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, metrics, run, tagged, torchrun_cmd
 
 pytestmark = pytest.mark.timeout(150)
@@ -117,7 +117,7 @@ def test_checkpoint_of_an_epochs_last_step_from_an_older_trainer_resumes_without
         if p.name != "best.pt":
             p.unlink()
     (folder / "metrics.jsonl").unlink()
-    ckpt.save(folder, state, ckpt.step_name(2), is_best=False)
+    single.write(folder, state, "step-00000002.pt", is_best=False)
 
     again = run(base + ["--run-id", "old"], timeout=60)
     assert again.returncode == 0, again.output

@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from trainer import checkpoint as ckpt
+from trainer.checkpoint import files, single
 from trainer.distributed import DistEnv, attempt_store, read_env
 from trainer.errors import TrainerError
 from trainer.metrics import format_line
 from trainer.sharding import digest, eval_indices, padded_size, shard_indices
+from trainer.cli import parse_args
 from trainer.tasks import TASKS, get
-from trainer.train import parse_args
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -110,67 +111,96 @@ def test_restart_namespace_only_where_torchrun_reuses_its_store():
 
 # ---------------------------------------------------------------- checkpoints
 def state(step=10, epoch=1, task="synthetic", marker=0.0):
-    return {"format": ckpt.FORMAT, "model": {"w": torch.full((3,), marker)}, "epoch": epoch, "epoch_step": 0,
-            "step": step, "identity": {"task": task, "model": "MLP", "params": "p", "data": {"n": 1}}}
+    return {"format": single.FORMAT, "model": {"w": torch.full((3,), marker)}, "optimizer": {}, "epoch": epoch,
+            "epoch_step": 0, "step": step, "identity": {"task": task, "model": "MLP", "params": "p", "data": {"n": 1}}}
+
+
+def save(folder, st, name, is_best):
+    """single.write with the store's names (epoch-0001 for epoch-0001.pt)."""
+    return single.write(folder, st, f"{name}.pt" if name else None, is_best)
+
+
+def find_resume(folder, rejected=frozenset()):
+    found, warnings = single.SingleFile(folder).find(rejected)
+    return (found.path, {**found.meta, **found.state}, warnings) if found else (None, None, warnings)
 
 
 IDENTITY = {"task": "synthetic", "model": "MLP", "params": "p", "data": {"n": 1}}
 
 
 def test_save_writes_checkpoint_pointer_and_best(tmp_path):
-    ckpt.save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=True)
-    ckpt.save(tmp_path, state(step=20, epoch=2, marker=2.0), ckpt.epoch_name(2), is_best=False)
+    save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=True)
+    save(tmp_path, state(step=20, epoch=2, marker=2.0), ckpt.epoch_name(2), is_best=False)
     pointer = json.loads((tmp_path / "latest").read_text())
     assert pointer["file"] == "epoch-0002.pt" and pointer["step"] == 20
     assert pointer["bytes"] == (tmp_path / "epoch-0002.pt").stat().st_size
     best = torch.load(tmp_path / "best.pt", weights_only=True)
     assert best["step"] == 10 and float(best["model"]["w"][0]) == 1.0
     assert not list(tmp_path.glob(".tmp-*"))
-    path, loaded, warnings = ckpt.find_resume(tmp_path)
+    path, loaded, warnings = find_resume(tmp_path)
     assert path.name == "epoch-0002.pt" and loaded["step"] == 20 and warnings == []
 
 
 def test_step_checkpoints_are_pruned_once_superseded(tmp_path):
-    ckpt.save(tmp_path, state(step=5), ckpt.step_name(5), False)
-    ckpt.save(tmp_path, state(step=8), ckpt.step_name(8), False)
+    save(tmp_path, state(step=5), ckpt.step_name(5), False)
+    save(tmp_path, state(step=8), ckpt.step_name(8), False)
     assert [p.name for p in tmp_path.glob("step-*")] == ["step-00000008.pt"]
-    ckpt.save(tmp_path, state(step=16, epoch=1), ckpt.epoch_name(1), False)
+    save(tmp_path, state(step=16, epoch=1), ckpt.epoch_name(1), False)
     assert not list(tmp_path.glob("step-*"))
 
 
 def test_truncated_latest_falls_back_to_the_previous_checkpoint(tmp_path):
-    ckpt.save(tmp_path, state(step=10), ckpt.epoch_name(1), False)
-    ckpt.save(tmp_path, state(step=20, epoch=2), ckpt.epoch_name(2), False)
+    save(tmp_path, state(step=10), ckpt.epoch_name(1), False)
+    save(tmp_path, state(step=20, epoch=2), ckpt.epoch_name(2), False)
     data = (tmp_path / "epoch-0002.pt").read_bytes()
     (tmp_path / "epoch-0002.pt").write_bytes(data[: len(data) // 2])  # e.g. a disk that lost the tail
-    path, loaded, warnings = ckpt.find_resume(tmp_path)
+    path, loaded, warnings = find_resume(tmp_path)
     assert path.name == "epoch-0001.pt" and loaded["step"] == 10
-    assert any("truncated" in w for w in warnings) and any("skipping" in w for w in warnings)
+    assert len(warnings) == 1 and "ignoring `latest`" in warnings[0] and "truncated" in warnings[0], warnings
+    (tmp_path / "latest").unlink()  # no pointer: the scan skips what does not load, with a warning
+    path, loaded, warnings = find_resume(tmp_path)
+    assert path.name == "epoch-0001.pt" and any(w.startswith("skipping checkpoint") for w in warnings), warnings
+
+
+def test_a_checkpoint_rejected_for_its_sha256_stays_rejected(tmp_path):
+    """A file whose bytes changed but still load (here one weight): `latest`'s sha256 rejects it, and the search that
+    follows must not take it as the furthest readable checkpoint (the run would resume from corrupted state)."""
+    save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), False)
+    save(tmp_path, state(step=20, epoch=2, marker=2.0), ckpt.epoch_name(2), False)
+    path = tmp_path / "epoch-0002.pt"
+    data = bytearray(path.read_bytes())
+    at = bytes(data).find(torch.full((3,), 2.0).numpy().tobytes())
+    data[at + 3] ^= 0x01  # the first weight 2.0 -> 8.0, same size
+    path.write_bytes(bytes(data))
+    assert torch.load(path, weights_only=True)["model"]["w"][0] == 8.0  # it loads: only the sha256 tells
+    found, loaded, warnings = find_resume(tmp_path)
+    assert found.name == "epoch-0001.pt" and loaded["step"] == 10, warnings
+    assert warnings == [f"ignoring `latest`: checkpoint {path} does not match the sha256 recorded in `latest`"]
 
 
 def test_temp_files_are_never_resumed_from_and_get_removed(tmp_path):
-    ckpt.save(tmp_path, state(step=10), ckpt.epoch_name(1), False)
+    save(tmp_path, state(step=10), ckpt.epoch_name(1), False)
     # a writer killed between write and rename leaves a complete-looking temp file with a higher step
-    (tmp_path / ".tmp-epoch-0002.pt.abcd").write_bytes(ckpt.serialize(state(step=20, epoch=2)))
+    (tmp_path / ".tmp-epoch-0002.pt.abcd").write_bytes(single.serialize(state(step=20, epoch=2)))
     (tmp_path / "latest").unlink()
-    path, loaded, _ = ckpt.find_resume(tmp_path)
+    path, loaded, _ = find_resume(tmp_path)
     assert path.name == "epoch-0001.pt" and loaded["step"] == 10
-    assert ckpt.remove_temp_files(tmp_path) == [".tmp-epoch-0002.pt.abcd"]
+    assert files.remove_temp(tmp_path) == [".tmp-epoch-0002.pt.abcd"]
 
 
 def test_failed_write_leaves_old_file_and_no_temp(tmp_path):
     target = tmp_path / "latest"
-    ckpt.atomic_write(target, b"old")
+    files.atomic_write(target, b"old")
     with pytest.raises(TypeError):
-        ckpt.atomic_write(target, object())  # fails half-way, after the temp file exists
+        files.atomic_write(target, object())  # fails half-way, after the temp file exists
     assert target.read_bytes() == b"old" and not list(tmp_path.glob(".tmp-*"))
 
 
 def test_garbage_pointer_and_no_checkpoint(tmp_path):
     (tmp_path / "latest").write_text("{not json")
-    path, loaded, warnings = ckpt.find_resume(tmp_path)
+    path, loaded, warnings = find_resume(tmp_path)
     assert path is None and loaded is None and "unreadable pointer" in warnings[0]
-    assert ckpt.find_resume(tmp_path / "missing")[:2] == (None, None)
+    assert find_resume(tmp_path / "missing")[:2] == (None, None)
 
 
 @pytest.mark.parametrize("other,message", [
@@ -190,11 +220,11 @@ def test_unwritable_output_folder(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(TrainerError, match=f"output folder {blocker / 'run'} is not writable"):
-        ckpt.check_writable(blocker / "run")
+        files.check_writable(blocker / "run")
 
 
 def test_file_mode_follows_umask(tmp_path):
-    ckpt.atomic_write(tmp_path / "f", b"x")
+    files.atomic_write(tmp_path / "f", b"x")
     mask = os.umask(0)
     os.umask(mask)
     assert (tmp_path / "f").stat().st_mode & 0o777 == 0o666 & ~mask
@@ -250,12 +280,14 @@ def test_registry_holds_the_four_tasks():
 
 
 def test_synthetic_task_is_reproducible():
+    from trainer.tasks import synthetic
+
     a = parse_args(["--samples", "64", "--features", "8", "--classes", "3", "--seed", "1"])
-    d1, d2 = get("synthetic").load(a), get("synthetic").load(a)
+    d1, d2 = synthetic.load(a), synthetic.load(a)
     assert torch.equal(d1.train_x, d2.train_x) and torch.equal(d1.val_y, d2.val_y)
     assert d1.train_x.shape == (64, 8) and d1.val_x.shape == (16, 8)
     assert len(set(d1.train_y.tolist())) > 1
-    other = get("synthetic").load(parse_args(["--samples", "64", "--features", "8", "--classes", "3", "--seed", "2"]))
+    other = synthetic.load(parse_args(["--samples", "64", "--features", "8", "--classes", "3", "--seed", "2"]))
     assert not torch.equal(d1.train_x, other.train_x)
 
 
@@ -265,8 +297,8 @@ def test_log_line_format():
 
 
 def test_best_only_save_leaves_latest_alone(tmp_path):
-    ckpt.save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=False)
-    ckpt.save(tmp_path, state(step=20, epoch=2, marker=2.0), None, is_best=True)  # epoch 2 not due, but best
+    save(tmp_path, state(step=10, marker=1.0), ckpt.epoch_name(1), is_best=False)
+    save(tmp_path, state(step=20, epoch=2, marker=2.0), None, is_best=True)  # epoch 2 not due, but best
     assert json.loads((tmp_path / "latest").read_text())["file"] == "epoch-0001.pt"
     assert torch.load(tmp_path / "best.pt", weights_only=True)["step"] == 20
     assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["best.pt", "epoch-0001.pt"]
@@ -276,13 +308,13 @@ def test_best_only_save_leaves_latest_alone(tmp_path):
 def test_best_is_never_behind_what_latest_records_whatever_write_fails(tmp_path, monkeypatch):
     """A crash between any two of save()'s writes must not leave best.pt behind the best metrics recorded in
     the checkpoint `latest` names (it was written after `latest` before)."""
-    real_write = ckpt.atomic_write
+    real_write = files.atomic_write
     for crash_at in range(4):  # epoch-0002.pt, best.pt, latest (in some order), then nothing fails
         folder = tmp_path / f"crash-{crash_at}"
         folder.mkdir()
         first = state(step=10, marker=1.0)
         first["best"] = {"val_loss": 0.5, "step": 10}
-        ckpt.save(folder, first, ckpt.epoch_name(1), is_best=True)
+        save(folder, first, ckpt.epoch_name(1), is_best=True)
         calls = []
 
         def failing(path, data, crash_at=crash_at):
@@ -291,15 +323,15 @@ def test_best_is_never_behind_what_latest_records_whatever_write_fails(tmp_path,
                 raise OSError("simulated crash")
             real_write(path, data)
 
-        monkeypatch.setattr(ckpt, "atomic_write", failing)
+        monkeypatch.setattr(files, "atomic_write", failing)
         second = state(step=20, epoch=2, marker=2.0)
         second["best"] = {"val_loss": 0.4, "step": 20}
         try:
-            ckpt.save(folder, second, ckpt.epoch_name(2), is_best=True)
+            save(folder, second, ckpt.epoch_name(2), is_best=True)
         except OSError:
             pass
-        monkeypatch.setattr(ckpt, "atomic_write", real_write)
-        _, resumed, _ = ckpt.find_resume(folder)
+        monkeypatch.setattr(files, "atomic_write", real_write)
+        _, resumed, _ = find_resume(folder)
         best = torch.load(folder / "best.pt", weights_only=True)
         assert best["step"] >= resumed["best"]["step"], (crash_at, calls)
 
@@ -344,7 +376,7 @@ def test_resumed_optimizer_keeps_moments_and_takes_this_runs_hyperparameters():
 
 
 def test_stop_vote_interval_follows_the_grace_period():
-    from trainer.train import stop_check_seconds, steps_until_next_check
+    from trainer.stop import stop_check_seconds, steps_until_next_check
 
     assert stop_check_seconds(30) == 5.0 and stop_check_seconds(600) == 5.0  # at most every 5 s
     assert stop_check_seconds(6) == 1.0 and stop_check_seconds(0.01) == 0.05
@@ -410,3 +442,18 @@ def test_explicit_omp_num_threads_wins(tmp_path):
     root = _cgroup(tmp_path, {"cpu.max": "200000 100000\n"})
     assert choose_threads({"OMP_NUM_THREADS": "3"}, 1, root=root, proc_cgroup="0::/\n", cpus=8) == \
         (None, "OMP_NUM_THREADS=3")
+
+
+def test_an_epochs_training_time_stops_before_its_validation():
+    """train_s and samples/s of an [EPOCH] line count training only: the meter's clocks stop when the steps end."""
+    import time
+
+    from trainer.tracker import Meter
+
+    meter = Meter(torch.device("cpu"), {"loss_sum": 3.0, "samples": 6, "train_s": 2.0}, is_main=True)
+    meter.finish()
+    frozen, cpu = meter.train_seconds(), meter.cpu_seconds()
+    time.sleep(0.05)
+    sum(range(200_000))  # validation's CPU time
+    assert meter.train_seconds() == frozen >= 2.0 and meter.cpu_seconds() == cpu
+    assert meter.partial()["train_s"] == frozen and meter.partial()["count"] == 6.0

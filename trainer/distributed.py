@@ -15,10 +15,10 @@ from typing import Callable, Mapping, TypeVar
 import torch
 import torch.distributed as dist
 
+from trainer.cli import BACKENDS
 from trainer.errors import TrainerError
 
 T = TypeVar("T")
-BACKENDS = ("auto", "nccl", "gloo")
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,11 @@ def init(backend: str, timeout_s: float | None = None) -> tuple[DistEnv, torch.d
 
 def active() -> bool:
     return dist.is_available() and dist.is_initialized()
+
+
+def is_main() -> bool:
+    """Rank 0, or the only process of a world of one."""
+    return not active() or dist.get_rank() == 0
 
 
 def shutdown() -> None:

@@ -1,4 +1,5 @@
-"""The training step and the evaluation pass, shared by the trainer and the benchmark.
+"""The training step and the validation sums of the classification tasks, shared by the trainer and the benchmark;
+the optimiser and how a resumed one keeps this run's hyperparameters.
 
 Nothing here synchronises with the host: losses stay on the device, and callers read them only at their
 logging intervals.
@@ -7,7 +8,7 @@ logging intervals.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -30,9 +31,9 @@ def configure_device(device: torch.device) -> None:
         torch.set_float32_matmul_precision("high")
 
 
-def make_optimizer(model: nn.Module, lr: float, device: torch.device) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, lr: float, device: torch.device, weight_decay: float = 0.0) -> torch.optim.Optimizer:
     # fused AdamW runs the whole update in a few kernels on the GPU
-    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, fused=device.type == "cuda")
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, fused=device.type == "cuda")
 
 
 # On resume the optimiser keeps what it learnt about the parameters (per parameter: AdamW's step count and
@@ -49,8 +50,14 @@ def _show(value) -> str:
 def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict) -> list[str]:
     """Load `saved` into `optimizer`, then put back this run's hyperparameters; returns what changed,
     e.g. ["lr 0.003->1e-05", "fused False->True"]."""
+    return keep_hyperparameters(optimizer, lambda: optimizer.load_state_dict(saved))
+
+
+def keep_hyperparameters(optimizer: torch.optim.Optimizer, load: Callable[[], None]) -> list[str]:
+    """Run `load` (which brings back a saved optimiser state, hyperparameters included: load_state_dict, or DCP's
+    set_state_dict), then put back this run's hyperparameters; returns what changed."""
     wanted = [{k: v for k, v in g.items() if k not in ("params", "param_names")} for g in optimizer.param_groups]
-    optimizer.load_state_dict(saved)
+    load()
     changes: list[str] = []
     for group, new in zip(optimizer.param_groups, wanted):
         for key, value in new.items():
@@ -96,24 +103,16 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tens
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, indices: torch.Tensor, batch_size: int,
-             amp_dtype: torch.dtype | None, channels_last: bool = False) -> torch.Tensor:
-    """Sums over this rank's validation indices: tensor([loss_sum, correct, count]) on the device.
+def eval_sums(model: nn.Module, x: torch.Tensor, y: torch.Tensor, amp_dtype: torch.dtype | None,
+              channels_last: bool = False) -> torch.Tensor:
+    """Sums over one validation batch: tensor([loss_sum, correct, count]) on the device.
 
     Sums, not means, so that an all-reduce gives the exact figures over the whole validation set.
     """
-    was_training = model.training
-    model.eval()
-    sums = torch.zeros(3, device=x.device, dtype=torch.float64)
-    for _, sl in batch_slices(indices.numel(), batch_size):
-        idx = indices[sl]
-        xb, yb = x[idx], y[idx]
-        if channels_last and xb.dim() == 4:
-            xb = xb.contiguous(memory_format=torch.channels_last)
-        with autocast(x.device, amp_dtype):
-            logits = model(xb)
-        sums[0] += F.cross_entropy(logits.float(), yb, reduction="sum").double()
-        sums[1] += (logits.argmax(dim=1) == yb).sum()
-        sums[2] += idx.numel()
-    model.train(was_training)
-    return sums
+    if channels_last and x.dim() == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
+    with autocast(x.device, amp_dtype):
+        logits = model(x)
+    return torch.stack([F.cross_entropy(logits.float(), y, reduction="sum").double(),
+                        (logits.argmax(dim=1) == y).sum().double(),
+                        torch.tensor(float(y.numel()), device=x.device, dtype=torch.float64)])

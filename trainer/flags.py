@@ -1,14 +1,8 @@
-"""Flag types and environment defaults shared by the trainer's parser and the tasks that add flags of their own."""
+"""Flag types shared by the trainer's parser (trainer/cli.py) and the tasks that add flags of their own."""
 from __future__ import annotations
 
 import argparse
-import os
-from typing import Any
-
-
-def env(name: str, default: Any) -> Any:
-    """Environment default for a flag; argparse converts string defaults with the flag's type."""
-    return os.environ.get(name, default)
+import math
 
 
 def boolean(text: str) -> bool:
@@ -35,4 +29,11 @@ def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
     return value

@@ -3,7 +3,8 @@ FSDP2 `fully_shard`: parameters, gradients and optimiser state sharded over the 
 
 Under FSDP each transformer block is its own unit (the model's `_no_split_modules`, as Hugging Face declares
 them), then the root, so one block at a time is gathered in full. Both strategies give the same state-dict
-interface to torch.distributed.checkpoint (trainer/lm_checkpoint.py).
+interface to torch.distributed.checkpoint (trainer/checkpoint/sharded.py). The training loop (trainer/loop.py) wraps
+every task's model here: the classification tasks always under `ddp`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from torch import nn
 
 from trainer import distributed as D
 from trainer.errors import TrainerError
-
-STRATEGIES = ("ddp", "fsdp")
+from trainer.tasks.causal_lm_flags import STRATEGIES
 
 
 def block_classes(model: nn.Module) -> set[str]:

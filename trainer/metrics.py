@@ -1,7 +1,7 @@
 """Rank 0's output: tagged log lines for `kubectl logs | grep` and metrics.jsonl in the run folder.
 
 Lines look like ``[EPOCH] epoch=2/3 train_loss=0.4123 ...``; the same fields go to metrics.jsonl as
-``{"event": "epoch", "time": ..., "epoch": 2, ...}``. Other ranks print nothing.
+``{"event": "epoch", "time": ..., "epoch": 2, ...}``. Other ranks print nothing but their own warnings (`warn`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ def format_line(tag: str, fields: dict[str, Any]) -> str:
             text += f"/{fields[FRACTIONS[k]]}"
         parts.append(f"{k.replace('_per_s', '/s')}={text}")
     return f"[{tag}] " + " ".join(parts)
+
+
+def warn(rank: int, message: str) -> None:
+    """One line on stderr from whichever rank it concerns (RunLog.warn speaks for rank 0 only)."""
+    print(f"[WARN] rank {rank}: {message}", file=sys.stderr, flush=True)
 
 
 class RunLog:

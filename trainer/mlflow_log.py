@@ -1,5 +1,5 @@
 """MLflow tracking from rank 0 when MLFLOW_TRACKING_URI is set: parameters, topology, per-epoch metrics, and the
-best model's folder as an artifact. The MLflow run is named and tagged with the trainer's --run-id, so a resumed
+best model (best.pt, or the causal-LM task's best/ folder) as an artifact. The MLflow run is named and tagged with the trainer's --run-id, so a resumed
 run (a torchrun restart, a new pod) carries on with the same MLflow run instead of starting another.
 
 Stores (mlflow-skinny, pinned in trainer/requirements.txt): a tracking server URL (http://..., the cluster's
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trainer.telemetry import warn
+from trainer.metrics import warn
 
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
@@ -23,7 +23,7 @@ RUN_ID_TAG = "trainer.run_id"
 # Bounded waits for an unreachable server (MLflow's own defaults retry for minutes); the user's values win.
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
                  "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
-EPOCH_METRICS = ("train_loss", "val_loss", "val_acc", "samples_per_s", "train_s")
+EPOCH_METRICS = ("train_loss", "val_loss", "val_acc", "val_ppl", "samples_per_s", "tokens_per_s", "train_s")
 
 
 class MlflowRun:
@@ -71,9 +71,12 @@ class MlflowRun:
 
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:
         best = summary.get("best") or {}
-        best_file = run_dir / "best.pt"
-        if best_file.exists():
-            self.client.log_artifact(self.run_id, str(best_file), artifact_path="best-model")
+        model = Path(summary["model"]) if summary.get("model") else None
+        if model is not None and model.is_file():  # best.pt
+            self.client.log_artifact(self.run_id, str(model), artifact_path="best-model")
+        elif model is not None and model.is_dir():  # the causal-LM task's best/, a save_pretrained folder
+            self.client.log_artifacts(self.run_id, str(model), artifact_path="best-model")
+        if model is not None and model.exists():
             self.client.log_dict(self.run_id, {"run_id": self.name, **best}, "best-model/best.json")
         metrics_file = run_dir / "metrics.jsonl"
         if metrics_file.exists():

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from trainer.telemetry import warn
+from trainer.metrics import warn
 
 URL_ENV = "KUBEFLOW_TRAINER_SERVER_URL"
 CA_ENV = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
@@ -85,7 +85,8 @@ class TrainerProgress:
         self.post(done)
 
     def epoch(self, metrics: dict[str, Any], done: float) -> None:
-        self.metrics.update({k: metrics.get(k) for k in ("epoch", "step", "train_loss", "val_loss", "val_acc")})
+        self.metrics.update({k: metrics.get(k) for k in ("epoch", "step", "train_loss", "val_loss", "val_acc", "val_ppl")
+                             if metrics.get(k) is not None})
         self.post(done)
 
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:

@@ -1,5 +1,6 @@
-"""Pictures of a run from its metrics.jsonl: report.html beside loss.png, throughput.png and step-time.png in the
-run folder (matplotlib, Agg: no display needed).
+"""Pictures of a run from its metrics.jsonl: report.html beside loss.png, perplexity.png (the causal-LM task),
+throughput.png and step-time.png in the run folder (matplotlib, Agg: no display needed), each drawn only when it has a
+curve to show.
 
     python -m trainer.report /out/run-001        # what `make report RUN=/out/run-001` runs
 """
@@ -15,9 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-PNGS = ("loss.png", "throughput.png", "step-time.png")
-
 
 class ReportError(Exception):
     pass
@@ -55,10 +53,14 @@ def series(events: list[dict[str, Any]], event: str, key: str) -> tuple[list[flo
 
 
 def throughput_key(events: list[dict[str, Any]]) -> str:
-    """What the run counts its throughput in: samples_per_s (image and synthetic tasks) or tokens_per_s (causal-lm)."""
-    if any(_num(e.get("tokens_per_s")) for e in events) and not any(_num(e.get("samples_per_s")) for e in events):
-        return "tokens_per_s"
-    return "samples_per_s"
+    """What the run counts its throughput in: tokens_per_s (causal-lm, which also logs sequences as samples_per_s in
+    its epochs) or samples_per_s (image and synthetic tasks)."""
+    return "tokens_per_s" if any(_num(e.get("tokens_per_s")) for e in events) else "samples_per_s"
+
+
+def drawable(*lines: list[Any]) -> bool:
+    """A chart has something to show when one of its lines has two points or more (one dot is no curve)."""
+    return any(len(xs) >= 2 for xs in lines)
 
 
 def _atomic(path: Path, data: bytes) -> None:
@@ -82,24 +84,19 @@ def _save(fig: Any, path: Path) -> None:
     _atomic(path, buf.getvalue())
 
 
-def plot(events: list[dict[str, Any]], folder: Path, title: str) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    made = []
-    # loss and validation
+def _loss(events: list[dict[str, Any]], folder: Path, title: str, plt: Any) -> bool:
+    lines = [(series(events, event, key), style, label) for event, key, style, label in (
+        ("train", "loss", "-", "train loss (log interval)"), ("epoch", "train_loss", "o-", "train loss (epoch)"),
+        ("epoch", "val_loss", "s-", "validation loss (epoch)"))]
+    if not drawable(*[xs for (xs, _), _, _ in lines]):
+        return False
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    for event, key, style, label in (("train", "loss", "-", "train loss (log interval)"),
-                                     ("epoch", "train_loss", "o-", "train loss (epoch)"),
-                                     ("epoch", "val_loss", "s-", "validation loss (epoch)")):
-        xs, ys = series(events, event, key)
+    for (xs, ys), style, label in lines:
         if xs:
             ax.plot(xs, ys, style, label=label, linewidth=1.2, markersize=4)
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy loss")
-    if any(y > 0 for _, ys in [series(events, "train", "loss")] for y in ys):
+    if any(y > 0 for y in series(events, "train", "loss")[1]):
         ax.set_yscale("log")
     xs, ys = series(events, "epoch", "val_acc")
     if xs:
@@ -112,12 +109,36 @@ def plot(events: list[dict[str, Any]], folder: Path, title: str) -> list[str]:
     ax.set_title(f"{title}: loss and validation")
     ax.grid(alpha=0.3)
     _save(fig, folder / "loss.png")
-    made.append("loss.png")
-    # throughput
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    return True
+
+
+def _perplexity(events: list[dict[str, Any]], folder: Path, title: str, plt: Any) -> bool:
+    train, val = series(events, "train", "ppl"), series(events, "epoch", "val_ppl")
+    if not drawable(train[0], val[0]):
+        return False
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for (xs, ys), style, label in ((train, "-", "train perplexity (log interval)"),
+                                   (val, "s-", "validation perplexity (epoch)")):
+        if xs:
+            ax.plot(xs, ys, style, label=label, linewidth=1.2, markersize=4)
+    ax.set_xlabel("step")
+    ax.set_ylabel("perplexity = exp(loss)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{title}: perplexity")
+    ax.grid(alpha=0.3, which="both")
+    _save(fig, folder / "perplexity.png")
+    return True
+
+
+def _throughput(events: list[dict[str, Any]], folder: Path, title: str, plt: Any) -> bool:
     unit = throughput_key(events)
-    for event, style, label in (("train", "-", "log interval"), ("epoch", "o", "epoch")):
-        xs, ys = series(events, event, unit)
+    lines = [(series(events, event, unit), style, label) for event, style, label in
+             (("train", "-", "log interval"), ("epoch", "o", "epoch"))]
+    if not drawable(*[xs for (xs, _), _, _ in lines]):
+        return False
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for (xs, ys), style, label in lines:
         if xs:
             ax.plot(xs, ys, style, label=label, linewidth=1.2, markersize=4)
     ax.set_xlabel("step")
@@ -127,11 +148,15 @@ def plot(events: list[dict[str, Any]], folder: Path, title: str) -> list[str]:
     ax.set_title(f"{title}: throughput")
     ax.grid(alpha=0.3)
     _save(fig, folder / "throughput.png")
-    made.append("throughput.png")
-    # step time per rank
+    return True
+
+
+def _step_time(events: list[dict[str, Any]], folder: Path, title: str, plt: Any) -> bool:
     ranks = [e for e in events if e["event"] == "ranks" and isinstance(e.get("step_s"), list) and _num(e.get("step"))]
+    if len(ranks) < 2:
+        return False
     fig, ax = plt.subplots(figsize=(8, 3.8))
-    world = max((len(e["step_s"]) for e in ranks), default=0)
+    world = max(len(e["step_s"]) for e in ranks)
     shown = min(world, 16)  # a legend of 16 ranks at most; more ranks: their spread
     for r in range(shown):
         pts = [(e["step"], e["step_s"][r] * 1000) for e in ranks if r < len(e["step_s"]) and _num(e["step_s"][r])]
@@ -146,14 +171,32 @@ def plot(events: list[dict[str, Any]], folder: Path, title: str) -> list[str]:
     ax.set_xlabel("step")
     ax.set_ylabel("ms per step (log-interval mean)")
     ax.set_ylim(bottom=0)
-    if world:
-        ax.legend(fontsize=7, ncol=2)
-    else:
-        ax.text(0.5, 0.5, "no per-rank figures in metrics.jsonl", ha="center", transform=ax.transAxes)
+    ax.legend(fontsize=7, ncol=2)
     ax.set_title(f"{title}: step time per rank (solid) and batch-fetch time (dotted)")
     ax.grid(alpha=0.3)
     _save(fig, folder / "step-time.png")
-    made.append("step-time.png")
+    return True
+
+
+CHARTS = (("loss.png", _loss), ("perplexity.png", _perplexity), ("throughput.png", _throughput),
+          ("step-time.png", _step_time))
+PNGS = tuple(name for name, _ in CHARTS)
+
+
+def plot(events: list[dict[str, Any]], folder: Path, title: str) -> list[str]:
+    """The charts that have something to show (a picture of one dot, or of nothing, is not drawn); a picture of an
+    earlier report that has nothing to show now is removed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    for name, draw in CHARTS:
+        if draw(events, folder, title, plt):
+            made.append(name)
+        else:
+            (folder / name).unlink(missing_ok=True)
     return made
 
 
@@ -176,15 +219,16 @@ def write_html(events: list[dict[str, Any]], folder: Path, title: str, pngs: lis
         parts.append(f"<h2>Attempts ({len(starts)})</h2>")
         parts.append(table(starts, ["world", "backend", "device", "restart", "task", "data", "batch_per_rank",
                                     "lr", "epochs"]))
-    # the causal-lm task reports perplexity where the classifiers report accuracy
-    val = "val_ppl" if any(_num(e.get("val_ppl")) for e in epochs) else "val_acc"
+    # the causal-lm task reports perplexity (and next-token accuracy), the classifiers accuracy
+    vals = [k for k in ("val_ppl", "val_acc") if any(_num(e.get(k)) for e in epochs)] or ["val_acc"]
     if done:
-        parts.append("<h2>Result</h2>" + table(done[-1:], ["epochs", "steps", "best_val_loss", f"best_{val}",
+        parts.append("<h2>Result</h2>" + table(done[-1:], ["epochs", "steps", "best_val_loss",
+                                                          *[f"best_{k}" for k in vals if f"best_{k}" in done[-1]],
                                                           "best_epoch", "train_s", "total_s"]))
     parts += [f'<h2>{html.escape(p.removesuffix(".png"))}</h2><img src="{html.escape(p)}" alt="{html.escape(p)}">'
               for p in pngs]
     if epochs:
-        parts.append("<h2>Epochs</h2>" + table(epochs, ["epoch", "step", "train_loss", "val_loss", val,
+        parts.append("<h2>Epochs</h2>" + table(epochs, ["epoch", "step", "train_loss", "val_loss", *vals,
                                                          throughput_key(events), "train_s", "checkpoint", "best"]))
     path = folder / "report.html"
     _atomic(path, "\n".join(parts).encode())

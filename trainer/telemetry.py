@@ -1,7 +1,7 @@
 """What a run tells the world while it trains: a Prometheus endpoint on every rank (METRICS_PORT), MLflow tracking
 on rank 0 (MLFLOW_TRACKING_URI) and Kubeflow Trainer's TrainJob progress on rank 0 (KUBEFLOW_TRAINER_SERVER_URL).
 
-train.py calls one `Telemetry` object at a handful of points (start, each stop vote, each log interval, each
+The training loop (trainer/loop.py) calls one `Telemetry` object at a handful of points (start, each stop vote, each log interval, each
 epoch, each checkpoint, the end); each observer is off unless its variable is set, and none can stop training:
 a port in use, an unreachable server or a refused request is one warning line, then the run goes on without it.
 
@@ -14,11 +14,12 @@ time, data-loading time and, on a GPU, memory. See docs/trainer.md "Watching a r
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+
+from trainer.metrics import warn
 
 METRICS_PORT_ENV = "METRICS_PORT"
 PREFIX = "trainer_"
@@ -42,11 +43,6 @@ GAUGES: dict[str, tuple[str, str]] = {
     "gpu_memory_allocated_bytes": ("this rank's GPU memory allocated by tensors (torch.cuda.memory_allocated)", "rank"),
     "gpu_memory_peak_bytes": ("this rank's peak GPU memory allocated (torch.cuda.max_memory_allocated)", "rank"),
 }
-
-
-def warn(rank: int, message: str) -> None:
-    """One line on stderr from whichever rank it concerns (RunLog.warn speaks for rank 0 only)."""
-    print(f"[WARN] rank {rank}: {message}", file=sys.stderr, flush=True)
 
 
 def metrics_port(env: Mapping[str, str], local_rank: int) -> tuple[int | None, str | None]:
@@ -185,14 +181,11 @@ class Telemetry:
         if self.observers:
             self._notify("epoch", metrics, metrics["epoch"] / max(1, epochs))
 
-    def checkpoint(self, path: Path | None, seconds: float) -> None:
-        if self.endpoint is None or path is None:
+    def checkpoint(self, nbytes: int | None, seconds: float) -> None:
+        if self.endpoint is None or nbytes is None:
             return
         self.endpoint.set("checkpoint_save_seconds", seconds)
-        try:
-            self.endpoint.set("checkpoint_bytes", path.stat().st_size)
-        except OSError:
-            pass
+        self.endpoint.set("checkpoint_bytes", nbytes)
 
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:
         self._notify("done", summary, run_dir)

@@ -1,14 +1,15 @@
-"""`causal-lm`: fine-tune a Hugging Face causal language model (AutoModelForCausalLM) on JSONL text.
+"""`causal-lm`: fine-tune a Hugging Face causal language model (AutoModelForCausalLM) on JSONL text: its model, data
+and step; the loop, checkpoints, stop vote and telemetry are the trainer's (trainer/loop.py).
 
 The model and tokenizer come from a local folder (`--model-local-dir /models/<name>`, always with
 local_files_only), or from the hub only when `--model-id` names one and the run is online (the `hf-token`
 Secret's HUGGINGFACE_HUB_TOKEN for gated models). Data: `--train-file` and `--val-file` (JSONL, `text` or
 `prompt`/`completion`; trainer/lm_data.py), tokenised once and packed into `--seq-len` blocks that each rank
-reads from disk for its own shard. After every epoch: validation loss and perplexity over all ranks, a
-Hugging Face folder `<run>/epoch-NNNN/`, and `<run>/best/` when the validation loss is the lowest so far.
-Training state goes to sharded torch.distributed.checkpoint folders (trainer/lm_checkpoint.py), with `ddp`
-or `fsdp` (trainer/fsdp.py). This task runs its own loop (token batches, gradient accumulation, schedule);
-flags, logging, the stop vote, errors and exit codes are the trainer's.
+reads from disk for its own shard. A step: `--grad-accum` micro-batches of `--batch-size` blocks, the loss the mean
+over the step's label tokens, gradient clipping, a warm-up and cosine schedule of the learning rate by global step.
+Validation: loss, perplexity and next-token accuracy over every validation token. Its exports: a Hugging Face folder
+`<run>/epoch-NNNN/` after each checkpointed epoch and `<run>/best/` when the validation loss is the lowest so far;
+its checkpoints are the sharded format (trainer/checkpoint/sharded.py), under `ddp` or `fsdp` (trainer/fsdp.py).
 """
 
 from __future__ import annotations
@@ -16,69 +17,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import math
 import os
-import socket
-import time
-from dataclasses import dataclass, field
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
 from trainer import distributed as D
-from trainer.flags import boolean as _bool, env as _env, non_negative_int as _non_negative_int, positive as _positive
 from trainer import engine
-from trainer import fsdp
-from trainer import lm_checkpoint as lmc
 from trainer import lm_data
-from trainer.errors import Preempted, TrainerError
-from trainer.sharding import eval_indices, shard_indices
-from trainer.tasks import Task, register
+from trainer.checkpoint import files
+from trainer.errors import TrainerError
+from trainer.tasks import Context, Task
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-SCHEDULES = ("cosine", "constant")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("causal-lm task")
-    g.add_argument("--model-local-dir", default=_env("MODEL_LOCAL_DIR", None),
-                   help="[MODEL_LOCAL_DIR] folder with config.json and the weights (save_pretrained's layout)")
-    g.add_argument("--tokenizer-local-dir", default=_env("TOKENIZER_LOCAL_DIR", None),
-                   help="[TOKENIZER_LOCAL_DIR] tokenizer folder; None: --model-local-dir")
-    g.add_argument("--model-id", default=_env("MODEL_ID", None),
-                   help="[MODEL_ID] hub id, used only without --model-local-dir and when online "
-                        "(HUGGINGFACE_HUB_TOKEN for gated models)")
-    g.add_argument("--local-files-only", type=_bool, nargs="?", const=True, default=_env("LOCAL_FILES_ONLY", "false"),
-                   help="[LOCAL_FILES_ONLY] never contact the hub (also when TRANSFORMERS_OFFLINE or HF_HUB_OFFLINE is 1)")
-    g.add_argument("--train-file", default=_env("TRAIN_FILE", None),
-                   help="[TRAIN_FILE] JSONL, `text` or `prompt`/`completion` per line; None: <data-root>/train.jsonl")
-    g.add_argument("--val-file", default=_env("VAL_FILE", None),
-                   help="[VAL_FILE] validation JSONL; None: <data-root>/val.jsonl")
-    g.add_argument("--seq-len", type=_positive(int), default=_env("SEQ_LEN", "512"),
-                   help="[SEQ_LEN] tokens per packed block (at most the model's maximum)")
-    g.add_argument("--grad-accum", type=_positive(int), default=_env("GRAD_ACCUM", "1"),
-                   help="[GRAD_ACCUM] micro-batches of --batch-size blocks per optimiser step")
-    g.add_argument("--clip-grad", type=float, default=_env("CLIP_GRAD", "1.0"),
-                   help="[CLIP_GRAD] gradient norm clipping (0: off)")
-    g.add_argument("--warmup-steps", type=_non_negative_int, default=_env("WARMUP_STEPS", None),
-                   help="[WARMUP_STEPS] linear warm-up; None: 5 %% of the run's steps")
-    g.add_argument("--lr-schedule", choices=SCHEDULES, default=_env("LR_SCHEDULE", "cosine"),
-                   help="[LR_SCHEDULE] after the warm-up: cosine decay to --min-lr-ratio x --lr, or constant")
-    g.add_argument("--min-lr-ratio", type=float, default=_env("MIN_LR_RATIO", "0.1"),
-                   help="[MIN_LR_RATIO] the cosine schedule's final learning rate, as a fraction of --lr")
-    g.add_argument("--weight-decay", type=float, default=_env("WEIGHT_DECAY", "0.0"),
-                   help="[WEIGHT_DECAY] AdamW weight decay")
-    g.add_argument("--strategy", choices=fsdp.STRATEGIES, default=_env("STRATEGY", "ddp"),
-                   help="[STRATEGY] ddp: a model replica per rank; fsdp: FSDP2 fully_shard, parameters, "
-                        "gradients and optimiser state sharded over the ranks")
-    g.add_argument("--token-cache", default=_env("TOKEN_CACHE", None),
-                   help="[TOKEN_CACHE] folder of the tokenised data; None: <out-dir>/<run-id>/tokens")
-    g.add_argument("--save-epochs", type=_bool, nargs="?", const=True, default=_env("SAVE_EPOCHS", "true"),
-                   help="[SAVE_EPOCHS] write <run>/epoch-NNNN/ with save_pretrained after each checkpointed epoch")
+METRICS = "metrics.json"
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -170,11 +130,10 @@ def load_model(source: str, local: bool):
                                                     token=None if local else token)
     except (OSError, ValueError) as e:
         raise TrainerError(f"model {source}: {str(e).splitlines()[0][:200]}") from None
-
-
-def param_signature(model: torch.nn.Module) -> str:
-    text = ";".join(f"{k}:{tuple(v.shape)}" for k, v in model.state_dict().items())
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    except Exception as e:  # a damaged weights file (safetensors' SafetensorError, a torch unpickling error, ...)
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise TrainerError(f"model {source}: its weights cannot be read ({type(e).__name__}: {first}); copy the "
+                           "folder again or write it with save_pretrained") from None
 
 
 def lr_at(step: int, total: int, warmup: int, base: float, schedule: str, min_ratio: float) -> float:
@@ -187,48 +146,184 @@ def lr_at(step: int, total: int, warmup: int, base: float, schedule: str, min_ra
     return base * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-# --------------------------------------------------------------------------------------------- state
-@dataclass
-class Progress:
-    epoch: int = 0
-    epoch_step: int = 0
-    step: int = 0
-    best: dict[str, Any] = field(default_factory=dict)
+# --------------------------------------------------------------------------------------------- the run
+def _tokenizer_key(tok) -> str:
+    try:
+        text = tok.backend_tokenizer.to_str()
+    except AttributeError:
+        text = repr(sorted(tok.get_vocab().items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@dataclass
-class Loaded:
-    model: torch.nn.Module
-    tokenizer: Any
-    model_source: str
-    seq_len: int
-    warnings: list[str]
+class _ResyncOnExit:
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.model.set_requires_gradient_sync(True)
+        return False
+
+
+def _sync_ctx(model, last: bool):
+    """Gradients are reduced once per optimiser step: on the last micro-batch."""
+    if last:
+        return contextlib.nullcontext()
+    if hasattr(model, "no_sync"):  # DDP
+        return model.no_sync()
+    if hasattr(model, "set_requires_gradient_sync"):  # FSDP2: reduce-scatter once per step
+        model.set_requires_gradient_sync(False)
+        return _ResyncOnExit(model)
+    return contextlib.nullcontext()
 
 
 class LMRun:
-    def __init__(self, trainer):
-        self.t = trainer
-        self.args, self.denv, self.device = trainer.args, trainer.denv, trainer.device
-        self.log, self.stop, self.run_dir = trainer.log, trainer.stop, trainer.run_dir
-        self.amp = engine.AMP_DTYPES[self.args.amp]
+    """The TaskRun of causal-lm (trainer/tasks/__init__.py)."""
+
+    unit = "tokens"
+    schedules_lr = True  # the step sets the learning rate: a saved optimiser's lr is the schedule's, not a flag
+
+    def __init__(self, args: argparse.Namespace, world: int, model, tokenizer, source: str, train: lm_data.TokenFile,
+                 val: lm_data.TokenFile, train_path: Path, val_path: Path, tokenizer_key: str):
+        self.args, self.world, self.model, self.tokenizer, self.source = args, world, model, tokenizer, source
+        self.train, self.val = train, val
+        self.model_name = getattr(model.config, "model_type", type(model).__name__)
+        self.data_identity = {"tokenizer": tokenizer_key, "seq_len": args.seq_len, "train": train.digest,
+                              "val": val.digest}
+        self.description = (f"{train_path} ({train.docs} docs, {train.tokens} tokens, {train.blocks} blocks) + "
+                            f"{val_path} ({val.docs} docs, {val.blocks} blocks)")
+        self.train_size, self.val_size = train.blocks, val.blocks
+        self.strategy, self.weight_decay, self.accumulation = args.strategy, args.weight_decay, args.grad_accum
+        self.index_device = torch.device("cpu")  # the blocks are read from the memory-mapped cache per batch
+        self.device = torch.device("cpu")
+        self.amp = engine.AMP_DTYPES[args.amp]
+        self.warnings: list[str] = []
+        self.total = self.warmup = 0
+
+    def to(self, device: torch.device, channels_last: bool) -> None:
+        self.device = device
+        self.model.config.use_cache = False
+
+    def start(self, total_steps: int) -> dict[str, Any]:
         args = self.args
-        data_root = Path(args.data_root)
-        self.train_path = Path(args.train_file or data_root / "train.jsonl")
-        self.val_path = Path(args.val_file or data_root / "val.jsonl")
-        self.cache_dir = Path(args.token_cache) if args.token_cache else self.run_dir / "tokens"
+        self.total = total_steps
+        self.warmup = args.warmup_steps if args.warmup_steps is not None else int(0.05 * total_steps)
+        return {"strategy": args.strategy, "model": self.source, "model_type": self.model_name,
+                "params": sum(p.numel() for p in self.model.parameters()),  # a DTensor (FSDP) counts its global size
+                "seq_len": args.seq_len, "grad_accum": args.grad_accum,
+                "tokens_per_step": args.batch_size * args.grad_accum * args.seq_len * self.world,
+                "schedule": args.lr_schedule, "warmup_steps": self.warmup, "clip_grad": args.clip_grad}
 
-    # ---- set-up, each stage agreed on by every rank
-    def _load(self) -> Loaded:
-        args, main = self.args, self.denv.is_main
-        warnings: list[str] = []
-        if main:
-            from trainer import checkpoint as ckpt
+    def lr(self, step: int) -> float:
+        a = self.args
+        return lr_at(step, self.total, self.warmup, a.lr, a.lr_schedule, a.min_lr_ratio)
 
-            ckpt.check_writable(self.run_dir)
-            removed = lmc.remove_temp(self.run_dir)
-            if removed:
-                warnings.append(f"removed {len(removed)} leftover temporary folder(s) of an interrupted write: "
-                                + ", ".join(removed[:5]))
+    def fetch(self, window: torch.Tensor) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
+        b = self.args.batch_size
+        micro = [self.train.batch(window[i:i + b]) for i in range(0, window.numel(), b)]
+        return micro, sum(int((y[:, 1:] != lm_data.IGNORE).sum()) for _, y in micro)
+
+    def _forward(self, model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sum of the token losses of a micro-batch (labels -100 excluded), float32, and the logits."""
+        with engine.autocast(self.device, self.amp):
+            logits = model(input_ids=x).logits
+        loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), y[:, 1:].reshape(-1),
+                               ignore_index=lm_data.IGNORE, reduction="sum")
+        return loss, logits
+
+    def train_step(self, model, optimizer: torch.optim.Optimizer, batch, step: int) -> tuple[torch.Tensor, float, int]:
+        micro, count = batch
+        lr = self.lr(step)
+        for g in optimizer.param_groups:
+            g["lr"] = lr
+        loss_sum = torch.zeros((), device=self.device, dtype=torch.float64)
+        for k, (x, y) in enumerate(micro):
+            x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+            with _sync_ctx(model, k == len(micro) - 1):
+                loss, _ = self._forward(model, x, y)
+                (loss / max(count, 1)).backward()
+            loss_sum += loss.detach().double()
+        if self.args.clip_grad > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), self.args.clip_grad)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss_sum, count, sum(x.shape[0] for x, _ in micro)
+
+    def val_step(self, model, idx: torch.Tensor) -> torch.Tensor:
+        # FSDP: every rank runs as many forward passes (each gathers the parameters collectively), so a rank
+        # without validation blocks left runs one on a block it does not count
+        real = idx.numel() > 0
+        x, y = self.val.batch(idx if real else torch.zeros(1, dtype=torch.int64))
+        x, y = x.to(self.device), y.to(self.device)
+        loss, logits = self._forward(model, x, y)
+        if not real:
+            return torch.zeros(3, device=self.device, dtype=torch.float64)
+        labels = y[:, 1:]
+        counted = labels != lm_data.IGNORE
+        correct = ((logits[:, :-1].argmax(dim=-1) == labels) & counted).sum()
+        return torch.stack([loss.double(), correct.double(), counted.sum().double()])
+
+    def train_fields(self, loss: float, step: int) -> dict[str, Any]:
+        return {"ppl": math.exp(min(loss, 50)), "lr": self.lr(step - 1)}
+
+    def val_fields(self, val_loss: float) -> dict[str, Any]:
+        return {"val_ppl": math.exp(min(val_loss, 50))}
+
+    def exports(self, epoch: int, checkpointed: bool, is_best: bool) -> list[str]:
+        names = ["best"] if is_best else []
+        if checkpointed and self.args.save_epochs:
+            names.append(f"epoch-{epoch:04d}")
+        return names
+
+    def export(self, run_dir: Path, name: str, model, metrics: dict[str, Any]) -> None:
+        """Collective: gather the full weights on rank 0 (CPU), which writes <run>/<name>/ with save_pretrained
+        (model, config, tokenizer) and metrics.json, swapped in whole."""
+        full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+        def write() -> None:
+            if not D.is_main():
+                return
+            target, tmp, old = run_dir / name, run_dir / f"{files.TMP_PREFIX}{name}", run_dir / f"{files.TMP_PREFIX}old-{name}"
+            try:
+                shutil.rmtree(tmp, ignore_errors=True)
+                self.model.save_pretrained(tmp, state_dict=full)
+                self.tokenizer.save_pretrained(tmp)
+                # transformers writes the weights through a 0600 temporary file: give them the usual mode, so that
+                # an inference server running as another user of the pod's group can read best/
+                for f in tmp.iterdir():
+                    f.chmod(files.FILE_MODE)
+                files.atomic_write(tmp / METRICS, (json.dumps(metrics, sort_keys=True) + "\n").encode())
+                shutil.rmtree(old, ignore_errors=True)
+                if target.exists():
+                    os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            except OSError as e:
+                raise TrainerError(f"cannot write {target}: {e.strerror or e}") from None
+
+        D.agree(write)
+
+    def exported_step(self, run_dir: Path, name: str) -> int | None:
+        try:
+            step = json.loads((run_dir / name / METRICS).read_text()).get("step")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return step if isinstance(step, int) else None
+
+
+def build(task: Task, ctx: Context) -> LMRun:
+    """Each stage agreed on by every rank: check and load model and tokenizer, tokenise (one process per node), open
+    the token caches."""
+    args, denv = ctx.args, ctx.denv
+    data_root = Path(args.data_root)
+    train_path = Path(args.train_file or data_root / "train.jsonl")
+    val_path = Path(args.val_file or data_root / "val.jsonl")
+    cache_dir = Path(args.token_cache) if args.token_cache else ctx.run_dir / "tokens"
+    quiet_transformers()
+
+    def load():
         if args.clip_grad < 0:
             raise TrainerError(f"--clip-grad {args.clip_grad} must be >= 0 (0: off)")
         if not 0 <= args.min_lr_ratio <= 1:
@@ -244,300 +339,24 @@ class LMRun:
         if limit is not None and args.seq_len > limit:
             raise TrainerError(f"--seq-len {args.seq_len} exceeds the maximum sequence length of model "
                                f"{model_src} ({limit}); use --seq-len {limit} or less")
-        for path in (self.train_path, self.val_path):
+        for path in (train_path, val_path):
             if not path.is_file():
                 raise TrainerError(f"data file {path} does not exist (JSONL with `text` or `prompt`/`completion`)")
-        torch.manual_seed(args.seed)
         model = load_model(model_src, local)
-        if model.get_input_embeddings().weight.shape[0] < len(tokenizer):
-            raise TrainerError(f"tokenizer {tok_src} has {len(tokenizer)} tokens, more than the "
-                               f"{model.get_input_embeddings().weight.shape[0]} embeddings of model {model_src}")
-        return Loaded(model, tokenizer, model_src, args.seq_len, warnings)
+        embeddings = model.get_input_embeddings().weight.shape[0]
+        if embeddings < len(tokenizer):
+            raise TrainerError(f"tokenizer {tok_src} has {len(tokenizer)} tokens, more than the {embeddings} "
+                               f"embeddings of model {model_src}")
+        return model, tokenizer, model_src, _tokenizer_key(tokenizer), embeddings
 
-    def _tokenizer_key(self, tok) -> str:
-        try:
-            text = tok.backend_tokenizer.to_str()
-        except AttributeError:
-            text = repr(sorted(tok.get_vocab().items()))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+    model, tokenizer, source, key, vocab = D.agree(load)
 
-    def _build_caches(self, loaded: Loaded) -> tuple[Path, Path] | None:
-        # one process per node tokenises (the others would only repeat it); the cache may be shared
-        if self.denv.local_rank != 0:
-            return None
-        tok = loaded.tokenizer
-        key = self._tokenizer_key(tok)
-        vocab = loaded.model.get_input_embeddings().weight.shape[0]
-        return tuple(lm_data.build_cache(p, self.cache_dir, tok, key, tok.eos_token_id, vocab)  # type: ignore
-                     for p in (self.train_path, self.val_path))
+    def caches() -> list[Path]:
+        # present after the tokenising stage: only looks them up
+        return [lm_data.build_cache(p, cache_dir, tokenizer, key, tokenizer.eos_token_id, vocab)
+                for p in (train_path, val_path)]
 
-    def _open(self, loaded: Loaded) -> tuple[lm_data.TokenFile, lm_data.TokenFile, dict, Path | None, dict | None]:
-        key = self._tokenizer_key(loaded.tokenizer)
-        vocab = loaded.model.get_input_embeddings().weight.shape[0]
-        headers = [lm_data.build_cache(p, self.cache_dir, loaded.tokenizer, key, loaded.tokenizer.eos_token_id, vocab)
-                   for p in (self.train_path, self.val_path)]  # present by now: only looks them up
-        train, val = (lm_data.open_cache(h, self.args.seq_len) for h in headers)
-        identity = {"model_type": getattr(loaded.model.config, "model_type", type(loaded.model).__name__),
-                    "params": param_signature(loaded.model), "tokenizer": key, "seq_len": self.args.seq_len,
-                    "train": train.digest, "val": val.digest}
-        path, meta = lmc.find_resume(self.run_dir)
-        if meta is not None:
-            lmc.check_identity(meta, identity, path)
-        return train, val, identity, path, meta
-
-    # ---- the run
-    def run(self) -> int:
-        args, denv, device = self.args, self.denv, self.device
-        self.stop.install()
-        quiet_transformers()
-        loaded = D.agree(self._load)
-        for w in loaded.warnings:
-            self.log.warn(w)
-        D.agree(lambda: self._build_caches(loaded))
-        train, val, identity, resume_path, meta = D.agree(lambda: self._open(loaded))
-
-        engine.configure_device(device)
-        base = loaded.model.to(device)
-        base.config.use_cache = False
-        model, units = fsdp.wrap(base, args.strategy, device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay,
-                                      fused=device.type == "cuda")
-        self.model, self.base, self.optimizer, self.tokenizer = model, base, optimizer, loaded.tokenizer
-        self.train_data, self.val_data, self.identity = train, val, identity
-
-        progress = Progress()
-        if meta is not None:
-            lmc.load(resume_path, model, optimizer)
-            progress = Progress(meta["epoch"], meta["epoch_step"], meta["step"], dict(meta.get("best") or {}))
-            rngs = meta.get("rng") or []
-            if denv.rank < len(rngs) and meta.get("world_size") == denv.world_size:
-                torch.manual_seed(int(rngs[denv.rank]))
-            if meta.get("data_seed") is not None and meta["data_seed"] != args.seed:
-                self.log.warn(f"--seed {args.seed} ignored: this run shuffles its data with seed {meta['data_seed']}, "
-                              "the seed of its checkpoint")
-                args.seed = int(meta["data_seed"])
-            shape = (meta.get("world_size"), meta.get("batch_size"), meta.get("grad_accum"))
-            if progress.epoch_step and shape != (denv.world_size, args.batch_size, args.grad_accum):
-                self.log.warn(f"checkpoint was taken mid-epoch with world x batch x accumulation {shape[0]} x "
-                              f"{shape[1]} x {shape[2]}; now {denv.world_size} x {args.batch_size} x "
-                              f"{args.grad_accum}: epoch {progress.epoch + 1} starts again from its beginning")
-                progress.epoch_step = 0
-
-        per_step = args.batch_size * args.grad_accum
-        self.steps_per_epoch = math.ceil(math.ceil(train.blocks / denv.world_size) / per_step)
-        total = self.steps_per_epoch * args.epochs
-        if args.max_steps:
-            total = min(total, args.max_steps)
-        self.total_steps = total
-        self.warmup = args.warmup_steps if args.warmup_steps is not None else int(0.05 * total)
-        n_params = sum(p.numel() for p in base.parameters())  # a DTensor (FSDP) counts its global size
-        self.log.emit("DDP", "start", world=denv.world_size, backend=denv.backend if D.active() else "none",
-                      device=str(device), local_world=denv.local_world_size, host=socket.gethostname(),
-                      restart=denv.restart_count, task="causal-lm", strategy=args.strategy,
-                      fsdp_units=units or None, model=loaded.model_source, model_type=identity["model_type"],
-                      params=n_params, seq_len=args.seq_len,
-                      data=f"{self.train_path} ({train.docs} docs, {train.tokens} tokens, {train.blocks} blocks) + "
-                           f"{self.val_path} ({val.docs} docs, {val.blocks} blocks)",
-                      amp=args.amp, batch_per_rank=args.batch_size, grad_accum=args.grad_accum,
-                      tokens_per_step=per_step * args.seq_len * denv.world_size, lr=args.lr,
-                      schedule=args.lr_schedule, warmup_steps=self.warmup, clip_grad=args.clip_grad,
-                      epochs=args.epochs, steps_per_epoch=self.steps_per_epoch, threads=torch.get_num_threads(),
-                      run_dir=str(self.run_dir))
-        if meta is not None:
-            self.log.emit("DDP", "resume", resumed_from=str(resume_path), epoch=progress.epoch,
-                          epoch_step=progress.epoch_step, step=progress.step, saved_world=meta.get("world_size"),
-                          kept="model, AdamW moments and step counts, data order")
-        started = time.perf_counter()
-        self._train(progress)
-        best = progress.best
-        self.log.emit("DONE", "done", world=denv.world_size, epochs=progress.epoch, steps=progress.step,
-                      best_val_loss=best.get("val_loss"), best_val_ppl=best.get("val_ppl"),
-                      best_epoch=best.get("epoch"), model=str(self.run_dir / lmc.BEST) if best else None,
-                      latest=str(self.run_dir / lmc.LATEST), total_s=round(time.perf_counter() - started, 3))
-        return 0
-
-    def _micro(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Sum of the token losses of a micro-batch (labels -100 excluded), float32."""
-        with engine.autocast(self.device, self.amp):
-            logits = self.model(input_ids=x).logits
-        return F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), y[:, 1:].reshape(-1),
-                               ignore_index=lm_data.IGNORE, reduction="sum")
-
-    def _sync_ctx(self, last: bool):
-        if last:
-            return contextlib.nullcontext()
-        if hasattr(self.model, "no_sync"):  # DDP: all-reduce the gradients once per optimiser step
-            return self.model.no_sync()
-        if hasattr(self.model, "set_requires_gradient_sync"):  # FSDP2: reduce-scatter once per step
-            self.model.set_requires_gradient_sync(False)
-            return _ResyncOnExit(self.model)
-        return contextlib.nullcontext()
-
-    def _train(self, progress: Progress) -> None:
-        args, denv, device = self.args, self.denv, self.device
-        data = self.train_data
-        per_step = args.batch_size * args.grad_accum
-        for epoch in range(progress.epoch, args.epochs):
-            if args.max_steps and progress.step >= args.max_steps:
-                break
-            shard = shard_indices(data.blocks, denv.rank, denv.world_size, epoch, args.seed)
-            steps = self.steps_per_epoch
-            self.model.train()
-            epoch_loss = epoch_tokens = 0.0
-            t_epoch = t_log = time.perf_counter()
-            log_tokens = 0.0
-            log_loss = 0.0
-            for s in range(progress.epoch_step, steps):
-                window = shard[s * per_step:(s + 1) * per_step]
-                if window.numel() == 0:  # every rank has as many blocks (padded shards): never, kept safe
-                    window = shard[:per_step]
-                micro = [data.batch(window[i:i + args.batch_size]) for i in range(0, window.numel(), args.batch_size)]
-                count = sum(int((y[:, 1:] != lm_data.IGNORE).sum()) for _, y in micro)
-                lr = lr_at(progress.step, self.total_steps, self.warmup, args.lr, args.lr_schedule, args.min_lr_ratio)
-                for g in self.optimizer.param_groups:
-                    g["lr"] = lr
-                loss_sum = torch.zeros((), device=device, dtype=torch.float64)
-                for k, (x, y) in enumerate(micro):
-                    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                    with self._sync_ctx(k == len(micro) - 1):
-                        loss = self._micro(x, y)
-                        (loss / max(count, 1)).backward()
-                    loss_sum += loss.detach().double()
-                if args.clip_grad > 0:
-                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.clip_grad)
-                self.optimizer.step()
-                self.optimizer.zero_grad(set_to_none=True)
-                progress.step += 1
-                progress.epoch_step = s + 1
-                # one host sync per step (an LM step is long): loss, tokens and the SIGTERM vote of all ranks
-                stats = D.all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(count), device=device,
-                                                                               dtype=torch.float64),
-                                                      torch.tensor(float(self.stop.requested), device=device,
-                                                                   dtype=torch.float64)])).tolist()
-                epoch_loss += stats[0]
-                epoch_tokens += stats[1]
-                log_loss += stats[0]
-                log_tokens += stats[1]
-                at_max = bool(args.max_steps) and progress.step >= args.max_steps
-                if progress.step % args.log_interval == 0:
-                    now = time.perf_counter()
-                    mean = log_loss / max(log_tokens, 1)
-                    self.log.emit("TRAIN", "train", epoch=epoch + 1, step=progress.step, epoch_step=s + 1,
-                                  epoch_steps=steps, loss=mean, ppl=math.exp(min(mean, 50)), lr=lr,
-                                  tokens_per_s=log_tokens / max(now - t_log, 1e-9))
-                    log_loss = log_tokens = 0.0
-                    t_log = now
-                if stats[2] and progress.epoch_step < steps:
-                    self._checkpoint(progress, lmc.step_name(progress.step), "SIGTERM")
-                    raise Preempted()
-                if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
-                        and progress.epoch_step < steps and not at_max):
-                    self._checkpoint(progress, lmc.step_name(progress.step), "every-steps")
-                if at_max:
-                    break
-                if stats[2]:
-                    break
-            complete = progress.epoch_step >= steps
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            train_s = time.perf_counter() - t_epoch
-            self._end_epoch(progress, epoch, complete, epoch_loss, epoch_tokens, train_s)
-            if not complete:
-                break
-
-    @torch.no_grad()
-    def _evaluate(self) -> tuple[float, float]:
-        """Validation loss (mean over every label token of the validation set, all ranks) and its tokens."""
-        args, denv, device = self.args, self.denv, self.device
-        self.model.eval()
-        idx = eval_indices(self.val_data.blocks, denv.rank, denv.world_size)
-        sums = torch.zeros(2, device=device, dtype=torch.float64)
-        # FSDP: every rank must run as many forward passes (each gathers the parameters collectively)
-        batches = math.ceil(math.ceil(self.val_data.blocks / denv.world_size) / args.batch_size)
-        for b in range(batches):
-            part = idx[b * args.batch_size:(b + 1) * args.batch_size]
-            real = part.numel() > 0
-            x, y = self.val_data.batch(part if real else torch.zeros(1, dtype=torch.int64))
-            x, y = x.to(device), y.to(device)
-            loss = self._micro(x, y)
-            if real:
-                sums[0] += loss.double()
-                sums[1] += (y[:, 1:] != lm_data.IGNORE).sum()
-        self.model.train()
-        loss_sum, tokens = D.all_reduce_sum(sums).tolist()
-        return loss_sum / max(tokens, 1), tokens
-
-    def _meta(self, progress: Progress) -> dict[str, Any]:
-        seeds = D.all_gather_objects(int(torch.randint(0, 2**31 - 1, (1,)).item()))
-        return {"format": lmc.FORMAT, "epoch": progress.epoch, "epoch_step": progress.epoch_step,
-                "step": progress.step, "best": progress.best, "world_size": self.denv.world_size,
-                "batch_size": self.args.batch_size, "grad_accum": self.args.grad_accum, "data_seed": self.args.seed,
-                "strategy": self.args.strategy, "rng": seeds, "identity": self.identity,
-                "config": {k: v for k, v in vars(self.args).items() if isinstance(v, (str, int, float, bool, type(None)))}}
-
-    def _checkpoint(self, progress: Progress, name: str, reason: str) -> None:
-        lmc.save(self.run_dir, name, self.model, self.optimizer, self._meta(progress))
-        self.log.emit("CKPT", "checkpoint", dir=f"{lmc.CHECKPOINTS}/{name}", epoch=progress.epoch + 1,
-                      step=progress.step, reason=reason)
-
-    def _end_epoch(self, progress: Progress, epoch: int, complete: bool, loss_sum: float, tokens: float,
-                   train_s: float) -> None:
-        args = self.args
-        val_loss, val_tokens = self._evaluate()
-        val_ppl = math.exp(min(val_loss, 50))
-        train_loss = loss_sum / tokens if tokens else None
-        metrics = {"epoch": epoch + 1, "step": progress.step, "train_loss": train_loss, "val_loss": val_loss,
-                   "val_ppl": val_ppl, "val_tokens": int(val_tokens), "train_s": round(train_s, 3),
-                   "tokens_per_s": tokens / train_s if tokens and train_s > 0 else None}
-        is_best = not progress.best or val_loss < progress.best["val_loss"]
-        if is_best:
-            progress.best = {"val_loss": val_loss, "val_ppl": val_ppl, "epoch": epoch + 1, "step": progress.step}
-        stop = bool(D.all_reduce_sum(torch.tensor([float(self.stop.requested)], device=self.device)).item())
-        if complete:
-            progress.epoch, progress.epoch_step = epoch + 1, 0
-            due = (epoch + 1) % args.checkpoint_every == 0 or epoch + 1 == args.epochs or stop
-            name = lmc.epoch_name(epoch + 1) if due else None
-        else:
-            name = lmc.step_name(progress.step)
-        if is_best:  # best/ before the checkpoint that records it (as best.pt before `latest`)
-            lmc.export_pretrained(self.run_dir, lmc.BEST, self.model, self.base, self.tokenizer, metrics)
-        if name is not None:
-            if complete and args.save_epochs:
-                lmc.export_pretrained(self.run_dir, lmc.epoch_name(epoch + 1), self.model, self.base,
-                                      self.tokenizer, metrics)
-            lmc.save(self.run_dir, name, self.model, self.optimizer, self._meta(progress))
-        self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=args.epochs, step=progress.step,
-                      train_loss=train_loss, val_loss=val_loss, val_ppl=val_ppl,
-                      tokens_per_s=metrics["tokens_per_s"], train_s=metrics["train_s"],
-                      checkpoint=f"{lmc.CHECKPOINTS}/{name}" if name else None, best=is_best)
-        if stop:
-            raise Preempted()
-
-
-class _ResyncOnExit:
-    def __init__(self, model):
-        self.model = model
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.model.set_requires_gradient_sync(True)
-        return False
-
-
-def run(trainer) -> int:
-    return LMRun(trainer).run()
-
-
-register(Task(
-    name="causal-lm",
-    summary="fine-tune a Hugging Face causal LM from --model-local-dir on JSONL (perplexity, best/ via save_pretrained)",
-    load=None,
-    build_model=None,
-    default_lr=5e-5,
-    image=False,
-    run=run,
-    add_arguments=add_arguments,
-    default_batch_size=8,
-))
+    # one process per node tokenises (the others would only repeat it); the cache may be shared
+    D.agree(lambda: caches() if denv.local_rank == 0 else None)
+    train, val = D.agree(lambda: [lm_data.open_cache(h, args.seq_len) for h in caches()])
+    return LMRun(args, denv.world_size, model, tokenizer, source, train, val, train_path, val_path, key)

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from trainer.errors import TrainerError
-from trainer.tasks import Data, Task, register
+from trainer.tasks import Context, Task, classify
+from trainer.tasks.classify import Data
 from trainer.tasks.models import DigitsCNN
 
 HOLDOUT = 0.2
@@ -41,14 +42,5 @@ def load(args: argparse.Namespace) -> Data:
     )
 
 
-register(Task(
-    name="digits",
-    summary="scikit-learn's bundled 8x8 handwritten digits (real data, no download), small CNN",
-    load=load,
-    build_model=lambda data: DigitsCNN(data.num_classes),
-    default_lr=3e-3,
-    # 1,438 training images: at 256 per rank two ranks take 3 steps an epoch and stay below 90 % after 3 epochs;
-    # at 32 they take 23 and pass 95 % (docs/trainer.md quotes the run).
-    default_batch_size=32,
-    image=True,
-))
+def build(task: Task, ctx: Context) -> classify.ClassifyRun:
+    return classify.build(task, ctx, load, lambda data: DigitsCNN(data.num_classes))

@@ -16,7 +16,8 @@ import torch
 
 from trainer.errors import TrainerError
 from trainer.idx import IdxError, read_idx
-from trainer.tasks import Data, Task, register
+from trainer.tasks import Context, Task, classify
+from trainer.tasks.classify import Data
 from trainer.tasks.models import MnistCNN
 
 FILES = {
@@ -99,12 +100,6 @@ def loader(task: str):
     return load
 
 
-for _name, _what in (("mnist", "MNIST handwritten digits"), ("fashion-mnist", "Fashion-MNIST clothing images")):
-    register(Task(
-        name=_name,
-        summary=f"{_what} from IDX files under --data-root (no download), CNN",
-        load=loader(_name),
-        build_model=lambda data: MnistCNN(data.num_classes),
-        default_lr=1e-3,
-        image=True,
-    ))
+def build(task: Task, ctx: Context) -> classify.ClassifyRun:
+    """`mnist` and `fashion-mnist`: the same reader and model, each task's own folder."""
+    return classify.build(task, ctx, loader(task.name), lambda data: MnistCNN(data.num_classes))

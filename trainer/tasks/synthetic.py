@@ -1,8 +1,8 @@
 """`synthetic`: a seeded classification problem generated in memory, identical on every rank.
 
 Inputs are standard normal vectors; a label is the argmax of a fixed random linear map of its input, so
-the MLP learns the task quickly and generalises (about 90 % validation accuracy after a few epochs). Validation samples are a quarter as many, drawn after the
-training samples from the same generator.
+the MLP learns the task quickly and generalises (about 90 % validation accuracy after a few epochs). Validation
+samples are a quarter as many, drawn after the training samples from the same generator.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import argparse
 import torch
 
 from trainer.errors import TrainerError
-from trainer.tasks import Data, Task, register
+from trainer.tasks import Context, Task, classify
+from trainer.tasks.classify import Data
 from trainer.tasks.models import MLP
 
 GENERATOR_VERSION = 1  # bump when the generated data changes, so old checkpoints are refused
@@ -40,11 +41,5 @@ def load(args: argparse.Namespace) -> Data:
     return make(args.samples, args.features, args.classes, args.seed)
 
 
-register(Task(
-    name="synthetic",
-    summary="seeded random classification problem (--samples, --features, --classes), MLP",
-    load=load,
-    build_model=lambda data: MLP(data.train_x.shape[1], data.num_classes),
-    default_lr=3e-3,
-    image=False,
-))
+def build(task: Task, ctx: Context) -> classify.ClassifyRun:
+    return classify.build(task, ctx, load, lambda data: MLP(data.train_x.shape[1], data.num_classes))
