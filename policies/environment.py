@@ -27,6 +27,8 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "requireImageDigest": ("require_image_digest", bool, "every image pinned by @sha256 digest (IMG002)"),
     "allowedCapabilities": ("allowed_capabilities", list, "Linux capabilities containers may add back (SEC003)"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
+    "real": ("real", bool, "a cluster you deploy to, not one of the template's examples: the example repository and "
+                           "registry are errors here (ARGO009, IMG004)"),
 }
 
 
@@ -40,6 +42,7 @@ class Environment:
     require_image_digest: bool = False
     allowed_capabilities: list[str] = field(default_factory=list)
     severity: dict[str, str] = field(default_factory=dict)
+    real: bool = False
 
 
 _CACHE: dict[tuple[str, int], tuple[Environment | None, list[Problem]]] = {}
@@ -143,4 +146,4 @@ def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
 def describe(env: Environment) -> dict[str, Any]:
     return {"name": env.name, "source": _rel(Path(env.source)), "gpusPerNode": env.gpus_per_node,
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
-            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity)}
+            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity), "real": env.real}

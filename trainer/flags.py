@@ -5,9 +5,14 @@ import argparse
 import os
 from typing import Any
 
+from trainer import contract
+
 
 def env(name: str, default: Any) -> Any:
-    """Environment default for a flag; argparse converts string defaults with the flag's type."""
+    """Environment default for a flag; argparse converts string defaults with the flag's type. The variable must be
+    declared in trainer/contract.py, which the validator checks manifests against."""
+    if name not in contract.ENV:
+        raise KeyError(f"{name} is read by the trainer but not declared in trainer/contract.py")
     return os.environ.get(name, default)
 
 
