@@ -44,7 +44,7 @@ export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(origin OVERLAY)),$(OVERLAY))
 
-.PHONY: help setup tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup init new-env tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -77,6 +77,9 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with eve
 	  $(ACTIONLINT_SHA256) -version "make test lints the workflows against GitHub's schema only (check-jsonschema)"
 	@scripts/install-prometheus.sh
 	@$(PY) -m policies.cli tools
+
+init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<registry>/<repository> [CLUSTERS="env=cluster ..."] [NAMESPACES="env=ns ..."] [DRY_RUN=1] (docs/deploy.md)
+	@$(PY) -m policies.init $(if $(REPO_URL),--repo-url "$(REPO_URL)") $(if $(filter command line environment,$(origin IMAGE)),--image "$(IMAGE)") $(if $(CLUSTERS),--clusters "$(CLUSTERS)") $(if $(NAMESPACES),--namespaces "$(NAMESPACES)") $(if $(DRY_RUN),--dry-run)
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
