@@ -81,6 +81,9 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) ## Create .venv (and .venv-checkov) with eve
 init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<registry>/<repository> [CLUSTERS="env=cluster ..."] [NAMESPACES="env=ns ..."] [DRY_RUN=1] (docs/deploy.md)
 	@$(PY) -m policies.init $(if $(REPO_URL),--repo-url "$(REPO_URL)") $(if $(filter command line environment,$(origin IMAGE)),--image "$(IMAGE)") $(if $(CLUSTERS),--clusters "$(CLUSTERS)") $(if $(NAMESPACES),--namespaces "$(NAMESPACES)") $(if $(DRY_RUN),--dry-run)
 
+new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
+	@$(PY) -m policies.new_env --env "$(ENV)" --from "$(FROM)" --nodes "$(NODES)" $(if $(GPUS_PER_NODE),--gpus-per-node "$(GPUS_PER_NODE)") $(if $(PROCS_PER_NODE),--procs-per-node "$(PROCS_PER_NODE)") $(if $(GPU),--gpu "$(GPU)") $(if $(GPU_LABEL),--gpu-label "$(GPU_LABEL)") $(if $(TOLERATION),--toleration "$(TOLERATION)") $(if $(GPU_RESOURCE),--gpu-resource "$(GPU_RESOURCE)") $(if $(CLUSTER),--cluster "$(CLUSTER)") $(if $(NAMESPACE),--namespace "$(NAMESPACE)") $(if $(LAUNCHER),--launcher "$(LAUNCHER)") $(if $(DRY_RUN),--dry-run)
+
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies.cli validate --format $(FORMAT) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema "$(SCHEMA)") $(if $(POLICY_ENV),--env "$(POLICY_ENV)") $(or $(PATHS),overlays argocd)
 

@@ -73,9 +73,10 @@ def _prune_empty(root: Path) -> None:
 
 
 @contextlib.contextmanager
-def locked(root: Path, who: str, dry_run: bool) -> Iterator[None]:
+def locked(root: Path, who: str, dry_run: bool) -> Iterator[list[Path]]:
     """Hold the repository's lock and components/' (the image pinning's), finishing first what an interrupted make
-    init or make new-env left; a dry run finishes nothing, so it refuses a half-written repository."""
+    init or make new-env left (the files it wrote are yielded); a dry run finishes nothing, so it refuses a
+    half-written repository."""
     root = Path(root)
     transaction.sweep_scratch()
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
@@ -83,6 +84,7 @@ def locked(root: Path, who: str, dry_run: bool) -> Iterator[None]:
             transaction.locked(root / "components", say=say, who="make init, make new-env or pin_image",
                                what="folder"):
         journal = root / transaction.JOURNAL
+        finished: list[Path] = []
         if dry_run:
             if journal.exists():
                 raise EditError(f"an interrupted make init or make new-env left the repository half written "
@@ -93,7 +95,7 @@ def locked(root: Path, who: str, dry_run: bool) -> Iterator[None]:
             if finished:
                 print(f"finished the change an interrupted run began: wrote "
                       f"{', '.join(rel(root, p) for p in finished)}", file=sys.stderr)
-        yield
+        yield finished
 
 
 def validate(root: Path, changes: dict[Path, str]) -> list[str]:

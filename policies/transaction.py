@@ -137,7 +137,8 @@ def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None) ->
             raise TransactionError(f"{_shown(journal)}: unreadable ({exc}); compare the overlay with git, fix it by "
                                    f"hand and delete {JOURNAL}") from None
         for target, tmp, old, new in plan:
-            current = _sha(target.read_bytes()) if target.exists() else None
+            # A target the change creates (make new-env) did not exist: its old bytes are the empty ones.
+            current = _sha(target.read_bytes() if target.exists() else b"")
             if tmp.exists():
                 if current not in (old, new):
                     raise TransactionError(f"{_shown(target)}: changed since an interrupted make scale (or pin) "
