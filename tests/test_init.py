@@ -23,10 +23,20 @@ EXAMPLE = re.compile(re.escape(identity.EXAMPLE_REPO_URL) + "|" + re.escape(iden
 
 
 def copy_repo(root):
+    """The repository's inputs, as the template ships them: a fork that ran make init gets its identity put back
+    to the example's in the copy, so that these tests start where a new user starts."""
     for d in ("base", "components", "overlays", "argocd"):
         shutil.copytree(REPO / d, root / d)
     for f in ("gitops.yaml", "Makefile"):
         shutil.copy(REPO / f, root / f)
+    ident = identity.load(root)
+    for path in [root / "gitops.yaml", root / "Makefile", *(root / "argocd").rglob("*.yaml"),
+                 *(root / "base").rglob("*.yaml"), *(root / "components").glob("*/kustomization.yaml")]:
+        text = path.read_text()
+        new = text.replace(ident.repo_url, identity.EXAMPLE_REPO_URL)
+        new = re.sub(re.escape(ident.image) + r"(?=[:@\s\"']|$)", identity.EXAMPLE_IMAGE, new, flags=re.M)
+        if new != text:
+            path.write_text(new)
     return root
 
 

@@ -75,7 +75,9 @@ def test_overlay_topology(overlay):
 
     (unit,) = collect([str(REPO / overlay)], REPO / "overlays")
     validate([unit], None)
-    assert not unit.problems, [p.line() for p in unit.problems]
+    # The one info line allowed: a real environment's image pinned to the template's placeholder digest, until its
+    # first release is pinned (IMG004; make new-env makes such an environment).
+    assert not [p.line() for p in unit.problems if not (p.rule == "IMG004" and p.severity == "info")]
     (t,) = unit.topologies
     nodes, nproc, world, gpus = EXPECTED_VARIANT.get(overlay, EXPECTED[overlay.parts[1]])
     assert (t.pods, t.nnodes_max, t.nproc, t.world_size, t.gpus) == (nodes, nodes, nproc, world, gpus)
