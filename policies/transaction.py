@@ -236,7 +236,10 @@ def scratch() -> Iterator[Path]:
     base = Path(tempfile.gettempdir())
     while True:
         path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base))
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            continue  # another run swept it before it was locked: make another
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
