@@ -160,7 +160,7 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
                    help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard output")
     # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
-    # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
+    # test_kubeconform.py, with the real binary) at a fraction of its time (bench/HISTORY.md#make-bench-validate).
     v.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",
                    help="schema validator: the in-process jsonschema-rs one (builtin, the default), kubeconform, or "
                         "auto (kubeconform where installed, else builtin)")
