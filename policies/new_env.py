@@ -16,7 +16,6 @@ import argparse
 import re
 import sys
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -236,10 +235,7 @@ def _value_block(value: Any) -> list[str]:
     import yaml
 
     body = yaml.safe_dump(value, default_flow_style=False, sort_keys=False, indent=2)
-    lines = body.splitlines()
-    if isinstance(value, list):  # a list under `value:` in the style of the repository: `    - key: ...`
-        return ["  value:\n"] + [f"    {ln}\n" for ln in lines]
-    return ["  value:\n"] + [f"    {ln}\n" for ln in lines]
+    return ["  value:\n"] + [f"    {ln}\n" for ln in body.splitlines()]  # `    - key: ...` as the repository writes it
 
 
 def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: list[str]) -> str:
