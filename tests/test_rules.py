@@ -18,11 +18,11 @@ RULE_FIXTURES = sorted((FIXTURES / "rules").glob("*/*/*.yaml"))
 
 
 @pytest.fixture(autouse=True)
-def template_identity(monkeypatch):
+def template_identity():
     """The fixtures are written for the template, whose Applications clone the example repository: check them as
     that repository, also in a fork that `make init` made its own (its gitops.yaml names another URL)."""
-    settings = {**gitops.argocd_settings(), "repoURL": identity.EXAMPLE_REPO_URL}
-    monkeypatch.setattr(gitops, "argocd_settings", lambda *args, **kwargs: dict(settings))
+    with gitops.repository_url(identity.EXAMPLE_REPO_URL):
+        yield
 
 
 def problems_of(path):
