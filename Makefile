@@ -50,16 +50,18 @@ TAG     ?= 0.1.0
 export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
 # make scale/new-run edit files: only an OVERLAY given on the command line (or in the environment), never a default.
 OVERLAY_ORIGIN := $(origin OVERLAY)
+IMAGE_ORIGIN := $(origin IMAGE)
 EXPLICIT_OVERLAY = $(if $(filter command line environment,$(OVERLAY_ORIGIN)),$(OVERLAY))
 # The variables a user passes are data, never code (docs/security.md#make-variables): each holds its text as given,
 # never expanded by make ($(shell ...) stays text), and reaches a command as one single-quoted word (`$(call arg,...)`),
 # so quotes, `;`, backticks and $(...) in PATHS='x;touch F' are characters of a path, and the exit code is the tool's.
 USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV OVERLAY SCALE_TO DEADLINE FAULT PVC NODES GPUS_PER_NODE \
-  PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE CMP_IMAGE TAG TORCH_INDEX K
+  PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE CMP_IMAGE TAG TORCH_INDEX K REPO_URL CLUSTERS \
+  NAMESPACES ENV FROM GPU GPU_LABEL TOLERATION GPU_RESOURCE CLUSTER NAMESPACE LAUNCHER
 $(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
 arg = '$(subst ','\'',$(1))'
 
-.PHONY: help setup wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup init new-env wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -100,6 +102,12 @@ setup: $(PY) $(SIM_DEPS) $(CHECKOV) $(WHEELHOUSE)/.complete ## Create .venv (and
 
 wheel: $(PY) ## Build the installable package (dist/ddp_k8s_gitops-*.whl: the ddp-check command; docs/install.md)
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist .
+
+init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<registry>/<repository> [CLUSTERS="env=cluster ..."] [NAMESPACES="env=ns ..."] [DRY_RUN=1] (docs/deploy.md)
+	@$(PY) -m policies.init $(if $(REPO_URL),--repo-url $(call arg,$(REPO_URL))) $(if $(filter command line environment,$(IMAGE_ORIGIN)),--image $(call arg,$(IMAGE))) $(if $(CLUSTERS),--clusters $(call arg,$(CLUSTERS))) $(if $(NAMESPACES),--namespaces $(call arg,$(NAMESPACES))) $(if $(DRY_RUN),--dry-run)
+
+new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
+	@$(PY) -m policies.new_env --env $(call arg,$(ENV)) --from $(call arg,$(FROM)) --nodes $(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node $(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node $(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu $(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label $(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration $(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource $(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster $(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace $(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher $(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies validate --format $(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema $(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env $(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)

@@ -208,7 +208,7 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
                     help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard "
                          "output")
     # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
-    # test_kubeconform.py, with the real binary) at a fraction of its time (docs/validation.md#benchmark).
+    # test_kubeconform.py, with the real binary) at a fraction of its time (bench/HISTORY.md#make-bench-validate).
     ap.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",
                     help="schema validator: the in-process jsonschema-rs one (builtin, the default), kubeconform, or "
                          "auto (kubeconform where installed, else builtin)")

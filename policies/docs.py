@@ -29,7 +29,7 @@ def _summary(path: Path) -> str:
 
 def _example_output(rule_id: str, path: Path) -> list[str]:
     """The lines `make validate` prints for this rule on this fixture (in the rule folder's environment)."""
-    from . import environment
+    from . import environment, gitops, identity
     from .engine import Unit, check_policies
     from .loader import parse
 
@@ -38,7 +38,8 @@ def _example_output(rule_id: str, path: Path) -> list[str]:
     declared = path.parent.parent / environment.FILE_NAME
     if declared.is_file():
         unit.environment, _ = environment.load(declared)
-    check_policies(unit, [rule_id])
+    with gitops.repository_url(identity.EXAMPLE_REPO_URL):  # the fixtures are the template's
+        check_policies(unit, [rule_id])
     return [p.line() for p in unit.problems if p.rule == rule_id]
 
 

@@ -32,6 +32,8 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "allowedHostAccess": ("allowed_host_access", list, "host access pods may have: hostNetwork, hostPID, hostIPC, "
                                                        "hostPath, privileged (SEC008, SEC002); [] allows none"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
+    "real": ("real", bool, "a cluster you deploy to, not one of the template's examples: the example repository and "
+                           "registry are errors here (ARGO010, IMG004)"),
 }
 
 
@@ -140,4 +142,4 @@ def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
 def describe(env: Environment) -> dict[str, Any]:
     return {"name": env.name, "source": _rel(Path(env.source)), "gpusPerNode": env.gpus_per_node,
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
-            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity)}
+            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity), "real": env.real}

@@ -3,13 +3,14 @@ policies/render.py and Argo CD both use, and the pinned kubectl that renders. `p
 which kustomize validation runs."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -52,8 +53,27 @@ def kustomize_version(path: Path = CONFIG) -> str:
     return str(load(path)["kustomize"]["version"])
 
 
+# A repository URL to read Argo CD manifests as (see `repository_url`), innermost last.
+_REPO_URLS: list[str] = []
+
+
 def argocd_settings(path: Path = CONFIG) -> dict[str, Any]:
-    return dict(load(path).get("argocd") or {})
+    settings = dict(load(path).get("argocd") or {})
+    if _REPO_URLS:
+        settings["repoURL"] = _REPO_URLS[-1]
+    return settings
+
+
+@contextlib.contextmanager
+def repository_url(url: str) -> Iterator[None]:
+    """Read Argo CD manifests as if gitops.yaml named `url` as this repository: the rule fixtures (and the real
+    output docs/rules.md shows for them) are written for the template's example repository, whatever a fork's
+    gitops.yaml names after `make init`."""
+    _REPO_URLS.append(url)
+    try:
+        yield
+    finally:
+        _REPO_URLS.pop()
 
 
 @functools.lru_cache(maxsize=None)

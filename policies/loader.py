@@ -138,6 +138,8 @@ def _walk(text: str, source: str, build: bool) -> list[Any] | None:
             if cls is scalar_event:
                 decoded += 1
                 size, height, nodes = len(event.value), 1, 1
+                if event.anchor is not None and (event.anchor in anchors or event.anchor in open_anchors):
+                    build = False  # a duplicate anchor: PyYAML's composer refuses it, with its line
                 if build:
                     try:
                         value, is_str = _scalar(loader, event)
@@ -154,6 +156,8 @@ def _walk(text: str, source: str, build: bool) -> list[Any] | None:
                 if len(stack) >= MAX_DEPTH:
                     raise InputError(f"{where(event)} nests deeper than {MAX_DEPTH} levels (the most read here)")
                 if event.anchor is not None:
+                    if event.anchor in anchors or event.anchor in open_anchors:
+                        build = False  # a duplicate anchor: PyYAML's composer refuses it, with its line
                     open_anchors.add(event.anchor)
                 stack.append([1, 0, 0, event.anchor])
                 if build:

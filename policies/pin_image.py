@@ -12,22 +12,27 @@ from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from . import transaction
+from . import identity, transaction
 from .entry import guarded
 from .yamledit import EditError, YamlFile, rel
 
 REPO = Path(__file__).resolve().parent.parent
 
-BASE_IMAGE = "ghcr.io/example/ddp-trainer"
-# Environments that run the CPU-only image (Dockerfile.cpu), tagged <version>-cpu.
-CPU_ENVIRONMENTS = ("kind-cpu",)
+# An environment runs the CPU-only image (Dockerfile.cpu, tagged <version>-cpu) where it runs one now.
+CPU_SUFFIX = "-cpu"
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: str | None,
-        image: str = BASE_IMAGE) -> dict[Path, str]:
-    """The new text of every component kustomization whose `images` entry (or lack of one) needs a change."""
+        image: str | None = None) -> dict[Path, str]:
+    """The new text of every component kustomization whose `images` entry (or lack of one) needs a change; `image`
+    defaults to gitops.yaml's identity.image."""
+    if image is None:
+        try:
+            image = identity.load(root).image
+        except identity.IdentityError as exc:
+            raise ScaleError(str(exc)) from None
     if not TAG.match(tag):
         raise EditError(f"TAG '{tag}' is not a valid image tag")
     for label, d in (("DIGEST", digest), ("CPU_DIGEST", cpu_digest)):
@@ -46,9 +51,10 @@ def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: 
         doc = f.docs[0]
         if not isinstance(doc, CommentedMap):
             continue
-        cpu = env in CPU_ENVIRONMENTS
-        want_tag, want_digest = (f"{tag}-cpu", cpu_digest) if cpu else (tag, digest)
         images = doc.get("images")
+        current = next((e for e in images or [] if isinstance(e, dict) and e.get("name") == image), None)
+        cpu = current is not None and str(current.get("newTag") or "").endswith(CPU_SUFFIX)
+        want_tag, want_digest = (f"{tag}{CPU_SUFFIX}", cpu_digest) if cpu else (tag, digest)
         if images is None:
             images = CommentedSeq()
             pos = list(doc).index("configMapGenerator") if "configMapGenerator" in doc else len(doc)
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tag", required=True, help="the released version, e.g. 0.2.0 (the CPU image is <tag>-cpu)")
     ap.add_argument("--digest", help="sha256 digest of the GPU image")
     ap.add_argument("--cpu-digest", help="sha256 digest of the CPU image")
-    ap.add_argument("--name", help="registry/repository the images were pushed to, if not " + BASE_IMAGE)
+    ap.add_argument("--name", help="registry/repository the images were pushed to, if not gitops.yaml's "
+                    "identity.image")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

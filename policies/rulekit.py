@@ -31,6 +31,7 @@ class Environment:
     allowed_capabilities: list[str] = dc_field(default_factory=list)
     allowed_host_access: list[str] | None = None  # None: the environment does not say
     severity: dict[str, str] = dc_field(default_factory=dict)
+    real: bool = False  # a cluster the user deploys to, not one of the template's examples
 
 
 @dataclass

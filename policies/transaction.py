@@ -20,7 +20,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 JOURNAL = ".scale-journal"
 TMP_SUFFIX = ".scale-tmp"
@@ -119,10 +119,11 @@ def locked(folder: Path, wait: float = 60.0, say=None, who: str = "make scale or
 # ---------------------------------------------------------------- recovery
 
 
-def recover(folder: Path) -> list[Path]:
+def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None) -> list[Path]:
     """Finish what an interrupted run left in `folder` (the caller holds the lock): with a journal, rename its
     remaining temporary files over their targets (rolled forward); without one, delete stray temporary files
-    (rolled back). Returns the files rolled forward. A target changed by hand since refuses, naming it."""
+    (rolled back; `strays` lists them where `folder` holds more than the caller's files, as the repository root
+    does for make init). Returns the files rolled forward. A target changed by hand since refuses, naming it."""
     folder = Path(folder)
     journal = folder / JOURNAL
     done: list[Path] = []
@@ -136,7 +137,8 @@ def recover(folder: Path) -> list[Path]:
             raise TransactionError(f"{_shown(journal)}: unreadable ({exc}); compare the overlay with git, fix it by "
                                    f"hand and delete {JOURNAL}") from None
         for target, tmp, old, new in plan:
-            current = _sha(target.read_bytes()) if target.exists() else None
+            # A target the change creates (make new-env) did not exist: its old bytes are the empty ones.
+            current = _sha(target.read_bytes() if target.exists() else b"")
             if tmp.exists():
                 if current not in (old, new):
                     raise TransactionError(f"{_shown(target)}: changed since an interrupted make scale (or pin) "
@@ -157,7 +159,7 @@ def recover(folder: Path) -> list[Path]:
                 _fsync_dir(d)
             journal.unlink()
             _fsync_dir(folder)
-    for stray in _strays(folder):
+    for stray in (strays() if strays is not None else _strays(folder)):
         stray.unlink(missing_ok=True)
     return done
 
@@ -234,7 +236,10 @@ def scratch() -> Iterator[Path]:
     base = Path(tempfile.gettempdir())
     while True:
         path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base))
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            continue  # another run swept it before it was locked: make another
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_ino == os.fstat(fd).st_ino:

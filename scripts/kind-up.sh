@@ -10,7 +10,6 @@ TRAINER_VERSION="${TRAINER_VERSION:-v2.3.0}"                    # Kubeflow Train
 JOBSET_VERSION="${JOBSET_VERSION:-v0.12.0}"                     # the JobSet Trainer v2.3.0 pins (checked)
 TRAINING_OPERATOR_VERSION="${TRAINING_OPERATOR_VERSION:-v1.9.4}" # Training Operator v1 (PyTorchJob)
 CLUSTER="${KIND_CLUSTER:-ddp}"
-NAMESPACE="${NAMESPACE:-ddp-kind-cpu}"
 PY="${PY:-.venv/bin/python}"
 KUBECTL="${KUBECTL:-.venv/bin/kubectl}"
 
@@ -21,10 +20,14 @@ docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed
 command -v kind >/dev/null 2>&1 || die "kind is not installed: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
 [ -x "$KUBECTL" ] || die "$KUBECTL not found: run make setup first"
 
-launcher=$("$PY" -c 'import sys, yaml
+# The launcher and the namespace Argo CD gives kind-cpu (its ApplicationSet element, which repeats gitops.yaml's
+# identity), so that the cluster holds what Argo CD would sync there.
+read -r launcher namespace < <("$PY" -c 'import sys, yaml
 doc = yaml.safe_load(open("argocd/applicationset.yaml"))
 els = [e for g in doc["spec"]["generators"] for e in g["list"]["elements"] if e["env"] == "kind-cpu"]
-sys.exit("no kind-cpu element in argocd/applicationset.yaml") if not els else print(els[0]["launcher"])')
+sys.exit("no kind-cpu element in argocd/applicationset.yaml") if not els else \
+    print(els[0]["launcher"], els[0].get("namespace", "ddp-kind-cpu"))') && [ -n "$launcher" ] || exit 1
+NAMESPACE="${NAMESPACE:-$namespace}"
 overlay="overlays/kind-cpu/$launcher"
 echo "kind-up: environment kind-cpu runs $launcher ($overlay)"
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from conftest import REPO, run_cli
-from policies import argocd
+from policies import argocd, identity
 from policies.engine import collect, validate
 from policies.files import read
 from policies.loader import parse
 from policies.model import ERROR, WARNING
 from policies.schema import BuiltinValidator
 
-ENVIRONMENTS = sorted(p.name for p in (REPO / "overlays").iterdir() if p.is_dir())
+ENVIRONMENTS = identity.environments_in_tree(REPO)
+IDENTITY = identity.load(REPO)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,9 @@ def test_one_application_per_environment(generated):
         env, launcher = app.element["env"], app.element["launcher"]
         assert app.name == f"ddp-{env}"
         assert app.spec["source"]["path"] == f"overlays/{env}/{launcher}"
-        assert app.destination["namespace"] == f"ddp-{env}"
+        place = IDENTITY.environments[env]
+        assert (app.destination["name"], app.destination["namespace"]) == (place.cluster, place.namespace)
+        assert app.spec["source"]["repoURL"] == IDENTITY.repo_url
         assert app.automated == {"prune": True, "selfHeal": True}
         assert "ServerSideApply=true" in app.options
         assert app.sync_policy["retry"]["backoff"]["factor"] >= 2
@@ -127,4 +130,4 @@ def test_rule_family_is_registered():
     from policies.rules import FAMILIES, ID_FORMAT, RULES
 
     assert "ARGO" in FAMILIES and ID_FORMAT.match("ARGO001")
-    assert [r for r in RULES if r.startswith("ARGO")] == [f"ARGO00{i}" for i in range(1, 10)]
+    assert [r for r in RULES if r.startswith("ARGO")] == [f"ARGO{i:03d}" for i in range(1, 11)]

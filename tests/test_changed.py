@@ -11,12 +11,16 @@ import pytest
 import yaml
 
 from conftest import REPO
+from policies import identity
 from policies.changed import affected
+
+# Every environment's Indexed Job overlay (derived from the tree: a new environment's is expected too).
+INDEXED_JOBS = [f"overlays/{env}/indexed-job" for env in identity.environments_in_tree(REPO)
+                if (REPO / "overlays" / env / "indexed-job").is_dir()]
 
 
 @pytest.mark.parametrize("files, expected", [
-    (["base/indexed-job/job.yaml"], ["overlays/64x8-h100/indexed-job", "overlays/gke-t4/indexed-job",
-                                     "overlays/kind-cpu/indexed-job", "argocd"]),
+    (["base/indexed-job/job.yaml"], INDEXED_JOBS + ["argocd"]),
     (["components/gke-t4/patches/job.yaml"], ["overlays/gke-t4/indexed-job", "overlays/gke-t4/pytorchjob",
                                               "overlays/gke-t4/statefulset", "overlays/gke-t4/trainjob", "argocd"]),
     (["overlays/kind-cpu/trainjob/patches/set-run-id.yaml"], ["overlays/kind-cpu/trainjob", "argocd"]),

@@ -63,6 +63,8 @@ CORNERS = {
     "anchors": "a: &x [1, 2, {k: &y v}]\nb: *x\nc: *y\nd: &z\n  deep: [*x]\ne: *z\n",
     "alias key": "a: &k name\n*k : value\n",
     "undefined alias": "a: *nothing\n",
+    "duplicate anchor": "a: &x 1\nb: &x 2\n",
+    "duplicate collection anchor": "a: &x {k: 1}\nb: &x [2]\n",
     "empty documents": "---\n---\n...\n---\na: 1\n---\n",
     "scalar document": "--- just text\n--- 5\n---\n- a\n- b\n",
     "flow": "a: {b: [1, {c: d}], e: []}\nf: {}\n",

@@ -12,9 +12,20 @@ import pytest
 import yaml
 
 from conftest import REPO, stop, wait_for_hook
+from policies import identity
 
 GPU = "sha256:" + "a" * 64
 CPU = "sha256:" + "b" * 64
+# The environments the tree holds, and those that run the CPU image now (its tag ends in -cpu).
+ENVIRONMENTS = identity.environments_in_tree(REPO)
+CPU_ENVIRONMENTS = [e for e in ENVIRONMENTS if any(
+    str(i.get("newTag", "")).endswith("-cpu")
+    for i in yaml.safe_load((REPO / f"components/{e}/kustomization.yaml").read_text()).get("images") or [])]
+
+
+def released(tag):
+    """Every environment's tag once `tag` is pinned: the CPU environments get <tag>-cpu."""
+    return {env: f"{tag}-cpu" if env in CPU_ENVIRONMENTS else tag for env in ENVIRONMENTS}
 
 
 @pytest.fixture()
@@ -22,6 +33,7 @@ def repo(tmp_path):
     root = tmp_path / "repo"
     for d in ("base", "components", "overlays"):
         shutil.copytree(REPO / d, root / d)
+    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
     return root
 
 
@@ -39,11 +51,14 @@ def images(root, overlay):
 def test_every_environment_runs_the_release(repo):
     proc = pin(repo, "--tag", "0.2.0", "--digest", GPU, "--cpu-digest", CPU, "--name", "ghcr.io/acme/ddp-trainer")
     assert proc.returncode == 0, proc.stderr
-    assert images(repo, "gke-t4/indexed-job") == [f"ghcr.io/acme/ddp-trainer:0.2.0@{GPU}"]
-    assert images(repo, "64x8-h100/pytorchjob") == [f"ghcr.io/acme/ddp-trainer:0.2.0@{GPU}"]
-    assert images(repo, "kind-cpu/trainjob") == [f"ghcr.io/acme/ddp-trainer:0.2.0-cpu@{CPU}"]
+    assert CPU_ENVIRONMENTS and set(CPU_ENVIRONMENTS) != set(ENVIRONMENTS)
+    for env in ENVIRONMENTS:
+        for overlay in sorted((repo / "overlays" / env).glob("*/kustomization.yaml")):
+            trainer = [i for i in images(repo, f"{env}/{overlay.parent.name}") if "ddp-trainer" in i]
+            expected = f"0.2.0-cpu@{CPU}" if env in CPU_ENVIRONMENTS else f"0.2.0@{GPU}"
+            assert trainer == [f"ghcr.io/acme/ddp-trainer:{expected}"], overlay
     # Only the images entries changed: comments and everything else are byte for byte the same.
-    for env in ("64x8-h100", "kind-cpu"):
+    for env in ENVIRONMENTS:
         old = (REPO / f"components/{env}/kustomization.yaml").read_text().splitlines()
         new = (repo / f"components/{env}/kustomization.yaml").read_text().splitlines()
         assert [l for l in old if "newTag" not in l and "digest" not in l] == \
@@ -57,7 +72,7 @@ def test_a_tag_without_digest_drops_the_old_digest(repo):
     assert proc.returncode == 0, proc.stderr
     doc = yaml.safe_load((repo / "components/64x8-h100/kustomization.yaml").read_text())
     (entry,) = doc["images"]
-    assert entry == {"name": "ghcr.io/example/ddp-trainer", "newTag": "0.3.0"}
+    assert entry == {"name": identity.load(REPO).image, "newTag": "0.3.0"}
 
 
 @pytest.mark.parametrize("args, message", [
@@ -76,8 +91,7 @@ def test_feature_components_get_no_images_entry(repo):
     proc = pin(repo, "--tag", "0.2.0")
     assert proc.returncode == 0, proc.stderr
     assert {d: (repo / f"components/{d}/kustomization.yaml").read_text() for d in before} == before
-    assert sorted(line.split(" in ")[1].split("/")[-2] for line in proc.stdout.splitlines()) == \
-        ["64x8-h100", "gke-t4", "kind-cpu"]
+    assert sorted(line.split(" in ")[1].split("/")[-2] for line in proc.stdout.splitlines()) == ENVIRONMENTS
 
 
 def _start(root, *args, hook):
@@ -95,7 +109,7 @@ def _killed_at(root, step, *args):
 
 def _tags(root):
     return {env: yaml.safe_load((root / f"components/{env}/kustomization.yaml").read_text())["images"][0]["newTag"]
-            for env in ("64x8-h100", "gke-t4", "kind-cpu")}
+            for env in ENVIRONMENTS}
 
 
 def test_a_pin_killed_between_two_renames_is_finished_by_the_next_run(repo):
@@ -104,14 +118,14 @@ def test_a_pin_killed_between_two_renames_is_finished_by_the_next_run(repo):
     before = _tags(repo)
     _killed_at(repo, "renamed-1", "--tag", "0.2.0")
     half = _tags(repo)
-    assert half != before and half != {"64x8-h100": "0.2.0", "gke-t4": "0.2.0", "kind-cpu": "0.2.0-cpu"}
+    assert half != before and half != released("0.2.0")
     assert (repo / "components/.scale-journal").is_file()
     dry = pin(repo, "--tag", "0.2.0", "--dry-run")
     assert dry.returncode == 2 and "half pinned" in dry.stderr.splitlines()[-1], dry.stderr
     again = pin(repo, "--tag", "0.2.0")
     assert again.returncode == 0, again.stderr
     assert "finished the pinning an interrupted run began" in again.stderr
-    assert _tags(repo) == {"64x8-h100": "0.2.0", "gke-t4": "0.2.0", "kind-cpu": "0.2.0-cpu"}
+    assert _tags(repo) == released("0.2.0")
     assert not (repo / "components/.scale-journal").exists() and not list(repo.rglob(".*.scale-tmp"))
 
 
@@ -122,7 +136,7 @@ def test_a_pin_killed_before_its_journal_changes_nothing(repo):
     assert list(repo.rglob(".*.scale-tmp")) and not (repo / "components/.scale-journal").exists()
     again = pin(repo, "--tag", "0.3.0")
     assert again.returncode == 0, again.stderr
-    assert _tags(repo) == {"64x8-h100": "0.3.0", "gke-t4": "0.3.0", "kind-cpu": "0.3.0-cpu"}
+    assert _tags(repo) == released("0.3.0")
     assert not list(repo.rglob(".*.scale-tmp"))
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from policies import environment
+from policies import environment, gitops, identity
 from policies.engine import Unit, check_policies
 from policies.files import read
 from policies.model import ERROR
@@ -15,6 +15,14 @@ from policies.rules import ID_FORMAT, RULES
 from conftest import FIXTURES
 
 RULE_FIXTURES = sorted((FIXTURES / "rules").glob("*/*/*.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def template_identity():
+    """The fixtures are written for the template, whose Applications clone the example repository: check them as
+    that repository, also in a fork that `make init` made its own (its gitops.yaml names another URL)."""
+    with gitops.repository_url(identity.EXAMPLE_REPO_URL):
+        yield
 
 
 def problems_of(path):

@@ -9,27 +9,33 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from typing import Mapping
 
+from trainer import contract
+from trainer.contract import AMP, BACKENDS, RUN_ID as RUN_ID_RE
 from trainer.flags import boolean, non_negative_int, positive, positive_seconds
 from trainer.tasks import TASKS
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-BACKENDS = ("auto", "nccl", "gloo")
-AMP = ("bf16", "none")
 DEFAULT_LOG_INTERVAL = 50
 # --log-interval unset: a run of fewer steps than this many log intervals logs more often (at least every
 # total / MIN_LOG_POINTS steps), so that its report has a curve to draw
 MIN_LOG_POINTS = 20
 
 
+def env_reader(environ: Mapping[str, str]):
+    """A flag's default from `environ`, for a variable declared in trainer/contract.py alone (the validator checks
+    manifests against that declaration, so the trainer may read no other)."""
+    def env(name: str, default):
+        if name not in contract.ENV:
+            raise KeyError(f"{name} is read by the trainer but not declared in trainer/contract.py")
+        return environ.get(name, default)
+
+    return env
+
+
 def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     """The parser; each default comes from `environ` (os.environ when None) where the flag's variable is set."""
-    environ = os.environ if environ is None else environ
-
-    def env(name: str, default):
-        return environ.get(name, default)
+    env = env_reader(os.environ if environ is None else environ)
 
     p = argparse.ArgumentParser(
         prog="train.py",

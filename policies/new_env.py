@@ -1,0 +1,576 @@
+"""`make new-env ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G [GPU=A100] [GPU_LABEL=key=value]
+[TOLERATION=key[=value]:Effect] [GPU_RESOURCE=nvidia.com/gpu] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...]
+[DRY_RUN=1]`: a new environment for your cluster, made from an existing one.
+
+Copies components/<FROM> to components/<ENV> and every overlays/<FROM>/<launcher> that `make scale` can resize to
+overlays/<ENV>/<launcher>; resizes each to NODES x GPUS_PER_NODE (pods, processes, GPUs, and the CPU, memory and
+/dev/shm that follow from them, as `make scale` does); sets the accelerator node label, the toleration and the GPU
+resource name where given; rewrites the environment's name, the hardware's name and the sizes in comments and
+descriptions; writes the environment's declaration (`policy.yaml`: GPUs per node, capacity, `real: true`), its
+entry in gitops.yaml's identity, its ApplicationSet element and its AppProject destination. The whole result is
+validated on a copy (policies/repo_edit.py) and written in one transaction, or nothing is. See docs/environments.md.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from . import identity, launchers, repo_edit, scale, transaction
+from .entry import guarded
+from .identity import Identity
+
+REPO = scale.REPO
+EditError = repo_edit.EditError
+_TOPOLOGY_HEADER = re.compile(r"\b(\d+) nodes x (\d+) ([A-Za-z][\w-]*)")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+@dataclass
+class Request:
+    env: str
+    source: str
+    nodes: int
+    gpus: int | None
+    procs: int | None
+    gpu_name: str | None = None
+    label: tuple[str, str] | None = None
+    toleration: dict[str, str] | None = None
+    resource: str | None = None
+    cluster: str | None = None
+    namespace: str | None = None
+    launcher: str | None = None
+
+
+@dataclass
+class Source:
+    """The environment copied from: its overlays make scale understands, their topology, its hardware's name."""
+
+    env: str
+    overlays: list[scale.Overlay]
+    skipped: list[Path]
+    current: dict[Path, scale.Current]
+    word: str | None  # the hardware as FROM's comments name it (T4, H100), None on CPUs
+    gpus: int  # per pod
+    pods: int
+
+
+@dataclass
+class Result:
+    changes: dict[Path, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def parse_label(raw: str | None) -> tuple[str, str] | None:
+    if not raw:
+        return None
+    key, eq, value = raw.partition("=")
+    if not eq or not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or not value:
+        raise EditError(f"GPU_LABEL '{raw}' is not <label key>=<value>, e.g. "
+                        "cloud.google.com/gke-accelerator=nvidia-tesla-a100")
+    return key, value
+
+
+def parse_toleration(raw: str | None) -> dict[str, str] | None:
+    """`key:Effect` (operator Exists) or `key=value:Effect` (operator Equal), as `kubectl taint` writes a taint."""
+    if not raw:
+        return None
+    left, colon, effect = raw.rpartition(":")
+    key, eq, value = left.partition("=")
+    if not colon or effect not in _EFFECTS or not _LABEL_KEY.match(key or "-") or (eq and not _LABEL_VALUE.match(value)):
+        raise EditError(f"TOLERATION '{raw}' is not <key>[=<value>]:<effect> with effect one of "
+                        f"{', '.join(_EFFECTS)}, e.g. nvidia.com/gpu:NoSchedule")
+    tol = {"key": key, "operator": "Equal" if eq else "Exists"}
+    if eq:
+        tol["value"] = value
+    tol["effect"] = effect
+    return tol
+
+
+def gpu_name_from(label: tuple[str, str] | None) -> str | None:
+    """A GPU's short name from an accelerator label's value: nvidia-tesla-a100 -> A100, NVIDIA-H100-80GB-HBM3 -> H100."""
+    if label is None:
+        return None
+    for token in re.split(r"[-_.]", label[1]):
+        if re.fullmatch(r"(?i)(mi|[a-z])\d{1,4}[a-z]?", token) and not re.fullmatch(r"(?i)\d+gb", token):
+            return token.upper()
+    return None
+
+
+def check_request(req: Request, ident: Identity, root: Path) -> None:
+    if not identity.DNS1123_LABEL.match(req.env) or len(req.env) > 50:
+        raise EditError(f"ENV '{req.env}' must be lowercase letters, digits and '-' (50 at most): it names folders, "
+                        "the Application ddp-<env> and the namespace")
+    if (root / "overlays" / req.env).exists() and any((root / "overlays" / req.env).glob("*/kustomization.yaml")) \
+            or (root / "components" / req.env / "kustomization.yaml").exists() or req.env in ident.environments:
+        raise EditError(f"environment {req.env} exists already (overlays/{req.env}, components/{req.env} or "
+                        "gitops.yaml): choose another ENV")
+    envs = identity.environments_in_tree(root)
+    if req.source not in envs or req.source not in ident.environments:
+        raise EditError(f"FROM '{req.source}' is not an environment of this repository ({', '.join(envs)})")
+    if req.resource is not None and req.resource not in launchers.GPU_RESOURCES:
+        raise EditError(f"GPU_RESOURCE '{req.resource}' is not one the validator counts as GPUs "
+                        f"({', '.join(launchers.GPU_RESOURCES)})")
+    if req.cluster is not None and (not identity.CLUSTER_NAME.match(req.cluster) or "{" in req.cluster):
+        raise EditError(f"CLUSTER '{req.cluster}' is not an Argo CD cluster name")
+    ns = req.namespace if req.namespace is not None else f"ddp-{req.env}"
+    if not identity.DNS1123_LABEL.match(ns) or len(ns) > 63:
+        raise EditError(f"NAMESPACE '{ns}' is not a namespace name (a DNS-1123 label, 63 characters at most)")
+    if req.gpu_name is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]{0,30}", req.gpu_name):
+        raise EditError(f"GPU '{req.gpu_name}' is not a short hardware name such as A100")
+
+
+# ---------------------------------------------------------------- the environment copied from
+
+
+def read_source(root: Path, env: str) -> Source:
+    overlays, skipped, cur = [], [], {}
+    for kfile in sorted((root / "overlays" / env).glob("*/kustomization.yaml")):
+        folder = kfile.parent
+        if not (folder / "patches" / "set-topology.yaml").is_file():
+            skipped.append(folder)
+            continue
+        try:
+            ov = scale.find_overlay(str(folder), root)
+            cur[folder] = scale.current(ov)
+        except scale.ScaleError as exc:
+            raise EditError(f"FROM {env}: {exc}") from None
+        overlays.append(ov)
+    if not overlays:
+        raise EditError(f"FROM {env}: none of its overlays has a patches/set-topology.yaml that make scale resizes")
+    word = None
+    for ov in overlays:
+        head = ov.topology_file.read_text(encoding="utf-8").split("\n", 1)[0]
+        m = _TOPOLOGY_HEADER.search(head)
+        if m:
+            word = m.group(3)
+            break
+    first = cur[overlays[0].folder]
+    return Source(env, overlays, skipped, cur, word if first.gpus else None, first.gpus, first.pods)
+
+
+# ---------------------------------------------------------------- text rewriting
+
+
+def _case_like(old: str, new: str) -> str:
+    return new.lower() if old.islower() else new.upper() if old.isupper() else new
+
+
+class Words:
+    """The substitutions every copied file gets: the environment's name, the hardware's name, and the sizes its
+    comments state (nodes, GPUs per node, quantities that were scaled)."""
+
+    def __init__(self, req: Request, src: Source, gpu: str | None, quantities: dict[str, str]):
+        self.req, self.src, self.gpu, self.quantities = req, src, gpu, quantities
+        # Settings (not comments) whose text the hardware's name changed: the user should look at them.
+        self.settings: list[str] = []
+
+    def env_names(self, text: str) -> str:
+        text = text.replace(f"components/{self.src.env}", f"components/{self.req.env}")
+        return re.sub(rf"(?<![\w-]){re.escape(self.src.env)}(?![\w-])", self.req.env, text)
+
+    def hardware(self, text: str) -> str:
+        if not self.src.word or not self.gpu:
+            return text
+        return re.sub(rf"(?i)(?<![A-Za-z0-9]){re.escape(self.src.word)}(?![A-Za-z0-9])",
+                      lambda m: _case_like(m.group(0), self.gpu), text)
+
+    def comment(self, line: str, p: scale.Plan) -> str:
+        """A comment line's sizes: make scale's topology phrases, then FROM's node count and per-node GPU count
+        where the comment states them, and the quantities that were scaled."""
+        for pattern, repl in scale._COMMENT_RULES:
+            line = pattern.sub(lambda m, r=repl: r(p, m), line)
+        src = self.src
+        line = re.sub(rf"\b{src.pods} (nodes|pods)\b", lambda m: f"{p.nodes} {m.group(1)}", line)
+        line = re.sub(rf"\b{src.pods} x ", f"{p.nodes} x ", line)
+        if src.gpus and p.gpus:
+            line = re.sub(rf"\b{src.pods * src.gpus} GPUs\b", f"{p.nodes * p.gpus} GPUs", line)
+        if self.gpu and src.gpus == 1 and p.gpus != 1:
+            line = re.sub(rf"\bone (NVIDIA |AMD )?{re.escape(self.gpu)}\b", lambda m: f"{p.gpus} {m.group(1) or ''}"
+                          f"{self.gpu}s", line)
+        for old, new in self.quantities.items():
+            line = re.sub(rf"(?<![\w.]){re.escape(old)}(?![\w.])", new, line)
+        return line
+
+    def file(self, text: str, p: scale.Plan, name: str = "") -> str:
+        lines = []
+        for line in self.env_names(text).splitlines(keepends=True):
+            code, hash_, rest = line.partition("#")
+            renamed = self.hardware(code)
+            if renamed != code and renamed.strip():
+                self.settings.append(f"{name}: {renamed.strip()} (was {code.strip()})")
+            lines.append(renamed + hash_ + self.comment(self.hardware(rest), p) if hash_ else renamed)
+        return "".join(lines)
+
+
+# ---------------------------------------------------------------- the component
+
+
+def _chunks(text: str) -> list[list[str]]:
+    """A JSON-patch file's text cut into its operations, each with the comment lines above it (the first chunk may be
+    a header alone)."""
+    chunks: list[list[str]] = [[]]
+    for line in text.splitlines(keepends=True):
+        if line.startswith("- ") and any(not ln.startswith("#") and ln.strip() for ln in chunks[-1]):
+            comments = []
+            while chunks[-1] and chunks[-1][-1].startswith("#"):
+                comments.insert(0, chunks[-1].pop())
+            chunks.append(comments)
+        chunks[-1].append(line)
+    return chunks
+
+
+def _value_block(value: Any) -> list[str]:
+    import yaml
+
+    body = yaml.safe_dump(value, default_flow_style=False, sort_keys=False, indent=2)
+    return ["  value:\n"] + [f"    {ln}\n" for ln in body.splitlines()]  # `    - key: ...` as the repository writes it
+
+
+def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: list[str]) -> str:
+    """Node selection, toleration and /dev/shm in one of the component's JSON patches, edited as text (its flow
+    mappings stay as they are written)."""
+    import yaml
+
+    try:
+        ops = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise EditError(f"{scale.rel(path)}: not valid YAML: {' '.join(str(exc).split())[:200]}") from None
+    if not isinstance(ops, list):
+        return text
+    out: list[str] = []
+    dropped = False
+    for chunk in _chunks(text):
+        body = "".join(ln for ln in chunk if not ln.startswith("#"))
+        op = yaml.safe_load(body) if body.strip() else None
+        op = op[0] if isinstance(op, list) and op and isinstance(op[0], dict) else None
+        path_ = str(op.get("path", "")) if op else ""
+        value = op.get("value") if op else None
+        if path_.endswith("/nodeSelector") and isinstance(value, dict):
+            if req.label is None:
+                dropped = True
+                continue
+            chunk = _replace_value(chunk, {req.label[0]: req.label[1]})
+        elif path_.endswith("/tolerations") and isinstance(value, list) and req.toleration is not None:
+            chunk = _replace_value(chunk, [dict(req.toleration)])
+        elif isinstance(value, dict) and value.get("name") == "dshm" and p.ratio != 1 and \
+                isinstance(value.get("emptyDir"), dict) and "sizeLimit" in value["emptyDir"]:
+            new = scale.scale_qty(value["emptyDir"]["sizeLimit"], p.ratio)
+            chunk = [re.sub(r"(sizeLimit:\s*)([^,}\s]+)", lambda m: m.group(1) + new, ln) for ln in chunk]
+        out += chunk
+    if dropped and not any("node selector" in n for n in notes):
+        notes.append("the accelerator node selector was left out (no GPU_LABEL given): the pods go to any node with "
+                     f"{p.gpus} free GPUs; give GPU_LABEL=<key>=<value> to pin them to your GPU model")
+    return "".join(out)
+
+
+def _replace_value(chunk: list[str], value: Any) -> list[str]:
+    """The chunk with its `value:` (and everything indented below it) replaced by `value`."""
+    for i, line in enumerate(chunk):
+        if line.startswith("  value:"):
+            end = i + 1
+            while end < len(chunk) and (chunk[end].startswith("    ") or not chunk[end].strip()):
+                end += 1
+            return chunk[:i] + _value_block(value) + chunk[end:]
+    return chunk
+
+
+def policy_text(text: str, req: Request, src: Source, p: scale.Plan, gpu: str | None) -> str:
+    """The environment's declaration: its name, GPUs per node, capacity, and `real: true`."""
+    lines = text.splitlines(keepends=True)
+    out = []
+    what = f"{p.gpus} {gpu or 'GPU'} per node" if p.gpus else "CPU only"
+    for line in lines:
+        m = re.match(r"^(\s*)(gpusPerNode|gpuCapacity|largeJobPods|name):(\s*)(\S+)(\s*#.*)?$", line.rstrip("\n"))
+        if m:
+            indent, key, space, value, comment = m.groups()
+            if key == "name" and value == src.env:
+                value = req.env
+            elif key == "gpusPerNode":
+                value, comment = str(p.gpus), f"  # {what}"
+            elif key == "gpuCapacity":
+                value, comment = str(p.nodes * p.gpus), f"  # {p.nodes} nodes x {p.gpus}" if p.gpus else "  # CPU only"
+            elif key == "largeJobPods" and value.isdigit() and int(value) >= src.pods:
+                value = str(max(int(value), p.nodes))
+                comment = f"  # above {value} pods a job needs gang admission (the whole pool: {p.nodes} nodes)"
+            line = f"{indent}{key}:{space}{value}{comment or ''}\n"
+        out.append(line)
+    text = "".join(out)
+    if not re.search(r"^\s+real:", text, re.M):
+        text = re.sub(r"^(spec:\n)", "\\1  real: true                # a cluster you deploy to (rules ARGO010, IMG004)\n",
+                      text, count=1, flags=re.M)
+    return text
+
+
+# ---------------------------------------------------------------- the whole plan
+
+
+def make(root: Path, req: Request, ident: Identity) -> Result:
+    check_request(req, ident, root)
+    src = read_source(root, req.source)
+    res = Result()
+    first = src.overlays[0]
+    try:
+        p0 = scale.plan(first, src.current[first.folder], req.nodes, req.gpus, req.procs)
+    except scale.ScaleError as exc:
+        raise EditError(f"FROM {req.source}: {exc}") from None
+    named = gpu_name_from(("", req.env.replace("x", "-")))
+    gpu = req.gpu_name or gpu_name_from(req.label) or named or (None if not p0.gpus else "GPU")
+    if src.word and p0.gpus and req.gpu_name is None and req.label is None:
+        res.notes.append(f"comments call the hardware '{gpu}'" + (f" (from the name {req.env})" if named else "")
+                         + f" where {req.source}'s said '{src.word}'; give GPU=<name> to call it otherwise")
+
+    # Overlays: make scale's edits on copies of FROM's files, then the names and sizes of every comment.
+    quantities: dict[str, str] = {}
+    new_overlays: dict[Path, dict[Path, str]] = {}
+    for ov in src.overlays:
+        cur = src.current[ov.folder]
+        try:
+            p = scale.plan(ov, cur, req.nodes, req.gpus, req.procs)
+        except scale.ScaleError as exc:
+            raise EditError(f"{scale.rel(ov.folder)}: {exc}") from None
+        dest = root / "overlays" / req.env / ov.folder.name
+        files: dict[Path, str] = {}
+        topo = scale.YamlFile.load(ov.topology_file)
+        before = topo.dump()
+        scale.edit_topology(topo, ov.launcher, p)
+        after = topo.dump()
+        quantities.update(_changed_quantities(before, after))
+        files[ov.topology_file] = scale.edit_header(after, p)
+        if ov.shm_file.is_file() and p.ratio != 1:
+            shm = scale.YamlFile.load(ov.shm_file)
+            scale.edit_shm(shm, p)
+            files[ov.shm_file] = shm.dump()
+        for path in sorted(ov.folder.rglob("*")):
+            if path.is_file() and path not in files and not path.name.endswith(transaction.TMP_SUFFIX):
+                files[path] = path.read_text(encoding="utf-8")
+        files[ov.kustomization] = scale.edit_header(files[ov.kustomization], p)
+        new_overlays[dest] = {dest / path.relative_to(ov.folder): text for path, text in files.items()}
+    words = Words(req, src, gpu, quantities)
+    for dest, files in new_overlays.items():
+        for path, text in files.items():
+            text = words.file(text, p0, repo_edit.rel(root, path))
+            if req.resource and req.resource != scale.GPU:
+                text = re.sub(rf"(?<=[\s{{,]){re.escape(scale.GPU)}(?=\s*:)", req.resource, text)
+            res.changes[path] = text
+    for folder in src.skipped:
+        res.notes.append(f"{scale.rel(folder)} was not copied: a variant without patches/set-topology.yaml, which "
+                         "make scale cannot resize (copy it by hand)")
+
+    # The component: every file copied, its patches' node selection, toleration and /dev/shm, its declaration.
+    comp_src = root / "components" / req.source
+    comp = root / "components" / req.env
+    for path in sorted(comp_src.rglob("*")):
+        if not path.is_file() or path.name.endswith(transaction.TMP_SUFFIX) or path.name == transaction.JOURNAL:
+            continue
+        target = comp / path.relative_to(comp_src)
+        if path.name == "policy.yaml":
+            text = policy_text(path.read_text(encoding="utf-8"), req, src, p0, gpu)
+        elif path.suffix in (".yaml", ".yml") and path.parent.name == "patches":
+            text = component_patch(path, path.read_text(encoding="utf-8"), req, p0, res.notes)
+        else:
+            text = path.read_text(encoding="utf-8")
+        if path.name == "kustomization.yaml" and path.parent == comp_src:
+            text = _header(text, req, src, p0, gpu)
+        if req.label is None:  # no node selector: the comments that said where the pods were pinned no longer hold
+            text = re.sub(r"(?im)^(\s*#.*?)\bpin the pods to [\w.-]+ nodes, (\w)",
+                          lambda m: m.group(1) + m.group(2).upper(), text)
+        res.changes[target] = words.file(text, p0, repo_edit.rel(root, target))
+    if req.toleration is None and p0.gpus:
+        res.notes.append(f"the GPU toleration is {req.source}'s; give TOLERATION=<key>[=<value>]:<effect> if your "
+                         "nodes' taint differs")
+    if req.resource and req.resource != scale.GPU:
+        res.notes.append(f"resources ask for {req.resource}; check the toleration's key matches your nodes' taint")
+
+    # Argo CD and the identity.
+    launcher = _launcher(root, req, src)
+    cluster = req.cluster or req.env
+    namespace = req.namespace or f"ddp-{req.env}"
+    res.changes.update(_argocd(root, req.env, launcher, cluster, namespace))
+    f = scale.YamlFile.load(identity.config_path(root))
+    envs = f.docs[0]["identity"]["environments"]
+    entry = CommentedMap([("cluster", cluster), ("namespace", namespace)])
+    entry.fa.set_flow_style()
+    envs[req.env] = entry
+    res.changes[f.path] = f.dump()
+
+    # Nothing of FROM's hardware or name may be left in the new environment's files.
+    left = []
+    for path, text in res.changes.items():
+        if comp in path.parents or root / "overlays" / req.env in path.parents:
+            for i, line in enumerate(text.splitlines(), 1):
+                if (src.word and gpu and re.search(rf"(?i)(?<![A-Za-z0-9]){re.escape(src.word)}(?![A-Za-z0-9])",
+                                                   line)) or re.search(rf"(?<![\w-]){re.escape(req.source)}(?![\w-])",
+                                                                       line):
+                    left.append(f"{repo_edit.rel(root, path)}:{i}: {line.strip()}")
+    if left:
+        raise EditError(f"the new environment would still name {req.source} or {src.word}: {left[0]}"
+                        + (f" (and {len(left) - 1} more)" if len(left) > 1 else "") + "; nothing was written")
+    for line in words.settings:
+        res.notes.append(f"a setting named after {src.word} was renamed, check it: {line}")
+    res.notes.append(f"review components/{req.env}/ for your cluster: storage classes, the queue (if any), NCCL "
+                     "settings; then push and pin your image (docs/deploy.md)")
+    return res
+
+
+def _changed_quantities(before: str, after: str) -> dict[str, str]:
+    """Old -> new resource quantities make scale wrote (12Gi -> 48Gi), for the comments that state them."""
+    out: dict[str, str] = {}
+    for a, b in zip(before.splitlines(), after.splitlines()):
+        if a == b:
+            continue
+        for x, y in zip(re.findall(r"\b\d+(?:\.\d+)?(?:Ki|Mi|Gi|Ti)\b", a), re.findall(r"\b\d+(?:\.\d+)?(?:Ki|Mi|Gi|Ti)\b", b)):
+            if x != y:
+                out.setdefault(x, y)
+    return out
+
+
+def _header(text: str, req: Request, src: Source, p: scale.Plan, gpu: str | None) -> str:
+    """The component's first comment block, written for the new hardware."""
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and lines[i].startswith("#"):
+        i += 1
+    size = (f"{p.nodes} nodes x {p.gpus} {gpu} (world size {p.nodes * p.nproc})" if p.gpus else
+            f"{p.nodes} pods x {p.nproc} processes (world size {p.nodes * p.nproc}), CPU only")
+    head = [f"# {req.env}: {size}, made by `make new-env`: check the node selection,\n",
+            "# storage and NCCL settings below against your cluster (docs/environments.md).\n"]
+    return "".join(head + lines[i:])
+
+
+def _launcher(root: Path, req: Request, src: Source) -> str:
+    names = [ov.folder.name for ov in src.overlays]
+    if req.launcher is not None:
+        if req.launcher not in names:
+            raise EditError(f"LAUNCHER '{req.launcher}' is not one of the overlays made ({', '.join(names)})")
+        return req.launcher
+    from .argocd import ExpandError, expand
+    from .model import Manifest
+    import yaml
+
+    appset = root / "argocd" / "applicationset.yaml"
+    try:
+        apps = list(expand(Manifest(yaml.safe_load(appset.read_text(encoding="utf-8")), str(appset))))
+    except (OSError, ExpandError, yaml.YAMLError):
+        apps = []
+    for app in apps:
+        if (app.element or {}).get("env") == req.source and app.element.get("launcher") in names:
+            return str(app.element["launcher"])
+    return names[0]
+
+
+def _argocd(root: Path, env: str, launcher: str, cluster: str, namespace: str) -> dict[Path, str]:
+    out: dict[Path, str] = {}
+    appset = root / "argocd" / "applicationset.yaml"
+    out[appset] = _add_element(root, appset, {"env": env, "launcher": launcher, "cluster": cluster,
+                                              "namespace": namespace})
+    project = root / "argocd" / "appproject.yaml"
+    f = scale.YamlFile.load(project)
+    dests = f.docs[0]["spec"].setdefault("destinations", CommentedSeq())
+    dests.append(CommentedMap([("name", cluster), ("namespace", namespace)]))
+    out[project] = f.dump()
+    return out
+
+
+def _add_element(root: Path, appset: Path, element: dict[str, str]) -> str:
+    """The ApplicationSet's text with one more element after the last of its list generator's, written as the
+    others are (as text: a comment below the list belongs to what follows it, not to the last element)."""
+    lines = appset.read_text(encoding="utf-8").splitlines(keepends=True)
+    indent = lambda ln: len(ln) - len(ln.lstrip())  # noqa: E731
+    start = next((i for i, ln in enumerate(lines) if ln.strip() == "elements:"), None)
+    items = [i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- ")] if start is not None \
+        else []
+    if not items:
+        raise EditError(f"{repo_edit.rel(root, appset)}: has no list generator with block elements to add "
+                        f"{element['env']} to")
+    dash = indent(lines[items[0]])
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or indent(lines[end]) > indent(lines[start])):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    pad = " " * dash
+    block = [f"{pad}- {k}: {v}\n" if i == 0 else f"{pad}  {k}: {v}\n" for i, (k, v) in enumerate(element.items())]
+    return "".join(lines[:end] + block + lines[end:])
+
+
+# ---------------------------------------------------------------- command line
+
+
+def run(args: argparse.Namespace) -> int:
+    root = Path(args.root).resolve()
+    scale._ROOTS[:] = [root]
+    if not args.env or not args.source:
+        raise EditError("ENV and FROM are required, e.g. make new-env ENV=a100-8x4 FROM=gke-t4 NODES=8 GPUS_PER_NODE=4")
+    nodes = scale.positive("NODES", args.nodes)
+    if nodes is None:
+        raise EditError("NODES is required, e.g. NODES=8")
+    label = parse_label(args.gpu_label)
+    req = Request(args.env, args.source, nodes, scale.positive("GPUS_PER_NODE", args.gpus_per_node, allow_zero=True),
+                  scale.positive("PROCS_PER_NODE", args.procs_per_node), args.gpu or None, label,
+                  parse_toleration(args.toleration), args.gpu_resource or None, args.cluster or None,
+                  args.namespace or None, args.launcher or None)
+    with repo_edit.locked(root, "new-env", args.dry_run) as finished:
+        if any(root / "overlays" / req.env in p.parents for p in finished):
+            print(f"{req.env}: the interrupted make new-env that began it is finished", file=sys.stderr)
+            return 0
+        ident = identity.load(root)
+        before = identity.disagreements(root, ident)
+        if before:
+            raise EditError(f"the repository disagrees with gitops.yaml's identity: {before[0]}; fix that first "
+                            "(`python -m policies.identity` lists every disagreement)")
+        example = [w for w, yes in (("repository", identity.is_example_repo(ident.repo_url)),
+                                    ("registry", identity.is_example_image(ident.image))) if yes]
+        if example:
+            raise EditError(f"the repository still names the template's example {' and '.join(example)}, and a new "
+                            "environment is a real cluster (real: true): run `make init REPO_URL=<your repository> "
+                            "IMAGE=<your registry>/ddp-trainer` first (docs/deploy.md)")
+        res = make(root, req, ident)
+        print(f"{req.env}: {req.nodes} nodes from {req.source}" + (f", {req.gpus} GPUs per node" if req.gpus else ""),
+              file=sys.stderr)
+        rc = repo_edit.apply(root, res.changes, args.dry_run, "make new-env")
+    if rc == 0:
+        for note in res.notes:
+            print(f"note: {note}", file=sys.stderr)
+    return rc
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m policies.new_env", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env", help="the new environment's name, e.g. a100-8x4")
+    ap.add_argument("--from", dest="source", help="the environment to start from, e.g. gke-t4")
+    ap.add_argument("--nodes", help="pods (nodes) in the world")
+    ap.add_argument("--gpus-per-node", help="GPUs per pod; one process per GPU")
+    ap.add_argument("--procs-per-node", help="processes per pod on CPU environments")
+    ap.add_argument("--gpu", help="the hardware's short name for comments, e.g. A100")
+    ap.add_argument("--gpu-label", help="the accelerator node label, key=value")
+    ap.add_argument("--toleration", help="key[=value]:Effect, e.g. nvidia.com/gpu:NoSchedule")
+    ap.add_argument("--gpu-resource", help=f"the GPU resource name ({', '.join(launchers.GPU_RESOURCES)})")
+    ap.add_argument("--cluster", help="the Argo CD cluster name (default: the environment's name)")
+    ap.add_argument("--namespace", help="the namespace (default: ddp-<env>)")
+    ap.add_argument("--launcher", help="the overlay the Argo CD Application syncs (default: FROM's)")
+    ap.add_argument("--dry-run", action="store_true", help="print the unified diff, write nothing")
+    ap.add_argument("--root", default=str(REPO), help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return guarded(lambda: run(args), (EditError, identity.IdentityError, scale.ScaleError,
+                                       transaction.TransactionError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Every value the trainer reads is one it accepts (trainer/contract.py).
+
+`/app/trainer/train.py` takes each flag's default from an environment variable (`DIST_BACKEND` for `--backend`,
+`EPOCHS` for `--epochs`, ...) and refuses a value outside what the flag accepts: argparse's error, exit 2 on every
+rank before training, so the world never trains. The accepted values are declared once in `trainer/contract.py`;
+this rule checks every container that starts the trainer (`/app/trainer/train.py` or `-m trainer.train`) against
+it: each declared variable as the container sees it (its env, ConfigMaps through `envFrom`, what the controller
+injects), unless the flag itself is on the command line, and each such flag's own value. A value the manifests do
+not resolve (a Secret, a `fieldRef` only the cluster knows) is not checked.
+
+Fails: `DIST_BACKEND=glo` in the environment's `ddp-env` ConfigMap; `--epochs=0`.
+Passes: `DIST_BACKEND=gloo`; `DIST_BACKEND=glo` with `--backend=gloo` on the command line (the flag wins).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from trainer import contract
+
+from ..rulekit import find_object, obj_problem
+
+ID = "TRAINER001"
+NAME = "trainer-contract-values"
+
+
+def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
+    """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
+    that starts the trainer, one pod per pod template (worked out once per overlay)."""
+    found = ctx.memo.get("trainer_containers")
+    if found is None:
+        found = []
+        for w in ctx.workloads:
+            seen: set[str] = set()
+            for g in w.world_groups:
+                if not g.count or g.template_field in seen:
+                    continue
+                seen.add(g.template_field)
+                pod = w.pod(g.offset)
+                for c in pod.containers:
+                    argv, fields = pod.argv(c)
+                    start = contract.starts_trainer(argv)
+                    if start is not None:
+                        found.append((w, pod, c, argv, fields, start))
+        ctx.memo["trainer_containers"] = found
+    return found
+
+
+def located(w, field: str) -> tuple[Any, str]:
+    """The object a field of the workload's pods is written in: a TrainJob's runtime for `(runtime) ...`."""
+    if field.startswith("(runtime) "):
+        runtime = w.facts.get("runtime")
+        if runtime is not None:
+            return runtime, field[len("(runtime) "):]
+    return w.manifest, field
+
+
+def where(ctx, w, c, name: str) -> tuple[Any, str]:
+    """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
+    the container's env entry."""
+    field = c.env_fields.get(name) or f"{c.field}.env"
+    m = re.search(r"\.envFrom\[(\d+)\]$", field)
+    if m:
+        sources = c.container.get("envFrom") or []
+        i = int(m.group(1))
+        ref = (sources[i].get("configMapRef") or {}) if i < len(sources) and isinstance(sources[i], dict) else {}
+        cm = find_object(ctx, "ConfigMap", str(ref.get("name"))) if ref else None
+        if cm is not None:
+            return cm, f"data.{name}"
+    return located(w, field)
+
+
+def _flag_values(args: list[str], fields: list[str]) -> Iterator[tuple[str, str, str]]:
+    """(flag, value, field) for every contract flag written with a value in the trainer's arguments."""
+    for i, tok in enumerate(args):
+        flag, eq, value = tok.partition("=")
+        if flag not in contract.FLAGS:
+            continue
+        if eq:
+            yield flag, value, fields[i]
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            yield flag, args[i + 1], fields[i + 1]
+
+
+def check(ctx):
+    seen: set[tuple[str, str, str]] = set()  # a Master and its Workers share one ConfigMap key
+    for w, pod, c, argv, fields, start in trainer_containers(ctx):
+        args, arg_fields = argv[start:], fields[start:]
+        given = contract.flags_given(args)
+        for flag, value, field in _flag_values(args, arg_fields):
+            var = contract.FLAGS[flag]
+            why = var.refuses(value) if "$(" not in value else None
+            if why:
+                m, f = located(w, field)
+                if (m.ref, f, flag) in seen:
+                    continue
+                seen.add((m.ref, f, flag))
+                yield obj_problem(ID, m, f, f"{flag} is '{value}', which "
+                                  f"{contract.SCRIPT} refuses ({why}; trainer/contract.py): every rank exits 2 "
+                                  "before training", _hint(var, flag))
+        for name, var in contract.ENV.items():
+            if var.flag is None or var.flag in given:
+                continue
+            value = c.env.get(name)
+            if value is None or "$(" in value:
+                continue
+            why = var.refuses(value)
+            if why:
+                m, f = where(ctx, w, c, name)
+                if (m.ref, f, name) in seen:
+                    continue
+                seen.add((m.ref, f, name))
+                yield obj_problem(ID, m, f, f"{name} is '{value}', which {contract.SCRIPT} refuses ({why}; "
+                                  "trainer/contract.py): every rank exits 2 before training", _hint(var, name))
+
+
+def _hint(var, what: str) -> str:
+    if var.choices:
+        return f"set {what} to one of {', '.join(var.choices)}"
+    return f"set {what} to {var.kind}"

@@ -1,0 +1,188 @@
+"""`make init`: the template made yours in one validated transaction. Every repetition of the identity is rewritten
+(and nothing else), the result validates, a bad argument or a result that does not validate writes nothing, and a
+run killed between two renames is finished by the next."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, stop, wait_for_hook
+from policies import identity
+from policies.init import sidecar_image
+
+URL = "https://git.acme.io/ml/ddp-gitops.git"
+IMAGE = "registry.acme.io/ml/ddp-trainer"
+# The files that deploy: none may still name the template's example repository or registry after make init.
+DEPLOYED = ("gitops.yaml", "Makefile", "argocd", "base", "components", "overlays")
+EXAMPLE = re.compile(re.escape(identity.EXAMPLE_REPO_URL) + "|" + re.escape(identity.EXAMPLE_REGISTRY))
+
+
+def copy_repo(root):
+    """The repository's inputs, as the template ships them: a fork that ran make init gets its identity put back
+    to the example's in the copy, so that these tests start where a new user starts."""
+    for d in ("base", "components", "overlays", "argocd"):
+        shutil.copytree(REPO / d, root / d)
+    for f in ("gitops.yaml", "Makefile"):
+        shutil.copy(REPO / f, root / f)
+    ident = identity.load(root)
+    for path in [root / "gitops.yaml", root / "Makefile", *(root / "argocd").rglob("*.yaml"),
+                 *(root / "base").rglob("*.yaml"), *(root / "components").glob("*/kustomization.yaml")]:
+        text = path.read_text()
+        new = text.replace(ident.repo_url, identity.EXAMPLE_REPO_URL)
+        new = re.sub(re.escape(ident.image) + r"(?=[:@\s\"']|$)", identity.EXAMPLE_IMAGE, new, flags=re.M)
+        new = re.sub(re.escape(sidecar_image(ident.image)) + r"(?=[:@\s\"']|$)", sidecar_image(identity.EXAMPLE_IMAGE),
+                     new, flags=re.M)
+        if new != text:
+            path.write_text(new)
+    return root
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    return copy_repo(tmp_path / "repo")
+
+
+def init(root, *args, env=None):
+    return subprocess.run([sys.executable, "-m", "policies.init", *args, "--root", str(root)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+def snapshot(root):
+    return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def example_mentions(root):
+    out = []
+    for name in DEPLOYED:
+        path = root / name
+        for f in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()):
+            for i, line in enumerate(f.read_text().splitlines(), 1):
+                if EXAMPLE.search(line):
+                    out.append(f"{f.relative_to(root)}:{i}: {line.strip()}")
+    return out
+
+
+def test_init_rewrites_every_repetition_and_nothing_else(repo):
+    before = snapshot(repo)
+    assert example_mentions(repo), "the template names its example repository and registry"
+    ident = identity.load(repo)
+    env = sorted(ident.environments)[0]
+    proc = init(repo, "--repo-url", URL, "--image", IMAGE, "--clusters", f"{env}=prod-a",
+                "--namespaces", f"{env}=team-a")
+    assert proc.returncode == 0, proc.stderr
+    assert example_mentions(repo) == []
+    now = identity.load(repo)
+    assert (now.repo_url, now.image) == (URL, IMAGE)
+    assert now.environments[env] == identity.Place("prod-a", "team-a")
+    assert identity.disagreements(repo, now) == []
+    after = snapshot(repo)
+    changed = sorted(p for p in after if after[p] != before.get(p))
+    assert [str(p) for p in changed] == sorted(line.removeprefix("wrote ") for line in proc.stdout.splitlines())
+    # Round-trip edits: every changed line is one that named the old identity.
+    old_words = [ident.repo_url, ident.image, sidecar_image(ident.image), ident.environments[env].cluster,
+                 ident.environments[env].namespace]
+    for name in changed:
+        old_lines, new_lines = before[name].decode().splitlines(), after[name].decode().splitlines()
+        assert len(old_lines) == len(new_lines), name
+        for a, b in zip(old_lines, new_lines):
+            assert a == b or any(w in a for w in old_words), (name, a, b)
+    again = init(repo, "--repo-url", URL, "--image", IMAGE)
+    assert again.returncode == 0 and again.stdout.strip() == "make init: nothing to change", again.stderr
+
+
+def test_the_result_validates_and_renders_your_image(repo):
+    assert init(repo, "--repo-url", URL, "--image", IMAGE).returncode == 0
+    shutil.copytree(REPO / "policies", repo / "policies", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "trainer", repo / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "schemas").symlink_to(REPO / "schemas")
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "overlays", "argocd"], cwd=repo,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    rendered = subprocess.run([str(REPO / ".venv/bin/kubectl"), "kustomize", str(next(
+        (repo / "overlays").glob("*/*/kustomization.yaml")).parent)], capture_output=True, text=True, check=True)
+    images = {ln.split("image:", 1)[1].strip() for ln in rendered.stdout.splitlines() if "image:" in ln}
+    assert images and all(i.startswith(IMAGE + ":") for i in images if "ddp-trainer" in i), images
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(repo):
+    before = snapshot(repo)
+    proc = init(repo, "--repo-url", URL, "--image", IMAGE, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert f"+  repoURL: {URL}" in proc.stdout and f"+  image: {IMAGE}" in proc.stdout
+    assert "dry run: nothing was written" in proc.stderr
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "nothing to do: give REPO_URL="),
+    (["--repo-url", identity.EXAMPLE_REPO_URL], "REPO_URL is the template's example repository"),
+    (["--repo-url", "not a url"], "REPO_URL 'not a url' is not a repository URL"),
+    (["--image", IMAGE + ":0.1.0"], f"names a tag or digest: give the repository alone ({IMAGE})"),
+    (["--image", "Registry.acme.io/ML/x"], "is not an image repository"),
+    (["--image", "ghcr.io/example/other"], "is in the template's example registry"),
+    (["--clusters", "nowhere=c"], "CLUSTERS: 'nowhere' is not an environment gitops.yaml declares"),
+    (["--namespaces", "x"], "NAMESPACES: 'x' is not <environment>=<value>"),
+])
+def test_a_bad_argument_is_one_line_and_writes_nothing(repo, args, message):
+    before = snapshot(repo)
+    proc = init(repo, *args)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: ") and message in line, line
+    assert snapshot(repo) == before
+
+
+def test_a_result_that_does_not_validate_writes_nothing(repo):
+    """An overlay that no longer renders: the result is validated on a copy and refused before anything is
+    written."""
+    overlay = next((repo / "overlays").glob("*/*/patches/set-topology.yaml"))
+    overlay.write_text(overlay.read_text() + "\nnot: [valid\n")
+    before = snapshot(repo)
+    proc = init(repo, "--repo-url", URL, "--image", IMAGE)
+    assert proc.returncode == 1, proc.stderr
+    assert "the result does not validate, so nothing was written" in proc.stderr
+    assert snapshot(repo) == before
+
+
+def test_a_repository_that_already_disagrees_is_refused(repo):
+    make = repo / "Makefile"
+    make.write_text(make.read_text().replace(f"?= {identity.load(repo).image}", "?= registry.acme.io/other"))
+    proc = init(repo, "--repo-url", URL, "--image", IMAGE)
+    assert proc.returncode == 2 and "already disagrees with gitops.yaml's identity" in proc.stderr, proc.stderr
+
+
+def test_an_init_killed_between_two_renames_is_finished_by_the_next_run(repo):
+    env = {**os.environ, "DDP_SCALE_TEST_HOOK": "renamed-2"}
+    proc = subprocess.Popen([sys.executable, "-m", "policies.init", "--repo-url", URL, "--image", IMAGE, "--root",
+                             str(repo)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for_hook(proc, "renamed-2")
+    stop(proc, signal.SIGKILL)
+    assert (repo / ".scale-journal").is_file()
+    assert identity.disagreements(repo) != []  # half written
+    dry = init(repo, "--repo-url", URL, "--image", IMAGE, "--dry-run")
+    assert dry.returncode == 2 and "half written" in dry.stderr, dry.stderr
+    again = init(repo, "--repo-url", URL, "--image", IMAGE)
+    assert again.returncode == 0, again.stderr
+    assert "finished the change an interrupted run began" in again.stderr
+    assert not (repo / ".scale-journal").exists() and not list(repo.rglob(".*.scale-tmp"))
+    assert identity.disagreements(repo) == [] and example_mentions(repo) == []
+
+
+def test_an_init_killed_before_its_journal_changes_nothing(repo):
+    before = snapshot(repo)
+    env = {**os.environ, "DDP_SCALE_TEST_HOOK": "temps-written"}
+    proc = subprocess.Popen([sys.executable, "-m", "policies.init", "--repo-url", URL, "--image", IMAGE, "--root",
+                             str(repo)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for_hook(proc, "temps-written")
+    stop(proc, signal.SIGKILL)
+    assert list(repo.rglob(".*.scale-tmp")) and not (repo / ".scale-journal").exists()
+    assert {p: b for p, b in snapshot(repo).items() if not p.name.endswith(".scale-tmp")} == before
+    again = init(repo, "--repo-url", URL, "--image", IMAGE)
+    assert again.returncode == 0, again.stderr
+    assert not list(repo.rglob(".*.scale-tmp")) and example_mentions(repo) == []

@@ -1,0 +1,125 @@
+"""The trainer's contract (trainer/contract.py): declared once, torch-free, equal to what the trainer's parser reads,
+and checked by `make validate` on every environment the tree holds (rules TRAINER001 and TRAINER002)."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from policies import identity
+from trainer import contract
+
+ENVIRONMENTS = identity.environments_in_tree(REPO)
+
+
+def test_the_contract_imports_no_torch():
+    code = "import sys, trainer.contract; print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr
+
+
+def test_the_contract_is_what_the_parser_reads():
+    """Every flag whose default comes from a variable ([NAME] in its help) is declared with that flag and the same
+    choices, and every declared flag is one the parser has: neither side can add a variable alone."""
+    from trainer.cli import build_parser
+
+    parser = build_parser()
+    read = {}
+    for action in parser._actions:
+        m = re.match(r"\[([A-Z][A-Z0-9_]*)\]", action.help or "")
+        if m:
+            read[m.group(1)] = (action.option_strings[0], tuple(sorted(action.choices or ())))
+    declared = {v.name: (v.flag, tuple(sorted(v.choices))) for v in contract.ENV.values() if v.flag}
+    assert read == declared
+
+
+def test_the_contract_accepts_the_parser_defaults_and_refuses_what_argparse_refuses():
+    from trainer.cli import build_parser
+
+    defaults = {a.option_strings[0]: a.default for a in build_parser()._actions if a.option_strings}
+    for var in contract.FLAGS.values():
+        default = defaults[var.flag]
+        if isinstance(default, str):
+            assert var.refuses(default) is None, (var, default)
+    cases = {"EPOCHS": ("3", "0"), "SEED": ("-1", "x"), "PG_TIMEOUT": ("2.5", "inf"), "CHANNELS_LAST": ("On", "2"),
+             "RUN_ID": ("run-001", "a/b"), "CHECKPOINT_STEPS": ("0", "-1"), "DIST_BACKEND": ("gloo", "glo"),
+             "LR": ("3e-3", "0")}
+    for name, (good, bad) in cases.items():
+        assert contract.ENV[name].refuses(good) is None and contract.ENV[name].refuses(bad), name
+
+
+def test_trainer_reads_no_undeclared_variable():
+    from trainer.cli import env_reader
+
+    env = env_reader({"EPOCHS": "5"})
+    assert env("EPOCHS", "3") == "5" and env("SEED", "42") == "42"
+    with pytest.raises(KeyError, match="not declared in trainer/contract.py"):
+        env("EPOCHZ", "3")
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["torchrun", "--nnodes=2", contract.SCRIPT, "--task=synthetic"], 3),
+    (["python", "-m", "trainer.train", "--epochs", "2"], 3),
+    (["python", "other.py"], None),
+])
+def test_what_starts_the_trainer(argv, start):
+    assert contract.starts_trainer(argv) == start
+
+
+@pytest.fixture(scope="module")
+def typos(tmp_path_factory):
+    """The issue's two typos on every environment of the tree: DIST_BACKEND=glo in each environment's ConfigMap,
+    NPROC_PER_NOD for NPROC_PER_NODE in every topology patch that sets the variable; `make validate`'s JSON."""
+    root = tmp_path_factory.mktemp("typos")
+    for d in ("base", "components", "overlays"):
+        shutil.copytree(REPO / d, root / d)
+    renamed = []
+    for env in ENVIRONMENTS:
+        kfile = root / "components" / env / "kustomization.yaml"
+        text, n = re.subn(r"- DIST_BACKEND=\w+", "- DIST_BACKEND=glo", kfile.read_text())
+        assert n == 1, f"components/{env} sets DIST_BACKEND once in its ConfigMap"
+        kfile.write_text(text)
+        for topo in sorted((root / "overlays" / env).glob("*/patches/set-topology.yaml")):
+            text = topo.read_text()
+            if "name: NPROC_PER_NODE\n" in text:
+                topo.write_text(text.replace("name: NPROC_PER_NODE\n", "name: NPROC_PER_NOD\n"))
+                renamed.append(topo.parent.parent.relative_to(root).as_posix())
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--format", "json", str(root / "overlays")],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    return root, json.loads(proc.stdout), renamed
+
+
+def _by_overlay(root, report):
+    out = {u["source"].replace(str(root) + "/", ""): [] for u in report["units"]}
+    for p in report["problems"]:
+        out[p["source"].replace(str(root) + "/", "")].append(p)
+    return out
+
+
+def test_dist_backend_glo_fails_every_overlay_of_every_environment(typos):
+    root, report, _ = typos
+    units = _by_overlay(root, report)
+    overlays = sorted(p.parent.relative_to(REPO).as_posix() for env in ENVIRONMENTS
+                      for p in (REPO / "overlays" / env).glob("*/kustomization.yaml"))
+    assert sorted(units) == overlays
+    for overlay, problems in units.items():
+        found = [p for p in problems if p["rule"] == "TRAINER001"]
+        assert found and all(p["severity"] == "error" for p in found), overlay
+        assert "DIST_BACKEND is 'glo'" in found[0]["message"] and "auto, nccl, gloo" in found[0]["message"]
+
+
+def test_nproc_per_nod_warns_with_the_suggestion_on_every_environment(typos):
+    root, report, renamed = typos
+    units = _by_overlay(root, report)
+    assert {p.split("/")[1] for p in renamed} == set(ENVIRONMENTS)
+    for overlay in renamed:
+        found = [p for p in units[overlay] if p["rule"] == "TRAINER002"]
+        assert [p["severity"] for p in found] == ["warning"], overlay
+        assert "NPROC_PER_NOD is set" in found[0]["message"] and found[0]["hint"] == \
+            "rename NPROC_PER_NOD to NPROC_PER_NODE"
