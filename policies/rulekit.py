@@ -11,7 +11,7 @@ from .argocd import Delivery
 from .launchers import Bundle, Check, Launcher, Pod, Workload, of
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
-from .topology import Topology, Undetermined, UnreadConfig
+from .topology import Topology, Undetermined, UnreadConfig, UnreadScript
 
 # A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
 RULE_DEFAULT = ""
@@ -47,6 +47,8 @@ class Context:
     undetermined: list[Undetermined] = dc_field(default_factory=list)
     # Workloads whose world's shape is in an accelerate config file not in the manifests.
     unread: list[UnreadConfig] = dc_field(default_factory=list)
+    # Workloads whose container runs a shell script that could not be read.
+    scripts: list[UnreadScript] = dc_field(default_factory=list)
     # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
     refused: list[Check] = dc_field(default_factory=list)
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
