@@ -49,6 +49,8 @@ class Context:
     unread: list[UnreadConfig] = dc_field(default_factory=list)
     # Workloads whose container runs a shell script that could not be read.
     scripts: list[UnreadScript] = dc_field(default_factory=list)
+    # Workloads another controller manages (managedBy): none of their pods are created here.
+    elsewhere: list[Workload] = dc_field(default_factory=list)
     # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
     refused: list[Check] = dc_field(default_factory=list)
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).

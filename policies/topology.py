@@ -340,6 +340,8 @@ class Resolution:
     undetermined: list[Undetermined] = field(default_factory=list)
     unread: list[UnreadConfig] = field(default_factory=list)
     scripts: list[UnreadScript] = field(default_factory=list)
+    # Workloads whose managedBy names another controller: no pods here, so no topology to check.
+    elsewhere: list[Workload] = field(default_factory=list)
 
 
 def compute(bundle: Bundle, ws: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
@@ -355,6 +357,9 @@ def resolve(bundle: Bundle, ws: list[Workload] | None = None,
     cannot be read (a malformed field) is listed there instead of raising. The model is only read, never written."""
     out = Resolution()
     for w in workloads(bundle) if ws is None else ws:
+        if w.managed_by is not None:
+            out.elsewhere.append(w)
+            continue
         try:
             if not _compute_one(bundle, w, out) and w.launcher.for_training:
                 found = _undetermined(w)

@@ -132,6 +132,8 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
             continue
         w.configmaps = bundle.configmaps
         w.secrets = bundle.secrets
+        w.managed_by = launcher.manager(m)
+        w.suspended = launcher.suspended(m)
         child = bundle.children.get(m.ref)
         if child is not None:
             w.copies = child.copies

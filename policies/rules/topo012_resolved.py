@@ -15,6 +15,9 @@ names the settings and the checks they hide. A `$VAR` that neither the container
 from the image's environment: a warning, phrased as the condition under which torchrun fails. A script that cannot
 be read at all is said in an info line too.
 
+A workload whose `managedBy` names another controller (MultiKueue, an external one) gets no pods from the controller
+here: the checks that need its pods are skipped, and an info line says so.
+
 Fails: `--nnodes=$(NNODES)` with no `NNODES` in the env; a Job with `completions: 0`.
 Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnodes)` in a script (info).
 """
@@ -48,6 +51,12 @@ def check(ctx):
                       "the manifests is mounted at: the number of machines, the processes and the main process were "
                       "not checked", m.source, m.ref, unread.field or "spec", "mount the config from a ConfigMap, or "
                       "give --num_machines, --num_processes and --main_process_ip on the command line", severity=INFO)
+    for w in ctx.elsewhere:
+        m = w.manifest
+        yield Problem(ID, f"{w.launcher.not_created(w)}: the checks of its pods and torchrun world (TOPO001-TOPO010, "
+                      "ELASTIC, RDZV, RES, NCCL) were skipped", m.source, m.ref,
+                      ".".join(w.launcher.managed_by_field or ("spec",)), "validate the workload where its pods are "
+                      "created, or leave managedBy out to have them checked here", severity=INFO)
     for unread in ctx.scripts:
         m = unread.workload.manifest
         yield Problem(ID, f"the container's shell script could not be read ({unread.why}): whether it starts torchrun "
