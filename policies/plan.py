@@ -82,7 +82,7 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
                            "launcher": w.launcher_id, "topology": topology_doc(t) if t else None,
                            "pod_count": n, "pods": [] if elsewhere else [pod_doc(p) for p in w.every_pod(MAX_PODS)],
                            "services": [] if elsewhere else w.launcher.services(w),
-                           "training_env": dict(w.pod(0).env) if n else {},
+                           "training_env": dict(w.pod(0).env) if n > 0 else {},
                            # The pods the controller here creates now, and why none where it creates none.
                            "pods_now": 0 if (elsewhere or w.suspended) else w.all_pods,
                            "pods_not_created": w.launcher.not_created(w)}

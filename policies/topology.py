@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from .kube import as_int
-from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Workload, workloads
+from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Unreadable, Workload, workloads
+from .launchers.base import MAX_GROUP_PODS
 from .launchers.pods import container_resources
 from .model import Manifest
 from .shell import RUN_TIME, ShellError
@@ -359,6 +360,12 @@ def resolve(bundle: Bundle, ws: list[Workload] | None = None,
     for w in workloads(bundle) if ws is None else ws:
         if w.managed_by is not None:
             out.elsewhere.append(w)
+            continue
+        odd = [g for g in w.groups if not isinstance(g.count, int) or not 0 <= g.count <= MAX_GROUP_PODS]
+        if odd:  # (the controller's webhook or the API server refuses it: TOPO011 reports that from the spec)
+            if failed is not None:
+                failed.append((w.manifest, Unreadable(f"would have {odd[0].count} {odd[0].role} pods, which the "
+                                                      f"model does not work out (0 to {MAX_GROUP_PODS:,})")))
             continue
         try:
             if not _compute_one(bundle, w, out) and w.launcher.for_training:

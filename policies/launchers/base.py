@@ -14,6 +14,15 @@ from .lifecycle import WAIT, Decision, PodExit, RestartCount
 from .pods import Pod, PodGroup, make_pod
 
 
+# The most pods of one group the model works out (bounded time and memory on any input); no controller admits more.
+MAX_GROUP_PODS = 1_000_000
+
+
+class Unreadable(Exception):
+    """An object the model cannot work its pods out of (a negative replica count, which the controller's webhook
+    refuses): the engine says it skipped it, in one info line, instead of an internal error."""
+
+
 @dataclass
 class Workload:
     """An object that starts pods through a modelled controller, and the pods it stands for. What a controller's
