@@ -191,4 +191,12 @@ def restarts_and_max_restarts(ctx: Context, topo: Topology) -> tuple[list[str], 
 
 
 def training_uses_nccl(topo: Topology) -> bool:
-    return bool(topo.gpus) or bool(topo.pg_backend and topo.pg_backend[0].lower() == "nccl")
+    """The job may use NCCL: it has GPUs, or states the nccl backend (see nccl_stated for what a message may claim)."""
+    return bool(topo.gpus) or nccl_stated(topo)
+
+
+def nccl_stated(topo: Topology) -> bool:
+    """The manifest itself says the process group is nccl (env, args): only then may a message claim what NCCL does,
+    at the rule's severity; otherwise the backend lives in the training code, and a message says "if the job uses
+    NCCL", at warning severity."""
+    return bool(topo.pg_backend and topo.pg_backend[0].lower() == "nccl")
