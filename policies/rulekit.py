@@ -30,6 +30,8 @@ class Environment:
     require_image_digest: bool = False
     allowed_capabilities: list[str] = dc_field(default_factory=list)
     allowed_host_access: list[str] | None = None  # None: the environment does not say
+    # Every object the manifests reference is in them (REF001 errors on one that is not).
+    self_contained: bool = False
     severity: dict[str, str] = dc_field(default_factory=dict)
 
 

@@ -1,7 +1,7 @@
 """The rule registry. One module per rule; its docstring is the user documentation (docs/rules.md is made from it).
 A rule is a pure function from one unit's Context (policies/rulekit.py: objects, topologies, workloads, the
 environment, Argo CD's resolved targets) to Problems, with a stable id, a severity and a fix hint. Ids are stable and
-grouped by family: TOPO, RDZV, RESTART, ELASTIC, RES, NCCL, IMG, SEC, MON, ARGO."""
+grouped by family: TOPO, RDZV, RESTART, ELASTIC, RES, NCCL, IMG, SEC, MON, ARGO, REF."""
 from __future__ import annotations
 
 import importlib
@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from ..model import ERROR, Problem
 from ..rulekit import Context
 
-ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|MON|ARGO)\d{3}$")
+ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|MON|ARGO|REF)\d{3}$")
 FAMILIES = {
     "TOPO": "Topology: the torchrun world the launcher really forms",
     "RDZV": "Rendezvous robustness",
@@ -25,6 +25,7 @@ FAMILIES = {
     "SEC": "Security",
     "MON": "Monitoring: what Prometheus scrapes of the trainer",
     "ARGO": "Argo CD delivery: what auto-sync does with these manifests",
+    "REF": "References: objects the manifests name",
 }
 
 
