@@ -63,10 +63,10 @@ def references(ctx) -> list[tuple[str, str, str, object, str]]:
     for t in ctx.topologies:
         host = t.endpoint_host or ""
         if t.backend.startswith("etcd") and host and "$" not in host and not host.replace(".", "").isdigit():
-            first = host.split(".")[0]
-            ns = host.split(".")[1] if host.count(".") >= 1 and not host.endswith(".svc") else t.manifest.namespace
-            if host not in ("localhost",):
-                out.append(("Service", ns, first, t.manifest, t.first.endpoint.field or "spec"))
+            parts = host.split(".")
+            if host != "localhost":
+                out.append(("Service", parts[1] if len(parts) > 1 else t.manifest.namespace, parts[0], t.manifest,
+                            t.first.endpoint.field or "spec"))
     return out
 
 
