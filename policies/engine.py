@@ -170,8 +170,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                            "none of the policy checks ran on it")
                   for m in manifests if m.ref in malformed]
         manifests = [m for m in manifests if m.ref not in malformed]
-        children = [c for c in children if c.manifest.ref not in malformed]
-    bundle = Bundle.of(manifests, children)
+    # (every child stays in `children`: its problems, the schema stage's too, are moved to its parent in settle)
+    bundle = Bundle.of(manifests, [c for c in children if c.manifest.ref not in malformed])
     broken: list[tuple[Manifest, Exception]] = []
     unit.workloads = workloads(bundle, broken)
     resolved = resolve(bundle, unit.workloads, broken)
