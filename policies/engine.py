@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Iterable
 
 from . import argocd, environment
-from .launchers import NOT_MODELLED, Bundle, Check, Child, Workload, expand, groups_modelling, of, workloads
+from .launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
+                        workloads)
 from .files import path_error, read
 from .loader import InputError
 from .model import ERROR, INFO, WARNING, Manifest, Problem
@@ -20,6 +21,7 @@ from .render import render_all
 from .rulekit import Environment
 from .rules import RULES, Context, Rule
 from .schema import crd_rules
+from .schema.lookup import RULE as SCHEMA
 from .schema.validator import Validator
 from .topology import Topology, resolve
 
@@ -160,30 +162,43 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     """The policy stage of one unit (the rules of `rules`, else every rule), then the unit's problems settled with
     its schema stage's (`schema`): see settle."""
     manifests, children, refused = unit.expanded()
-    bundle = Bundle.of(manifests, children)
+    # The model runs only on what it can read: an object the schema stage finds malformed is set aside (the API
+    # server refuses it, so none of it will exist), said once, and every other object is checked without it.
+    found: list[Problem] = []
+    malformed = {p.obj for p in schema or [] if p.rule == SCHEMA and p.severity == ERROR and p.obj}
+    if malformed:
+        found += [_skipped(m, "is not what its schema allows (the SCHEMA errors above)",
+                           "none of the policy checks ran on it")
+                  for m in manifests if m.ref in malformed]
+        manifests = [m for m in manifests if m.ref not in malformed]
+    # (every child stays in `children`: its problems, the schema stage's too, are moved to its parent in settle)
+    bundle = Bundle.of(manifests, [c for c in children if c.manifest.ref not in malformed])
     broken: list[tuple[Manifest, Exception]] = []
     unit.workloads = workloads(bundle, broken)
     resolved = resolve(bundle, unit.workloads, broken)
-    # A workload the model could not read drops out of the rules (each needs its pods), said once per object.
-    broken_ids = {id(m.obj) for m, _ in broken}
+    # A workload the model could not read drops out of the rules (each needs its pods), said once per object; one
+    # whose pods only are unreadable keeps the admission checks its spec gets (TOPO011).
+    broken_ids = {id(m.obj) for m, exc in broken if not isinstance(exc, Unreadable)}
     unit.workloads = [w for w in unit.workloads if id(w.manifest.obj) not in broken_ids]
-    found: list[Problem] = [_internal(m, f"the {m.kind} could not be modelled", exc) for m, exc in broken]
+    found += [_skipped(m, str(exc)) if isinstance(exc, Unreadable) else
+              _internal(m, f"the {m.kind} could not be modelled", exc) for m, exc in broken]
     unit.topologies = resolved.topologies
     ctx = Context(bundle, resolved.topologies, resolved.unresolved, unit.source, unit.environment,
                   workloads=unit.workloads, undetermined=resolved.undetermined, unread=resolved.unread,
+                  scripts=resolved.scripts, elsewhere=resolved.elsewhere,
                   refused=refused)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     for m in manifests:
         if m.kind in NOT_MODELLED:
-            found.append(Problem("MODEL", f"{m.kind} is not modelled: its pod templates got the schema, security and "
+            found.append(Problem(MODEL, f"{m.kind} is not modelled: its pod templates got the schema, security and "
                                  "image checks; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
         elif of(m) is None and (groups := groups_modelling(m.kind)):
             # A modelled kind in an API group no launcher reads (an older or pre-release API): nothing in it was
             # checked, which is said rather than passed over in silence.
-            found.append(Problem("MODEL", f"{m.kind} is not modelled in apiVersion {m.api_version} (only in "
+            found.append(Problem(MODEL, f"{m.kind} is not modelled in apiVersion {m.api_version} (only in "
                                  f"{', '.join(groups)}): nothing in it was checked; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="write it in the modelled API version; see docs/validation.md"))
@@ -239,11 +254,21 @@ def to_parents(problems: list[Problem], children: list[Child]) -> None:
 # A rule or the launcher model met something it cannot read: said as one error line (never a traceback), which is
 # a bug in the model unless the schema stage reports the same object malformed.
 INTERNAL = "INTERNAL"
+# What the model did not model (a kind no launcher reads, an object it could not read): one info line each.
+MODEL = "MODEL"
 INTERNAL_HINT = "fix the schema errors above if any; otherwise this is a bug in policies/, please report it"
 
 
+def _skipped(m: Manifest, why: str, what: str = "its pods and its topology were not checked") -> Problem:
+    """An object the model cannot read (malformed, or a value no controller accepts): what was skipped, in one info
+    line (its own errors come from the schema stage or TOPO011)."""
+    return Problem(MODEL, f"the {m.kind or 'object'} {why}: the model skipped it, so {what}", m.source, m.ref,
+                   severity=INFO,
+                   hint="fix what the errors about this object say, then validate again")
+
+
 def _internal(m: Manifest, what: str, exc: Exception) -> Problem:
-    return Problem(INTERNAL, f"{what}: {type(exc).__name__}: {exc}", m.source, m.ref, hint=INTERNAL_HINT)
+    return Problem(INTERNAL, f"{what}: {type(exc).__name__}: {str(exc)[:300]}", m.source, m.ref, hint=INTERNAL_HINT)
 
 
 def finish(unit: Unit, found: list[Problem]) -> None:

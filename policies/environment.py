@@ -31,6 +31,8 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "allowedCapabilities": ("allowed_capabilities", list, "Linux capabilities containers may add back (SEC003)"),
     "allowedHostAccess": ("allowed_host_access", list, "host access pods may have: hostNetwork, hostPID, hostIPC, "
                                                        "hostPath, privileged (SEC008, SEC002); [] allows none"),
+    "selfContained": ("self_contained", bool, "every object the manifests reference (ConfigMaps, Secrets, claims, an "
+                                              "etcd Service) is in them: REF001 errors on one that is not"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
     "real": ("real", bool, "a cluster you deploy to, not one of the template's examples: the example repository and "
                            "registry are errors here (ARGO010, IMG004)"),

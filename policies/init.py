@@ -46,7 +46,7 @@ def check_inputs(ident: Identity, repo_url: str | None, image: str | None, clust
             raise repo_edit.EditError(f"REPO_URL '{repo_url}' is not a repository URL (https://host/owner/repo.git, "
                                       "ssh://... or git@host:owner/repo.git)")
         if identity.is_example_repo(repo_url):
-            raise repo_edit.EditError(f"REPO_URL is the template's example repository: give the URL of yours")
+            raise repo_edit.EditError("REPO_URL is the template's example repository: give the URL of yours")
     if image is not None:
         bare = identity.image_repository(image)
         if bare != image:

@@ -32,7 +32,7 @@ def pin(root: Path, tag: str, digest: str | None, cpu_digest: str | None, name: 
         try:
             image = identity.load(root).image
         except identity.IdentityError as exc:
-            raise ScaleError(str(exc)) from None
+            raise EditError(str(exc)) from None
     if not TAG.match(tag):
         raise EditError(f"TAG '{tag}' is not a valid image tag")
     for label, d in (("DIGEST", digest), ("CPU_DIGEST", cpu_digest)):

@@ -76,16 +76,22 @@ def topology_doc(t: Topology) -> dict[str, Any]:
 
 
 def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
-    n = w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
+    elsewhere = w.managed_by is not None  # its pods are never created here: none listed
+    n = 0 if elsewhere else w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
     out: dict[str, Any] = {"object": f"{w.manifest.kind}/{w.manifest.name}", "namespace": w.manifest.namespace or None,
                            "launcher": w.launcher_id, "topology": topology_doc(t) if t else None,
-                           "pod_count": n, "pods": [pod_doc(p) for p in w.every_pod(MAX_PODS)],
-                           "services": w.launcher.services(w),
-                           "training_env": dict(w.pod(0).env) if n else {}}
-    if w.all_pods > MAX_PODS:
+                           "pod_count": n, "pods": [] if elsewhere else [pod_doc(p) for p in w.every_pod(MAX_PODS)],
+                           "services": [] if elsewhere else w.launcher.services(w),
+                           "training_env": dict(w.pod(0).env) if n > 0 else {},
+                           # The pods the controller here creates now, and why none where it creates none.
+                           "pods_now": 0 if (elsewhere or w.suspended) else w.all_pods,
+                           "pods_not_created": w.launcher.not_created(w)}
+    if not elsewhere and w.all_pods > MAX_PODS:
         out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
     if w.suspended:
         out["suspended"] = True  # the controller creates these pods only once the workload is resumed
+    if elsewhere:
+        out["managed_by"] = w.managed_by
     notes = t.notes if t is not None else w.notes  # the workload's, and what its topology adds
     if notes:
         out["notes"] = list(notes)
@@ -106,8 +112,12 @@ def pods_text(u: Unit) -> str:
     """Every pod of every workload: name, hostname, labels, annotations and each container's env."""
     lines: list[str] = []
     for w in u.workloads:
+        why = w.launcher.not_created(w)
+        if w.managed_by is not None:
+            lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher_id}): no pods here: {why}")
+            continue
         lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher_id}): {w.all_pods} pods"
-                     + (" (suspended: created once resumed)" if w.suspended else ""))
+                     + (f" (none now: {why})" if why else ""))
         for i, p in enumerate(w.every_pod(MAX_PODS)):
             fqdn = f"{p.hostname}.{p.subdomain}" if p.subdomain else p.hostname
             lines.append(f"  pod {i}: {p.name}  hostname {fqdn}")
@@ -135,14 +145,18 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
             bad += 1
             out += [f"cannot plan: {p.message}" for p in u.problems]
         else:
+            idle = [w for w in u.workloads if w.launcher.not_created(w)]
             if not u.topologies:
-                out.append("no training workload")
+                out.append("no training workload" + (" whose pods are created here" if any(
+                    w.managed_by for w in idle) else ""))
             else:
                 out.append(table(plan_rows(u), PLAN_COLUMNS))
                 errors = [p for p in u.problems if p.severity == ERROR]
                 if errors:
                     out.append(f"{len(errors)} topology errors: run `make validate` for details")
                 out += [f"note: {n}" for t in u.topologies for n in t.notes]
+            out += [f"note: {w.manifest.kind}/{w.manifest.name}: 0 pods now: {w.launcher.not_created(w)}"
+                    for w in idle]
             if pods and u.workloads:
                 out.append(pods_text(u))
         out.append("")

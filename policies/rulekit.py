@@ -11,7 +11,7 @@ from .argocd import Delivery
 from .launchers import Bundle, Check, Launcher, Pod, Workload, of
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
-from .topology import Topology, Undetermined, UnreadConfig
+from .topology import Topology, Undetermined, UnreadConfig, UnreadScript
 
 # A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
 RULE_DEFAULT = ""
@@ -30,6 +30,8 @@ class Environment:
     require_image_digest: bool = False
     allowed_capabilities: list[str] = dc_field(default_factory=list)
     allowed_host_access: list[str] | None = None  # None: the environment does not say
+    # Every object the manifests reference is in them (REF001 errors on one that is not).
+    self_contained: bool = False
     severity: dict[str, str] = dc_field(default_factory=dict)
     real: bool = False  # a cluster the user deploys to, not one of the template's examples
 
@@ -48,6 +50,10 @@ class Context:
     undetermined: list[Undetermined] = dc_field(default_factory=list)
     # Workloads whose world's shape is in an accelerate config file not in the manifests.
     unread: list[UnreadConfig] = dc_field(default_factory=list)
+    # Workloads whose container runs a shell script that could not be read.
+    scripts: list[UnreadScript] = dc_field(default_factory=list)
+    # Workloads another controller manages (managedBy): none of their pods are created here.
+    elsewhere: list[Workload] = dc_field(default_factory=list)
     # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
     refused: list[Check] = dc_field(default_factory=list)
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
@@ -188,4 +194,12 @@ def restarts_and_max_restarts(ctx: Context, topo: Topology) -> tuple[list[str], 
 
 
 def training_uses_nccl(topo: Topology) -> bool:
-    return bool(topo.gpus) or bool(topo.pg_backend and topo.pg_backend[0].lower() == "nccl")
+    """The job may use NCCL: it has GPUs, or states the nccl backend (see nccl_stated for what a message may claim)."""
+    return bool(topo.gpus) or nccl_stated(topo)
+
+
+def nccl_stated(topo: Topology) -> bool:
+    """The manifest itself says the process group is nccl (env, args): only then may a message claim what NCCL does,
+    at the rule's severity; otherwise the backend lives in the training code, and a message says "if the job uses
+    NCCL", at warning severity."""
+    return bool(topo.pg_backend and topo.pg_backend[0].lower() == "nccl")

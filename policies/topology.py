@@ -10,13 +10,17 @@ from typing import Any
 import yaml
 
 from .kube import as_int
-from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Workload, workloads
+from .launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Unreadable, Workload, workloads
+from .launchers.base import MAX_GROUP_PODS
 from .launchers.pods import container_resources
 from .model import Manifest
+from .shell import RUN_TIME, ShellError
 from .torchrun import (DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python, split_endpoint,
                        split_nnodes, with_accelerate_config)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
+# What a script that starts distributed training shows in its text (an unreadable one is said unread only then).
+_TRAINING_WORDS = ("torchrun", "torch.distributed", "accelerate", "MASTER_ADDR", "WORLD_SIZE", "deepspeed")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -24,12 +28,14 @@ class PodView:
     """What torchrun sees in one pod: the pod, its torchrun invocation (if any) and the resolved settings.
     Settings are worked out when first read: the rules read all of them on pod 0, the node rank on the others."""
 
-    __slots__ = ("pod", "inv", "_cache")
+    __slots__ = ("pod", "inv", "_cache", "script_error")
 
-    def __init__(self, pod: Pod, inv: Invocation | None) -> None:
+    def __init__(self, pod: Pod, inv: Invocation | None, script_error: str | None = None) -> None:
         self.pod = pod
         self.inv = inv
         self._cache: dict[str, Setting] = {}
+        # Why the container's shell script could not be read (then `inv` is None: not known, not absent).
+        self.script_error = script_error
 
     def _s(self, name: str) -> Setting:
         return _at_source(self.inv.setting(name, self.pod.env, self.pod.env_fields), self.pod)  # type: ignore[union-attr]
@@ -46,7 +52,9 @@ class PodView:
             if key == "endpoint":
                 master = _env_setting(pod, "MASTER_ADDR", "")
                 port = _env_setting(pod, "MASTER_PORT", "")
-                c[key] = Setting(f"{master.value}:{port.value}" if master.value else "", master.origin, master.field)
+                c[key] = Setting(f"{master.value}:{port.value}" if master.value else "", master.origin, master.field,
+                                 unknown=master.unknown or port.unknown,
+                                 unknown_kind=master.unknown_kind or port.unknown_kind)
             else:
                 c[key] = {"nnodes": lambda: _env_setting(pod, "WORLD_SIZE", "1"),
                           "nproc": lambda: Setting("1", "default"),
@@ -70,7 +78,8 @@ class PodView:
         if backend.value == "static" and not endpoint.value:
             addr, port = self._s("master_addr"), self._s("master_port")
             origin = addr if addr.origin != "default" else port
-            endpoint = Setting(f"{addr.value}:{port.value}", origin.origin, addr.field or port.field)
+            endpoint = Setting(f"{addr.value}:{port.value}", origin.origin, addr.field or port.field,
+                               unknown=addr.unknown or port.unknown, unknown_kind=addr.unknown_kind or port.unknown_kind)
         c["endpoint"] = endpoint
 
     nnodes = property(lambda self: self._get("nnodes"))
@@ -161,8 +170,10 @@ def _env_setting(pod: Pod, name: str, default: str) -> Setting:
 def view(pod: Pod) -> PodView:
     argv, fields = pod.argv()
     # A shell in the container also sees HOSTNAME, which the container runtime sets to the pod's hostname.
-    shell_env = pod.env if "HOSTNAME" in pod.env else {"HOSTNAME": pod.hostname, **pod.env}
-    inv = find_invocation(argv, fields, shell_env)
+    try:
+        inv = find_invocation(argv, fields, pod.env, pod.hostname)
+    except ShellError as exc:
+        return PodView(pod, None, str(exc))
     if inv is not None and inv.accelerate_config is not None:
         _read_accelerate_config(pod, inv)
     return PodView(pod, inv)
@@ -209,6 +220,8 @@ def describe_rank_source(v: PodView, workload: Workload) -> str:
     if v.inv is not None and v.backend.value not in ("static",) and v.node_rank.origin == "default":
         return f"rendezvous ({v.backend.value})"
     setting = v.node_rank
+    if setting.unknown_kind == RUN_TIME:
+        return f"known at run time ({setting.value})"
     if setting.origin == "default":
         return "none (torchrun default 0)"
     if setting.origin == "flag":
@@ -308,6 +321,16 @@ class UnreadConfig:
 
 
 @dataclass
+class UnreadScript:
+    """A workload whose container runs a shell script that could not be read (shell.ShellError): whether it starts
+    a launcher, and the world it forms, are not known."""
+
+    workload: Workload
+    why: str
+    field: str | None
+
+
+@dataclass
 class Resolution:
     """What the launcher model says of one unit's workloads, before any rule runs: the training topologies, the
     workloads whose pods cannot be worked out (none, or a controller input not in the manifests), those that may or
@@ -317,6 +340,9 @@ class Resolution:
     unresolved: list[Workload] = field(default_factory=list)
     undetermined: list[Undetermined] = field(default_factory=list)
     unread: list[UnreadConfig] = field(default_factory=list)
+    scripts: list[UnreadScript] = field(default_factory=list)
+    # Workloads whose managedBy names another controller: no pods here, so no topology to check.
+    elsewhere: list[Workload] = field(default_factory=list)
 
 
 def compute(bundle: Bundle, ws: list[Workload] | None = None) -> tuple[list[Topology], list[Workload]]:
@@ -332,6 +358,15 @@ def resolve(bundle: Bundle, ws: list[Workload] | None = None,
     cannot be read (a malformed field) is listed there instead of raising. The model is only read, never written."""
     out = Resolution()
     for w in workloads(bundle) if ws is None else ws:
+        if w.managed_by is not None:
+            out.elsewhere.append(w)
+            continue
+        odd = [g for g in w.groups if not isinstance(g.count, int) or not 0 <= g.count <= MAX_GROUP_PODS]
+        if odd:  # (the controller's webhook or the API server refuses it: TOPO011 reports that from the spec)
+            if failed is not None:
+                failed.append((w.manifest, Unreadable(f"would have {odd[0].count} {odd[0].role} pods, which the "
+                                                      f"model does not work out (0 to {MAX_GROUP_PODS:,})")))
+            continue
         try:
             if not _compute_one(bundle, w, out) and w.launcher.for_training:
                 found = _undetermined(w)
@@ -363,6 +398,10 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         found.unresolved.append(w)
         return True
     first = view(w.pod(0))
+    if first.script_error is not None and not is_training(w, first) and (
+            w.launcher.for_training or any(k in " ".join(first.pod.argv()[0]) for k in _TRAINING_WORDS)):
+        found.scripts.append(UnreadScript(w, first.script_error, first.pod.container_field))
+        return True
     if not is_training(w, first):
         return False
     inv = first.inv

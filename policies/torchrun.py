@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import shell
 
 # torchrun's own defaults (torch/distributed/run.py, torch 2.13).
 DEFAULTS = {
@@ -37,6 +38,16 @@ class Setting:
     field: str | None = None
     # The env variable a flag was written through (`--nnodes=$(NNODES)` -> NNODES), if any.
     var: str | None = None
+    # Why the value is known only when the container runs (a shell script's `$(...)`, `read`, a loop), and how
+    # (shell.RUN_TIME, shell.UNSET, shell.UNDEFINED_K8S); None for a value the manifest shows.
+    unknown: str | None = None
+    unknown_kind: str | None = None
+
+
+def _setting(value: str, origin: str, where: str | None) -> Setting:
+    if isinstance(value, shell.Unknown):
+        return Setting(value, origin, where, unknown=value.why, unknown_kind=value.kind)
+    return Setting(value, origin, where)
 
 
 @dataclass
@@ -59,6 +70,14 @@ class Invocation:
     accelerate_config: tuple[str, str] | None = None
     # The config file the launcher reads, where no ConfigMap or Secret in the manifests gives its text.
     unread_config: str | None = None
+    # Inside a shell script: the variables exported to the launcher (name -> value or shell.Unknown), where the
+    # launcher runs (`within` an if, a loop ...; "" at the top) and what may have set any variable before it.
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    within: str = ""
+    tainted: str | None = None
+    # An unquoted word among the launcher's options whose words only the running shell knows (`torchrun $ARGS`):
+    # the word, and why; every setting no flag gives may come from it.
+    open_args: str | None = None
 
     def flag(self, name: str) -> str:
         return self.spelled.get(name, "--" + name.replace("_", "-"))
@@ -67,10 +86,16 @@ class Invocation:
         """Resolve one setting as torchrun does: command-line flag, then `PET_<NAME>` env, then torchrun's default."""
         if name in self.flags:
             value, where = self.flags[name]
-            return Setting(value, "flag", where)
+            return _setting(value, "flag", where)
+        if self.open_args is not None:
+            return _setting(self.open_args, "default", None)
         pet = "PET_" + name.upper()
-        if self.reads_pet_env and env.get(pet) is not None:
-            return Setting(str(env[pet]), "env", env_fields.get(pet))
+        if self.reads_pet_env:
+            own = self.env.get(pet)
+            if own is not None and own is not env.get(pet):  # set by the script itself
+                return _setting(own, "env", self.field)
+            if env.get(pet) is not None:
+                return Setting(str(env[pet]), "env", env_fields.get(pet))
         return Setting(DEFAULTS.get(name, ""), "default", None)
 
 
@@ -102,18 +127,25 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
     else:
         return None
     inv = Invocation(field=fields[0] if fields else "")
-    inv.flags, i = _options(argv, fields, i, _BOOLEAN)
+    inv.flags, i, inv.open_args = _options(argv, fields, i, _BOOLEAN)
     inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
     return inv
 
 
 def _options(argv: list[str], fields: list[str], i: int,
-             booleans: set[str]) -> tuple[dict[str, tuple[str, str]], int]:
+             booleans: set[str]) -> tuple[dict[str, tuple[str, str]], int, str | None]:
     """A launcher's options from argv[i] on, up to its script (or `--`): dest -> (value, field path of the value);
-    `booleans` take no value. Returns them and the index of the script."""
+    `booleans` take no value. Returns them, the index of the script and, where an unquoted word among them is known
+    only at run time (`$ARGS`: any number of options), that word as a shell.Unknown."""
     flags: dict[str, tuple[str, str]] = {}
+    open_args: str | None = None
     while i < len(argv):
         tok = argv[i]
+        if isinstance(tok, shell.Unknown) and tok.many and not tok.startswith("-"):
+            open_args = open_args or shell.Unknown(tok, f"`{tok}` may give any option at run time ({tok.why})",
+                                                   tok.kind)
+            i += 1
+            continue
         if tok == "--":
             i += 1
             break
@@ -121,6 +153,8 @@ def _options(argv: list[str], fields: list[str], i: int,
             break
         if "=" in tok:
             name, value = tok.split("=", 1)
+            if isinstance(tok, shell.Unknown):
+                value = shell.Unknown(value, tok.why, tok.kind)
             flags[_dest(name)] = (value, fields[i])
             i += 1
             continue
@@ -131,7 +165,7 @@ def _options(argv: list[str], fields: list[str], i: int,
             continue
         flags[dest] = (argv[i + 1] if i + 1 < len(argv) else "", fields[i + 1] if i + 1 < len(argv) else fields[i])
         i += 2
-    return flags, i
+    return flags, i, open_args
 
 
 # accelerate launch (accelerate/commands/launch.py): options that take no value; every other option takes one.
@@ -151,7 +185,7 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
     flags and config file, not PET_* env. `--config_file` is kept (`accelerate_config`): its values fill what the
     command line leaves out once the file's text is known (`with_accelerate_config`)."""
     inv = Invocation(field=fields[0] if fields else "", launcher="accelerate launch", reads_pet_env=False)
-    raw, i = _options(argv, fields, i, _ACCELERATE_BOOLEAN)
+    raw, i, inv.open_args = _options(argv, fields, i, _ACCELERATE_BOOLEAN)
     inv.accelerate = raw
     if "config_file" in raw:
         inv.accelerate_config = raw["config_file"]
@@ -203,109 +237,59 @@ def with_accelerate_config(inv: Invocation, config: Any, where: str) -> None:
         inv.spelled["nproc_per_node"] = f"num_processes / num_machines (from {path})"
 
 
-_SHELL_VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>##\*-|#\*-|:-[^}]*)?\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
-
-
-def expand_shell(text: str, env: dict[str, str | None]) -> str:
-    """Expand `$VAR`, `${VAR}`, `${VAR:-default}` and `${VAR##*-}` (the ordinal idiom) from the container env.
-    Unknown variables stay as written, so a check sees `$NNODES` rather than a guess."""
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group("braced") or m.group("plain")
-        value = env.get(name)
-        op = m.group("op") or ""
-        if value is None:
-            if op.startswith(":-"):
-                return op[2:]
-            return m.group(0)
-        if op in ("##*-", "#*-"):
-            return value.rsplit("-", 1)[-1] if op == "##*-" else value.split("-", 1)[-1]
-        return value
-
-    return _SHELL_VAR.sub(sub, text)
-
-
-def strip_comment(line: str) -> str:
-    """The line without its comment: as in sh, `#` starts one only at the start of a word and outside quotes, so
-    `${HOSTNAME##*-}` and `a#b` are kept."""
-    quote = None
-    prev = " "
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and (prev.isspace() or prev in ";&|()"):
-            return line[:i]
-        prev = ch
-    return line
-
-
-def _shell_commands(script: str) -> list[list[str]]:
-    """Split a shell script into simple commands (lines, `&&`, `;`, `|`), joined across backslash newlines."""
-    script = script.replace("\\\n", " ")
-    commands: list[list[str]] = []
-    for line in script.splitlines():
-        try:
-            lexer = shlex.shlex(strip_comment(line), posix=True, punctuation_chars=";&|")
-            lexer.whitespace_split = True
-            lexer.commenters = ""
-            tokens = list(lexer)
-        except ValueError:
-            continue
-        current: list[str] = []
-        for tok in tokens:
-            if tok and set(tok) <= set(";&|"):
-                if current:
-                    commands.append(current)
-                current = []
-            else:
-                current.append(tok)
-        if current:
-            commands.append(current)
-    return commands
-
-
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# Words before the program that run it in the same process or a child with the same argv (`exec torchrun`, `env
+# VAR=1 torchrun`, `time torchrun`, `nohup torchrun`).
+_PREFIXES = ("exec", "env", "time", "nohup", "command")
+_OPTION_ARGS = {("env", "-u"), ("env", "--unset"), ("env", "-C"), ("env", "--chdir"), ("exec", "-a")}
 
 
-def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | None]) -> Invocation | None:
-    """Find torchrun in a container's command+args (Kubernetes `$(VAR)` already expanded), also inside `sh -c`."""
+def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | None],
+                    hostname: str | None = None) -> Invocation | None:
+    """Find torchrun in a container's command+args (Kubernetes `$(VAR)` already expanded), also inside a `sh -c`
+    script (policies/shell.py reads it, `hostname` being the pod's). Raises shell.ShellError where the container
+    runs a script that cannot be read."""
     inv = parse_argv(argv, fields)
     if inv is not None:
         return inv
-    if argv and argv[0].rsplit("/", 1)[-1] in _SHELLS:
-        # sh [-flags] -c 'script'  or  bash -xc 'script'
-        for i in range(1, len(argv) - 1):
-            tok = argv[i]
-            if tok.startswith("-") and "c" in tok[1:]:
-                script_field = fields[i + 1]
-                # The script's own variables (`RANK=${HOSTNAME##*-}`, `export NODE_RANK=...`) as sh sets them.
-                shell_env = dict(env)
-                for cmd in _shell_commands(argv[i + 1]):
-                    if cmd and cmd[0] in ("export", "readonly", "declare", "local"):
-                        cmd = [t for t in cmd[1:] if not t.startswith("-")]
-                        if all(_ASSIGNMENT.match(t) for t in cmd):
-                            cmd = cmd + [""]  # only assignments: keep them below
-                    assigned = []
-                    while cmd and _ASSIGNMENT.match(cmd[0]):
-                        assigned.append(cmd.pop(0))
-                    if not cmd or cmd == [""]:
-                        for a in assigned:
-                            name, _, value = a.partition("=")
-                            shell_env[name] = expand_shell(value, shell_env)
-                        continue
-                    while cmd and cmd[0] in ("exec", "env", "time"):
-                        cmd = cmd[1:]  # `exec torchrun`, `env VAR=1 torchrun`
-                        while cmd and _ASSIGNMENT.match(cmd[0]):
-                            cmd = cmd[1:]
-                    expanded = [expand_shell(t, shell_env) for t in cmd]
-                    inv = parse_argv(expanded, [script_field] * len(expanded))
-                    if inv is not None:
-                        inv.in_shell = True
-                        return inv
-                break
+    if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    # sh [-flags] -c 'script' [$0 $1 ...]  or  bash -xc 'script'
+    for i in range(1, len(argv) - 1):
+        tok = argv[i]
+        if not (tok.startswith("-") and "c" in tok[1:]):
+            continue
+        script_field = fields[i + 1]
+        host = hostname if hostname is not None else str(env.get("HOSTNAME") or "")
+        for cmd in shell.Script(argv[i + 1], env, host, argv[i + 2:]).commands():
+            words = list(cmd.argv)
+            scoped: dict[str, str] = {}
+            while words and words[0] in _PREFIXES:
+                head = words.pop(0)
+                while words:
+                    w = words[0]
+                    if head == "env" and _ASSIGNMENT.match(w):  # `env VAR=1 torchrun`
+                        name, _, value = words.pop(0).partition("=")
+                        scoped[name] = value
+                    elif w == "--":
+                        words.pop(0)
+                        break
+                    elif w.startswith("-"):  # `env -u X`, `exec -a name`: options of the prefix
+                        words.pop(0)
+                        if (head, w) in _OPTION_ARGS and words:
+                            words.pop(0)
+                    else:
+                        break
+            if not words or isinstance(words[0], shell.Unknown):
+                continue
+            found = parse_argv(words, [script_field] * len(words))
+            if found is not None:
+                found.in_shell = True
+                found.within = cmd.within
+                found.env = {**{k: cmd.env[k] for k in cmd.exported if k in cmd.env}, **scoped}
+                found.tainted = cmd.tainted
+                return found
+        break
     return None
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.torchrun import expand_shell, find_invocation, parse_argv, split_endpoint, split_nnodes, strip_comment
+from policies.torchrun import find_invocation, parse_argv, split_endpoint, split_nnodes
 
 
 def inv_of(argv, env=None):
@@ -39,8 +39,9 @@ def test_exec_and_env_prefix_and_chains():
 
 
 def test_unknown_variables_stay_visible():
-    assert expand_shell("--nnodes=$MISSING", {}) == "--nnodes=$MISSING"
-    assert expand_shell("${HOSTNAME##*-}", {"HOSTNAME": "train-llm-3"}) == "3"
+    inv = inv_of(["sh", "-c", "torchrun --nnodes=$MISSING --node-rank=${HOSTNAME##*-} t.py"],
+                 {"HOSTNAME": "train-llm-3"})
+    assert inv.flags["nnodes"][0] == "$MISSING" and inv.flags["node_rank"][0] == "3"
 
 
 def test_pet_env_fallback_and_defaults():
@@ -59,14 +60,14 @@ def test_split_helpers():
     assert split_endpoint("[::1]:1234") == ("::1", "1234")
 
 
-@pytest.mark.parametrize("line,kept", [
-    ("torchrun --node-rank=${HOSTNAME##*-} train.py # start", "torchrun --node-rank=${HOSTNAME##*-} train.py "),
-    ("echo a#b '# not a comment' \"#x\"", "echo a#b '# not a comment' \"#x\""),
-    ("# only a comment", ""),
-    ("x=1;# after a separator", "x=1;"),
+@pytest.mark.parametrize("line,rank", [
+    ("torchrun --node-rank=${HOSTNAME##*-} train.py # start", "3"),
+    ("torchrun --node-rank=a#b train.py '# not a comment' \"#x\"", "a#b"),
+    ("x=1;# after a separator\ntorchrun --node-rank=$x t.py", "1"),
 ])
-def test_a_hash_starts_a_comment_only_at_the_start_of_a_word(line, kept):
-    assert strip_comment(line) == kept
+def test_a_hash_starts_a_comment_only_at_the_start_of_a_word(line, rank):
+    inv = inv_of(["sh", "-c", line], {"HOSTNAME": "ddp-3"})
+    assert inv.flags["node_rank"][0] == rank
 
 
 def test_shell_variables_the_script_sets_are_expanded():

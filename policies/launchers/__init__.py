@@ -17,7 +17,7 @@ from typing import Any, Iterator
 from ..model import Manifest
 from ..kube import group_of
 from . import unmodelled
-from .base import Bundle, Check, Child, Launcher, ScaleSpec, Workload
+from .base import Bundle, Check, Child, Launcher, ScaleSpec, Unreadable, Workload
 from .pods import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup
 
 
@@ -132,6 +132,8 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
             continue
         w.configmaps = bundle.configmaps
         w.secrets = bundle.secrets
+        w.managed_by = launcher.manager(m)
+        w.suspended = launcher.suspended(m)
         child = bundle.children.get(m.ref)
         if child is not None:
             w.copies = child.copies
@@ -140,7 +142,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child",
+__all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
            "ContainerEnv", "Launcher", "Pod", "PodGroup", "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
            "pod_templates", "ttl_field", "run_kinds"]

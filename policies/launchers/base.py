@@ -14,6 +14,15 @@ from .lifecycle import WAIT, Decision, PodExit, RestartCount
 from .pods import Pod, PodGroup, make_pod
 
 
+# The most pods of one group the model works out (bounded time and memory on any input); no controller admits more.
+MAX_GROUP_PODS = 1_000_000
+
+
+class Unreadable(Exception):
+    """An object the model cannot work its pods out of (a negative replica count, which the controller's webhook
+    refuses): the engine says it skipped it, in one info line, instead of an internal error."""
+
+
 @dataclass
 class Workload:
     """An object that starts pods through a modelled controller, and the pods it stands for. What a controller's
@@ -31,6 +40,9 @@ class Workload:
     copies: int = 1
     # Set when the controller creates no pods until the workload is resumed (spec.suspend, Kueue's admission).
     suspended: bool = False
+    # The controller its managedBy names where that is not this one (MultiKueue, an external controller): the
+    # controller here skips the object and creates none of its pods (Launcher.manager).
+    managed_by: str | None = None
     # Why the controller's pods cannot be worked out from these manifests (a TrainJob whose runtime is not in them).
     unresolved: Check | None = None
     # The object the pods' templates are written in, where it is not this one (a TrainJob's runtime): a field
@@ -203,6 +215,14 @@ class Launcher:
     # Where a finished workload's TTL lives (ARGO002).
     ttl_field: ClassVar[tuple[str, ...] | None] = None
     scale: ClassVar[ScaleSpec | None] = None
+    # Where the object names the controller that manages it (`managedBy`), the name this controller answers to (an
+    # unset field means this one), and the upstream source that skips an object another manages; where the object
+    # says it is suspended (no pods until resumed) and the source that holds them back.
+    managed_by_field: ClassVar[tuple[str, ...] | None] = None
+    controller_name: ClassVar[str] = ""
+    managed_by_source: ClassVar[str] = ""
+    suspend_field: ClassVar[tuple[str, ...] | None] = None
+    suspend_source: ClassVar[str] = ""
 
     def owns(self, m: Manifest) -> bool:
         return (group_of(m.api_version), m.kind) in self.kinds
@@ -218,6 +238,30 @@ class Launcher:
 
     def build(self, m: Manifest, bundle: Bundle) -> Workload:
         raise NotImplementedError
+
+    def manager(self, m: Manifest) -> str | None:
+        """The controller the object's managedBy names where that is another than this one (every upstream reads it
+        the same way: set and not its own name, the empty string included); None where this controller manages it."""
+        if self.managed_by_field is None:
+            return None
+        value = dig(m.obj, *self.managed_by_field)
+        return None if value is None or value == self.controller_name else str(value)
+
+    def suspended(self, m: Manifest) -> bool:
+        """The object says it is suspended: its controller creates no pods until it is resumed."""
+        return self.suspend_field is not None and dig(m.obj, *self.suspend_field) is True
+
+    def not_created(self, w: Workload) -> str | None:
+        """Why the controller here creates none of the workload's pods now, with its upstream source; None where it
+        does (`make plan` says it per workload, the topology checks of a workload another controller manages are
+        skipped and said so)."""
+        if w.managed_by is not None:
+            return (f"managedBy '{w.managed_by}' names another controller: the {self.kind} controller "
+                    f"skips it and creates no pods here ({self.managed_by_source})")
+        if w.suspended:
+            return (f"suspended ({'.'.join(self.suspend_field or ())} is true): its pods are created once it is "
+                    f"resumed, and are checked here as they will be ({self.suspend_source})")
+        return None
 
     # --- where a user sets what the controller reads
     def pods_field(self, w: Workload) -> str:

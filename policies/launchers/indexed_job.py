@@ -337,6 +337,14 @@ class JobLauncher(Launcher):
     order = 40
     upstream = "kubernetes/kubernetes v1.36.0"
     title = "Indexed Job + headless Service"
+    # job_controller.go at v1.36.0: syncJob returns at once for a Job whose managedBy is set and is not
+    # batch.JobControllerName (managedByExternalController; JobManagedBy is GA in 1.35), and manageJob creates no pod
+    # of a suspended Job (it deletes the active ones).
+    managed_by_field = ("spec", "managedBy")
+    controller_name = "kubernetes.io/job-controller"
+    managed_by_source = "kubernetes v1.36.0 pkg/controller/job/job_controller.go syncJob, managedByExternalController"
+    suspend_field = ("spec", "suspend")
+    suspend_source = "kubernetes v1.36.0 pkg/controller/job/job_controller.go manageJob, jobSuspended"
     kinds = (("batch", KIND),)
     immutable = ("spec.template", "spec.selector", "spec.completionMode", "spec.completions")
     ttl_field = ("spec", "ttlSecondsAfterFinished")

@@ -197,6 +197,12 @@ class JobSetLauncher(Launcher):
     order = 30
     upstream = "kubernetes-sigs/jobset v0.12.0"
     title = "JobSet"
+    managed_by_field = ("spec", "managedBy")
+    controller_name = "jobset.sigs.k8s.io/jobset-controller"  # api/jobset/v1alpha2/jobset_types.go:59
+    managed_by_source = "kubernetes-sigs/jobset v0.12.0 pkg/controllers/jobset_controller.go:144, 1177"
+    suspend_field = ("spec", "suspend")
+    # jobset_controller.go:969 constructJob writes the JobSet's suspend into every child Job; 234 suspendJobs
+    suspend_source = "kubernetes-sigs/jobset v0.12.0 pkg/controllers/jobset_controller.go:969, 234"
     kinds = (("jobset.x-k8s.io", KIND),)
     managed_dns = True
     immutable = ("spec.replicatedJobs",)
@@ -212,7 +218,6 @@ class JobSetLauncher(Launcher):
         spec = mapping(m.obj.get("spec"))
         w = Workload(m, self, child_groups(spec, m.name, m.namespace, "spec", m.metadata.get("annotations") or {},
                                            priorities=priority_classes(bundle)), m.namespace)
-        w.suspended = spec.get("suspend") is True
         return w
 
     def services(self, w: Workload) -> list[dict[str, Any]]:

@@ -99,6 +99,12 @@ class PyTorchJobLauncher(Launcher):
     order = 10
     upstream = "kubeflow/trainer v1.9.4 (the training-operator line)"
     title = "Kubeflow PyTorchJob"
+    managed_by_field = ("spec", "runPolicy", "managedBy")
+    controller_name = "kubeflow.org/training-operator"  # pkg/apis/kubeflow.org/v1/common_types.go:40
+    managed_by_source = ("kubeflow/trainer v1.9.4 pkg/controller.v1/pytorch/pytorchjob_controller.go:135, "
+                         "common/job.go:459")
+    suspend_field = ("spec", "runPolicy", "suspend")
+    suspend_source = "kubeflow/trainer v1.9.4 pkg/controller.v1/common/job.go:146 (deletes the pods, creates none)"
     kinds = (("kubeflow.org", KIND),)
     for_training = True
     managed_dns = True
@@ -194,7 +200,6 @@ class PyTorchJobLauncher(Launcher):
             ))
             offset += counts[rtype]
         return PyTorchJobWorkload(m, self, groups, m.namespace,
-                                  suspended=mapping(spec.get("runPolicy")).get("suspend") is True,
                                   elastic_range=(mn, mx) if elastic is not None else None, nproc_per_node=nproc)
 
     def services(self, w: Workload) -> list[dict[str, Any]]:

@@ -100,6 +100,12 @@ class TrainJobLauncher(Launcher):
     order = 20
     upstream = "kubeflow/trainer v2.3.0"
     title = "Kubeflow Trainer v2 TrainJob"
+    managed_by_field = ("spec", "managedBy")
+    controller_name = "trainer.kubeflow.org/trainjob-controller"  # pkg/util/trainjob/trainjob.go:29
+    managed_by_source = "kubeflow/trainer v2.3.0 pkg/controller/trainjob_controller.go:89, pkg/util/trainjob/trainjob.go:39"
+    suspend_field = ("spec", "suspend")
+    # the JobSet it builds is suspended with it (pkg/runtime/framework/plugins/jobset/builder.go:176 Suspend)
+    suspend_source = "kubeflow/trainer v2.3.0 pkg/controller/trainjob_controller.go:216, plugins/jobset/builder.go:176"
     kinds = (("trainer.kubeflow.org", KIND),)
     for_training = True
     managed_dns = True
@@ -267,7 +273,6 @@ class TrainJobLauncher(Launcher):
             if torch_policy is not None and trainer_set:
                 g.ports = lambda c: [{"containerPort": MASTER_PORT}] if c == NODE else []
         w.groups = groups
-        w.suspended = spec.get("suspend") is True
         if torchtune:
             w.notes.append("the command is torchtune's `tune run`: the Trainer adds the rendezvous endpoint and the "
                            "recipe to it (not modelled here) instead of PET_MASTER_ADDR/PORT")

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from ..kube import as_int, dig, listing, mapping
 from ..model import Manifest
-from .base import Bundle, Check, Launcher, Workload
+from .base import MAX_GROUP_PODS, Unreadable, Bundle, Check, Launcher, Workload
 from .pods import Injected, PodGroup
 
 GROUP = "batch.volcano.sh"
@@ -145,6 +145,8 @@ def hosts(job: str, ts: list[dict[str, Any]]) -> dict[str, str]:
     """svc.go GenerateHosts: the `<job>-svc` ConfigMap's VC_<TASK>_HOSTS (comma-separated) and VC_<TASK>_NUM per
     task, task names upper-cased with '-' as '_'; a template with a fixed hostname gives one host."""
     out: dict[str, str] = {}
+    if sum(max(as_int(t.get("replicas"), 0) or 0, 0) for t in ts) > MAX_GROUP_PODS:
+        raise Unreadable(f"has more than {MAX_GROUP_PODS:,} task pods, which the model does not work out")
     for t in ts:
         names = []
         fixed = bool(mapping(dig(t, "template", "spec")).get("hostname"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..model import WARNING
-from ..rulekit import env_problem, problem_at, training_uses_nccl
+from ..rulekit import RULE_DEFAULT, env_problem, nccl_stated, problem_at, training_uses_nccl
 
 ID = "NCCL002"
 NAME = "nccl-socket-ifname"
@@ -41,8 +41,11 @@ def check(ctx):
             if value is not None and "$" not in str(value):
                 why = malformed(str(value))
                 if why:
-                    p = env_problem(ID, ctx, t, pod, "NCCL_SOCKET_IFNAME", f"NCCL_SOCKET_IFNAME '{value}' is {why}",
-                                    "name the node-to-node interface, e.g. eth0 (or ^lo,docker to exclude)")
+                    stated = nccl_stated(t)  # else the backend is in the code: said as a condition, a warning
+                    p = env_problem(ID, ctx, t, pod, "NCCL_SOCKET_IFNAME", ("" if stated else "if the job uses NCCL: ")
+                                    + f"NCCL_SOCKET_IFNAME '{value}' is {why}",
+                                    "name the node-to-node interface, e.g. eth0 (or ^lo,docker to exclude)",
+                                    severity=RULE_DEFAULT if stated else WARNING)
                     if (p.obj, p.field) not in seen:
                         seen.add((p.obj, p.field))
                         yield p
@@ -54,5 +57,6 @@ def check(ctx):
             if host or nets:
                 why = "hostNetwork: true shows it every NIC of the node" if host else f"{nets[0]} attaches several networks"
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.env", f"NCCL_SOCKET_IFNAME is unset and {why}: "
-                                 "NCCL may pick an interface the other nodes cannot reach",
+                                 + ("NCCL" if nccl_stated(t) else "if the job uses NCCL, it") +
+                                 " may pick an interface the other nodes cannot reach",
                                  "set NCCL_SOCKET_IFNAME to the node-to-node interface (e.g. eth0)", severity=WARNING)

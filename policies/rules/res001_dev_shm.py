@@ -4,8 +4,9 @@ A container's `/dev/shm` is 64 MB. NCCL moves data between the GPUs of one pod t
 `No space left on device` (or a bus error) when it runs out; DataLoader workers hand batches over through it too.
 Mount an `emptyDir: {medium: Memory, sizeLimit: ...}` at `/dev/shm`. Memory-backed volumes count against the pod's
 memory limit, so the size limit must fit inside it (else the pod is OOM-killed instead of told the volume is full).
-Missing is an error with more than one GPU per pod (NCCL's intra-node transport needs it), a warning with one; a
-disk-backed `/dev/shm`, or one without a size limit, is a warning.
+Missing is an error with more than one GPU per pod where the manifest states the nccl backend (NCCL's intra-node
+transport needs it); where the backend is not visible (it lives in the training code), a warning that says "if the
+job uses NCCL"; a warning with one GPU. A disk-backed `/dev/shm`, or one without a size limit, is a warning.
 
 Fails: 8 GPUs per pod and no `/dev/shm` mount; `sizeLimit: 32Gi` with a 16Gi memory limit.
 Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600Gi memory limit.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from ..model import ERROR, WARNING
 from ..kube import quantity_bytes
-from ..rulekit import problem_at
+from ..rulekit import nccl_stated, problem_at
 
 ID = "RES001"
 NAME = "dev-shm"
@@ -40,12 +41,14 @@ def check(ctx):
             mount = next((m for m in pod.container.get("volumeMounts") or []
                           if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == "/dev/shm"), None)
             if mount is None:
+                stated = nccl_stated(t)
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.volumeMounts",
                                  f"no /dev/shm volume: the container gets 64 MB of shared memory for "
                                  f"{t.gpus} GPU{'s' if t.gpus > 1 else ''}" +
-                                 (" (NCCL's intra-node transport runs out)" if t.gpus > 1 else ""),
+                                 ((" (NCCL's intra-node transport runs out)" if stated else
+                                   " (if the job uses NCCL, its intra-node transport runs out)") if t.gpus > 1 else ""),
                                  "mount an emptyDir {medium: Memory, sizeLimit: <inside the memory limit>} at /dev/shm",
-                                 severity=ERROR if t.gpus > 1 else WARNING)
+                                 severity=ERROR if t.gpus > 1 and stated else WARNING)
                 continue
             name = mount.get("name")
             j, vol = next(((j, v) for j, v in enumerate(pod.spec.get("volumes") or []) if isinstance(v, dict)

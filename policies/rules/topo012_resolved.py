@@ -9,13 +9,23 @@ ConfigMap or Secret in the manifests is mounted at PATH; a file from the image c
 command line does not give the number of machines, the processes and the main process itself, an info line says
 the world was not checked (no error: the file may well be right).
 
+A shell script (`sh -c`, read by policies/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
+loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
+names the settings and the checks they hide. A `$VAR` that neither the container's env nor the script sets may come
+from the image's environment: a warning, phrased as the condition under which torchrun fails. A script that cannot
+be read at all is said in an info line too.
+
+A workload whose `managedBy` names another controller (MultiKueue, an external one) gets no pods from the controller
+here: the checks that need its pods are skipped, and an info line says so.
+
 Fails: `--nnodes=$(NNODES)` with no `NNODES` in the env; a Job with `completions: 0`.
-Passes: every `$(VAR)` defined in the container's env.
+Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnodes)` in a script (info).
 """
 from __future__ import annotations
 
-from ..model import INFO, Problem
+from ..model import INFO, WARNING, Problem
 from ..rulekit import problem
+from ..shell import RUN_TIME, UNSET
 
 ID = "TOPO012"
 NAME = "topology-resolved"
@@ -41,10 +51,42 @@ def check(ctx):
                       "the manifests is mounted at: the number of machines, the processes and the main process were "
                       "not checked", m.source, m.ref, unread.field or "spec", "mount the config from a ConfigMap, or "
                       "give --num_machines, --num_processes and --main_process_ip on the command line", severity=INFO)
+    for w in ctx.elsewhere:
+        m = w.manifest
+        yield Problem(ID, f"{w.launcher.not_created(w)}: the checks of its pods and torchrun world (TOPO001-TOPO010, "
+                      "ELASTIC, RDZV, RES, NCCL) were skipped", m.source, m.ref,
+                      ".".join(w.launcher.managed_by_field or ("spec",)), "validate the workload where its pods are "
+                      "created, or leave managedBy out to have them checked here", severity=INFO)
+    for unread in ctx.scripts:
+        m = unread.workload.manifest
+        yield Problem(ID, f"the container's shell script could not be read ({unread.why}): whether it starts torchrun "
+                      "and the world it forms were not checked", m.source, m.ref, unread.field or "spec",
+                      "write the command so that it parses as a shell script", severity=INFO)
     for t in ctx.topologies:
         v = t.first
+        at_run_time: list[tuple[str, str]] = []
         for label, s in (("nnodes", v.nnodes), ("processes per node", v.nproc), ("rendezvous endpoint", v.endpoint),
                          ("node rank", v.node_rank)):
-            if "$" in s.value:
+            if "$" not in s.value:
+                continue
+            if s.unknown_kind == RUN_TIME:
+                at_run_time.append((label, s.unknown or ""))
+            elif s.unknown_kind == UNSET:
+                yield problem(ID, t, s.field, f"{label} is '{s.value}': {s.unknown}; unless the image sets it, "
+                              f"torchrun gets an empty {label} and fails", "set the variable in the container's env "
+                              "or the script, or write the value", severity=WARNING)
+            else:
                 yield problem(ID, t, s.field, f"{label} is '{s.value}': a variable the container env does not define",
                               "define the variable in the container's env, or write the value")
+        if at_run_time:
+            hidden = sorted({c for label, _ in at_run_time for c in HIDES[label]})
+            said = "; ".join(f"{label}: {why}" for label, why in at_run_time)
+            yield problem(ID, t, v.inv.field if v.inv else v.pod.container_field,
+                          f"known only when the container runs ({said}): {', '.join(hidden)} did not check "
+                          f"{'it' if len(at_run_time) == 1 else 'them'}",
+                          "write the value, or set it in the container's env, to have it checked", severity=INFO)
+
+
+# The checks a setting known only at run time hides.
+HIDES = {"nnodes": ("TOPO001", "ELASTIC001"), "processes per node": ("TOPO002", "TOPO008"),
+         "rendezvous endpoint": ("TOPO003", "TOPO004", "TOPO006"), "node rank": ("TOPO009",)}

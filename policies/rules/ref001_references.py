@@ -1,0 +1,94 @@
+"""The objects the manifests reference are in them, or said to live elsewhere.
+
+A file validated on its own often names objects applied from another repository or installed with an operator: the
+ConfigMaps, Secrets and PersistentVolumeClaims its pods mount or read env from, the etcd Service a torchrun etcd
+rendezvous dials. What is not in the manifests cannot be checked here (a key that is missing, a claim that does not
+bind): one info line per input lists those references. Where an environment declares its manifests self-contained
+(`selfContained: true` in its policy.yaml, as this repository's environments do), each reference that is not in them
+is an error: the pod would wait for it (ContainerCreating, CreateContainerConfigError) and the world never forms. A
+reference written `optional: true` is not one the pod waits for.
+
+Fails: an overlay of a self-contained environment whose pods read `envFrom: [{configMapRef: {name: ddp-env}}]` and
+hold no ConfigMap `ddp-env`.
+Passes: every referenced ConfigMap, Secret and claim in the manifests; a file without an environment (info).
+"""
+from __future__ import annotations
+
+from ..model import ERROR, INFO, Problem
+from ..rulekit import obj_problem
+
+ID = "REF001"
+NAME = "references-resolve"
+SEVERITY = INFO
+
+
+def _optional(ref: object) -> bool:
+    return isinstance(ref, dict) and ref.get("optional") is True
+
+
+def references(ctx) -> list[tuple[str, str, str, object, str]]:
+    """(kind, namespace, name, the object that names it, its field) for every reference a pod template makes."""
+    out: list[tuple[str, str, str, object, str]] = []
+    for site in ctx.sites:
+        ns = site.manifest.namespace
+        for i, vol in enumerate(site.spec.get("volumes") or []):
+            if not isinstance(vol, dict):
+                continue
+            where = f"{site.field}.volumes[{i}]"
+            sources = [vol] + [s for s in ((vol.get("projected") or {}).get("sources") or []) if isinstance(s, dict)]
+            for src in sources:
+                cm, sec, pvc = src.get("configMap"), src.get("secret"), vol.get("persistentVolumeClaim")
+                if isinstance(cm, dict) and cm.get("name") and not _optional(cm):
+                    out.append(("ConfigMap", ns, str(cm["name"]), site.manifest, where))
+                if isinstance(sec, dict) and (sec.get("secretName") or sec.get("name")) and not _optional(sec):
+                    out.append(("Secret", ns, str(sec.get("secretName") or sec.get("name")), site.manifest, where))
+                if src is vol and isinstance(pvc, dict) and pvc.get("claimName"):
+                    out.append(("PersistentVolumeClaim", ns, str(pvc["claimName"]), site.manifest, where))
+        for field, c in site.containers():
+            for j, src in enumerate(c.get("envFrom") or []):
+                if not isinstance(src, dict):
+                    continue
+                for key, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                    ref = src.get(key)
+                    if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
+                        out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.envFrom[{j}]"))
+            for j, var in enumerate(c.get("env") or []):
+                source = (var or {}).get("valueFrom") if isinstance(var, dict) else None
+                if not isinstance(source, dict):
+                    continue
+                for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+                    ref = source.get(key)
+                    if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
+                        out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.env[{j}]"))
+    for t in ctx.topologies:
+        host = t.endpoint_host or ""
+        if t.backend.startswith("etcd") and host and "$" not in host and not host.replace(".", "").isdigit():
+            parts = host.split(".")
+            if host != "localhost":
+                out.append(("Service", parts[1] if len(parts) > 1 else t.manifest.namespace, parts[0], t.manifest,
+                            t.first.endpoint.field or "spec"))
+    return out
+
+
+def check(ctx):
+    have = {(m.kind, m.namespace, m.name) for m in ctx.bundle.manifests}
+    # A name without a namespace in the manifests is applied where its reader runs: match on kind and name.
+    loose = {(m.kind, m.name) for m in ctx.bundle.manifests if not m.namespace}
+    missing: dict[tuple[str, str, str], tuple[object, str]] = {}
+    for kind, ns, name, m, field in references(ctx):
+        if (kind, ns, name) in have or (kind, name) in loose or (not ns and any(
+                k == kind and n == name for k, _, n in have)):
+            continue
+        missing.setdefault((kind, ns, name), (m, field))
+    if not missing:
+        return
+    if ctx.env is not None and ctx.env.self_contained:
+        for (kind, ns, name), (m, field) in missing.items():
+            yield obj_problem(ID, m, field, f"{kind} '{name}' is not in the manifests, which {ctx.env.name} declares "
+                              "self-contained: the pod waits for it and never starts",
+                              f"add the {kind} to the overlay, or mark the reference optional", severity=ERROR)
+        return
+    listed = ", ".join(f"{kind} {name}" for (kind, _, name) in sorted(missing))
+    yield Problem(ID, f"references objects applied elsewhere, which could not be checked here: {listed}",
+                  ctx.source, severity=INFO, hint="validate them with the objects they name, or declare the "
+                  "environment selfContained to have each one required")
