@@ -16,7 +16,9 @@ from ruamel.yaml.comments import CommentedMap
 from . import identity, repo_edit, transaction
 from .entry import guarded
 from .identity import Identity, Place
-from .scale import REPO, ScaleError, YamlFile, set_scalar
+from .scale import REPO
+from .scale_edits import ScaleError
+from .yamledit import YamlFile, set_scalar
 
 
 def pairs(raw: str | None, what: str, envs: dict[str, Place]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import Iterator
 
 from . import transaction
 from .render import cache_dir
+from .yamledit import EditError  # noqa: F401 - the one error of every edit command, raised here too
 
 # What the validation of a copy reads: the repository's inputs, the code that validates them (this code, copied so
 # that it finds the copy's gitops.yaml beside it), and the generated schemas (linked: read only).
@@ -30,10 +31,6 @@ HERE = Path(__file__).resolve().parent.parent
 # Folders whose stray temporary files belong to these commands (never an overlay's own: make scale's, which holds
 # that overlay's lock and not this one, may be writing there).
 OWN_FOLDERS = ("argocd", "base", "components")
-
-
-class EditError(Exception):
-    """Bad input or a repository this command cannot change: one line, nothing written."""
 
 
 def rel(root: Path, path: Path) -> str:

@@ -177,7 +177,7 @@ def edit_shm(f: YamlFile, p: Plan) -> None:
             set_scalar(op, "value", scale_qty(op["value"], p.ratio))
 
 
-_COMMENT_RULES: list[tuple[re.Pattern[str], Callable[[Plan, re.Match[str]], str]]] = [
+COMMENT_RULES: list[tuple[re.Pattern[str], Callable[[Plan, re.Match[str]], str]]] = [
     (re.compile(r"\b(\d+) nodes x (\d+) (\w+)"), lambda p, m: f"{p.nodes} nodes x {p.gpus} {m.group(3)}"),
     (re.compile(r"\b(\d+) pods x (\d+) processes"), lambda p, m: f"{p.nodes} pods x {p.nproc} processes"),
     (re.compile(r"\bworld size (\d+)"), lambda p, m: f"world size {p.nodes * p.nproc}"),
@@ -192,7 +192,7 @@ def edit_header(text: str, p: Plan) -> str:
     for i, line in enumerate(lines):
         if not line.startswith("#"):
             break
-        for pattern, repl in _COMMENT_RULES:
+        for pattern, repl in COMMENT_RULES:
             line = pattern.sub(lambda m, r=repl: r(p, m), line)
         lines[i] = line
     return "".join(lines)

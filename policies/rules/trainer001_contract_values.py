@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from trainer import contract
+from ..trainer_contract import contract
 
 from ..rulekit import find_object, obj_problem
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from trainer import contract
+from ..trainer_contract import contract
 
 from ..model import WARNING
 from ..rulekit import obj_problem
