@@ -16,10 +16,10 @@ from .. import engine, paths
 from ..entry import guarded
 from ..launchers import Bundle
 from ..model import ERROR
-from . import ask_trainer, faults as F
+from . import ask_trainer, faults as F, pvc
 from .fault_run import FaultRun
 from .host import REPO, SimulationError
-from .pods import IMAGE_ROOT, seed_pvcs
+from .pods import IMAGE_ROOT
 from .processes import STOP_SIGNALS, Stopped, stop_on_signal
 from .result import default_run_dir, prepare_run_dir
 from .scale_down import needs_scaling, scale_down
@@ -40,6 +40,7 @@ def positive_seconds(text: str, what: str = "DEADLINE") -> float:
 def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout,
              fault_spec: str | None = None, pvcs: list[str] | None = None) -> int:
     faults = F.parse(fault_spec) if fault_spec is not None else []
+    seeds = pvc.check(pvcs or [], run_dir)  # before anything is written, the run folder emptied included
     units = engine.collect([source], REPO / "overlays")
     if len(units) != 1:
         raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
@@ -67,7 +68,7 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     sim = Simulation(manifests, run_dir, deadline, out, source)
     fault_run = FaultRun(sim, faults) if faults else None
     prepare_run_dir(run_dir)
-    for line in seed_pvcs(run_dir, pvcs or []):
+    for line in pvc.copy(run_dir, seeds):
         print(f"simulate: PVC {line} (copied before the pods start)", file=out)
     pods = sim.plan()
     if fault_run is not None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -254,16 +253,3 @@ def rewrite(text: str, mapping: dict[str, Path]) -> str:
     pattern = re.compile(r"(?<![\w.\-/])(" + "|".join(map(re.escape, paths)) + r")(?=/|$|[\s:;,'\"=])")
     return pattern.sub(lambda m: str(mapping[m.group(1)]), text)
 
-
-def seed_pvcs(run_dir: Path, pvcs: list[str]) -> list[str]:
-    """Copy a folder into a claim's volume before the pods start (--pvc CLAIM=FOLDER): the data or model
-    a PVC holds on the cluster (make tiny-lm's models/ and data/ for the causal-lm overlay)."""
-    seeded = []
-    for item in pvcs:
-        claim, sep, folder = item.partition("=")
-        src = Path(folder)
-        if not sep or not claim or not src.is_dir():
-            raise SimulationError(f"--pvc {item!r}: expected CLAIM=FOLDER with an existing folder")
-        shutil.copytree(src, run_dir / "pvc" / claim, dirs_exist_ok=True)
-        seeded.append(f"{claim} <- {src}")
-    return seeded
