@@ -84,7 +84,9 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     else:
         print("simulate: network: every pod shares this machine's loopback network "
               f"({sim.network.host_network_reason}): a port open in one pod answers at every pod's address", file=out)
-    print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1 and, where the "
+    print(sim.sandbox.line(), file=out)
+    print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1, TMPDIR=<the pod's "
+          "/tmp folder> and, where the "
           f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={sim.rdzv_timeout},timeout={sim.rdzv_timeout}"
           " (short rendezvous timeouts, so a world that cannot form fails inside the deadline)", file=out)
     for sp in pods:

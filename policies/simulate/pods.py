@@ -183,6 +183,10 @@ class Layout:
                     (host / k).write_text(v)
             mapping[str(vm.get("mountPath")).rstrip("/") or "/"] = host
         sp.cwd = map_path(str(p.container.get("workingDir") or IMAGE_ROOT), mapping)
+        # A container's own /tmp: the pod's /tmp volume where it mounts one, else a folder of its own (a pod may
+        # not write outside the run folder: sandbox.py).
+        tmp = map_path("/tmp", mapping) if "/tmp" in mapping else pod_dir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
         env: dict[str, str] = {}
         for k, v in p.env.items():
             if v is None:
@@ -213,6 +217,7 @@ class Layout:
             "NSS_WRAPPER_HOSTNAME": p.hostname,
             "PYTHONUNBUFFERED": "1",
             "LOGLEVEL": env.get("LOGLEVEL", "INFO"),
+            "TMPDIR": env.get("TMPDIR", str(tmp)),
         })
         # Marks every process of this pod, so that the simulator can stop all of them, wherever they were reparented.
         env[POD_TOKEN] = f"{os.getpid()}-{id(self)}-{sp.name}"
