@@ -16,7 +16,7 @@ from .. import engine, paths
 from ..entry import guarded
 from ..launchers import Bundle
 from ..model import ERROR
-from . import ask_trainer, faults as F, pvc
+from . import ask_trainer, faults as F, provenance, pvc
 from .fault_run import FaultRun
 from .host import REPO, SimulationError
 from .pods import IMAGE_ROOT
@@ -49,6 +49,10 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
         first = unit.problems[0]  # the input's own error (file and line), without the report's severity and rule
         raise SimulationError(first.line().removeprefix(f"{first.severity} {first.rule} "))
     manifests = unit.manifests
+    # First: whether what the pods will run is the default branch's (provenance.py says what counts).
+    unreviewed = provenance.warning(source, [m.obj for m in manifests], REPO)
+    if unreviewed:
+        print(unreviewed, file=out, flush=True)
     bundle = Bundle.of(manifests)
     reasons = needs_scaling(bundle)
     if reasons and scale_to is None:
