@@ -26,6 +26,20 @@ from .scale_down import needs_scaling, scale_down
 from .simulation import Simulation
 
 
+# GitHub Actions events whose runs hold the base repository's secrets and a write token while a fork's pull request
+# can start them: the simulator runs what the manifests say, so it refuses to run there (tests/test_workflow_forks.py
+# keeps the workflows from asking it to).
+PRIVILEGED_EVENTS = frozenset({"pull_request_target", "workflow_run", "issue_comment", "pull_request_review",
+                               "pull_request_review_comment", "discussion_comment"})
+
+
+def refuse_privileged_ci() -> None:
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    if os.environ.get("GITHUB_ACTIONS") == "true" and event in PRIVILEGED_EVENTS:
+        raise SimulationError(f"refused on a GitHub Actions {event} run: it holds the base repository's secrets and "
+                              "a write token, and the code may be a fork's; simulate on pull_request (read-only)")
+
+
 def positive_seconds(text: str, what: str = "DEADLINE") -> float:
     """A deadline as given on the command line or in DEADLINE: a positive, finite number of seconds."""
     try:
@@ -131,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = args.run_dir or default_run_dir(args.overlay)
 
     def body() -> int:
+        refuse_privileged_ci()
         scale_to = None
         if args.scale_to is not None:
             if not re.fullmatch(r"\s*\d+\s*", args.scale_to) or int(args.scale_to) < 1:
