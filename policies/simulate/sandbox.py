@@ -92,9 +92,9 @@ class Sandbox:
             box.not_enforced.append(f"a separate user (the simulator is not root: pods run as {me})")
         if box.namespaces:
             box.enforced.append("a PID namespace per pod (every process of a pod dies with the simulator, SIGKILL "
-                                "included; a pod sees and signals its own processes only)")
+                                "included; a pod signals and traces its own processes only)")
             if seen.get("mounts") == "ok":
-                box.enforced.append("its own /proc and /dev/shm")
+                box.enforced.append("its own /proc (it sees its own processes only) and /dev/shm")
             else:
                 box.not_enforced.append(f"a pod's own /proc and /dev/shm ({seen.get('mounts')})")
         else:
