@@ -151,6 +151,11 @@ def drop_capabilities() -> None:
     call("capset", header, data)
 
 
+def _capabilities() -> str:
+    with open("/proc/self/status") as f:
+        return f.read().split("CapEff:")[1].split()[0]
+
+
 def become_pod(config: dict, command: list[str], parent: int | None) -> None:
     """In the pod's process: the user, the pod's death with its parent, Landlock; then the command (or the probe)."""
     die_with_parent(parent)
@@ -160,10 +165,10 @@ def become_pod(config: dict, command: list[str], parent: int | None) -> None:
         os.setgid(config["gid"])
         os.setuid(config["uid"])
         die_with_parent(parent)  # a change of user clears the parent-death signal
-    elif os.geteuid() == 0:
+    if _capabilities() != "0" * 16:  # root, or a process of a user namespace of its own: none left at exec
         drop_capabilities()
     done["uid"] = os.getuid()
-    done["capabilities"] = open("/proc/self/status").read().split("CapEff:")[1].split()[0]
+    done["capabilities"] = _capabilities()
     if ruleset is not None:
         ctypes.set_errno(0)
         ruleset.apply()
