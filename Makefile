@@ -134,7 +134,7 @@ render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies render $(if $(PATHS),$(call arg,$(PATHS)))
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...", PVC="claim=folder ...")
-	@$(PY) -m policies.simulate $(call arg,$(OVERLAY)) $(if $(SCALE_TO),--scale-to $(call arg,$(SCALE_TO))) $(if $(DEADLINE),--deadline $(call arg,$(DEADLINE))) $(if $(FAULT),--fault $(call arg,$(FAULT))) $(foreach p,$(PVC),--pvc $(call arg,$(p)))
+	@$(PY) -m policies.simulate $(call arg,$(OVERLAY)) $(if $(SCALE_TO),--scale-to $(call arg,$(SCALE_TO))) $(if $(DEADLINE),--deadline $(call arg,$(DEADLINE))) $(if $(FAULT),--fault $(call arg,$(FAULT))) $(foreach p,$(PVC),--pvc=$(call arg,$(p)))
 
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
 	@$(PY) -m trainer.report $(call arg,$(RUN))

@@ -364,15 +364,16 @@ def test_a_listener_on_the_ipv6_wildcard_answers_ipv4_too(tmp_path):
 
 
 def test_pvc_seeding_copies_folders_and_refuses_bad_items(tmp_path):
+    from policies.simulate import pvc
     from policies.simulate.host import SimulationError
-    from policies.simulate.pods import seed_pvcs
 
     src = tmp_path / "models"
     (src / "tiny-lm").mkdir(parents=True)
     (src / "tiny-lm" / "config.json").write_text("{}")
     run_dir = tmp_path / "run"
-    assert seed_pvcs(run_dir, [f"models-pvc={src}"]) == [f"models-pvc <- {src}"]
+    assert pvc.copy(run_dir, pvc.check([f"models-pvc={src}"], run_dir)) == [f"models-pvc <- {src}"]
     assert (run_dir / "pvc" / "models-pvc" / "tiny-lm" / "config.json").read_text() == "{}"
-    for bad in ("models-pvc", f"={src}", f"models-pvc={tmp_path / 'absent'}"):
-        with pytest.raises(SimulationError, match="expected CLAIM=FOLDER"):
-            seed_pvcs(run_dir, [bad])
+    for bad, why in (("models-pvc", "expected CLAIM=FOLDER"), (f"={src}", "expected CLAIM=FOLDER"),
+                     (f"models-pvc={tmp_path / 'absent'}", "is not a folder")):
+        with pytest.raises(SimulationError, match=why):
+            pvc.check([bad], run_dir)

@@ -16,14 +16,28 @@ from .. import engine, paths
 from ..entry import guarded
 from ..launchers import Bundle
 from ..model import ERROR
-from . import ask_trainer, faults as F
+from . import ask_trainer, faults as F, provenance, pvc
 from .fault_run import FaultRun
 from .host import REPO, SimulationError
-from .pods import IMAGE_ROOT, seed_pvcs
+from .pods import IMAGE_ROOT
 from .processes import STOP_SIGNALS, Stopped, stop_on_signal
 from .result import default_run_dir, prepare_run_dir
 from .scale_down import needs_scaling, scale_down
 from .simulation import Simulation
+
+
+# GitHub Actions events whose runs hold the base repository's secrets and a write token while a fork's pull request
+# can start them: the simulator runs what the manifests say, so it refuses to run there (tests/test_workflow_forks.py
+# keeps the workflows from asking it to).
+PRIVILEGED_EVENTS = frozenset({"pull_request_target", "workflow_run", "issue_comment", "pull_request_review",
+                               "pull_request_review_comment", "discussion_comment"})
+
+
+def refuse_privileged_ci() -> None:
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    if os.environ.get("GITHUB_ACTIONS") == "true" and event in PRIVILEGED_EVENTS:
+        raise SimulationError(f"refused on a GitHub Actions {event} run: it holds the base repository's secrets and "
+                              "a write token, and the code may be a fork's; simulate on pull_request (read-only)")
 
 
 def positive_seconds(text: str, what: str = "DEADLINE") -> float:
@@ -40,6 +54,7 @@ def positive_seconds(text: str, what: str = "DEADLINE") -> float:
 def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, out: TextIO = sys.stdout,
              fault_spec: str | None = None, pvcs: list[str] | None = None) -> int:
     faults = F.parse(fault_spec) if fault_spec is not None else []
+    seeds = pvc.check(pvcs or [], run_dir)  # before anything is written, the run folder emptied included
     units = engine.collect([source], REPO / "overlays")
     if len(units) != 1:
         raise SimulationError(f"{source}: names {len(units)} overlays; simulate one at a time")
@@ -48,6 +63,10 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
         first = unit.problems[0]  # the input's own error (file and line), without the report's severity and rule
         raise SimulationError(first.line().removeprefix(f"{first.severity} {first.rule} "))
     manifests = unit.manifests
+    # First: whether what the pods will run is the default branch's (provenance.py says what counts).
+    unreviewed = provenance.warning(source, [m.obj for m in manifests], REPO)
+    if unreviewed:
+        print(unreviewed, file=out, flush=True)
     bundle = Bundle.of(manifests)
     reasons = needs_scaling(bundle)
     if reasons and scale_to is None:
@@ -67,7 +86,7 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     sim = Simulation(manifests, run_dir, deadline, out, source)
     fault_run = FaultRun(sim, faults) if faults else None
     prepare_run_dir(run_dir)
-    for line in seed_pvcs(run_dir, pvcs or []):
+    for line in pvc.copy(run_dir, seeds):
         print(f"simulate: PVC {line} (copied before the pods start)", file=out)
     pods = sim.plan()
     if fault_run is not None:
@@ -83,7 +102,9 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     else:
         print("simulate: network: every pod shares this machine's loopback network "
               f"({sim.network.host_network_reason}): a port open in one pod answers at every pod's address", file=out)
-    print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1 and, where the "
+    print(sim.sandbox.line(), file=out)
+    print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1, TMPDIR=<the pod's "
+          "/tmp folder> and, where the "
           f"manifest sets no rendezvous config, PET_RDZV_CONF=join_timeout={sim.rdzv_timeout},timeout={sim.rdzv_timeout}"
           " (short rendezvous timeouts, so a world that cannot form fails inside the deadline)", file=out)
     for sp in pods:
@@ -124,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = args.run_dir or default_run_dir(args.overlay)
 
     def body() -> int:
+        refuse_privileged_ci()
         scale_to = None
         if args.scale_to is not None:
             if not re.fullmatch(r"\s*\d+\s*", args.scale_to) or int(args.scale_to) < 1:

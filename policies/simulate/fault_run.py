@@ -20,7 +20,7 @@ from . import ask_trainer, faults as F
 from .diagnose import last_words
 from .host import nss_wrapper
 from .pods import SimPod, generated_suffix
-from .processes import parent_of, pod_processes, send, stop
+from .processes import container_pid, parent_of, pod_processes, send, stop
 from .simulation import Simulation
 
 # A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
@@ -140,7 +140,8 @@ class FaultRun:
             for pid in pids:
                 send(pid, signal.SIGKILL)
         elif f.action == F.KILL_WORKER:
-            workers = [pid for pid in pids if sp.proc is not None and parent_of(pid) == sp.proc.pid]
+            container = container_pid(sp)
+            workers = [pid for pid in pids if container is not None and parent_of(pid) == container]
             if not workers:
                 say(f"[sim] fault {f.text}: pod {sp.name} has no worker process now: nothing killed")
                 return

@@ -113,6 +113,7 @@ class Network:
     def _relay(self, path: Path, target: tuple[str, int]) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(path))
+        path.chmod(0o777)  # the pods' user (sandbox.py) connects to it
         listener.listen(64)
         self._relays.append(listener)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,6 +183,10 @@ class Layout:
                     (host / k).write_text(v)
             mapping[str(vm.get("mountPath")).rstrip("/") or "/"] = host
         sp.cwd = map_path(str(p.container.get("workingDir") or IMAGE_ROOT), mapping)
+        # A container's own /tmp: the pod's /tmp volume where it mounts one, else a folder of its own (a pod may
+        # not write outside the run folder: sandbox.py).
+        tmp = map_path("/tmp", mapping) if "/tmp" in mapping else pod_dir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
         env: dict[str, str] = {}
         for k, v in p.env.items():
             if v is None:
@@ -214,6 +217,7 @@ class Layout:
             "NSS_WRAPPER_HOSTNAME": p.hostname,
             "PYTHONUNBUFFERED": "1",
             "LOGLEVEL": env.get("LOGLEVEL", "INFO"),
+            "TMPDIR": env.get("TMPDIR", str(tmp)),
         })
         # Marks every process of this pod, so that the simulator can stop all of them, wherever they were reparented.
         env[POD_TOKEN] = f"{os.getpid()}-{id(self)}-{sp.name}"
@@ -254,16 +258,3 @@ def rewrite(text: str, mapping: dict[str, Path]) -> str:
     pattern = re.compile(r"(?<![\w.\-/])(" + "|".join(map(re.escape, paths)) + r")(?=/|$|[\s:;,'\"=])")
     return pattern.sub(lambda m: str(mapping[m.group(1)]), text)
 
-
-def seed_pvcs(run_dir: Path, pvcs: list[str]) -> list[str]:
-    """Copy a folder into a claim's volume before the pods start (--pvc CLAIM=FOLDER): the data or model
-    a PVC holds on the cluster (make tiny-lm's models/ and data/ for the causal-lm overlay)."""
-    seeded = []
-    for item in pvcs:
-        claim, sep, folder = item.partition("=")
-        src = Path(folder)
-        if not sep or not claim or not src.is_dir():
-            raise SimulationError(f"--pvc {item!r}: expected CLAIM=FOLDER with an existing folder")
-        shutil.copytree(src, run_dir / "pvc" / claim, dirs_exist_ok=True)
-        seeded.append(f"{claim} <- {src}")
-    return seeded

@@ -14,15 +14,20 @@ from typing import Any, Callable
 
 from . import diagnose
 from .pods import POD_TOKEN, SimPod
+from .sandbox import CONFINE
+
+CONFINE_ARG = str(CONFINE).encode()
 
 # Called with each line a pod prints (a fault run follows the trainer's progress this way).
 LineListener = Callable[[SimPod, str], None]
 
 
 def start(sp: SimPod, say: Callable[[str], None], on_line: LineListener | None = None,
-          peer_of: Callable[[str], str] = lambda host: host) -> None:
-    """Start the pod's container command; its output goes to its log, to `on_line`, and (what is worth reading) to
-    `say`, from a thread of its own."""
+          peer_of: Callable[[str], str] = lambda host: host,
+          confine: Callable[[list[str]], list[str]] = lambda argv: argv) -> None:
+    """Start the pod's container command (through `confine`: sandbox.py); its output goes to its log, to `on_line`,
+    and (what is worth reading) to `say`, from a thread of its own. Pods are started from the thread that runs the
+    simulation: a pod's process dies with the thread that started it (PR_SET_PDEATHSIG)."""
     sp.log.parent.mkdir(parents=True, exist_ok=True)
     exe = shutil.which(sp.argv[0], path=sp.env["PATH"]) if sp.argv else None
     if not sp.argv or exe is None:
@@ -30,7 +35,7 @@ def start(sp: SimPod, say: Callable[[str], None], on_line: LineListener | None =
         sp.lines.append(f"simulate: executable '{sp.argv[0] if sp.argv else '(no command)'}' not found here")
         say(f"[{sp.name}] {sp.lines[-1]}")
         return
-    sp.proc = subprocess.Popen([exe, *sp.argv[1:]], cwd=sp.cwd, env=sp.env, stdout=subprocess.PIPE,
+    sp.proc = subprocess.Popen(confine([exe, *sp.argv[1:]]), cwd=sp.cwd, env=sp.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     threading.Thread(target=pump, args=(sp, say, on_line, peer_of), daemon=True).start()
 
@@ -114,11 +119,39 @@ def pod_processes(sp: SimPod) -> list[int]:
     return processes_with(POD_TOKEN, sp.env.get(POD_TOKEN, ""))
 
 
+def container_pid(sp: SimPod) -> int | None:
+    """The pod's container process (its command: torchrun), below confine.py's processes where they stand between
+    the simulator and it (sandbox.py)."""
+    if sp.proc is None:
+        return None
+    pid, pids = sp.proc.pid, pod_processes(sp)
+    for _ in range(3):
+        try:
+            wrapper = CONFINE_ARG in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return pid
+        if not wrapper:
+            return pid
+        below = [p for p in pids if parent_of(p) == pid]
+        if not below:
+            return pid
+        pid = below[0]
+    return pid
+
+
 def processes_with(name: str, value: str) -> list[int]:
     """The processes whose environment holds name=value (children inherit it, whoever their parent is now)."""
     if not value:
         return []
-    needle = b"\0" + f"{name}={value}".encode() + b"\0"
+    return _processes_holding(b"\0" + f"{name}={value}".encode() + b"\0")
+
+
+def processes_with_prefix(name: str, prefix: str) -> list[int]:
+    """The processes whose environment holds name=<prefix...> (every pod of one simulator: POD_TOKEN's pid)."""
+    return _processes_holding(b"\0" + f"{name}={prefix}".encode())
+
+
+def _processes_holding(needle: bytes) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():

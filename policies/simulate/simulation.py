@@ -18,6 +18,7 @@ from .host import Network, SimulationError, port_free, port_open
 from .pods import Layout, SimPod
 from .processes import LineListener
 from .result import Result
+from .sandbox import Sandbox
 
 # How the training pods run once started: (the run's start, the training pods) -> (whether the deadline stopped the
 # run, the outcome where the run decided one: finished, failed or hung, with why).
@@ -44,6 +45,8 @@ class Simulation:
         self.left: list[str] = []
         # Called with every line a pod prints (a fault run follows the trainer's steps).
         self.on_line: LineListener | None = None
+        # How the pods are confined on this machine (measured when the pods are planned).
+        self.sandbox = Sandbox(off=True)
 
     def say(self, text: str) -> None:
         with self.lock:
@@ -51,6 +54,7 @@ class Simulation:
 
     def plan(self) -> list[SimPod]:
         self.pods = self.layout.plan()
+        self.sandbox = Sandbox.probe(self.layout.bin)
         return self.pods
 
     def peer_of(self, host: str) -> str:
@@ -58,13 +62,18 @@ class Simulation:
         return next((p.name for p in self.pods if self.layout.dns.get(host) == p.ip), host)
 
     def start(self, sp: SimPod) -> None:
-        processes.start(sp, self.say, self.on_line, self.peer_of)
+        self.sandbox.own(self.run_dir / "pods" / sp.name, self.run_dir / "pvc")
+        processes.start(sp, self.say, self.on_line, self.peer_of, self.sandbox.command)
 
     def run(self, training: Training | None = None) -> Result:
         """Run the pods: the training pods as `training` says (a fault run), else until they end or the deadline."""
         self._check_ports()
         if self.network.swrap:
             self._open_network()
+        self.sandbox.writable = [self.run_dir.resolve(), Path("/dev/shm")]
+        if self.network.folder is not None:
+            self.sandbox.writable.append(self.network.folder)
+            self.sandbox.own(self.network.folder)
         try:
             return self._run(training or self._run_plain)
         finally:
