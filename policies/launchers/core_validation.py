@@ -380,6 +380,7 @@ def fqdn_hostname(pod: Pod, where: str) -> Check | None:
                      f"over {HOSTNAME_MAX} characters whatever the cluster domain: the kubelet never starts it (FQDN "
                      "is too long)", hint)
     return Check(where, f"setHostnameAsFQDN: pod {pod.hostname}'s fully qualified name {stem}"
-                 f"{DEFAULT_CLUSTER_DOMAIN} is {full} characters, over {HOSTNAME_MAX}, if the cluster domain is {DEFAULT_CLUSTER_DOMAIN}"
+                 f"{DEFAULT_CLUSTER_DOMAIN} is {full} characters, over {HOSTNAME_MAX}, if the cluster domain is "
+                 f"{DEFAULT_CLUSTER_DOMAIN}"
                  + ("" if pod.namespace else " and the namespace 'default'") + ": the kubelet would never start it",
                  hint, severity=WARNING)

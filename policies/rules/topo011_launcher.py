@@ -44,10 +44,10 @@ with nameservers), DNS-1123 label hostname and subdomain, well-formed toleration
 cluster domain makes it too long). Services (core validation): ports named where there are several, names and
 port/protocol pairs unique, port numbers within range, no headless NodePort or LoadBalancer, ports on any Service
 that is not headless.
-StatefulSet (API server validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that selects the template's labels, known update
-strategy and pod management policy (no `rollingUpdate` with OnDelete, `maxUnavailable` from 1 to 100%), no negative
-partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`. Volcano Job (v1.15.1 webhook): at least one task, unique task
-names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
+StatefulSet (API server validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that
+selects the template's labels, known update strategy and pod management policy (no `rollingUpdate` with OnDelete,
+`maxUnavailable` from 1 to 100%), no negative partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`.
+Volcano Job (v1.15.1 webhook): at least one task, unique task names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
 name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1 (and no
 subgroup-exclusive-topology annotation without one), rolling update `maxUnavailable`/`maxSurge` whole numbers or
