@@ -33,7 +33,8 @@ def job_pods(job_spec: dict[str, Any]) -> int:
     (job_controller.go manageJob), and the API server defaults parallelism to 1."""
     parallelism = as_int(job_spec.get("parallelism"), 1) or 0
     completions = as_int(job_spec.get("completions"))
-    return min(parallelism, completions) if completions is not None else parallelism
+    # A negative count is refused by the API server (job_validation): no pods, never a negative number of them.
+    return max(min(parallelism, completions) if completions is not None else parallelism, 0)
 
 
 def generate_name(job: str, index: int | None) -> str:
