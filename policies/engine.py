@@ -186,7 +186,7 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     ctx = Context(bundle, resolved.topologies, resolved.unresolved, unit.source, unit.environment,
                   workloads=unit.workloads, undetermined=resolved.undetermined, unread=resolved.unread,
                   scripts=resolved.scripts, elsewhere=resolved.elsewhere,
-                  refused=refused)
+                  refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA))
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     for m in manifests:

@@ -56,6 +56,8 @@ class Context:
     elsewhere: list[Workload] = dc_field(default_factory=list)
     # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
     refused: list[Check] = dc_field(default_factory=list)
+    # The objects (refs) the schema stage refuses: the API server decodes and checks the schema before it validates.
+    schema_refused: frozenset[str | None] = frozenset()
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
     argo: Delivery = dc_field(default_factory=Delivery)
     # Every workload of a modelled controller, training or not (admission checks read them all).

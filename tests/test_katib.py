@@ -42,7 +42,11 @@ def test_upstream_case_for_its_reason(path):
         assert all(p.obj == "Experiment/fakens/fake" for p in refused)
         assert all(p.field.startswith(("spec.", "metadata.")) for p in refused)
     else:  # admitted (what the trial's job then does is the other rules' business)
-        assert not [p.line() for p in errors(unit) if p.rule in ("TOPO011", "SCHEMA")]
+        assert not [p.line() for p in errors(unit) if p.rule == "SCHEMA" or "Katib's webhook" in p.message]
+        # upstream's fake trial is a batch Job without restartPolicy: the API server's Job validation refuses the
+        # trial's Job when Katib creates it (pkg/apis/batch/validation validateJobSpec at kubernetes v1.36.0).
+        others = [p for p in errors(unit) if p.rule == "TOPO011" and "Katib's webhook" not in p.message]
+        assert all(p.field.endswith("trialSpec.spec.template.spec.restartPolicy") for p in others), others
 
 
 def test_trial_takes_the_feasible_minimum_and_katibs_name():

@@ -88,3 +88,16 @@ def test_res006_says_when_it_could_not_run(tmp_path):
     path.write_text(text.replace("NVIDIA-H100-80GB-HBM3", "some-gpu"))
     found = [p for p in problems_of(path) if p.rule == "RES006"]
     assert [p.severity for p in found] == ["info"] and "GPU of unknown memory (some-gpu)" in found[0].message
+
+
+def test_topo002_nproc_gpu_without_a_gpu_is_an_error_as_torchrun_raises():
+    """`--nproc-per-node gpu` where no GPU is visible: the real torchrun raises before any worker starts (run here, a
+    machine without CUDA, as in a pod that requests none), so the rule says error, not 'depends on the cores'."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.run import determine_local_world_size
+
+    assert not torch.cuda.is_available()
+    with pytest.raises(ValueError, match="Cuda is not available"):
+        determine_local_world_size("gpu")
+    found = [p for p in problems_of(FIXTURES / "rules/TOPO002/fail/cpu-nproc-gpu.yaml") if p.rule == "TOPO002"]
+    assert [p.severity for p in found] == [ERROR] and "Cuda is not available" in found[0].message

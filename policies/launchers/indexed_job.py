@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping
+from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, selects
 from ..model import Manifest
+from . import core_validation
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
 from .pods import COMPLETION_INDEX, IF_ABSENT, Injected, PodGroup
 
 KIND = "Job"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 INDEXED = "Indexed"
@@ -31,7 +33,8 @@ def job_pods(job_spec: dict[str, Any]) -> int:
     (job_controller.go manageJob), and the API server defaults parallelism to 1."""
     parallelism = as_int(job_spec.get("parallelism"), 1) or 0
     completions = as_int(job_spec.get("completions"))
-    return min(parallelism, completions) if completions is not None else parallelism
+    # A negative count is refused by the API server (job_validation): no pods, never a negative number of them.
+    return max(min(parallelism, completions) if completions is not None else parallelism, 0)
 
 
 def generate_name(job: str, index: int | None) -> str:
@@ -207,12 +210,40 @@ def _index_count(indexes: str) -> int | None:
     return total
 
 
-def job_validation(js: dict[str, Any], field: str) -> list[Check]:
+NONNEGATIVE = ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
+               "backoffLimitPerIndex", "maxFailedIndexes")
+JOB_RESTART_POLICIES = ("OnFailure", "Never")
+
+
+def job_validation(js: dict[str, Any], field: str, restart_default: str | None = None,
+                   added_volumes: tuple[str, ...] = ()) -> list[Check]:
     """What the API server's Job validation refuses that the schema cannot say (pkg/apis/batch/validation/
     validation.go validateJobSpec, validatePodFailurePolicy*, validatePodReplacementPolicy, validateSuccessPolicy*
-    at v1.36.0)."""
+    at v1.36.0), the pod template's included (core_validation.pod_template). `restart_default` is the template's
+    restartPolicy where the object's own webhook fills it in before the Job reaches the API server (the JobSet
+    webhook's OnFailure); without one the API server defaults it to Always and then refuses it. `added_volumes`: the
+    pod volumes the object's controller adds to the Job (a JobSet's volumeClaimPolicies)."""
     out: list[Check] = []
     refuse = "the API server refuses it"
+    for key in NONNEGATIVE:
+        value = js.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            out.append(Check(f"{field}.{key}", f"{key} {value} is negative (must be greater than or equal to 0): "
+                             f"{refuse}", f"set {key} to 0 or more"))
+    if js.get("maxFailedIndexes") is not None and js.get("backoffLimitPerIndex") is None:
+        out.append(Check(f"{field}.backoffLimitPerIndex", "maxFailedIndexes without backoffLimitPerIndex (Required "
+                         f"value: when maxFailedIndexes is specified): {refuse}", "set backoffLimitPerIndex"))
+    mode = js.get("completionMode")
+    if mode is not None and mode not in ("NonIndexed", INDEXED):
+        out.append(Check(f"{field}.completionMode", f"completionMode '{mode}' is neither NonIndexed nor Indexed: "
+                         f"{refuse}", "set completionMode: Indexed"))
+    template = mapping(js.get("template"))
+    out += core_validation.pod_template(template, f"{field}.template", added_volumes)
+    restart = mapping(template.get("spec")).get("restartPolicy") or restart_default
+    if restart in (None, "Always"):
+        out.append(Check(f"{field}.template.spec.restartPolicy", f"restartPolicy is {restart or 'unset (Always)'}: "
+                         "a Job's pods must say Never or OnFailure (Required value): the API server refuses it",
+                         "set restartPolicy: Never (the Job controller then replaces a failed pod)"))
     if js.get("managedBy") is not None:
         manager = str(js["managedBy"])
         out += [Check(f"{field}.managedBy", f"managedBy '{manager}' {why}: {refuse}",
@@ -247,8 +278,8 @@ def job_validation(js: dict[str, Any], field: str) -> list[Check]:
             out.append(Check(f"{field}.podReplacementPolicy", f"podReplacementPolicy '{replacement}'"
                              + (" with a podFailurePolicy" if len(allowed) == 1 else "") + f": {refuse} (supported "
                              f"values: {', '.join(allowed)})", f"set podReplacementPolicy: {allowed[0]}"))
-    policy = dig(js, "template", "spec", "restartPolicy")
-    if js.get("podFailurePolicy") is not None and policy != "Never":
+    policy = restart
+    if js.get("podFailurePolicy") is not None and policy == "OnFailure":
         out.append(Check(f"{field}.template.spec.restartPolicy", f"restartPolicy is {policy or 'unset'} with a "
                          "podFailurePolicy: the API server accepts only Never there", "set restartPolicy: Never"))
     return out
@@ -323,6 +354,35 @@ def _success_policy(js: dict[str, Any], field: str, completions: int | None) -> 
     return out
 
 
+def selector_validation(js: dict[str, Any], name: str) -> list[Check]:
+    """ValidateJobSpec and validateGeneratedSelector (pkg/apis/batch/validation/validation.go at v1.36.0): with
+    `manualSelector: true` the selector must select the template's labels; without it the API server adds the
+    `controller-uid` label to the selector it generates (pkg/registry/batch/job/strategy.go generateSelector), and a
+    selector the user wrote must select only the labels the Job controller puts on its pods (`controller-uid`,
+    `job-name` = the Job's name): anything else is "`selector` not auto-generated"."""
+    selector = js.get("selector")
+    if not isinstance(selector, dict):
+        return []
+    if js.get("manualSelector") is True:
+        labels = mapping(mapping(mapping(js.get("template")).get("metadata")).get("labels"))
+        if selects(selector, {str(k): str(v) for k, v in labels.items()}):
+            return []
+        return [Check("spec.template.metadata.labels", "the selector does not select the template's labels "
+                      "(`selector` does not match template `labels`): the API server refuses it",
+                      "give the template the labels spec.selector asks for")]
+    generated = {label: name for label in JOB_NAME_LABELS}
+    expressions = [mapping(e) for e in listing(selector.get("matchExpressions"))]
+    if any(str(e.get("key")) in UID_LABELS for e in expressions):
+        return []  # decided by the Job's uid, which only the API server knows
+    if all(str(k) in UID_LABELS or generated.get(str(k)) == str(v)
+           for k, v in mapping(selector.get("matchLabels")).items()) and \
+            selects({"matchExpressions": expressions}, generated):
+        return []
+    return [Check("spec.selector", "a selector without manualSelector: true (`selector` not auto-generated): the API "
+                  "server refuses it", "remove spec.selector (the API server generates it), or set manualSelector: "
+                  "true and give the template the selected labels")]
+
+
 @dataclass
 class JobWorkload(Workload):
     """A Job's pods, and what the Job controller reads of its spec."""
@@ -379,7 +439,8 @@ class JobLauncher(Launcher):
             yield "spec", spec
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
-        return job_validation(mapping(w.manifest.obj.get("spec")), "spec")
+        spec = mapping(w.manifest.obj.get("spec"))
+        return job_validation(spec, "spec") + selector_validation(spec, w.manifest.name)
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         return w.manifest, list(self.job_specs(w.manifest)), None

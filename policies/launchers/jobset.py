@@ -37,8 +37,9 @@ NODE_SELECTOR_STRATEGY = "alpha.jobset.sigs.k8s.io/node-selector"
 
 
 def subdomain_of(name: str, spec: dict[str, Any]) -> str | None:
-    """The subdomain the pods get: `network.subdomain`, else the JobSet's name; None with DNS hostnames off
-    (jobset_controller.go constructJob, dnsHostnamesEnabled: the webhook defaults enableDNSHostnames to true)."""
+    """The subdomain the controller gives the pods: `network.subdomain`, else the JobSet's name; None with DNS
+    hostnames off, where the pod template's own subdomain stays (jobset_controller.go constructJob lines 951-956,
+    dnsHostnamesEnabled: the webhook defaults enableDNSHostnames to true)."""
     network = mapping(spec.get("network"))
     if network.get("enableDNSHostnames") is False:
         return None
@@ -125,7 +126,9 @@ def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: 
         rjob = mapping(rjob)
         g = _replicated_job_group(rjob, ri, name, count_of(rjob), f"{field_prefix}.replicatedJobs[{ri}].template.spec"
                                   ".template", offset, meta, inject, priorities or {})
-        g.subdomain, g.subdomain_forced, g.aux = subdomain, True, aux(rjob)
+        # With DNS hostnames off the controller leaves the template's own subdomain alone (constructJob sets it
+        # only under dnsHostnamesEnabled).
+        g.subdomain, g.subdomain_forced, g.aux = subdomain, subdomain is not None, aux(rjob)
         groups.append(g)
         if not g.aux:
             offset += g.count

@@ -36,6 +36,10 @@ def validation(name: str, spec: dict[str, Any], prefix: str, coordinator: str | 
             out.append(Check(f"{prefix}.network.subdomain", f"subdomain {why}: the JobSet webhook refuses it "
                              "(it names the headless Service)", "use a shorter lowercase subdomain"))
     rjobs = [mapping(r) for r in listing(spec.get("replicatedJobs"))]
+    # The controller adds each volumeClaimPolicies template as a pod volume of the Jobs that mount it
+    # (volume_claim_policy.go addVolumes at v0.12.0) before the Jobs reach the API server.
+    claims = tuple(str(mapping(mapping(t).get("metadata")).get("name")) for policy in
+                   listing(spec.get("volumeClaimPolicies")) for t in listing(mapping(policy).get("templates")))
     for ri, rjob in enumerate(rjobs):
         where = f"{prefix}.replicatedJobs[{ri}]"
         group = str(rjob.get("groupName") or DEFAULT_GROUP)
@@ -62,7 +66,10 @@ def validation(name: str, spec: dict[str, Any], prefix: str, coordinator: str | 
             if why:
                 out.append(Check(f"{where}.name", f"pod name {why}: the JobSet webhook refuses it",
                                  "shorten the JobSet or replicated Job name"))
-        out += indexed_job.job_validation(js, f"{where}.template.spec")
+        # The webhook's Default sets an unset template restartPolicy to OnFailure (jobset_webhook.go lines 125-126
+        # at v0.12.0) before the child Jobs reach the API server's Job validation.
+        out += indexed_job.job_validation(js, f"{where}.template.spec", restart_default="OnFailure",
+                                          added_volumes=claims)
     coord = spec.get("coordinator")
     if isinstance(coord, dict):
         target = next((r for r in rjobs if r.get("name") == coord.get("replicatedJob")), None)

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from ..kube import DNS1035, as_int, dig, int_or_percent, mapping
 from ..model import Manifest
-from . import statefulset
+from . import lws_tpu, statefulset
 from .base import Bundle, Check, Launcher, Workload
 from .pods import FIRST, POD_INDEX, Injected, PodGroup
 
@@ -42,6 +42,9 @@ SHARED = "Shared"
 UNIQUE_PER_REPLICA = "UniquePerReplica"
 LEADER_EXCLUDED = "LeaderExcluded"
 SUBGROUP_EXCLUSIVE = PREFIX + "subgroup-exclusive-topology"
+SUBGROUP_INDEX = PREFIX + "subgroup-index"
+SUBGROUP_KEY = PREFIX + "subgroup-key"
+LEADER_WORKER = "LeaderWorker"
 LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
 GROUP_SIZE = "LWS_GROUP_SIZE"
 WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
@@ -100,7 +103,8 @@ def rollout_validation(spec: dict[str, Any], replicas: int) -> list[Check]:
 
 
 def group_key(namespace: str, leader: str) -> str:
-    """pod_webhook.go genGroupUniqueKey: sha1 of `<namespace>/<leader pod>`, hex."""
+    """pod_webhook.go genGroupUniqueKey: sha1 of `<namespace>/<leader pod>`, hex (for a subgroup:
+    `<leader pod>/<subgroup index>`)."""
     return hashlib.sha1(f"{namespace}/{leader}".encode()).hexdigest()
 
 
@@ -136,22 +140,52 @@ class LeaderWorkerSetLauncher(Launcher):
         leader_tmpl = mapping(lwt.get("leaderTemplate")) or mapping(lwt.get("workerTemplate"))
         worker_tmpl = mapping(lwt.get("workerTemplate"))
         sub_policy = mapping(lwt.get("subGroupPolicy"))
+        sub_size = as_int(sub_policy.get("subGroupSize")) if sub_policy.get("subGroupSize") is not None else None
+        # The API field is subGroupPolicyType, defaulted to LeaderWorker by the CRD (leaderworkerset_types.go).
+        sub_type = str(sub_policy.get("subGroupPolicyType") or LEADER_WORKER)
+        leader_tpus = bool(lws_tpu.tpu_containers(leader_tmpl.get("spec")))
 
         def common_notes() -> dict[str, str]:
             out = {SIZE: str(size)}
             if lws_annotations.get(EXCLUSIVE):
                 out[EXCLUSIVE] = str(lws_annotations[EXCLUSIVE])
-            if sub_policy.get("subGroupSize") is not None:
-                if sub_policy.get("type"):
-                    out[SUBGROUP_TYPE] = str(sub_policy["type"])
+            if sub_size is not None:
+                out[SUBGROUP_TYPE] = sub_type
                 out[SUBGROUP_SIZE] = str(sub_policy["subGroupSize"])
+                if lws_annotations.get(SUBGROUP_EXCLUSIVE):
+                    out[SUBGROUP_EXCLUSIVE] = str(lws_annotations[SUBGROUP_EXCLUSIVE])
             return out
 
-        def env(g: int, worker: int, subdomain: str) -> list[Injected]:
-            # pod_utils.go AddLWSVariables, into every container and init container.
-            return [Injected(LEADER_ADDRESS, f"{name}-{g}.{subdomain}.{namespace}", mode=FIRST),
+        def subgroup(worker: int) -> int | None:
+            """The pod's subgroup-index label (pod_webhook.go Default): the leader's 0 unless LeaderExcluded; a
+            worker's getSubGroupIndex (the leader counted as the extra pod of subgroup 0 where size - 1, not size,
+            divides by subGroupSize)."""
+            if sub_size is None or sub_size < 1:
+                return None
+            if worker == 0:
+                return None if sub_type == LEADER_EXCLUDED else 0
+            if (size - 1) % sub_size == 0 and size % sub_size != 0:
+                return (worker - 1) // sub_size
+            return worker // sub_size
+
+        def subgroup_labels(pod: str, leader: str, worker: int) -> dict[str, str]:
+            index = subgroup(worker)
+            if index is None:
+                return {}
+            # genGroupUniqueKey(<leader pod>, <subgroup index>): the leader's own name for the leader.
+            return {SUBGROUP_INDEX: str(index), SUBGROUP_KEY: group_key(leader, str(index))}
+
+        def env(g: int, worker: int, subdomain: str, container: str, tmpl: dict[str, Any]) -> list[Injected]:
+            # pod_webhook.go Default: the TPU variables (tpu.go) appended to the containers requesting TPUs, then
+            # pod_utils.go AddLWSVariables first in every container and init container.
+            leader = f"{name}-{g}"
+            pod = leader if worker == 0 else f"{leader}-{worker}"
+            tpu = lws_tpu.tpu_env(tmpl.get("spec"), pod, leader, worker, size, subdomain,
+                                  worker != 0 and leader_tpus,
+                                  (sub_size, subgroup(worker)) if sub_size is not None else None)
+            return [Injected(LEADER_ADDRESS, f"{leader}.{subdomain}.{namespace}", mode=FIRST),
                     Injected(GROUP_SIZE, str(size), mode=FIRST),
-                    Injected(WORKER_INDEX_ENV, str(worker), mode=FIRST)]
+                    Injected(WORKER_INDEX_ENV, str(worker), mode=FIRST)] + tpu.get(container, [])
 
         groups: list[PodGroup] = []
         for g in range(max(replicas, 0)):
@@ -171,12 +205,14 @@ class LeaderWorkerSetLauncher(Launcher):
                 subdomain=subdomain, subdomain_forced=True,
                 labels=lambda i, g=g, leader=leader, key=key: {
                     WORKER_INDEX: "0", SET_NAME: name, GROUP_INDEX: str(g), GROUP_KEY: key,
-                    statefulset.POD_NAME_LABEL: leader, POD_INDEX: str(g)},
+                    statefulset.POD_NAME_LABEL: leader, POD_INDEX: str(g), **subgroup_labels(leader, leader, 0)},
                 annotations=lambda i, n=leader_notes: dict(n),
-                inject=lambda i, c, init, g=g, s=subdomain: env(g, 0, s),
+                inject=lambda i, c, init, g=g, s=subdomain: env(g, 0, s, c, leader_tmpl),
                 aux=g > 0,
             ))
             worker_notes = {**common_notes(), LEADER_NAME: leader}
+            if leader_tpus:
+                worker_notes[lws_tpu.LEADER_REQUESTS_TPUS] = "true"
             groups.append(PodGroup(
                 role="worker", count=max(size - 1, 0), offset=1, template=worker_tmpl,
                 template_field="spec.leaderWorkerTemplate.workerTemplate",
@@ -185,9 +221,10 @@ class LeaderWorkerSetLauncher(Launcher):
                 subdomain=subdomain, subdomain_forced=True,
                 labels=lambda i, g=g, leader=leader, key=key: {
                     SET_NAME: name, GROUP_INDEX: str(g), GROUP_KEY: key, WORKER_INDEX: str(i + 1),
-                    statefulset.POD_NAME_LABEL: f"{leader}-{i + 1}", POD_INDEX: str(i + 1)},
+                    statefulset.POD_NAME_LABEL: f"{leader}-{i + 1}", POD_INDEX: str(i + 1),
+                    **subgroup_labels(f"{leader}-{i + 1}", leader, i + 1)},
                 annotations=lambda i, n=worker_notes: dict(n),
-                inject=lambda i, c, init, g=g, s=subdomain: env(g, i + 1, s),
+                inject=lambda i, c, init, g=g, s=subdomain: env(g, i + 1, s, c, worker_tmpl),
                 aux=g > 0,
             ))
         w = LeaderWorkerSetWorkload(m, self, groups, m.namespace, replicas=replicas, subdomain_policy=policy)
@@ -260,7 +297,7 @@ class LeaderWorkerSetLauncher(Launcher):
                 why.append("size or size - 1 must be divisible by subGroupSize")
             if sg >= 1 and size < sg:
                 why.append("subGroupSize cannot be larger than size")
-            if sg >= 1 and sub.get("type") == LEADER_EXCLUDED and (size - 1) % sg != 0:
+            if sg >= 1 and sub.get("subGroupPolicyType") == LEADER_EXCLUDED and (size - 1) % sg != 0:
                 why.append("size-1 must be divisible by subGroupSize when using LeaderExcluded")
             out += [Check(field_path, f"{y} (size {size}, subGroupSize {sg}): the LeaderWorkerSet webhook refuses "
                           "it", "pick a subGroupSize that divides size or size - 1") for y in why]

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 from ..kube import DNS1123_LABEL, as_int, dig, int_or_percent, listing, mapping, selects
 from ..model import Manifest
 from ..model import ERROR, WARNING
+from . import core_validation
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
 from .pods import POD_INDEX, PodGroup
@@ -86,6 +87,15 @@ def validation(spec: dict[str, Any], prefix: str = "spec", name: str | None = No
     if restart is not None and restart != "Always":
         add("template.spec.restartPolicy", f"restartPolicy {restart} (Unsupported value: \"{restart}\"; a "
             "StatefulSet accepts only Always)", "remove restartPolicy (Always)")
+    # ValidatePodTemplateSpecForStatefulSet checks only the template's labels and annotations: the pods the
+    # controller creates from it, with a volume per claim template (stateful_set_utils.go updateStorage), meet the
+    # API server's pod validation, which refuses them.
+    own = {f"{prefix}.template.spec.restartPolicy", f"{prefix}.template.spec.activeDeadlineSeconds"}  # said below
+    claims = tuple(str(mapping(mapping(t).get("metadata")).get("name"))
+                   for t in listing(spec.get("volumeClaimTemplates")))
+    out += [c for c in core_validation.pod_template(template, f"{prefix}.template", claims,
+                                                    "the API server refuses the pods the controller creates from it")
+            if c.field not in own]
     if mapping(template.get("spec")).get("activeDeadlineSeconds") is not None:
         add("template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in a StatefulSet's pod template (not "
             "supported)", "remove activeDeadlineSeconds")

@@ -28,6 +28,24 @@ JOB_NAMESPACE = "volcano.sh/job-namespace"
 QUEUE_NAME = "volcano.sh/queue-name"
 TEMPLATE_UID = "volcano.sh/template-uid"
 PARTITION_ID = "volcano.sh/partition-id"
+# scheduling/v1beta1/labels.go: what createJobPod copies from the Job's own labels and annotations to each pod.
+PREEMPTABLE = "volcano.sh/preemptable"
+COOLDOWN_TIME = "volcano.sh/cooldown-time"
+REVOCABLE_ZONE = "volcano.sh/revocable-zone"
+JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
+NUMA_POLICY = "volcano.sh/numa-topology-policy"
+
+
+def propagated(meta: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, annotations) createJobPod (pkg/controllers/job/job_controller_util.go at v1.15.1) copies from the
+    Job's metadata onto every pod: the labels preemptable and cooldown-time; the annotations preemptable,
+    cooldown-time, revocable-zone and jdb-min-available, else jdb-max-unavailable (the two are exclusive)."""
+    labels = {str(k): str(v) for k, v in mapping(meta.get("labels")).items() if k in (PREEMPTABLE, COOLDOWN_TIME)}
+    annotations = mapping(meta.get("annotations"))
+    keys = [PREEMPTABLE, COOLDOWN_TIME, REVOCABLE_ZONE,
+            JDB_MIN_AVAILABLE if JDB_MIN_AVAILABLE in annotations else JDB_MAX_UNAVAILABLE]
+    return labels, {k: str(annotations[k]) for k in keys if k in annotations}
 DEFAULT_TASK = "default"
 # mutate_job.go: the queue a Job without one is put in.
 DEFAULT_QUEUE = "default"
@@ -224,6 +242,7 @@ class VolcanoJobLauncher(Launcher):
         master_addr = domain(name, ts[master_i], 0) if pytorch_on else None
         host_env = hosts(name, ts) if SVC in plug else {}
         queue = str(spec.get("queue") or DEFAULT_QUEUE)
+        job_labels, job_annotations = propagated(m.metadata)
 
         # The world's order: with the pytorch plugin, RANK's (the master task, then the worker task); otherwise the
         # tasks' order. Other tasks' pods are listed, not ranked.
@@ -248,10 +267,12 @@ class VolcanoJobLauncher(Launcher):
                 mapping(c).get("name") == WAIT_MASTER for c in listing(pspec.get("initContainers")))
             partition = mapping(t.get("partitionPolicy"))
 
+            numa = t.get("topologyPolicy")
+
             def labels(i: int, tname: str = tname, partition: dict[str, Any] = partition) -> dict[str, str]:
-                # createJobPod: "Set pod labels for Service."
+                # createJobPod: "Set pod labels for Service."; the Job's own preemptable and cooldown-time labels.
                 out = {TASK_INDEX: str(i), JOB_NAME: name, TASK_SPEC: tname, JOB_NAMESPACE: namespace,
-                       QUEUE_NAME: queue}
+                       QUEUE_NAME: queue, **job_labels}
                 if partition:
                     size = as_int(partition.get("partitionSize"), 0) or 0
                     out[PARTITION_ID] = str(i // size if size > 0 else 0)
@@ -260,8 +281,11 @@ class VolcanoJobLauncher(Launcher):
             def annotations(i: int, tname: str = tname) -> dict[str, str]:
                 # createJobPod; the PodGroup annotation `<job>-<uid>`, job-version and retry count are known only in
                 # the cluster.
-                return {TASK_INDEX: str(i), TASK_SPEC: tname, JOB_NAME: name, QUEUE_NAME: queue,
-                        TEMPLATE_UID: f"{name}-{tname}"}
+                out = {TASK_INDEX: str(i), TASK_SPEC: tname, JOB_NAME: name, QUEUE_NAME: queue,
+                       TEMPLATE_UID: f"{name}-{tname}", **job_annotations}
+                if numa:
+                    out[NUMA_POLICY] = str(numa)
+                return out
 
             def inject(i: int, c: str, init: bool, is_master: bool = is_master, is_worker: bool = is_worker,
                        adds_wait: bool = adds_wait) -> list[Injected]:

@@ -7,7 +7,9 @@ limit, as torchrun does. On CPU pods `auto` means the node's cores, whatever the
 becomes its CPU request instead), and more processes than the CPU limit share cores: both only cost speed, so
 warnings; with no CPU limit or request the check cannot run and says so (a warning).
 
-Fails: `nvidia.com/gpu: 1` with `--nproc-per-node=2` (error); `nvidia.com/gpu: 8` with 4 processes, `auto` on a CPU
+`gpu` on a pod that requests no GPU stops torchrun before any worker starts ("Cuda is not available."): an error.
+
+Fails: `nvidia.com/gpu: 1` with `--nproc-per-node=2` (error); `--nproc-per-node=gpu` without a GPU (error); `nvidia.com/gpu: 8` with 4 processes, `auto` on a CPU
 pod, 4 processes in a pod limited to 2 CPUs (warnings).
 Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8` or `auto`; 2 processes with `cpu: "2"`.
 """
@@ -15,6 +17,9 @@ from __future__ import annotations
 
 from ..model import ERROR, WARNING
 from ..rulekit import launcher_field, problem
+
+# torchrun's per-device values of --nproc-per-node and the error each raises without the device.
+NEEDS_DEVICE = {"gpu": "ValueError: Cuda is not available.", "xpu": "ValueError: Xpu is not available."}
 
 ID = "TOPO002"
 NAME = "nproc-matches-devices"
@@ -28,6 +33,13 @@ def check(ctx):
         where = launcher_field(t, s.field or t.first.inv.field, "nproc")
         if "$" in s.value:
             continue  # TOPO012 reports what could not be resolved
+        if t.nproc is None and s.value in NEEDS_DEVICE and not t.gpus:
+            # torch/distributed/run.py determine_local_world_size: `gpu` (and `xpu`) raise before any worker starts
+            # where no such device is visible, and the device plugin shows a container only the GPUs it requests.
+            yield problem(ID, t, where, f"processes per node is '{s.value}' (one per GPU) but the pods request no "
+                          f"GPU: torchrun stops at start ({NEEDS_DEVICE[s.value]})",
+                          "request nvidia.com/gpu, or write the number of processes per pod", severity=ERROR)
+            continue
         if t.nproc is None:
             expected = f"{t.gpus} (the GPU limit)" if t.gpus else "an integer within the CPU limit"
             yield problem(ID, t, where, f"processes per node is '{s.value}', expected {expected}: on a CPU pod it "

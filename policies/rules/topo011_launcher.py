@@ -30,11 +30,24 @@ without). Job (API server validation at v1.36.0): an Indexed Job states `complet
 (both unset default to 1), a parallelism within 100000, `maxFailedIndexes` within completions, the per-index
 backoff fields and a `successPolicy` only in Indexed mode, success rules that count something within completions,
 `podFailurePolicy` rules with one requirement, ordered unique exit codes (no 0 under In) and known container names,
-with `restartPolicy: Never` and `podReplacementPolicy` Failed, `managedBy` as for JobSet. StatefulSet (API server
-validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that selects the template's labels, known update
-strategy and pod management policy (no `rollingUpdate` with OnDelete, `maxUnavailable` from 1 to 100%), no negative
-partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`. Volcano Job (v1.15.1 webhook): at least one task, unique task
-names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
+with `restartPolicy: Never` and `podReplacementPolicy` Failed, `managedBy` as for JobSet; a pod `restartPolicy` of
+Never or OnFailure (unset means Always, which a Job refuses; a JobSet's webhook makes an unset one OnFailure first),
+no negative counts or deadlines, `maxFailedIndexes` only with `backoffLimitPerIndex`, and a `selector` only with
+`manualSelector: true` (then selecting the template's labels). Pod templates of Jobs (a JobSet's included) and the
+pods a StatefulSet creates (core validation at v1.36.0): valid template labels, containers with an image and names
+unique across containers and init containers, port names of at most 15 characters used once, ports within 1-65535
+(a hostPort with hostNetwork equal to the containerPort), env with value or one valueFrom source, volume mounts of
+declared volumes (or the controller's claims) at distinct paths, no probes on init containers that are no sidecar,
+liveness and startup probes with one handler and successThreshold 1, known restart and DNS policies (dnsPolicy None
+with nameservers), DNS-1123 label hostname and subdomain, well-formed tolerations; and the kubelet's limit: with
+`setHostnameAsFQDN` the pod's fully qualified name stays within 64 characters (a warning where only the default
+cluster domain makes it too long). Services (core validation): ports named where there are several, names and
+port/protocol pairs unique, port numbers within range, no headless NodePort or LoadBalancer, ports on any Service
+that is not headless.
+StatefulSet (API server validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that
+selects the template's labels, known update strategy and pod management policy (no `rollingUpdate` with OnDelete,
+`maxUnavailable` from 1 to 100%), no negative partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`.
+Volcano Job (v1.15.1 webhook): at least one task, unique task names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
 name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1 (and no
 subgroup-exclusive-topology annotation without one), rolling update `maxUnavailable`/`maxSurge` whole numbers or
@@ -50,11 +63,12 @@ known kind (path and replicas), between 1 and 8 PodSets in all; each component's
 launcher (reported at `spec.components[i].template`).
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; a TrainJob naming a
-runtime that is not in git; an Indexed Job without completions.
+runtime that is not in git; an Indexed Job without completions; a Job without `restartPolicy`.
 Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
 """
 from __future__ import annotations
 
+from ..launchers import core_validation
 from ..model import Problem
 
 ID = "TOPO011"
@@ -70,9 +84,20 @@ def check(ctx):
         if c is not None:
             m = w.manifest
             yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
+    for m in ctx.of_kind("Service"):
+        if m.api_version == "v1" and isinstance(m.obj, dict) and m.ref not in ctx.schema_refused:
+            for c in core_validation.service(m.obj):
+                yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     topologies = {id(t.workload): t for t in ctx.topologies}
     for w in ctx.workloads:
         t = topologies.get(id(w))
-        for c in w.launcher.admission(w, ctx.bundle, t.torchrun if t else False):
+        found = w.launcher.admission(w, ctx.bundle, t.torchrun if t else False)
+        # The longest hostname of each group of pods is its last one's.
+        for g in w.world_groups:
+            if g.count > 0 and not w.suspended:
+                pod = w.pod(g.offset + g.count - 1)
+                c = core_validation.fqdn_hostname(pod, f"{pod.spec_field}.setHostnameAsFQDN")
+                found += [c] if c else []
+        for c in found:
             m = c.obj or w.manifest
             yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
