@@ -361,10 +361,10 @@ def resolve(bundle: Bundle, ws: list[Workload] | None = None,
         if w.managed_by is not None:
             out.elsewhere.append(w)
             continue
-        odd = [g for g in w.groups if not isinstance(g.count, int) or not 0 <= g.count <= MAX_GROUP_PODS]
-        if odd:  # (the controller's webhook or the API server refuses it: TOPO011 reports that from the spec)
+        odd = w.odd_group
+        if odd is not None:  # (the controller's webhook or the API server refuses it: TOPO011 reports that)
             if failed is not None:
-                failed.append((w.manifest, Unreadable(f"would have {odd[0].count} {odd[0].role} pods, which the "
+                failed.append((w.manifest, Unreadable(f"would have {odd.count} {odd.role} pods, which the "
                                                       f"model does not work out (0 to {MAX_GROUP_PODS:,})")))
             continue
         try:

@@ -72,6 +72,15 @@ class Workload:
         return [g for g in self.groups if not g.aux]
 
     @property
+    def odd_group(self) -> PodGroup | None:
+        """The first group whose pod count no controller admits (negative, not a number, or more than the model
+        works out), None where every count is one: only a workload without one has pods to read."""
+        for g in self.groups:
+            if not isinstance(g.count, int) or not 0 <= g.count <= MAX_GROUP_PODS:
+                return g
+        return None
+
+    @property
     def all_pods(self) -> int:
         return sum(g.count for g in self.groups)
 

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 from ..kube import DNS1035, as_int, dig, int_or_percent, mapping
 from ..model import Manifest
 from . import lws_tpu, statefulset
-from .base import Bundle, Check, Launcher, Workload
+from .base import MAX_GROUP_PODS, Bundle, Check, Launcher, Unreadable, Workload
 from .pods import FIRST, POD_INDEX, Injected, PodGroup
 
 GROUP = "leaderworkerset.x-k8s.io"
@@ -133,6 +133,9 @@ class LeaderWorkerSetLauncher(Launcher):
         name = m.name
         namespace = m.namespace or "default"  # the pods' metadata.namespace once applied (kubectl's default)
         replicas, size, policy = settings(spec)
+        if max(replicas, 0) * max(size, 0) > MAX_GROUP_PODS:
+            raise Unreadable(f"has {replicas:,} groups of {size:,} pods, more than the {MAX_GROUP_PODS:,} pods the "
+                             "model works out")
         unique = policy == UNIQUE_PER_REPLICA
         lws_annotations = mapping(m.metadata.get("annotations"))
         leader_field = ("spec.leaderWorkerTemplate.leaderTemplate" if isinstance(lwt.get("leaderTemplate"), dict)
@@ -143,6 +146,9 @@ class LeaderWorkerSetLauncher(Launcher):
         sub_size = as_int(sub_policy.get("subGroupSize")) if sub_policy.get("subGroupSize") is not None else None
         # The API field is subGroupPolicyType, defaulted to LeaderWorker by the CRD (leaderworkerset_types.go).
         sub_type = str(sub_policy.get("subGroupPolicyType") or LEADER_WORKER)
+        if sub_size is not None and sub_size > MAX_GROUP_PODS:  # (the webhook refuses one over size: TOPO011)
+            raise Unreadable(f"has subgroups of {sub_size:,} pods, more than the {MAX_GROUP_PODS:,} pods the model "
+                             "works out")
         leader_tpus = bool(lws_tpu.tpu_containers(leader_tmpl.get("spec")))
 
         def common_notes() -> dict[str, str]:

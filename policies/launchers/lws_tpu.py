@@ -8,6 +8,8 @@ TPU_WORKER_HOSTNAMES or TPU_WORKER_ID. The leader pod controller annotates the w
 then the leader counts among the TPU workers."""
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 from ..kube import listing, mapping, parse_quantity
@@ -58,18 +60,27 @@ def tpu_env(spec: Any, pod: str, leader: str, worker: int, size: int, subdomain:
         return _subgroup(containers[0], pod, leader, worker, subdomain, leader_requests, *subgroup)
     index = worker if worker == 0 or leader_requests else worker - 1
     ports = [_user_env(c, PROCESS_PORT) or str(DEFAULT_PORT + i) for i, c in enumerate(containers)]
-    hosts = ([f"{leader}.{subdomain}"] if leader_requests or worker == 0 else []) + \
-        [f"{leader}-{i}.{subdomain}" for i in range(1, size)]
-    names = [h for h in hosts for _ in containers]
-    addresses = [f"{h}:{ports[j]}" for h in hosts for j in range(len(containers))]
+    names, addresses = _hosts(f"{leader}.{subdomain}" if leader_requests or worker == 0 else None, leader,
+                              subdomain, 1, size - 1, tuple(ports))
     out: dict[str, list[Injected]] = {}
     for i, c in enumerate(containers):
-        env = [Injected(HOSTNAMES, ",".join(names)), Injected(WORKER_ID, str(index * len(containers) + i)),
-               Injected(NAME, leader), Injected(PROCESS_ADDRESSES, ",".join(addresses))]
+        env = [Injected(HOSTNAMES, names), Injected(WORKER_ID, str(index * len(containers) + i)),
+               Injected(NAME, leader), Injected(PROCESS_ADDRESSES, addresses)]
         if _user_env(c, PROCESS_PORT) is None:
             env.append(Injected(PROCESS_PORT, ports[i]))
         out[str(c.get("name"))] = env
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _hosts(first: str | None, leader: str, subdomain: str, start: int, end: int,
+           ports: tuple[str, ...]) -> tuple[str, str]:
+    """(TPU_WORKER_HOSTNAMES, TPU_PROCESS_ADDRESSES) for the hosts `first` (where not None) then `<leader>-<i>` for i
+    in start..end, each host once per port (container). Every pod of a group shares the same two strings, worked
+    out once: O(group size) in all, not per pod."""
+    hosts = ([first] if first is not None else []) + [f"{leader}-{i}.{subdomain}" for i in range(start, end + 1)]
+    return (",".join(h for h in hosts for _ in ports),
+            ",".join(f"{h}:{port}" for h in hosts for port in ports))
 
 
 def _subgroup(c: dict[str, Any], pod: str, leader: str, worker: int, subdomain: str, leader_requests: bool,
@@ -84,18 +95,18 @@ def _subgroup(c: dict[str, Any], pod: str, leader: str, worker: int, subdomain: 
         worker_id, index = (worker - 1) % size, (worker - 1) // size
     port = _user_env(c, PROCESS_PORT) or str(DEFAULT_PORT)
     start, end = size * index + 1, size * (index + 1)
-    hosts: list[str] = []
+    first = None
     if worker == 0:
-        hosts.append(f"{pod}.{subdomain}")
+        first = f"{pod}.{subdomain}"
         end -= 1
     elif leader_requests and index == 0:
         end -= 1
-        hosts.append(f"{leader}.{subdomain}")
+        first = f"{leader}.{subdomain}"
     elif leader_requests:
         start, end = start - 1, end - 1
-    hosts += [f"{leader}-{i}.{subdomain}" for i in range(start, end + 1)]
-    env = [Injected(HOSTNAMES, ",".join(hosts)), Injected(WORKER_ID, str(worker_id)), Injected(NAME, leader),
-           Injected(PROCESS_ADDRESSES, ",".join(f"{h}:{port}" for h in hosts))]
+    names, addresses = _hosts(first, leader, subdomain, start, end, (port,))
+    env = [Injected(HOSTNAMES, names), Injected(WORKER_ID, str(worker_id)), Injected(NAME, leader),
+           Injected(PROCESS_ADDRESSES, addresses)]
     if _user_env(c, PROCESS_PORT) is None:
         env.append(Injected(PROCESS_PORT, port))
     return {str(c.get("name")): env}

@@ -180,7 +180,7 @@ class MPIJobLauncher(Launcher):
             target = first_container(specs[WORKER])
             template = _with_restart(specs[WORKER], WORKER)
             groups.append(PodGroup(
-                role=WORKER, count=workers, offset=1 if as_worker else 0,
+                role=WORKER, count=workers, offset=1 if as_worker and LAUNCHER in specs else 0,
                 template=template, template_field=f"spec.mpiReplicaSpecs.{WORKER}.template",
                 name=lambda i: f"{name}-worker-{i}",
                 hostname=lambda i: f"{name}-worker-{i}", hostname_forced=True,

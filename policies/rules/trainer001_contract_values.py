@@ -31,6 +31,8 @@ def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], i
     if found is None:
         found = []
         for w in ctx.workloads:
+            if w.odd_group is not None:  # no pods to read (the model said it skipped them)
+                continue
             seen: set[str] = set()
             for g in w.world_groups:
                 if not g.count or g.template_field in seen:
