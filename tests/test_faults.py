@@ -115,15 +115,47 @@ def test_job_backoff_limit_per_index():
         RECREATE_POD
 
 
-def test_job_on_failure_restarts_in_place_until_backoff_limit():
+def on_failure(backoff):
     def mutate(obj):
         if obj["kind"] == "Job":
             obj["spec"].pop("podFailurePolicy", None)
-            obj["spec"]["backoffLimit"] = 1
+            obj["spec"]["backoffLimit"] = backoff
             obj["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
-    assert decide("indexed-job", PodExit(1, KILLED), mutate=mutate).action == RESTART_CONTAINER
-    d = decide("indexed-job", PodExit(1, KILLED), RestartCount({0: 1}), mutate=mutate)
-    assert d.action == FAIL and "pastBackoffLimitOnFailure" in d.source
+    return mutate
+
+
+# kubernetes v1.36.0 pkg/controller/job/job_controller_test.go TestJobBackoffForOnFailure: (backoffLimit, the
+# restartCounts of the Job's pods once the last restart happened, whether the Job failed). The controller sums them and
+# fails at `>=` (pastBackoffLimitOnFailure); the last pod listed is the one whose restart is decided here.
+JOB_ON_FAILURE = {
+    "backoffLimit 1 with restartCount 1": (1, [1], True),
+    "too many job failures - single pod": (2, [2], True),
+    "too many job failures - multiple pods": (2, [1, 1], True),
+    "not enough failures": (3, [1, 1], False),
+    "backoffLimit 0 fails at the first restart": (0, [1], True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JOB_ON_FAILURE))
+def test_job_on_failure_fails_when_the_restarts_reach_the_backoff_limit(case):
+    backoff, counts, failed = JOB_ON_FAILURE[case]
+    before = {i: c for i, c in enumerate(counts)}
+    last = len(counts) - 1
+    before[last] -= 1
+    d = decide("indexed-job", PodExit(last, KILLED), RestartCount({i: c for i, c in before.items() if c}),
+               mutate=on_failure(backoff))
+    assert (d.action == FAIL) == failed, d.why
+    assert d.action in (FAIL, RESTART_CONTAINER)
+    if failed:
+        assert "pastBackoffLimitOnFailure" in d.source and "BackoffLimitExceeded" in d.why
+
+
+def test_job_on_failure_counts_only_the_pods_that_exist():
+    """A pod the controller replaced starts at restartCount 0: its old restarts leave the sum."""
+    count = RestartCount({0: 1})
+    count.record(decide("indexed-job", PodExit(0, TERMINATED, deleted=True), count, mutate=on_failure(3)), 0)
+    assert count.container_restarts == {} and count.failed_pods == {0: 1}
+    assert decide("indexed-job", PodExit(1, KILLED), count, mutate=on_failure(2)).action == RESTART_CONTAINER
 
 
 def test_jobset_max_restarts_recreates_everything_then_fails():
