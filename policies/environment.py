@@ -31,6 +31,8 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "allowedCapabilities": ("allowed_capabilities", list, "Linux capabilities containers may add back (SEC003)"),
     "allowedHostAccess": ("allowed_host_access", list, "host access pods may have: hostNetwork, hostPID, hostIPC, "
                                                        "hostPath, privileged (SEC008, SEC002); [] allows none"),
+    "podLosses": ("pod_losses", int, "pod losses every training workload survives (a lost node takes its pod): "
+                                      "counted as its controller counts them (RESTART007)"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
 }
 
@@ -140,4 +142,5 @@ def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
 def describe(env: Environment) -> dict[str, Any]:
     return {"name": env.name, "source": _rel(Path(env.source)), "gpusPerNode": env.gpus_per_node,
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
-            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity)}
+            "requireImageDigest": env.require_image_digest, "podLosses": env.pod_losses,
+            "severity": dict(env.severity)}

@@ -30,6 +30,7 @@ class Environment:
     require_image_digest: bool = False
     allowed_capabilities: list[str] = dc_field(default_factory=list)
     allowed_host_access: list[str] | None = None  # None: the environment does not say
+    pod_losses: int | None = None  # pod losses every training workload survives (RESTART007)
     severity: dict[str, str] = dc_field(default_factory=dict)
 
 
