@@ -99,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="[CHECKPOINT_STEPS] also save every N steps inside an epoch (0: off)")
     p.add_argument("--max-steps", type=_positive(int), default=_env("MAX_STEPS", None),
                    help="[MAX_STEPS] stop after this many optimiser steps in total")
+    p.add_argument("--after-done", choices=AFTER_DONE, default=_env("AFTER_DONE", "exit"),
+                   help="[AFTER_DONE] once the run is complete (or found complete at start): exit, or wait doing "
+                        "nothing until SIGTERM, then exit 0 (for a controller that restarts a container that exits, "
+                        "which would run it again: a StatefulSet)")
     p.add_argument("--record-shards", type=_bool, nargs="?", const=True, default=_env("RECORD_SHARDS", "false"),
                    help="[RECORD_SHARDS] every rank writes the indices of its shard per epoch to <run>/shards/ (debug)")
     for task in TASKS.values():
@@ -127,6 +131,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 # --------------------------------------------------------------------------------------------- state
 MAX_STOP_CHECK_S = 5.0
+AFTER_DONE = ("exit", "wait")
+# For `make simulate FAULT=...@step=N` (policies/simulate/fault_run.py): the global steps after which every rank stops
+# itself (SIGSTOP) until the simulator, having injected the fault due there, continues it (SIGCONT): the fault lands
+# between step N and N+1 on every rank, not a few steps later.
+PAUSE_ENV = "PAUSE_AT_STEPS"
+
+
+def pause_steps(text: str) -> frozenset[int]:
+    return frozenset(int(t) for t in text.replace(",", " ").split() if t.isdigit())
 
 
 def stop_check_seconds(grace_period: float) -> float:
@@ -229,6 +242,7 @@ class Trainer:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         self.tel = telemetry.Telemetry.from_trainer(args, denv, device)
+        self.pause_at = pause_steps(os.environ.get(PAUSE_ENV, ""))
 
     # ---- set-up: every precondition is checked on every rank, then agreed on (no rank left waiting)
     def _prepare(self) -> Prepared:
@@ -503,6 +517,8 @@ class Trainer:
                             stop_at_epoch_end = True
                             break
                         self._preempt(progress, self.stop.reason, partial_figures())
+                if progress.step in self.pause_at:
+                    os.kill(os.getpid(), signal.SIGSTOP)
                 if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
                         and progress.epoch_step < steps_per_epoch and not at_max):
                     name = self._save(progress, ckpt.step_name(progress.step), False, {"reason": "interval"},
@@ -646,8 +662,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[ERROR] {message}", file=sys.stderr)
         write_error_file(message)
         _hard_exit(EXIT_PEER_LOST)
+    if code == 0 and args.after_done == "wait":
+        wait_after_done(denv)
     D.shutdown()
     return code
+
+
+def wait_after_done(denv: D.DistEnv) -> None:
+    """AFTER_DONE=wait: the run is complete, and a controller that restarts a container that exits (a StatefulSet,
+    restartPolicy Always) would start it again. Every rank stays up doing nothing until SIGTERM or SIGINT (the
+    workload scaled to 0 or deleted); each pod's first process says so once."""
+    stopped = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda s, f: stopped.append(s))
+    if denv.local_rank == 0:
+        print(f"[IDLE] run complete on {socket.gethostname()}: waiting for SIGTERM (AFTER_DONE=wait: a controller "
+              "that restarts exited containers would run it again; scale the workload to 0 or delete it to end)",
+              flush=True)
+    while not stopped:
+        time.sleep(0.5)  # a signal's handler runs at once; the loop sees it within half a second
 
 
 if __name__ == "__main__":
