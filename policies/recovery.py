@@ -22,8 +22,9 @@ from .launchers import Bundle
 from .launchers.lifecycle import FAIL, RECREATE_ALL, SUCCEEDED, WAIT, Decision, PodExit, RestartCount
 from .topology import Topology
 
-# The container killed in place (exit 137), the pod deleted (an eviction: DisruptionTarget), its node lost.
-KILLED, DELETED, NODE_LOST = "killed", "deleted", "node-lost"
+# The container killed in place (exit 137), the pod deleted (an eviction: DisruptionTarget), its node lost, one of its
+# workers crashed (its torchrun exits 1, unless it restarts its workers itself).
+KILLED, DELETED, NODE_LOST, WORKER = "killed", "deleted", "node-lost", "worker"
 KILLED_EXIT, DELETED_EXIT, PEER_LOST_EXIT = 137, 143, 1  # torchrun exits 1 when its workers lost a peer
 DYNAMIC = ("c10d", "etcd", "etcd-v2")
 # Losses replayed before a world that never fails is said to survive any number of them.
@@ -92,6 +93,9 @@ class _Replay:
     def ending(self, loss: Loss) -> list[int]:
         """The pods whose container ends with this loss: the lost one first."""
         others = [i for i in range(self.t.pods) if i != loss.index]
+        if loss.kind == WORKER and self.left[loss.index] > 0:  # its torchrun restarts the workers: nothing ends
+            self.left = {i: n - 1 for i, n in self.left.items()}
+            return []
         if not self.budget or loss.index == self.host:
             return [loss.index] + others
         out = [loss.index]
@@ -107,7 +111,8 @@ class _Replay:
         for n, i in enumerate(self.ending(loss)):
             self.ends += 1
             first = n == 0
-            ended = PodExit(i, (DELETED_EXIT if loss.kind == DELETED else KILLED_EXIT) if first else PEER_LOST_EXIT,
+            code = {DELETED: DELETED_EXIT, WORKER: PEER_LOST_EXIT}.get(loss.kind, KILLED_EXIT) if first else PEER_LOST_EXIT
+            ended = PodExit(i, code,
                             deleted=first and loss.kind == DELETED, node_lost=first and loss.kind == NODE_LOST)
             d = self.w.launcher.after_exit(self.w, self.bundle, ended, self.count)
             if d.action in (FAIL, WAIT, SUCCEEDED):
@@ -185,15 +190,16 @@ def _ends_note(t: Topology) -> str:
             + (", pod 0 (the c10d store's host) every pod" if host is not None else ""))
 
 
-def predicts(t: Topology, bundle: Bundle, losses: list[Loss]) -> tuple[bool, str]:
-    """Whether the controller carries the world through these losses (a fault run's), and why not."""
+def predicts(t: Topology, bundle: Bundle, losses: list[Loss]) -> tuple[bool, Decision | None, str]:
+    """Whether the controller carries the world through these losses (a fault run's), the first decision that
+    waited for a lost node, and why not."""
     try:
-        n, d, _ = replay(t, bundle, losses)
+        n, d, waited = replay(t, bundle, losses)
     except TooLarge as cut:
-        return True, f"not worked out past loss {cut.args[0]} ({t.pods} pods)"
+        return True, None, f"not worked out past loss {cut.args[0]} ({t.pods} pods)"
     if d is None:
-        return True, ""
-    return False, f"loss {n + 1}: {d.controller}: {d.why}"
+        return True, waited, ""
+    return False, waited, f"at loss {n + 1}: {d.controller}: {d.why}"
 
 
 def _base_after_exit():

@@ -46,6 +46,7 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
     "test_cli": {"test_standard_input_and_files_mix", "test_unknown_kind_has_no_schema", "test_rules_doc_is_up_to_date",
                  "test_empty_render_is_a_warning_not_a_silent_pass"},
     "test_environments": {"test_bad_declarations_are_one_line_each_with_file_and_line"},
+    "test_simulate_input": {"test_the_last_step_is_a_step_a_fault_may_name"},  # asks the trainer (torch) twice
     "test_suppressions": {"test_suppressed_problem_does_not_fail_and_stays_visible"},
     # both share a fixture that runs kubeconform over every fixture file
     "test_kubeconform": {"test_verdicts_agree_on_every_fixture", "test_schema_fail_fixtures_name_their_fields_with_kubeconform"},

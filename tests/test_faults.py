@@ -14,7 +14,8 @@ from conftest import REPO
 from policies.simulate import faults as F
 from policies.engine import collect
 from policies.launchers import Bundle, workloads
-from policies.launchers.lifecycle import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, PodExit, RestartCount
+from policies.launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, PodExit,
+                                         RestartCount)
 from policies.model import Manifest
 
 KILLED, TERMINATED, PEER_LOST = 137, 143, 1
@@ -298,3 +299,42 @@ def test_a_recovery_blocking_rule_turns_the_prediction_to_fails():
     out = ("outcome: hung: a crash loop\nthe rules predicted: fails (a StatefulSet restarts its pods, but RESTART005: "
            "the world does not re-form); findings: 1\n")
     assert fault_table.row("overlays/kind-cpu/x", "kill:1@step=6", out).endswith("| fails (RESTART005) |")
+
+
+# --- exit 0 and a lost node ---------------------------------------------------------------------------------------
+
+def test_a_statefulset_restarts_a_container_that_completed():
+    """restartPolicy Always (the only one a StatefulSet takes): the kubelet starts a container that exited 0 again,
+    which would train a finished run again (the repository's trainer waits instead: AFTER_DONE=wait)."""
+    d = decide("statefulset", PodExit(1, 0))
+    assert d.action == RESTART_CONTAINER and "after it completed (exit 0)" in d.why
+    for overlay in ("pytorchjob", "indexed-job", "trainjob"):  # OnFailure or Never: the pod succeeded
+        assert decide(overlay, PodExit(1, 0)).action == SUCCEEDED, overlay
+
+
+def test_the_repositorys_statefulsets_wait_once_their_run_is_complete():
+    w, _ = workload("statefulset")
+    assert w.pod(0).env.get("AFTER_DONE") == "wait"
+
+
+def test_a_pod_on_a_lost_node_comes_back_only_once_the_node_is_gone():
+    """kubernetes/kubernetes#54368: a StatefulSet never runs two pods of one identity, so a pod on a lost node is
+    created again only once the Node object is deleted or the pod force-deleted; the PyTorchJob operator keeps the
+    index's pod (training-operator v1.9.4 pod.go:312) alike. The kubelet is gone with the node: nothing restarts in
+    place."""
+    for overlay in ("statefulset", "pytorchjob"):
+        d = decide(overlay, PodExit(1, KILLED, node_lost=True))
+        assert d.action == RECREATE_POD and d.awaits_node and "lost node" in d.why, (overlay, d.why)
+    # a Job with a podFailurePolicy (podReplacementPolicy Failed): the replacement waits for the node too
+    def ignore_disruption(obj):
+        if obj["kind"] == "Job":
+            obj["spec"]["podFailurePolicy"]["rules"].insert(0, {
+                "action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})
+    d = decide("indexed-job", PodExit(1, KILLED, node_lost=True), mutate=ignore_disruption)
+    assert d.action == RECREATE_POD and not d.counted and d.awaits_node and "lost node" in d.why
+
+
+def test_node_lost_is_a_fault_of_its_own():
+    fs = F.parse("node-lost:1@step=6 return:1@step=9")
+    F.resolve(fs, PODS)
+    assert [(f.action, f.target) for f in fs] == [("node-lost", 1), ("return", 1)]

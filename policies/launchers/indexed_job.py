@@ -168,28 +168,30 @@ def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container
         return Decision(FAIL, who, f"{how}, podFailurePolicy rule {rule[0]} FailJob matches exit code "
                         f"{ended.exit_code} -> Job failed", policy_source)
     ignored = rule is not None and rule[1] == "Ignore"
+    # podReplacementPolicy Failed (the only value with a podFailurePolicy): a replacement only for a pod that failed,
+    # which a pod left Terminating on a lost node is not until the node is deleted.
+    waits = ended.node_lost and (job_spec.get("podReplacementPolicy") == "Failed" or
+                                 job_spec.get("podFailurePolicy") is not None)
+    until = ", once the lost node is deleted (podReplacementPolicy Failed)" if waits else ""
     n_index = count.failed_pods.get(ended.index, 0) + (0 if ignored else 1)
     total = count.total_failed() + (0 if ignored else 1)
     delay = min(POD_FAILURE_BACKOFF * 2 ** max(total - 1, 0), MAX_POD_FAILURE_BACKOFF)
     if ignored:
         return Decision(RECREATE_POD, who, f"{how}, podFailurePolicy rule {rule[0]} Ignore (not counted) -> new pod for "
-                        f"index {ended.index}", policy_source, 0.0, counted=False)
+                        f"index {ended.index}{until}", policy_source, 0.0, counted=False, awaits_node=waits)
     if per_index is not None:
         if n_index > per_index:
             return Decision(FAIL, who, f"{how}, backoffLimitPerIndex {per_index}: index {ended.index} failed {n_index} "
                             "times -> index failed; the other ranks cannot finish without it -> Job failed",
                             JOB_SOURCE + "backoff_utils.go / indexed_job_utils.go")
         return Decision(RECREATE_POD, who, f"{how}, backoffLimitPerIndex {per_index} ({n_index} of {per_index} used) "
-                        f"-> new pod for index {ended.index} after {delay:.0f} s", JOB_SOURCE +
-                        "indexed_job_utils.go", delay)
+                        f"-> new pod for index {ended.index} after {delay:.0f} s{until}", JOB_SOURCE +
+                        "indexed_job_utils.go", delay, awaits_node=waits)
     if total > backoff:
         return Decision(FAIL, who, f"{how}, backoffLimit {backoff}: {total} failed pod{'s' if total != 1 else ''} > "
                         f"{backoff} -> Job failed (BackoffLimitExceeded)", JOB_SOURCE + "job_controller.go syncJob")
-    waits = ended.node_lost and (job_spec.get("podReplacementPolicy") == "Failed" or
-                                 job_spec.get("podFailurePolicy") is not None)
     return Decision(RECREATE_POD, who, f"{how}, backoffLimit {backoff} ({total} of {backoff} used) -> new pod for "
-                    f"index {ended.index} after {delay:.0f} s (pod failure back-off)"
-                    + (", once the lost node is deleted (podReplacementPolicy Failed)" if waits else ""),
+                    f"index {ended.index} after {delay:.0f} s (pod failure back-off){until}",
                     JOB_SOURCE + "job_controller.go manageJob", delay, awaits_node=waits)
 
 

@@ -51,18 +51,28 @@ class SimPod:
     # torchrun's own workers all exited 0 (its agent said so); what the agent logs after that is said once
     workers_succeeded: bool = False
     said_after_success: bool = False
+    # A Python traceback being printed, held back until its exception line (diagnose.tracebacks).
+    traceback: list[str] = field(default_factory=list)
     # Fault runs: what the simulator did to the pod (the kubelet's and controller's cause), a deletion in progress,
     # a stop the simulator asked for (not a failure), a pod that completed, how many pods stood under this name.
     fault_note: str | None = None
     deleting: bool = False
+    node_lost: bool = False
     stopping: bool = False
     done: bool = False
     generation: int = 0
+    # The trainer said its run is complete and it waits for SIGTERM (AFTER_DONE=wait: `[IDLE] ...`); the times its
+    # container exited 0 (a second one under restartPolicy Always: it restarts for ever).
+    idle: bool = False
+    completions: int = 0
     # A restart decided while a `return` fault still holds the pod away: carried out when it fires.
     held: Any = None
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""
+    # What Layout.prepare laid out for the pod's next start, written by Layout.write once the run folder is made.
+    folders: list[Path] = field(default_factory=list)
+    files: dict[Path, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -166,22 +176,33 @@ class Layout:
         return spec.get("clusterIP") == "None" and bool(selector) and all(
             p.labels.get(str(k)) == str(v) for k, v in selector.items())
 
+    def write(self, sp: SimPod) -> None:
+        """What prepare laid out for the pod, on disk: its volume folders, ConfigMap files and hosts file. Called as
+        the pod starts, so that nothing is written while the inputs are still being checked."""
+        for folder in sp.folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        for path, text in sp.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
     def prepare(self, sp: SimPod, wrapper: Path) -> None:
-        """The pod's folders, working directory, command and env (and its /etc/hosts) for its next start."""
+        """The pod's folders, working directory, command and env (and its /etc/hosts) for its next start (written
+        by write)."""
         p = sp.pod
         pod_dir = self.run_dir / "pods" / sp.name
         mapping: dict[str, Path] = {IMAGE_ROOT: REPO}
         volumes = {v.get("name"): v for v in p.spec.get("volumes") or []}
+        sp.folders, sp.files = [], {}
         for vm in p.container.get("volumeMounts") or []:
             vol = volumes.get(vm.get("name")) or {}
             if "persistentVolumeClaim" in vol:
                 host = self.run_dir / "pvc" / str(vol["persistentVolumeClaim"].get("claimName"))
             else:
                 host = pod_dir / "volumes" / str(vm.get("name"))
-            host.mkdir(parents=True, exist_ok=True)
+            sp.folders.append(host)
             if "configMap" in vol:
                 for k, v in (self.bundle.configmaps.get(str(vol["configMap"].get("name"))) or {}).items():
-                    (host / k).write_text(v)
+                    sp.files[host / k] = v
             mapping[str(vm.get("mountPath")).rstrip("/") or "/"] = host
         sp.cwd = map_path(str(p.container.get("workingDir") or IMAGE_ROOT), mapping)
         env: dict[str, str] = {}
@@ -193,7 +214,6 @@ class Layout:
         argv, _ = p.argv()
         sp.argv = [rewrite(t.replace("<random>", sp.suffix), mapping) for t in argv]
         hosts = pod_dir / "hosts"
-        hosts.parent.mkdir(parents=True, exist_ok=True)
         # Like the kubelet's /etc/hosts: the pod's own FQDN first (socket.getfqdn() answers with it, and c10d
         # hands it to the workers as MASTER_ADDR), then its short hostname; then what cluster DNS would answer.
         ns = p.namespace or "default"
@@ -204,7 +224,7 @@ class Layout:
         for name, ip in sorted(self.dns.items()):
             lines += [f"{ip} {name}", f"{ipv6(ip)} {name}"]
         lines.append("127.0.0.1 localhost")
-        hosts.write_text("\n".join(lines) + "\n")
+        sp.files[hosts] = "\n".join(lines) + "\n"
         wrapped = self.network.swrap is not None and sp.host_ip is None
         env.update({
             "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",
@@ -255,15 +275,23 @@ def rewrite(text: str, mapping: dict[str, Path]) -> str:
     return pattern.sub(lambda m: str(mapping[m.group(1)]), text)
 
 
-def seed_pvcs(run_dir: Path, pvcs: list[str]) -> list[str]:
-    """Copy a folder into a claim's volume before the pods start (--pvc CLAIM=FOLDER): the data or model
-    a PVC holds on the cluster (make tiny-lm's models/ and data/ for the causal-lm overlay)."""
-    seeded = []
+def pvc_sources(pvcs: list[str]) -> list[tuple[str, Path]]:
+    """(claim, folder) of each --pvc CLAIM=FOLDER, each checked (before the run folder is emptied)."""
+    out = []
     for item in pvcs:
         claim, sep, folder = item.partition("=")
         src = Path(folder)
         if not sep or not claim or not src.is_dir():
             raise SimulationError(f"--pvc {item!r}: expected CLAIM=FOLDER with an existing folder")
+        out.append((claim, src))
+    return out
+
+
+def seed_pvcs(run_dir: Path, pvcs: list[str]) -> list[str]:
+    """Copy a folder into a claim's volume before the pods start (--pvc CLAIM=FOLDER): the data or model
+    a PVC holds on the cluster (make tiny-lm's models/ and data/ for the causal-lm overlay)."""
+    seeded = []
+    for claim, src in pvc_sources(pvcs):
         shutil.copytree(src, run_dir / "pvc" / claim, dirs_exist_ok=True)
         seeded.append(f"{claim} <- {src}")
     return seeded
