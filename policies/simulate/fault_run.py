@@ -13,8 +13,8 @@ from typing import Any
 
 from .. import engine, recovery
 from ..kube import as_int
-from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision, PodExit,
-                                   RestartCount)
+from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision,
+                                   PodExit, RestartCount)
 from ..rules import RULES
 from ..topology import compute
 from . import ask_trainer, faults as F
