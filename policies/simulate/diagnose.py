@@ -68,8 +68,9 @@ def tracebacks(sp: SimPod, line: str) -> list[str] | None:
         return []
     sp.traceback = []
     signal = _SIGNAL_EXC.match(line)
-    if signal:
-        return [f"torchrun stopped by signal {signal.group(1)} (SignalException; its traceback is in {sp.log})"]
+    if signal:  # (a pod whose run is complete and waits: the simulator stopping it; the summary says so)
+        return [] if sp.idle else [f"torchrun stopped by signal {signal.group(1)} (SignalException; its traceback is "
+                                   f"in {sp.log})"]
     return held
 
 

@@ -28,6 +28,7 @@ from .simulation import Simulation
 # CrashLoopBackOff): the run ends there as hung.
 CRASH_LOOP = 3
 
+
 def state_of(pid: int) -> str:
     """A process's state letter (/proc/<pid>/stat: R, S, T for stopped, ...), empty once it is gone."""
     try:
