@@ -41,7 +41,7 @@ class TooLarge(Exception):
 @dataclass(frozen=True)
 class Loss:
     index: int   # the lost pod's world index
-    kind: str    # KILLED or DELETED
+    kind: str    # KILLED, DELETED, NODE_LOST or WORKER
 
 
 @dataclass
@@ -93,12 +93,13 @@ class _Replay:
     def ending(self, loss: Loss) -> list[int]:
         """The pods whose container ends with this loss: the lost one first."""
         others = [i for i in range(self.t.pods) if i != loss.index]
-        if loss.kind == WORKER and self.left[loss.index] > 0:  # its torchrun restarts the workers: nothing ends
-            self.left = {i: n - 1 for i, n in self.left.items()}
-            return []
-        if not self.budget or loss.index == self.host:
+        if loss.kind == WORKER and self.left[loss.index] > 0:  # its own torchrun restarts the workers
+            self.left[loss.index] -= 1
+            out = []
+        elif not self.budget or loss.index == self.host:
             return [loss.index] + others
-        out = [loss.index]
+        else:
+            out = [loss.index]
         for i in others:  # each torchrun left restarts its workers into a new round; one with none left ends
             if self.left[i] > 0:
                 self.left[i] -= 1
@@ -108,12 +109,12 @@ class _Replay:
 
     def lose(self, loss: Loss) -> Decision | None:
         """Replay one loss; the decision that failed the workload (or left it waiting), else None."""
-        for n, i in enumerate(self.ending(loss)):
+        for i in self.ending(loss):
             self.ends += 1
-            first = n == 0
-            code = {DELETED: DELETED_EXIT, WORKER: PEER_LOST_EXIT}.get(loss.kind, KILLED_EXIT) if first else PEER_LOST_EXIT
-            ended = PodExit(i, code,
-                            deleted=first and loss.kind == DELETED, node_lost=first and loss.kind == NODE_LOST)
+            first = i == loss.index
+            code = {DELETED: DELETED_EXIT, WORKER: PEER_LOST_EXIT}.get(loss.kind, KILLED_EXIT) if first else \
+                PEER_LOST_EXIT
+            ended = PodExit(i, code, deleted=first and loss.kind == DELETED, node_lost=first and loss.kind == NODE_LOST)
             d = self.w.launcher.after_exit(self.w, self.bundle, ended, self.count)
             if d.action in (FAIL, WAIT, SUCCEEDED):
                 return d

@@ -109,3 +109,19 @@ def test_a_huge_world_is_replayed_within_bounds():
     check_policies(big)
     ((_, s),) = big.recovery
     assert not s.modelled and "100000 pods" in s.why and s.words() == "pod losses survived: not worked out"
+
+
+def test_a_crashed_worker_costs_what_its_torchrun_does():
+    """kill-worker: in a static world the pod's torchrun exits 1 and so does every other (all restart, as a lost pod);
+    on the elastic job's c10d rendezvous each torchrun restarts its workers itself (maxRestarts 3): nothing restarts
+    until a torchrun has none left."""
+    from policies.launchers import Bundle
+
+    unit = overlay_unit("kind-cpu/pytorchjob")
+    t, _ = unit.recovery[0]
+    n, d, _ = recovery.replay(t, Bundle.of(unit.manifests), [recovery.Loss(1, recovery.WORKER)] * 2)
+    assert n == 1 and "3 container restarts reach the limit" in d.why
+    unit = overlay_unit("kind-cpu/pytorchjob-elastic")
+    t, _ = unit.recovery[0]
+    n, d, _ = recovery.replay(t, Bundle.of(unit.manifests), [recovery.Loss(1, recovery.WORKER)] * 4)
+    assert n == 4 and d is None  # three restarted by torchrun, the fourth ends all three torchruns: 3 of 4 restarts
