@@ -33,9 +33,11 @@ def test_the_documented_table_says_what_the_issue_asks():
     """A SIGTERM makes the trainer save and the re-created pod resume from that save (none done again); a killed pod
     of a restarting launcher loses no step (done again only since the last checkpoint)."""
     for launcher in ("statefulset", "pytorchjob"):
-        assert documented_row(launcher, "term:1@step=6")[2:4] == ["finished", "12 of 12, none done again"]
-        assert documented_row(launcher, "kill:1@step=6")[2:4] == ["finished",
-                                                                  "12 of 12, done again only since the last checkpoint"]
+        # a term stops the run at the next step, where the ranks vote on the SIGTERM and save; a kill at its step
+        assert documented_row(launcher, "term:1@step=6")[2:4] == ["finished",
+                                                                  "12 of 12, stopped at step 7, none done again"]
+        assert documented_row(launcher, "kill:1@step=6")[2:4] == [
+            "finished", "12 of 12, stopped at step 6, done again only since the last checkpoint"]
     for launcher in ("indexed-job", "trainjob"):  # FailJob on any non-zero exit: the whole world fails, by design
         assert documented_row(launcher, "kill:1@step=6")[2] == "failed"
 
@@ -66,7 +68,7 @@ def simulate(*args):
 
 @pytest.mark.parametrize("fault, message", [
     ("explode:1@step=3", "unknown fault 'explode'"),
-    ("kill:1@step=12", "the run ends at step 12 (epoch 3, 4 steps an epoch)"),
+    ("kill:1@step=13", "the run ends at step 12 (epoch 3, 4 steps an epoch)"),
     ("term:0@epoch=3", "the run ends at step 12"),
     ("kill:ddp-train-run-001-7@step=3", "no training pod 'ddp-train-run-001-7' (the pods: 0 (ddp-train-run-001-0), "
                                         "1 (ddp-train-run-001-1))"),
