@@ -8,7 +8,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from . import argocd, environment
 from .launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
@@ -22,6 +22,7 @@ from .rulekit import Environment
 from .rules import RULES, Context, Rule
 from .schema import crd_rules
 from .schema.lookup import RULE as SCHEMA
+from .rules.restart007_survives_pod_losses import survival
 from .schema.validator import Validator
 from .topology import Topology, resolve
 
@@ -44,6 +45,8 @@ class Unit:
     environment: Environment | None = None
     # Problems an annotation suppressed: not counted, still reported.
     suppressed: list[Problem] = field(default_factory=list)
+    # Each training workload's topology and the pod losses its world survives (policies/recovery.py).
+    recovery: list[tuple[Topology, Any]] = field(default_factory=list)
     # The manifests with the objects controllers make from them (launchers.expand), worked out once.
     expansion: tuple[list[Manifest], list[Child], list[Check]] | None = None
 
@@ -210,6 +213,7 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
         except Exception as exc:  # noqa: BLE001 - one rule that cannot read the input is a line, not a crash
             found.append(Problem(INTERNAL, f"{rule_id} could not run: {type(exc).__name__}: {exc}", unit.source,
                                  hint=INTERNAL_HINT))
+    unit.recovery = [(t, survival(ctx, t)) for t in resolved.topologies]
     settle(unit, schema or [], found, children)
 
 

@@ -33,6 +33,8 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
                                                        "hostPath, privileged (SEC008, SEC002); [] allows none"),
     "selfContained": ("self_contained", bool, "every object the manifests reference (ConfigMaps, Secrets, claims, an "
                                               "etcd Service) is in them: REF001 errors on one that is not"),
+    "podLosses": ("pod_losses", int, "pod losses every training workload survives (a lost node takes its pod): "
+                                      "counted as its controller counts them (RESTART007)"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
     "real": ("real", bool, "a cluster you deploy to, not one of the template's examples: the example repository and "
                            "registry are errors here (ARGO010, IMG004)"),
@@ -144,4 +146,5 @@ def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
 def describe(env: Environment) -> dict[str, Any]:
     return {"name": env.name, "source": _rel(Path(env.source)), "gpusPerNode": env.gpus_per_node,
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
-            "requireImageDigest": env.require_image_digest, "severity": dict(env.severity), "real": env.real}
+            "requireImageDigest": env.require_image_digest, "podLosses": env.pod_losses,
+            "severity": dict(env.severity), "real": env.real}

@@ -9,7 +9,7 @@ from typing import Any
 from .engine import Unit
 from .launchers import ContainerEnv, Pod, Workload
 from .model import ERROR
-from .report import problem_json, rel
+from .report import problem_json, recovery_json, rel
 from .topology import Topology
 
 # At most this many pods of one workload are listed (a 100,000-pod Job is described, not enumerated).
@@ -100,7 +100,14 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
 
 def unit_doc(u: Unit) -> dict[str, Any]:
     by_obj = {id(t.workload): t for t in u.topologies}
-    return {"path": rel(u.source), "workloads": [workload_doc(w, by_obj.get(id(w))) for w in u.workloads],
+    survives = {id(t.workload): recovery_json(t, s) for t, s in u.recovery}
+    docs = []
+    for w in u.workloads:
+        doc = workload_doc(w, by_obj.get(id(w)))
+        if id(w) in survives:
+            doc["recovery"] = survives[id(w)]
+        docs.append(doc)
+    return {"path": rel(u.source), "workloads": docs,
             "problems": [problem_json(p, u) for p in u.problems]}
 
 
@@ -155,6 +162,7 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
                 if errors:
                     out.append(f"{len(errors)} topology errors: run `make validate` for details")
                 out += [f"note: {n}" for t in u.topologies for n in t.notes]
+                out += [f"recovery: {t.manifest.ref} {s.words()}: {s.why}" for t, s in u.recovery]
             out += [f"note: {w.manifest.kind}/{w.manifest.name}: 0 pods now: {w.launcher.not_created(w)}"
                     for w in idle]
             if pods and u.workloads:

@@ -98,6 +98,8 @@ def to_text(run: Run) -> str:
         for p in u.suppressed:
             text = text_line(p, u).split(" ", 1)[1]
             out.append(f"suppressed {text} (reason: {p.suppressed})")
+    # What each world survives (policies/recovery.py; make plan says why).
+    out += [f"recovery {rel(u.source)}: {t.manifest.ref} {s.words()}" for u in run.units for t, s in u.recovery]
     s = run.summary()
     # An overlay and argocd/ alike are folders kustomize rendered (make diff counts them the same way).
     what = ", ".join(x for x in (_count(s["overlays"], "rendered folder") if s["overlays"] else "",
@@ -126,13 +128,20 @@ def problem_json(p: Problem, u: Unit) -> dict[str, Any]:
     return out
 
 
+def recovery_json(t: Any, s: Any) -> dict[str, Any]:
+    """What a world survives (policies/recovery.py), for make validate's and make plan's JSON."""
+    return {"object": t.manifest.ref, "pod_losses_survived": s.losses if s.modelled else None,
+            "any_number": s.modelled and s.losses is None, "modelled": s.modelled, "why": s.why}
+
+
 def to_json(run: Run) -> str:
     from .environment import describe
 
     data = {
         "validator": run.schema,
         "units": [{"source": rel(u.source), "kind": u.kind, "objects": len(u.manifests), "workloads": len(u.topologies),
-                   "environment": describe(u.environment) if u.environment else None} for u in run.units],
+                   "environment": describe(u.environment) if u.environment else None,
+                   "recovery": [recovery_json(t, s) for t, s in u.recovery]} for u in run.units],
         "problems": [problem_json(p, u) for u in run.units for p in u.problems],
         "suppressed": [problem_json(p, u) for u in run.units for p in u.suppressed],
         "summary": run.summary(),

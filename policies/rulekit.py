@@ -32,6 +32,7 @@ class Environment:
     allowed_host_access: list[str] | None = None  # None: the environment does not say
     # Every object the manifests reference is in them (REF001 errors on one that is not).
     self_contained: bool = False
+    pod_losses: int | None = None  # pod losses every training workload survives (RESTART007)
     severity: dict[str, str] = dc_field(default_factory=dict)
     real: bool = False  # a cluster the user deploys to, not one of the template's examples
 

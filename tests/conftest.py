@@ -1,6 +1,8 @@
 """Shared helpers: the repository root, a runner for the CLI as users call it, and a unit validator."""
 from __future__ import annotations
 
+import os
+import resource
 import signal
 import subprocess
 import sys
@@ -24,6 +26,61 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path = REPO) -> subproces
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by process `pid` and every live process below it, with what each has reaped."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    kids: dict[int, list[int]] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(entry.name))
+        used[int(entry.name)] = sum(int(f) for f in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += used.get(p, 0.0)
+        todo += kids.get(p, [])
+    return total
+
+
+def run_cpu_bounded(cmd: list[str], cpu_seconds: float, wall_seconds: float, **kwargs) -> tuple[
+        subprocess.CompletedProcess[str], float]:
+    """Run `cmd` to its end and return it with the CPU seconds it and its processes used. Its bound is CPU time, not
+    wall-clock time: on a machine loaded several times its cores the same work takes longer, not more CPU, so a
+    bound measured on a quiet machine holds there. Past `cpu_seconds` (work that does not end) or the generous
+    `wall_seconds` backstop (a process that waits for ever), it is stopped (SIGTERM, which the simulator passes on to
+    its pods, then SIGKILL) and the test fails saying which."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    end = time.monotonic() + wall_seconds
+    out, err = "", ""
+    while True:
+        try:
+            o, e = proc.communicate(timeout=2)
+            out, err = out + (o or ""), err + (e or "")
+            break
+        except subprocess.TimeoutExpired:
+            used = tree_cpu_seconds(proc.pid)
+            if used > cpu_seconds or time.monotonic() > end:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    o, e = proc.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    o, e = proc.communicate()
+                why = (f"used {used:.0f} s of CPU, more than its bound of {cpu_seconds:.0f}" if used > cpu_seconds
+                       else f"ran {wall_seconds:.0f} s of wall-clock time using {used:.0f} s of CPU")
+                raise AssertionError(f"{' '.join(cmd[:4])} ... {why}:\n{(o or '')[-3000:]}{(e or '')[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), cpu
 
 
 # `make test-fast` runs `pytest -m "not slow"`; `make test` runs everything. Whole modules that launch real processes
@@ -50,6 +107,7 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
     "test_cli": {"test_standard_input_and_files_mix", "test_unknown_kind_has_no_schema", "test_rules_doc_is_up_to_date",
                  "test_empty_render_is_a_warning_not_a_silent_pass"},
     "test_environments": {"test_bad_declarations_are_one_line_each_with_file_and_line"},
+    "test_simulate_input": {"test_the_last_step_is_a_step_a_fault_may_name"},  # asks the trainer (torch) twice
     "test_suppressions": {"test_suppressed_problem_does_not_fail_and_stays_visible"},
     # both share a fixture that runs kubeconform over every fixture file
     "test_kubeconform": {"test_verdicts_agree_on_every_fixture", "test_schema_fail_fixtures_name_their_fields_with_kubeconform"},

@@ -14,7 +14,8 @@ from conftest import REPO
 from policies.simulate import faults as F
 from policies.engine import collect
 from policies.launchers import Bundle, workloads
-from policies.launchers.lifecycle import FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, PodExit, RestartCount
+from policies.launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, PodExit,
+                                         RestartCount)
 from policies.model import Manifest
 
 KILLED, TERMINATED, PEER_LOST = 137, 143, 1
@@ -115,15 +116,47 @@ def test_job_backoff_limit_per_index():
         RECREATE_POD
 
 
-def test_job_on_failure_restarts_in_place_until_backoff_limit():
+def on_failure(backoff):
     def mutate(obj):
         if obj["kind"] == "Job":
             obj["spec"].pop("podFailurePolicy", None)
-            obj["spec"]["backoffLimit"] = 1
+            obj["spec"]["backoffLimit"] = backoff
             obj["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
-    assert decide("indexed-job", PodExit(1, KILLED), mutate=mutate).action == RESTART_CONTAINER
-    d = decide("indexed-job", PodExit(1, KILLED), RestartCount({0: 1}), mutate=mutate)
-    assert d.action == FAIL and "pastBackoffLimitOnFailure" in d.source
+    return mutate
+
+
+# kubernetes v1.36.0 pkg/controller/job/job_controller_test.go TestJobBackoffForOnFailure: (backoffLimit, the
+# restartCounts of the Job's pods once the last restart happened, whether the Job failed). The controller sums them and
+# fails at `>=` (pastBackoffLimitOnFailure); the last pod listed is the one whose restart is decided here.
+JOB_ON_FAILURE = {
+    "backoffLimit 1 with restartCount 1": (1, [1], True),
+    "too many job failures - single pod": (2, [2], True),
+    "too many job failures - multiple pods": (2, [1, 1], True),
+    "not enough failures": (3, [1, 1], False),
+    "backoffLimit 0 fails at the first restart": (0, [1], True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JOB_ON_FAILURE))
+def test_job_on_failure_fails_when_the_restarts_reach_the_backoff_limit(case):
+    backoff, counts, failed = JOB_ON_FAILURE[case]
+    before = {i: c for i, c in enumerate(counts)}
+    last = len(counts) - 1
+    before[last] -= 1
+    d = decide("indexed-job", PodExit(last, KILLED), RestartCount({i: c for i, c in before.items() if c}),
+               mutate=on_failure(backoff))
+    assert (d.action == FAIL) == failed, d.why
+    assert d.action in (FAIL, RESTART_CONTAINER)
+    if failed:
+        assert "pastBackoffLimitOnFailure" in d.source and "BackoffLimitExceeded" in d.why
+
+
+def test_job_on_failure_counts_only_the_pods_that_exist():
+    """A pod the controller replaced starts at restartCount 0: its old restarts leave the sum."""
+    count = RestartCount({0: 1})
+    count.record(decide("indexed-job", PodExit(0, TERMINATED, deleted=True), count, mutate=on_failure(3)), 0)
+    assert count.container_restarts == {} and count.failed_pods == {0: 1}
+    assert decide("indexed-job", PodExit(1, KILLED), count, mutate=on_failure(2)).action == RESTART_CONTAINER
 
 
 def test_jobset_max_restarts_recreates_everything_then_fails():
@@ -237,8 +270,8 @@ def test_the_fault_table_rows_have_the_scripts_format():
     text = (REPO / "docs/simulate.md").read_text()
     assert fault_table.BEGIN in text and fault_table.END in text
     rows = fault_table.documented()
-    assert {fault_table.key(r) for r in rows} == {(f"`{o.removeprefix('overlays/')}`", f"`{f}`")
-                                                  for o in fault_table.overlays() for f in fault_table.FAULTS}
+    assert [fault_table.key(r) for r in rows] == [(f"`{o.removeprefix('overlays/')}`", f"`{f}`")
+                                                  for o, f in fault_table.runs()]
     body = text[text.index(fault_table.BEGIN):text.index(fault_table.END) + len(fault_table.END)]
     assert body == fault_table.table(rows)
     for r in rows:
@@ -266,3 +299,42 @@ def test_a_recovery_blocking_rule_turns_the_prediction_to_fails():
     out = ("outcome: hung: a crash loop\nthe rules predicted: fails (a StatefulSet restarts its pods, but RESTART005: "
            "the world does not re-form); findings: 1\n")
     assert fault_table.row("overlays/kind-cpu/x", "kill:1@step=6", out).endswith("| fails (RESTART005) |")
+
+
+# --- exit 0 and a lost node ---------------------------------------------------------------------------------------
+
+def test_a_statefulset_restarts_a_container_that_completed():
+    """restartPolicy Always (the only one a StatefulSet takes): the kubelet starts a container that exited 0 again,
+    which would train a finished run again (the repository's trainer waits instead: AFTER_DONE=wait)."""
+    d = decide("statefulset", PodExit(1, 0))
+    assert d.action == RESTART_CONTAINER and "after it completed (exit 0)" in d.why
+    for overlay in ("pytorchjob", "indexed-job", "trainjob"):  # OnFailure or Never: the pod succeeded
+        assert decide(overlay, PodExit(1, 0)).action == SUCCEEDED, overlay
+
+
+def test_the_repositorys_statefulsets_wait_once_their_run_is_complete():
+    w, _ = workload("statefulset")
+    assert w.pod(0).env.get("AFTER_DONE") == "wait"
+
+
+def test_a_pod_on_a_lost_node_comes_back_only_once_the_node_is_gone():
+    """kubernetes/kubernetes#54368: a StatefulSet never runs two pods of one identity, so a pod on a lost node is
+    created again only once the Node object is deleted or the pod force-deleted; the PyTorchJob operator keeps the
+    index's pod (training-operator v1.9.4 pod.go:312) alike. The kubelet is gone with the node: nothing restarts in
+    place."""
+    for overlay in ("statefulset", "pytorchjob"):
+        d = decide(overlay, PodExit(1, KILLED, node_lost=True))
+        assert d.action == RECREATE_POD and d.awaits_node and "lost node" in d.why, (overlay, d.why)
+    # a Job with a podFailurePolicy (podReplacementPolicy Failed): the replacement waits for the node too
+    def ignore_disruption(obj):
+        if obj["kind"] == "Job":
+            obj["spec"]["podFailurePolicy"]["rules"].insert(0, {
+                "action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})
+    d = decide("indexed-job", PodExit(1, KILLED, node_lost=True), mutate=ignore_disruption)
+    assert d.action == RECREATE_POD and not d.counted and d.awaits_node and "lost node" in d.why
+
+
+def test_node_lost_is_a_fault_of_its_own():
+    fs = F.parse("node-lost:1@step=6 return:1@step=9")
+    F.resolve(fs, PODS)
+    assert [(f.action, f.target) for f in fs] == [("node-lost", 1), ("return", 1)]

@@ -187,6 +187,8 @@ def test_fuzzed_hostile_inputs_are_one_line_each_within_bounds(tmp_path):
     assert summary.startswith(f"FAILED: {len(expect)} files"), summary
     by_file: dict[str, list[str]] = {}
     for line in lines:
+        if line.startswith("recovery "):  # what a workload that read survives (not a problem)
+            continue
         assert line.split(" ", 1)[0] in ("error", "warning", "info", "suppressed"), line
         source = line.split(" ", 2)[2]
         name = next((n for n in expect if source.startswith(f"{folder / n}:") or source.startswith(f"{folder / n} ")),

@@ -153,11 +153,12 @@ def test_repository_overlays_report_clean_in_every_format():
         assert proc.returncode == 0, proc.stdout[-2000:]
     doc = json.loads(run_cli("validate", "--format", "sarif").stdout)
     results = doc["runs"][0]["results"]
-    # Only what an overlay suppresses in source, with its reason, stays visible (the etcd variant's RESTART005), and
-    # the info line of a real environment whose image is pinned to the template's placeholder digest (IMG004).
+    # Only what an overlay suppresses in source, with its reason, stays visible (the etcd variant's RESTART005, the
+    # gke-t4 and 64x8-h100 Indexed Jobs' RESTART007: they fail as a whole and restart nothing), and the info line of
+    # a real environment whose image is pinned to the template's placeholder digest (IMG004).
     placeholder = [r for r in results if r["ruleId"] == "IMG004" and "placeholder digest" in r["message"]["text"]]
     assert [r["ruleId"] for r in results if not r.get("suppressions") and r not in placeholder] == []
-    assert {r["ruleId"] for r in results if r not in placeholder} <= {"RESTART005"}
+    assert {r["ruleId"] for r in results if r not in placeholder} <= {"RESTART005", "RESTART007"}
 
 
 def test_ci_uploads_the_reports():

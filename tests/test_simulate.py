@@ -169,7 +169,10 @@ def test_mutation_is_caught(name, tmp_path):
     proc, seconds = simulate(path, tmp_path, deadline)
     if sim_fails:
         assert proc.returncode == 1, proc.stdout[-2000:]
-        assert seconds < deadline + 60, f"took {seconds:.0f} s"
+        # The world ended by its deadline, every pod stopped: the simulator's own time (the trainer's report, written
+        # after it, takes what a loaded machine makes it take; stopping the pods takes at most about 10 s).
+        ran = float(re.search(r"^pods: .*; ([\d.]+) s$", proc.stdout, re.M).group(1))
+        assert ran < deadline + 30, f"the run took {ran:.0f} s"
         assert "diagnosis:" in proc.stdout and f"error {rule}" in proc.stdout  # the static checks, in the diagnosis
         assert any(d in proc.stdout for d in diagnosis), proc.stdout[-3000:]
     elif severity == "error":  # the run trains, and its summary still shows what make validate reports
@@ -377,3 +380,24 @@ def test_pvc_seeding_copies_folders_and_refuses_bad_items(tmp_path):
                      (f"models-pvc={tmp_path / 'absent'}", "is not a folder")):
         with pytest.raises(SimulationError, match=why):
             pvc.check([bad], run_dir)
+
+
+@pytest.mark.timeout(600)
+def test_a_statefulset_that_exits_after_its_run_restarts_for_ever(tmp_path):
+    """A StatefulSet restarts a container that exits 0 (restartPolicy Always): without AFTER_DONE=wait the trainer,
+    started again, finds its run complete and exits 0 again, which in the cluster goes on for ever. The simulator
+    starts it again once, as the kubelet does, and fails the run saying so; with the overlay's AFTER_DONE=wait the
+    same run passes (test_kind_cpu_overlay_trains_to_completion)."""
+    objs = rendered("overlays/kind-cpu/statefulset")
+    for o in objs:
+        if o["kind"] == "StatefulSet":
+            env = o["spec"]["template"]["spec"]["containers"][0]["env"]
+            env[:] = [e for e in env if e["name"] != "AFTER_DONE"]
+    path = tmp_path / "no-wait.yaml"
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    proc, _ = simulate(path, tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:]
+    assert "exited 0 -> kubelet: restartPolicy Always: container restarted in place after it completed" in out
+    assert "already complete" in out and "exit 0, started again, exit 0 again" in out, out[-3000:]
+    assert "completed, was started again by its controller (restartPolicy Always) and completed again" in out

@@ -34,6 +34,7 @@ def clean_env(**extra: str) -> dict[str, str]:
             "EPOCHS", "BATCH_SIZE", "LR", "SEED", "SAMPLES", "FEATURES", "CLASSES", "DATA_ROOT", "OUT_DIR",
             "RUN_ID", "DIST_BACKEND", "AMP", "CHANNELS_LAST", "LOG_INTERVAL", "CHECKPOINT_EVERY",
             "CHECKPOINT_STEPS", "MAX_STEPS", "RECORD_SHARDS", "PG_TIMEOUT", "TERMINATION_GRACE_PERIOD_SECONDS",
+            "AFTER_DONE", "PAUSE_AT_STEPS",
             # the causal-lm task's
             "MODEL_LOCAL_DIR", "TOKENIZER_LOCAL_DIR", "MODEL_ID", "LOCAL_FILES_ONLY", "TRAIN_FILE", "VAL_FILE",
             "SEQ_LEN", "GRAD_ACCUM", "CLIP_GRAD", "WARMUP_STEPS", "LR_SCHEDULE", "MIN_LR_RATIO", "WEIGHT_DECAY",

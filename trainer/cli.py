@@ -12,7 +12,7 @@ import os
 from typing import Mapping
 
 from trainer import contract
-from trainer.contract import AMP, BACKENDS, RUN_ID as RUN_ID_RE
+from trainer.contract import AFTER_DONE, AMP, BACKENDS, RUN_ID as RUN_ID_RE
 from trainer.flags import boolean, non_negative_int, positive, positive_seconds
 from trainer.tasks import TASKS
 
@@ -78,6 +78,10 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
                    help="[CHECKPOINT_STEPS] also save every N steps inside an epoch (0: off)")
     p.add_argument("--max-steps", type=positive(int), default=env("MAX_STEPS", None),
                    help="[MAX_STEPS] stop after this many optimiser steps in total")
+    p.add_argument("--after-done", choices=AFTER_DONE, default=env("AFTER_DONE", "exit"),
+                   help="[AFTER_DONE] once the run is complete (or found complete at start): exit, or wait doing "
+                        "nothing until SIGTERM, then exit 0 (for a controller that restarts a container that exits, "
+                        "which would run it again: a StatefulSet)")
     p.add_argument("--record-shards", type=boolean, nargs="?", const=True, default=env("RECORD_SHARDS", "false"),
                    help="[RECORD_SHARDS] every rank writes the indices of its shard per epoch to <run>/shards/ (debug)")
     for task in TASKS.values():

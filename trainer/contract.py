@@ -25,6 +25,7 @@ AMP = ("none", "bf16")
 TASKS = ("synthetic", "digits", "mnist", "fashion-mnist", "causal-lm")
 LR_SCHEDULES = ("cosine", "constant")
 STRATEGIES = ("ddp", "fsdp")
+AFTER_DONE = ("exit", "wait")
 TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off", "")
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -101,6 +102,7 @@ _VARS = (
     Var("CHECKPOINT_EVERY", POSITIVE_INT, "--checkpoint-every"),
     Var("CHECKPOINT_STEPS", NON_NEGATIVE_INT, "--checkpoint-steps"),
     Var("MAX_STEPS", POSITIVE_INT, "--max-steps"),
+    Var("AFTER_DONE", CHOICE, "--after-done", AFTER_DONE),
     Var("RECORD_SHARDS", BOOL, "--record-shards"),
     # tasks/causal_lm.py
     Var("MODEL_LOCAL_DIR", TEXT, "--model-local-dir"),
@@ -120,6 +122,7 @@ _VARS = (
     Var("TOKEN_CACHE", TEXT, "--token-cache"),
     Var("SAVE_EPOCHS", BOOL, "--save-epochs"),
     # Read outside the parser: observers that never stop a run, and the libraries' own switches.
+    Var("PAUSE_AT_STEPS"),                    # loop.py: make simulate's step faults (trainer/stop.py)
     Var("METRICS_PORT"),                      # telemetry.py: local rank r serves METRICS_PORT + r
     Var("MLFLOW_TRACKING_URI"),               # mlflow_log.py
     Var("MLFLOW_EXPERIMENT_NAME"),

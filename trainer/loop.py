@@ -23,6 +23,7 @@ import json
 import math
 import os
 import random
+import signal
 import socket
 import time
 from pathlib import Path
@@ -41,7 +42,7 @@ from trainer import threads as T
 from trainer.errors import Preempted, TrainerError
 from trainer.metrics import RunLog
 from trainer.sharding import digest, eval_indices, shard_indices
-from trainer.stop import StopFlag, VoteClock, fits, stop_check_seconds
+from trainer.stop import PAUSE_ENV, StopFlag, VoteClock, fits, pause_steps, stop_check_seconds
 from trainer.tasks import Context, get as get_task
 from trainer.tracker import Meter, Progress, merge_partials
 
@@ -77,6 +78,7 @@ class Trainer:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
         self.tel = telemetry.Telemetry.from_trainer(args, denv, device)
+        self.pause_at = pause_steps(os.environ.get(PAUSE_ENV, ""))
         self.val_seconds: float | None = None  # the last validation pass of this process
         self.log_every = args.log_interval or cli.DEFAULT_LOG_INTERVAL
 
@@ -378,6 +380,8 @@ class Trainer:
                         stop_at_epoch_end = True
                         break
                     self._preempt(progress, meter.partial())
+                if progress.step in self.pause_at:
+                    os.kill(os.getpid(), signal.SIGSTOP)
                 if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
                         and progress.epoch_step < self.steps_per_epoch and not at_max):
                     name = self._save(progress, checkpoint.step_name(progress.step), False, {"reason": "interval"},

@@ -14,6 +14,15 @@ import signal
 import time
 
 MAX_STOP_CHECK_S = 5.0
+# For `make simulate FAULT=...@step=N` (policies/simulate/fault_run.py): the global steps after which every rank stops
+# itself (SIGSTOP) until the simulator, having injected the fault due there, continues it (SIGCONT): the fault lands
+# between step N and N+1 on every rank, not a few steps later.
+PAUSE_ENV = "PAUSE_AT_STEPS"
+
+
+def pause_steps(text: str) -> frozenset[int]:
+    """The steps of PAUSE_AT_STEPS ("3,7" or "3 7"); anything not a number is ignored."""
+    return frozenset(int(t) for t in text.replace(",", " ").split() if t.isdigit())
 
 
 def stop_check_seconds(grace_period: float) -> float:

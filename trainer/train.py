@@ -21,6 +21,9 @@ if not __package__:  # started as a file (torchrun /app/trainer/train.py): make 
     sys.path.insert(0, str(_here.parent))
 
 import os
+import signal
+import socket
+import time
 from typing import Any
 
 import torch.distributed as dist
@@ -90,8 +93,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[ERROR] {message}", file=sys.stderr)
         write_error_file(message)
         _hard_exit(EXIT_PEER_LOST)
+    if code == 0 and args.after_done == "wait":
+        wait_after_done(denv)
     D.shutdown()
     return code
+
+
+def wait_after_done(denv: D.DistEnv) -> None:
+    """AFTER_DONE=wait: the run is complete, and a controller that restarts a container that exits (a StatefulSet,
+    restartPolicy Always) would start it again. Every rank stays up doing nothing until SIGTERM or SIGINT (the
+    workload scaled to 0 or deleted); each pod's first process says so once."""
+    stopped = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda s, f: stopped.append(s))
+    if denv.local_rank == 0:
+        print(f"[IDLE] run complete on {socket.gethostname()}: waiting for SIGTERM (AFTER_DONE=wait: a controller "
+              "that restarts exited containers would run it again; scale the workload to 0 or delete it to end)",
+              flush=True)
+    while not stopped:
+        time.sleep(0.5)  # a signal's handler runs at once; the loop sees it within half a second
 
 
 if __name__ == "__main__":

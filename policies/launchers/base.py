@@ -347,6 +347,11 @@ class Launcher:
         """What restarts the world after a failure, in words (empty: nothing does) (RESTART004)."""
         return []
 
+    def restart_limit(self, w: Workload, losses: int) -> tuple[str, str]:
+        """Where the limit that ends a world after its pods' failures is written, and how to let it survive `losses`
+        lost pods (RESTART007's field and fix)."""
+        return self.pods_field(w), f"let the controller restart the whole world at least {losses} times"
+
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         """What the kubelet and this controller do when a pod of the workload ends (`ended`), given what they counted
         so far (`count`, which the caller updates from the decision). Each module cites its upstream source."""

@@ -9,7 +9,7 @@ from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping,
 from ..model import Manifest
 from . import core_validation
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
-from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
+from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
 from .pods import COMPLETION_INDEX, IF_ABSENT, Injected, PodGroup
 
 KIND = "Job"
@@ -134,52 +134,68 @@ def matching_failure_rule(job_spec: dict[str, Any], container: str, ended: PodEx
 
 def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container: str, ended: PodExit,
                    count: RestartCount, default_policy: str | None = None, who: str = "Job controller") -> Decision:
-    """What the kubelet and the Job controller do when a pod of a Job ends with a failure (job_controller.go
-    syncJob at v1.36.0). restartPolicy OnFailure: the kubelet restarts the container and the controller counts the
-    restarts against backoffLimit (pastBackoffLimitOnFailure). Never, or a deleted pod: the pod failed; the
-    podFailurePolicy decides (FailJob, Ignore, Count), then backoffLimitPerIndex or backoffLimit; a replacement pod
-    for the index comes after the pod failure back-off."""
+    """What the kubelet and the Job controller do when a pod of a Job ends (job_controller.go syncJob at v1.36.0).
+    Exit 0 under OnFailure or Never: the pod succeeded. restartPolicy OnFailure: the kubelet restarts the container
+    and the controller sums the restartCounts of the Job's running and pending pods, failing it once the sum reaches
+    backoffLimit (pastBackoffLimitOnFailure: `result >= *job.Spec.BackoffLimit`, any restart when the limit is 0;
+    upstream's TestJobBackoffForOnFailure: backoffLimit 1 and one restart fail the Job). Never, or a deleted pod:
+    the pod failed; the podFailurePolicy decides (FailJob, Ignore, Count), then backoffLimitPerIndex or
+    backoffLimit (failed pods > backoffLimit); a replacement pod for the index comes after the pod failure back-off.
+    A pod on a lost node is evicted by the taint manager (DisruptionTarget) and stays Terminating until the node is
+    deleted: with podReplacementPolicy Failed (required with a podFailurePolicy) its replacement waits for that."""
     backoff = as_int(job_spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT)
     backoff = DEFAULT_BACKOFF_LIMIT if backoff is None else backoff
     per_index = as_int(job_spec.get("backoffLimitPerIndex"))
     spec = {**pod_spec, "restartPolicy": pod_spec.get("restartPolicy") or default_policy or "Never"}
+    done = completed(spec, ended, who)
+    if done is not None:
+        return done
     in_place = kubelet_restarts(spec, ended, count)
     if in_place is not None:
-        restarts = count.total_restarts() + count.total_failed() + 1
-        if per_index is None and restarts > backoff:
-            return Decision(FAIL, who, f"restartPolicy OnFailure, backoffLimit {backoff}: {restarts} restart"
-                            f"{'s' if restarts != 1 else ''} > {backoff} -> Job failed (BackoffLimitExceeded)",
-                            JOB_SOURCE + "job_controller.go pastBackoffLimitOnFailure")
-        in_place.why = f"restartPolicy OnFailure, backoffLimit {backoff} ({restarts} of {backoff} used): " + \
+        restarts = count.total_restarts() + 1
+        if per_index is None and (restarts > 0 if backoff == 0 else restarts >= backoff):
+            return Decision(FAIL, who, f"restartPolicy OnFailure, backoffLimit {backoff}: {restarts} container "
+                            f"restart{'s' if restarts != 1 else ''} reach the limit -> Job failed "
+                            "(BackoffLimitExceeded)", JOB_SOURCE + "job_controller.go pastBackoffLimitOnFailure")
+        in_place.why = f"restartPolicy OnFailure, backoffLimit {backoff} ({restarts} of {backoff} counted): " + \
             in_place.why.split(": ", 1)[1]
         return in_place
-    how = f"restartPolicy {spec['restartPolicy']}" + (", pod deleted (DisruptionTarget)" if ended.deleted else "")
+    how = f"restartPolicy {spec['restartPolicy']}" + (
+        ", pod on a lost node (evicted: DisruptionTarget)" if ended.node_lost else
+        ", pod deleted (DisruptionTarget)" if ended.deleted else "")
+    if ended.node_lost:
+        ended = PodExit(ended.index, ended.exit_code, True, True)
     rule = matching_failure_rule(job_spec, container, ended)
     policy_source = JOB_SOURCE + "pod_failure_policy.go matchPodFailurePolicy"
     if rule is not None and rule[1] == "FailJob":
         return Decision(FAIL, who, f"{how}, podFailurePolicy rule {rule[0]} FailJob matches exit code "
                         f"{ended.exit_code} -> Job failed", policy_source)
     ignored = rule is not None and rule[1] == "Ignore"
+    # podReplacementPolicy Failed (the only value with a podFailurePolicy): a replacement only for a pod that failed,
+    # which a pod left Terminating on a lost node is not until the node is deleted.
+    waits = ended.node_lost and (job_spec.get("podReplacementPolicy") == "Failed" or
+                                 job_spec.get("podFailurePolicy") is not None)
+    until = ", once the lost node is deleted (podReplacementPolicy Failed)" if waits else ""
     n_index = count.failed_pods.get(ended.index, 0) + (0 if ignored else 1)
     total = count.total_failed() + (0 if ignored else 1)
     delay = min(POD_FAILURE_BACKOFF * 2 ** max(total - 1, 0), MAX_POD_FAILURE_BACKOFF)
     if ignored:
         return Decision(RECREATE_POD, who, f"{how}, podFailurePolicy rule {rule[0]} Ignore (not counted) -> new pod for "
-                        f"index {ended.index}", policy_source, 0.0, counted=False)
+                        f"index {ended.index}{until}", policy_source, 0.0, counted=False, awaits_node=waits)
     if per_index is not None:
         if n_index > per_index:
             return Decision(FAIL, who, f"{how}, backoffLimitPerIndex {per_index}: index {ended.index} failed {n_index} "
                             "times -> index failed; the other ranks cannot finish without it -> Job failed",
                             JOB_SOURCE + "backoff_utils.go / indexed_job_utils.go")
         return Decision(RECREATE_POD, who, f"{how}, backoffLimitPerIndex {per_index} ({n_index} of {per_index} used) "
-                        f"-> new pod for index {ended.index} after {delay:.0f} s", JOB_SOURCE +
-                        "indexed_job_utils.go", delay)
+                        f"-> new pod for index {ended.index} after {delay:.0f} s{until}", JOB_SOURCE +
+                        "indexed_job_utils.go", delay, awaits_node=waits)
     if total > backoff:
         return Decision(FAIL, who, f"{how}, backoffLimit {backoff}: {total} failed pod{'s' if total != 1 else ''} > "
                         f"{backoff} -> Job failed (BackoffLimitExceeded)", JOB_SOURCE + "job_controller.go syncJob")
     return Decision(RECREATE_POD, who, f"{how}, backoffLimit {backoff} ({total} of {backoff} used) -> new pod for "
-                    f"index {ended.index} after {delay:.0f} s (pod failure back-off)",
-                    JOB_SOURCE + "job_controller.go manageJob", delay)
+                    f"index {ended.index} after {delay:.0f} s (pod failure back-off){until}",
+                    JOB_SOURCE + "job_controller.go manageJob", delay, awaits_node=waits)
 
 
 # kubernetes v1.36.0 pkg/apis/batch/validation/validation.go: maxManagedByLength, and a domain-prefixed path.
@@ -461,6 +477,11 @@ class JobLauncher(Launcher):
 
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         return backoff_restarts(self.job_specs(w.manifest))
+
+    def restart_limit(self, w: Workload, losses: int) -> tuple[str, str]:
+        return "spec.backoffLimit", ("a Job restarts no torchrun world as a whole: fail it as a whole (RESTART001) and "
+                                     "run a world that must survive a lost pod as a JobSet or TrainJob with "
+                                     "failurePolicy.maxRestarts, or as a PyTorchJob")
 
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         pod = w.pod(ended.index)

@@ -281,6 +281,10 @@ class JobSetLauncher(Launcher):
     def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
         return job_restarts(self.job_specs(w.manifest), mapping(w.manifest.obj.get("spec")))
 
+    def restart_limit(self, w: Workload, losses: int) -> tuple[str, str]:
+        return "spec.failurePolicy.maxRestarts", (f"set failurePolicy.maxRestarts to {losses} or more: every Job is "
+                                                  "recreated after a lost pod")
+
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         return jobset_after_exit(w, self.jobs(w), mapping(w.manifest.obj.get("spec")), ended, count)
 
@@ -319,7 +323,7 @@ def jobset_after_exit(w: Workload, jobs: tuple[Manifest, list[tuple[str, dict[st
                     sites[0][1] if sites else {})
     local = RestartCount({0: count.container_restarts.get(ended.index, 0)}, {0: count.failed_pods.get(ended.index, 0)})
     job = indexed_job.job_after_exit(job_spec, pod.spec, str(pod.container.get("name")),
-                                     PodExit(0, ended.exit_code, ended.deleted), local, default_policy)
+                                     PodExit(0, ended.exit_code, ended.deleted, ended.node_lost), local, default_policy)
     if job.action != FAIL:
         return job
     who = f"{job.controller} + {who}"

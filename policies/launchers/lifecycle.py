@@ -26,6 +26,11 @@ class PodExit:
     index: int            # the pod's world index (Workload.pod)
     exit_code: int        # the training container's exit code (128 + the signal when killed)
     deleted: bool = False  # the pod was deleted or evicted (carries DisruptionTarget): the kubelet restarts nothing
+    # The pod's node was lost (shut down, unreachable): no kubelet restarts its container, and the pod object stays,
+    # Terminating once the taint manager evicts it, until the Node object is deleted or the pod force-deleted
+    # (kubernetes/kubernetes#54368): a controller that names its pods (StatefulSet, PyTorchJob) cannot create it
+    # again before; one that generates names replaces it once it is terminating or failed.
+    node_lost: bool = False
 
 
 @dataclass
@@ -42,6 +47,24 @@ class RestartCount:
     def total_failed(self) -> int:
         return sum(self.failed_pods.values())
 
+    def record(self, d: Decision, index: int) -> None:
+        """Count a decision about pod `index` as the kubelet and the controller do: a container restarted in place
+        adds to its pod's restartCount; a new pod for the index starts at restartCount 0 (the controllers sum the
+        restartCounts of the pods that exist: kubernetes v1.36.0 pkg/controller/job/job_controller.go
+        pastBackoffLimitOnFailure, training-operator v1.9.4 pkg/core/job.go lines 113-125) and, counted, adds a
+        failed pod; every Job recreated (a JobSet restart) starts every count of its Jobs again."""
+        if d.action == RESTART_CONTAINER:
+            self.container_restarts[index] = self.container_restarts.get(index, 0) + 1
+        elif d.action == RECREATE_POD:
+            self.container_restarts.pop(index, None)
+            if d.counted:
+                self.failed_pods[index] = self.failed_pods.get(index, 0) + 1
+        elif d.action == RECREATE_ALL:
+            if d.counted:
+                self.workload_restarts += 1
+            self.container_restarts.clear()
+            self.failed_pods.clear()
+
 
 @dataclass
 class Decision:
@@ -53,17 +76,30 @@ class Decision:
     source: str
     delay: float = 0.0   # seconds before the restart (back-off)
     counted: bool = True  # counted against the workload's limit
+    # The pod comes back only once its lost node's Node object is deleted or the pod force-deleted (a `return`
+    # fault in a simulation stands for that); until then the rest of the world waits.
+    awaits_node: bool = False
 
 
 def kubelet_restarts(pod_spec: dict[str, Any], ended: PodExit, count: RestartCount, who: str = "kubelet"
                      ) -> Decision | None:
-    """The kubelet restarts a container in place (restartPolicy Always, or OnFailure and a non-zero exit) unless the
-    pod was deleted; the first restart at once, then 10 s doubling to 300 s."""
+    """The kubelet restarts a container in place (restartPolicy Always, exit 0 included, or OnFailure and a non-zero
+    exit) unless the pod was deleted or its node lost; the first restart at once, then 10 s doubling to 300 s."""
     policy = pod_spec.get("restartPolicy") or "Always"
-    if ended.deleted or policy == "Never" or (policy == "OnFailure" and ended.exit_code == 0):
+    if ended.deleted or ended.node_lost or policy == "Never" or (policy == "OnFailure" and ended.exit_code == 0):
         return None
     n = count.container_restarts.get(ended.index, 0)
     delay = 0.0 if n == 0 else min(KUBELET_BACKOFF * 2 ** (n - 1), KUBELET_MAX_BACKOFF)
-    return Decision(RESTART_CONTAINER, who, f"restartPolicy {policy}: container restarted in place (restart "
+    after = " after it completed (exit 0)" if ended.exit_code == 0 else ""
+    return Decision(RESTART_CONTAINER, who, f"restartPolicy {policy}: container restarted in place{after} (restart "
                     f"{n + 1}, back-off {delay:.0f} s)", KUBELET_SOURCE, delay)
+
+
+def completed(pod_spec: dict[str, Any], ended: PodExit, who: str = "kubelet") -> Decision | None:
+    """A container that exited 0 in a pod that was neither deleted nor lost, and that the kubelet leaves stopped
+    (restartPolicy OnFailure or Never): the pod succeeded. None where it does not (Always restarts it)."""
+    policy = pod_spec.get("restartPolicy") or "Always"
+    if ended.exit_code != 0 or ended.deleted or ended.node_lost or policy == "Always":
+        return None
+    return Decision(SUCCEEDED, who, f"restartPolicy {policy}: exit 0, the pod succeeded", KUBELET_SOURCE)
 

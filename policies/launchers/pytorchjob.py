@@ -9,7 +9,7 @@ from typing import Any, Iterator
 from ..kube import DNS1035, as_int, dig, listing, mapping
 from ..model import Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
-from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
+from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
 from .pods import Injected, PodGroup
 
 KIND = "PyTorchJob"
@@ -306,15 +306,29 @@ class PyTorchJobLauncher(Launcher):
             why.append(f"restartPolicy {restarting[0]}")
         return why
 
+    def restart_limit(self, w: Workload, losses: int) -> tuple[str, str]:
+        return "spec.runPolicy.backoffLimit", (
+            f"set runPolicy.backoffLimit above {losses} x the container restarts one lost pod costs (every pod of a "
+            f"static world: {losses * w.pods + 1} for {w.pods} pods), or restart workers in torchrun on a dynamic "
+            "rendezvous")
+
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         """training-operator v1.9.4: a replica's restartPolicy becomes the pod's (pkg/core/pod.go SetRestartPolicy;
         ExitCode -> Never), OnFailure by default (pytorch_types.go PyTorchJobDefaultRestartPolicy). OnFailure/Always:
-        the kubelet restarts the container and the operator fails the job once the running pods' restartCounts reach
-        runPolicy.backoffLimit (pkg/core/job.go PastBackoffLimit: above 0 when the limit is 0). ExitCode: a failed
-        pod with a retryable exit code (>= 128, pkg/util/train/train_util.go IsRetryableExitCode) is deleted and
-        created again, any other fails the job (pkg/controller.v1/common/pod.go ReconcilePods, lines 352 and 367).
-        Never: a failed replica fails the job (pytorchjob_controller.go UpdateJobStatus, line 441). A deleted pod is
-        created again under the same name (ReconcilePods creates the missing indexes)."""
+        the kubelet restarts the container and the operator fails the job once the sum of the restartCounts of its
+        running pods reaches runPolicy.backoffLimit (pkg/core/job.go PastBackoffLimit, lines 95-133, the same in
+        v1.9.0 to v1.9.4: line 115 skips pods not Running, lines 118-125 add every container's restartCount, line
+        130 fails at any restart when the limit is 0, line 132 at `result >= backoffLimit`; called from
+        pkg/controller.v1/common/job.go line 200, the job failed at line 206). The sum is per pod: when one lost pod
+        ends every pod's torchrun (a static world), every pod's container restarts and each counts, so a world of
+        4 pods with backoffLimit 3 fails at its first lost pod. ExitCode: a failed pod with a retryable exit code
+        (>= 128, pkg/util/train/train_util.go IsRetryableExitCode) is deleted and created again, any other fails the
+        job (pkg/controller.v1/common/pod.go ReconcilePods, lines 352 and 367); under torchrun a pre-empted or
+        evicted pod exits 1, not 143 (torchrun ends with its workers' failure), as do the peers that lost it, so
+        ExitCode retries none of them. Never: a failed replica fails the job (pytorchjob_controller.go
+        UpdateJobStatus, line 441). A deleted pod is created again under the same name (ReconcilePods creates the
+        missing indexes, pod.go line 316); a pod on a lost node stays in its index's slice until the Node object is
+        deleted or the pod force-deleted (GetPodSlices, pod.go line 312), so only then."""
         who, src = "PyTorchJob operator", "training-operator v1.9.4 "
         spec = mapping(w.manifest.obj.get("spec"))
         group, _ = w.group_at(ended.index)
@@ -322,15 +336,23 @@ class PyTorchJobLauncher(Launcher):
         policy = replica.get("restartPolicy") or "OnFailure"
         backoff = as_int(mapping(spec.get("runPolicy")).get("backoffLimit"))
         pod_policy = "Never" if policy == "ExitCode" else policy
-        in_place = kubelet_restarts({**w.pod(ended.index).spec, "restartPolicy": pod_policy}, ended, count)
+        pod_spec = {**w.pod(ended.index).spec, "restartPolicy": pod_policy}
         head = f"{group.role} restartPolicy {policy}, backoffLimit {backoff if backoff is not None else 'unset'}"
+        done = completed(pod_spec, ended)
+        if done is not None:
+            return done
+        in_place = kubelet_restarts(pod_spec, ended, count)
         if in_place is not None:
             restarts = count.total_restarts() + 1
             if backoff is not None and (restarts > 0 if backoff == 0 else restarts >= backoff):
                 return Decision(FAIL, who, f"{head}: {restarts} container restart{'s' if restarts != 1 else ''} "
-                                f"reach the limit -> PyTorchJob failed", src + "pkg/core/job.go PastBackoffLimit")
+                                f"reach the limit -> PyTorchJob failed", src + "pkg/core/job.go:132 PastBackoffLimit")
             in_place.why = f"{head} ({restarts} restarts counted): " + in_place.why.split(": ", 1)[1]
             return in_place
+        if ended.node_lost:
+            return Decision(RECREATE_POD, who, f"{head}, pod on a lost node -> created again, same name, only once the "
+                            "Node object is deleted or the pod force-deleted", src + "pkg/controller.v1/common/pod.go:312",
+                            awaits_node=True)
         if ended.deleted:
             return Decision(RECREATE_POD, who, f"{head}, pod deleted -> created again, same name",
                             src + "pkg/controller.v1/common/pod.go ReconcilePods")
@@ -342,8 +364,10 @@ class PyTorchJobLauncher(Launcher):
                                     src + "pkg/controller.v1/common/job.go ReconcileJobs exceedsBackoffLimit")
                 return Decision(RECREATE_POD, who, f"{head}: exit code {ended.exit_code} is retryable (>= 128) -> pod "
                                 "deleted and created again, same name", src + "pkg/controller.v1/common/pod.go:352")
-            return Decision(FAIL, who, f"{head}: exit code {ended.exit_code} is not retryable -> PyTorchJob failed",
-                            src + "pkg/controller.v1/common/pod.go:367")
+            torchrun = " (torchrun exits 1 when its workers fail, a pre-emption's SIGTERM included)" \
+                if ended.exit_code == 1 else ""
+            return Decision(FAIL, who, f"{head}: exit code {ended.exit_code} is not retryable{torchrun} -> PyTorchJob "
+                            "failed", src + "pkg/controller.v1/common/pod.go:367")
         return Decision(FAIL, who, f"{head}: a {group.role} replica failed -> PyTorchJob failed",
                         src + "pkg/controller.v1/pytorch/pytorchjob_controller.go:441")
 

@@ -196,10 +196,18 @@ class StatefulSetLauncher(Launcher):
         """The kubelet restarts the container in place (a StatefulSet's pods are restartPolicy Always, the only value
         the API server accepts); a deleted pod is created again under the same name with the same claims
         (kubernetes v1.36.0 pkg/controller/statefulset/stateful_set_control.go updateStatefulSet: replicas missing
-        or failed are recreated). A StatefulSet never fails."""
+        or failed are recreated); a pod on a lost node only once the node is deleted or the pod force-deleted. Exit 0
+        restarts the container too (restartPolicy Always): a StatefulSet never completes, and never fails."""
         in_place = kubelet_restarts({**w.pod(ended.index).spec, "restartPolicy": "Always"}, ended, count)
         if in_place is not None:
             return in_place
+        if ended.node_lost:
+            # The pod object stays (Terminating once evicted) while its node cannot confirm it stopped, and the
+            # controller never runs two pods of one identity (kubernetes/kubernetes#54368; "Force Delete
+            # StatefulSet Pods" in the Kubernetes docs).
+            return Decision(RECREATE_POD, "StatefulSet controller", f"pod {ended.index} on a lost node -> created "
+                            "again, same name and claims, only once the Node object is deleted or the pod "
+                            "force-deleted", "kubernetes/kubernetes#54368", awaits_node=True)
         return Decision(RECREATE_POD, "StatefulSet controller", f"pod deleted -> pod {ended.index} created again, "
                         "same name and claims", "kubernetes v1.36.0 pkg/controller/statefulset/stateful_set_control.go "
                         "updateStatefulSet")

@@ -442,6 +442,10 @@ class TrainJobLauncher(Launcher):
         return jobset.job_restarts(runtime_job_specs(runtime, trainer_only=True),
                                    mapping(dig(runtime.obj, "spec", "template", "spec")))
 
+    def restart_limit(self, w: Workload, losses: int) -> tuple[str, str]:
+        return "spec.runtimeRef", (f"give the runtime's JobSet template failurePolicy.maxRestarts {losses} or more "
+                                   "(spec.template.spec.failurePolicy): every Job is recreated after a lost pod")
+
     def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         """The TrainJob's pods run in the JobSet the Trainer builds from the runtime's template: the JobSet and Job
         controllers decide (jobset.jobset_after_exit with the runtime's failurePolicy)."""

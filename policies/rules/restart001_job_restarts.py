@@ -7,10 +7,13 @@ place: either way the other ranks hang in their collectives until NCCL's timeout
 down, and a `podFailurePolicy` whose `FailJob` rule ends the Job on a training error (restart the whole gang from a
 level above: JobSet `failurePolicy.maxRestarts`, Argo CD, a person). Applies to Indexed Jobs, JobSet replicated
 Jobs and a TrainJob runtime's Jobs (JobSet defaults their `restartPolicy` to OnFailure). With `backoffLimit: 0`
-a missing policy or OnFailure is a warning: the first failure already ends the Job.
+a missing policy or OnFailure is a warning: the first failure already ends the Job. Under torchrun a pre-empted or
+evicted pod exits 1, not 143: torchrun's agent turns the SIGTERM into a SignalException and ends with it (torch
+v2.13.0 `torch/distributed/elastic/multiprocessing/api.py` line 86, re-raised at `launcher/api.py` line 397; measured:
+exit 1), so a rule keyed on exit code 143 never matches one; match `onPodConditions` `DisruptionTarget` instead.
 
 Fails: `backoffLimit: 3` without a `podFailurePolicy`; `restartPolicy: OnFailure` with `backoffLimit: 2`;
-`backoffLimitPerIndex: 1`; no `backoffLimit`.
+`backoffLimitPerIndex: 1`; no `backoffLimit`; an `Ignore` rule on exit code 143 in front of torchrun.
 Passes: `restartPolicy: Never`, `backoffLimit: 0` and a `podFailurePolicy` with `action: FailJob` on the
 trainer's exit codes.
 """
@@ -25,6 +28,22 @@ SEVERITY = WARNING
 DEFAULT_BACKOFF = 6
 
 
+# What a SIGTERM leaves as a container's exit code where the process itself ends by it: 128 + 15.
+SIGTERM_EXIT = 143
+
+
+def sigterm_codes(owner, field, js):
+    """podFailurePolicy rules that match exit code 143 on a container that starts torchrun, which exits 1 instead."""
+    for i, rule in enumerate((js.get("podFailurePolicy") or {}).get("rules") or []):
+        codes = rule.get("onExitCodes") if isinstance(rule, dict) else None
+        if isinstance(codes, dict) and codes.get("operator") == "In" and SIGTERM_EXIT in (codes.get("values") or []):
+            yield obj_problem(ID, owner, f"{field}.podFailurePolicy.rules[{i}].onExitCodes", f"rule {i} "
+                              f"({rule.get('action')}) matches exit code {SIGTERM_EXIT} (a SIGTERM), but the container "
+                              "starts torchrun, which exits 1 when a pre-emption or an eviction stops it: the rule "
+                              "never matches one", "match the pod condition: onPodConditions [{type: DisruptionTarget}]",
+                              severity=WARNING)
+
+
 def check(ctx):
     done = set()
     for t in ctx.topologies:
@@ -34,6 +53,8 @@ def check(ctx):
         owner, sites, default_policy = jobs
         done.add(owner.ref)
         for field, js in sites:
+            if t.torchrun:
+                yield from sigterm_codes(owner, field, js)
             pod_spec = ((js.get("template") or {}).get("spec")) or {}
             backoff = js.get("backoffLimit")
             retries = backoff if isinstance(backoff, int) else DEFAULT_BACKOFF

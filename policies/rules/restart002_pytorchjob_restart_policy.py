@@ -4,8 +4,12 @@ The training-operator restarts each replica type by its own `restartPolicy` (OnF
 `Never` with Workers on `OnFailure` restarts workers into a world whose master is gone, or lets the master end the
 job while workers loop; the world must restart as one. Write it on every replica type, the same everywhere.
 A missing one is a warning (the operator's default is the same for all); different ones are an error.
+`ExitCode` recreates a pod whose exit code is 128 or more (a signal) and fails the job on any other; under torchrun a
+pre-empted or evicted pod exits 1, not 143 (torchrun's agent ends with the SIGTERM's SignalException: torch v2.13.0
+`torch/distributed/elastic/multiprocessing/api.py` line 86, `launcher/api.py` line 397), and so does every peer that
+lost it: the job fails where `ExitCode` was meant to retry. A warning there.
 
-Fails: Master `restartPolicy: Never`, Worker `restartPolicy: OnFailure`.
+Fails: Master `restartPolicy: Never`, Worker `restartPolicy: OnFailure`; `ExitCode` on replicas that start torchrun.
 Passes: Master and Worker both `restartPolicy: OnFailure` (Kubeflow's examples) or both `Never`.
 """
 from __future__ import annotations
@@ -35,7 +39,15 @@ def check(ctx):
                               "part of the world restarts while the rest has stopped or hangs",
                               "give every replica type the same restartPolicy")
             continue
+        torchrun = any(t.torchrun for t in ctx.topologies if t.manifest.obj is m.obj)
         for rtype, policy in policies.items():
+            if policy == "ExitCode" and torchrun:
+                yield obj_problem(ID, m, f"spec.pytorchReplicaSpecs.{rtype}.restartPolicy", f"{rtype} restartPolicy "
+                                  "ExitCode retries exit codes of 128 and more, but the replicas start torchrun, which "
+                                  "exits 1 when a pre-emption stops it, as do the peers that lost it: the operator "
+                                  "fails the job instead", "use restartPolicy OnFailure (restarts counted against "
+                                  "runPolicy.backoffLimit)", severity=WARNING)
+                continue
             if not policy:
                 yield obj_problem(ID, m, f"spec.pytorchReplicaSpecs.{rtype}.restartPolicy", f"{rtype} has no "
                                   "restartPolicy (the operator's default OnFailure applies, unseen)",

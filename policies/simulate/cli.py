@@ -17,6 +17,7 @@ from ..entry import guarded
 from ..launchers import Bundle
 from ..model import ERROR
 from . import ask_trainer, faults as F, provenance, pvc
+from .diagnose import clip
 from .fault_run import FaultRun
 from .host import REPO, SimulationError
 from .pods import IMAGE_ROOT
@@ -85,12 +86,13 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     static_problems = [p.line() for p in check.problems if p.severity == ERROR]
     sim = Simulation(manifests, run_dir, deadline, out, source)
     fault_run = FaultRun(sim, faults) if faults else None
-    prepare_run_dir(run_dir)
-    for line in pvc.copy(run_dir, seeds):
-        print(f"simulate: PVC {line} (copied before the pods start)", file=out)
+    # Every input is checked before the run folder is emptied: a refused fault or PVC keeps the last run's results.
     pods = sim.plan()
     if fault_run is not None:
         fault_run.check()
+    prepare_run_dir(run_dir)
+    for line in pvc.copy(run_dir, seeds):
+        print(f"simulate: PVC {line} (copied before the pods start)", file=out)
     print(f"simulate: {source}: {len(pods)} pods; deadline {deadline:.0f} s; run folder {run_dir}", file=out)
     print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
           "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper, only where "
@@ -110,7 +112,7 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     for sp in pods:
         where = f", on the host network at {sp.host_ip}, ports relayed" if sim.network.swrap and sp.host_ip else ""
         print(f"simulate: pod {sp.name} ({sp.ip}, {'trainer' if sp.training else 'service'}{where}): "
-              f"{' '.join(sp.argv)[:200]}", file=out)
+              f"{clip(' '.join(sp.argv), 200)}", file=out)
     try:
         result = sim.run(fault_run.run if fault_run is not None else None)
     except Stopped as stop:  # every pod was stopped on the way out (Simulation.run)

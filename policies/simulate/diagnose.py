@@ -26,12 +26,58 @@ _STORE_GONE = re.compile(r"sendBytes failed|recvValue failed|exit barrier|keep-a
 _EXC = re.compile(r"^[\w.]+(Error|Exception|Timeout)\b")
 
 
+# torchrun's banner when it sets OMP_NUM_THREADS itself (torch/distributed/run.py); the trainer's own [DDP] line
+# names the variable too (threads_from=...), and stays.
+_OMP_BANNER = "Setting OMP_NUM_THREADS environment variable for each process"
+# torchrun stopped by a signal (SIGTERM from the kubelet, a term fault, the simulator's stop) raises SignalException
+# out of its agent: a 30-line traceback for what one line says.
+_SIGNAL_EXC = re.compile(r"^torch\.distributed\.elastic\.multiprocessing\.api\.SignalException: Process \d+ got signal: "
+                         r"(\d+)")
+# A traceback held back until its exception line says whether it is that one, at most this many lines.
+MAX_TRACEBACK = 200
+
+
 def noise(line: str) -> bool:
     """torchrun's INFO chatter, c10d's IPv6 lookup warnings and the store client's retries (with their C++ stacks)
     stay in the pod log, not on the terminal."""
     return ("cannot be retrieved (gai error: -9" in line or line.startswith(("I1", "I0")) or "*****" in line
-            or "OMP_NUM_THREADS" in line or bool(_STORE_RETRY.match(line)) or bool(_CPP_STACK.match(line))
+            or _OMP_BANNER in line or bool(_STORE_RETRY.match(line)) or bool(_CPP_STACK.match(line))
             or "has failed to shutdown the rendezvous" in line)
+
+
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut after a whole word and marked ` ...` where it was cut."""
+    if len(text) <= width:
+        return text
+    head = text[:width - 4]
+    cut = head.rsplit(" ", 1)[0] if " " in head.strip() else head
+    return cut.rstrip() + " ..."
+
+
+def tracebacks(sp: SimPod, line: str) -> list[str] | None:
+    """Python tracebacks, held back until their exception line: torchrun's SignalException becomes one line (the
+    traceback stays in the pod's log), any other comes out whole. None: `line` is not part of one."""
+    held = sp.traceback
+    if line.startswith("Traceback (most recent call last):") and not held:
+        held.append(line)
+        return []
+    if not held:
+        return None
+    held.append(line)
+    if line.startswith((" ", "\t")) and len(held) < MAX_TRACEBACK:
+        return []
+    sp.traceback = []
+    signal = _SIGNAL_EXC.match(line)
+    if signal:  # (a pod whose run is complete and waits: the simulator stopping it; the summary says so)
+        return [] if sp.idle else [f"torchrun stopped by signal {signal.group(1)} (SignalException; its traceback is "
+                                   f"in {sp.log})"]
+    return held
+
+
+def flush(sp: SimPod) -> list[str]:
+    """What a pod's output left held back when it ended, for the terminal."""
+    held, sp.traceback = sp.traceback, []
+    return [f"[{sp.name}] {ln}" for ln in held]
 
 
 def for_terminal(sp: SimPod, line: str, peer_of: Callable[[str], str]) -> list[str]:
@@ -57,8 +103,11 @@ def for_terminal(sp: SimPod, line: str, peer_of: Callable[[str], str]) -> list[s
             out.append(f"[{sp.name}] torchrun logged warnings after its workers had succeeded{why}; they are in "
                        f"{sp.log}")
         return out
-    if noise(line) or not line.strip():
-        return out
+    if noise(line) or not line.strip() or (sp.idle and _TORCH_LOG.match(line)):
+        return out  # (torchrun's warnings once the run is complete and waits: the simulator stopping it)
+    held = tracebacks(sp, line)
+    if held is not None:
+        return out + [f"[{sp.name}] {ln}" for ln in held]
     out.append(f"[{sp.name}] {line}")
     return out
 

@@ -5,19 +5,24 @@ injects them; what the kubelet and each controller do after a pod ends comes fro
 
 A fault is `<action>:<pod>@<when>`, several separated by spaces or commas:
 
-  kill:1@step=6            SIGKILL every process of pod 1 once the trainer reports step 6 (a node or container lost)
+  kill:1@step=6            SIGKILL every process of pod 1 once the trainer reports step 6 (its container killed: an
+                           OOM kill, a crash; the kubelet restarts it in place)
+  node-lost:1@step=6       SIGKILL every process of pod 1, and no kubelet is left to restart it: its node is gone; the
+                           pod stays until the Node object is deleted or the pod force-deleted (a `return` fault)
   kill-worker:1@step=6     SIGKILL one training process of pod 1 (torchrun sees a worker die)
   term:1@epoch=1           SIGTERM to pod 1's container, SIGKILL after its terminationGracePeriodSeconds; the pod is
                            deleted (an eviction, a spot pre-emption): it carries DisruptionTarget
   partition=20:1@t=30      pod 1 stops answering for 20 s, 30 s after the trainers start (its processes stopped:
                            SIGSTOP, then SIGCONT)
   delay=30:1               pod 1 starts 30 s after the others (a node pulling the image late, a partial gang)
-  return:1@step=40         pod 1, killed or deleted by an earlier fault, comes back no sooner than step 40: until
-                           then neither the kubelet nor the controller can start it (its node is away), then they
-                           do what they decided (an elastic world runs without it, then takes it back)
+  return:1@step=40         pod 1, killed, deleted or lost by an earlier fault, comes back no sooner than step 40:
+                           until then neither the kubelet nor the controller can start it (its node is away; after
+                           node-lost: the Node object deleted or the pod force-deleted), then they do what they
+                           decided (an elastic world runs without it, then takes it back)
 
 <pod> is the pod's number among the training pods (0 = node rank 0), its name as the simulator prints it, or its
-hostname. <when> is `step=N` (the trainer's global step; the simulator sets LOG_INTERVAL=1 so that it sees each),
+hostname. <when> is `step=N` (the trainer's global step; the simulator sets LOG_INTERVAL=1 so that it sees each, and
+PAUSE_AT_STEPS=N so that every rank stops after step N until the fault is in: it lands between step N and N+1),
 `epoch=N` (once epoch N has ended) or `t=S` (seconds after the training pods start)."""
 from __future__ import annotations
 
@@ -29,7 +34,10 @@ from pathlib import Path
 from typing import Any
 
 KILL, KILL_WORKER, TERM, PARTITION, DELAY, RETURN = "kill", "kill-worker", "term", "partition", "delay", "return"
-ACTIONS = (KILL, KILL_WORKER, TERM, PARTITION, DELAY, RETURN)
+NODE_LOST = "node-lost"
+ACTIONS = (KILL, NODE_LOST, KILL_WORKER, TERM, PARTITION, DELAY, RETURN)
+# The faults that take a pod away (a `return` brings it back), and those that lose a pod (policies/recovery.py).
+AWAY = (KILL, TERM, NODE_LOST)
 WHEN = ("step", "epoch", "t")
 _FAULT = re.compile(r"^(?P<action>[a-z-]+)(?:=(?P<seconds>\d+(?:\.\d+)?))?:(?P<pod>[^@\s:]+)"
                     r"(?:@(?P<when>[a-z]+)=(?P<at>\d+(?:\.\d+)?))?$")
@@ -66,8 +74,8 @@ def parse(spec: str) -> list[Fault]:
     faults = []
     for text in [t for t in re.split(r"[\s,]+", spec.strip()) if t]:
         m = _FAULT.match(text)
-        usage = ("expected <action>:<pod>@<when>, e.g. kill:1@step=6, kill-worker:1@step=6, term:0@epoch=1, "
-                 "partition=20:1@t=30, delay=30:1, return:1@step=40")
+        usage = ("expected <action>:<pod>@<when>, e.g. kill:1@step=6, node-lost:1@step=6, kill-worker:1@step=6, "
+                 "term:0@epoch=1, partition=20:1@t=30, delay=30:1, return:1@step=40")
         if m is None:
             raise FaultError(f"FAULT {text!r}: {usage}")
         action, seconds = m["action"], m["seconds"]
@@ -107,10 +115,10 @@ def resolve(faults: list[Fault], pods: list[tuple[str, str]]) -> None:
     for f in faults:
         if f.action != RETURN:
             continue
-        away = [g for g in faults if g.action in (KILL, TERM) and g.target == f.target]
+        away = [g for g in faults if g.action in AWAY and g.target == f.target]
         if not away:
-            raise FaultError(f"FAULT {f.text!r}: nothing takes pod {f.pod} away first: give a kill or term fault "
-                             f"for it too, e.g. kill:{f.pod}@step=6 {f.text}")
+            raise FaultError(f"FAULT {f.text!r}: nothing takes pod {f.pod} away first: give a kill, node-lost or term "
+                             f"fault for it too, e.g. kill:{f.pod}@step=6 {f.text}")
         if all(g.when == f.when and (g.at or 0) >= (f.at or 0) for g in away):
             raise FaultError(f"FAULT {f.text!r}: it would fire before pod {f.pod} is taken away ({away[0].text}): "
                              f"give a later {f.when}")

@@ -50,18 +50,28 @@ class SimPod:
     # torchrun's own workers all exited 0 (its agent said so); what the agent logs after that is said once
     workers_succeeded: bool = False
     said_after_success: bool = False
+    # A Python traceback being printed, held back until its exception line (diagnose.tracebacks).
+    traceback: list[str] = field(default_factory=list)
     # Fault runs: what the simulator did to the pod (the kubelet's and controller's cause), a deletion in progress,
     # a stop the simulator asked for (not a failure), a pod that completed, how many pods stood under this name.
     fault_note: str | None = None
     deleting: bool = False
+    node_lost: bool = False
     stopping: bool = False
     done: bool = False
     generation: int = 0
+    # The trainer said its run is complete and it waits for SIGTERM (AFTER_DONE=wait: `[IDLE] ...`); the times its
+    # container exited 0 (a second one under restartPolicy Always: it restarts for ever).
+    idle: bool = False
+    completions: int = 0
     # A restart decided while a `return` fault still holds the pod away: carried out when it fires.
     held: Any = None
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""
+    # What Layout.prepare laid out for the pod's next start, written by Layout.write once the run folder is made.
+    folders: list[Path] = field(default_factory=list)
+    files: dict[Path, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -165,28 +175,40 @@ class Layout:
         return spec.get("clusterIP") == "None" and bool(selector) and all(
             p.labels.get(str(k)) == str(v) for k, v in selector.items())
 
+    def write(self, sp: SimPod) -> None:
+        """What prepare laid out for the pod, on disk: its volume folders, ConfigMap files and hosts file. Called as
+        the pod starts, so that nothing is written while the inputs are still being checked."""
+        for folder in sp.folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        for path, text in sp.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
     def prepare(self, sp: SimPod, wrapper: Path) -> None:
-        """The pod's folders, working directory, command and env (and its /etc/hosts) for its next start."""
+        """The pod's folders, working directory, command and env (and its /etc/hosts) for its next start (written
+        by write)."""
         p = sp.pod
         pod_dir = self.run_dir / "pods" / sp.name
         mapping: dict[str, Path] = {IMAGE_ROOT: REPO}
         volumes = {v.get("name"): v for v in p.spec.get("volumes") or []}
+        sp.folders, sp.files = [], {}
         for vm in p.container.get("volumeMounts") or []:
             vol = volumes.get(vm.get("name")) or {}
             if "persistentVolumeClaim" in vol:
                 host = self.run_dir / "pvc" / str(vol["persistentVolumeClaim"].get("claimName"))
             else:
                 host = pod_dir / "volumes" / str(vm.get("name"))
-            host.mkdir(parents=True, exist_ok=True)
+            sp.folders.append(host)
             if "configMap" in vol:
                 for k, v in (self.bundle.configmaps.get(str(vol["configMap"].get("name"))) or {}).items():
-                    (host / k).write_text(v)
+                    sp.files[host / k] = v
             mapping[str(vm.get("mountPath")).rstrip("/") or "/"] = host
         sp.cwd = map_path(str(p.container.get("workingDir") or IMAGE_ROOT), mapping)
         # A container's own /tmp: the pod's /tmp volume where it mounts one, else a folder of its own (a pod may
         # not write outside the run folder: sandbox.py).
         tmp = map_path("/tmp", mapping) if "/tmp" in mapping else pod_dir / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
+        if tmp not in sp.folders:
+            sp.folders.append(tmp)  # (made by write, as the pod starts)
         env: dict[str, str] = {}
         for k, v in p.env.items():
             if v is None:
@@ -196,7 +218,6 @@ class Layout:
         argv, _ = p.argv()
         sp.argv = [rewrite(t.replace("<random>", sp.suffix), mapping) for t in argv]
         hosts = pod_dir / "hosts"
-        hosts.parent.mkdir(parents=True, exist_ok=True)
         # Like the kubelet's /etc/hosts: the pod's own FQDN first (socket.getfqdn() answers with it, and c10d
         # hands it to the workers as MASTER_ADDR), then its short hostname; then what cluster DNS would answer.
         ns = p.namespace or "default"
@@ -207,7 +228,7 @@ class Layout:
         for name, ip in sorted(self.dns.items()):
             lines += [f"{ip} {name}", f"{ipv6(ip)} {name}"]
         lines.append("127.0.0.1 localhost")
-        hosts.write_text("\n".join(lines) + "\n")
+        sp.files[hosts] = "\n".join(lines) + "\n"
         wrapped = self.network.swrap is not None and sp.host_ip is None
         env.update({
             "PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin",

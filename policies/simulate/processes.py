@@ -52,10 +52,14 @@ def pump(sp: SimPod, say: Callable[[str], None], on_line: LineListener | None, p
                 del sp.lines[:200]
             if "Rendezvous complete for workers" in line:
                 sp.joined = True
-            if on_line is not None:
-                on_line(sp, line)
+            if line.startswith("[IDLE] "):  # the trainer's run is complete and it waits (AFTER_DONE=wait)
+                sp.idle = True
             for text in diagnose.for_terminal(sp, line, peer_of):
                 say(text)
+            if on_line is not None:  # after the line is shown: a fault it makes due is said after it
+                on_line(sp, line)
+    for text in diagnose.flush(sp):
+        say(text)
 
 
 def stop(sp: SimPod) -> None:

@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnose import noise
+from .diagnose import clip, noise
 from .host import REPO, SimulationError
 from .pods import SimPod
 
@@ -36,7 +36,8 @@ class Result:
     def ok(self) -> bool:
         if self.outcome is not None:
             return self.outcome[0] == "finished"
-        return not self.timed_out and bool(self.trainers) and all(sp.exit_code == 0 for sp in self.trainers)
+        return not self.timed_out and bool(self.trainers) and all(
+            (sp.exit_code == 0 or sp.idle) and sp.completions < 2 for sp in self.trainers)
 
     def world_size(self) -> int | None:
         for sp in self.trainers:
@@ -57,7 +58,11 @@ class Result:
     def report(self, static_problems: list[str]) -> str:
         rows = []
         for sp in self.pods:
-            if sp.exit_code is not None:
+            if sp.completions > 1:
+                state = "exit 0, started again, exit 0 again"
+            elif sp.idle and sp.exit_code is None:
+                state = "run complete, waiting: stopped"
+            elif sp.exit_code is not None:
                 state = f"exit {sp.exit_code}"
             elif sp.training:
                 state = "stopped at the deadline" if self.timed_out else "stopped after a peer failed"
@@ -84,9 +89,14 @@ class Result:
             missing = [sp.name for sp in self.trainers if not sp.joined]
             lines.append(f"  joined the rendezvous: {', '.join(joined) or 'none'}; did not: {', '.join(missing) or 'none'}")
             for sp in self.trainers:
-                if sp.exit_code != 0:
+                if sp.completions > 1:
+                    lines.append(f"  [{sp.name}] completed, was started again by its controller (restartPolicy Always) "
+                                 "and completed again: in the cluster it restarts for ever (the kubelet's back-off "
+                                 "grows to 300 s) until the workload is scaled to 0; the repository's trainer waits "
+                                 "instead (AFTER_DONE=wait)")
+                elif sp.exit_code not in (0, None) or (sp.exit_code is None and not sp.idle):
                     for ln in sp.last_words or ["(printed nothing)"]:
-                        lines.append(f"  [{sp.name}] {ln[:220]}")
+                        lines.append(f"  [{sp.name}] {clip(ln, 220)}")
             if static_problems:
                 lines.append("  the static checks (make validate) say:")
                 lines += [f"    {p}" for p in static_problems]

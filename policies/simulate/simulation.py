@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from ..launchers import Bundle
+from ..launchers.lifecycle import RESTART_CONTAINER, PodExit, RestartCount
 from ..model import Manifest
 from . import processes
 from .diagnose import last_words
@@ -63,6 +64,7 @@ class Simulation:
 
     def start(self, sp: SimPod) -> None:
         self.sandbox.own(self.run_dir / "pods" / sp.name, self.run_dir / "pvc")
+        self.layout.write(sp)
         processes.start(sp, self.say, self.on_line, self.peer_of, self.sandbox.command)
 
     def run(self, training: Training | None = None) -> Result:
@@ -125,7 +127,10 @@ class Simulation:
         return Result(self.pods, self.run_dir, timed_out, time.monotonic() - start, outcome)
 
     def _run_plain(self, start: float, trainers: list[SimPod]) -> tuple[bool, None]:
-        """Start the training pods and wait for them; whether the deadline stopped the run."""
+        """Start the training pods and wait for them (until each has exited, or said its run is complete and it
+        waits: `[IDLE]`); whether the deadline stopped the run. A container that exits 0 where the kubelet restarts
+        it anyway (restartPolicy Always: a StatefulSet) is started again once: what it does then is what the
+        cluster sees for ever."""
         timed_out = False
         for sp in trainers:
             self.start(sp)
@@ -134,7 +139,9 @@ class Simulation:
                 if sp.proc is not None and sp.exit_code is None and sp.proc.poll() is not None:
                     sp.exit_code = sp.proc.returncode
                     sp.finished_at = time.monotonic() - start
-            if all(sp.exit_code is not None for sp in trainers):
+                    if sp.exit_code == 0 and any(sp is t for t in trainers):
+                        self._completed(sp)
+            if all(sp.exit_code is not None or sp.idle for sp in trainers):
                 break
             if any(sp.exit_code not in (None, 0) for sp in trainers) and all(
                     sp.exit_code is not None or not sp.training for sp in trainers):
@@ -152,3 +159,18 @@ class Simulation:
                         sp.exit_code = sp.proc.returncode
                 time.sleep(0.2)
         return timed_out, None
+
+    def _completed(self, sp: SimPod) -> None:
+        """A training pod exited 0: where its controller restarts it (restartPolicy Always), start it again the first
+        time, as the kubelet does at once."""
+        w = sp.workload
+        d = w.launcher.after_exit(w, self.bundle, PodExit(sp.pod.index, 0), RestartCount())
+        if d.action != RESTART_CONTAINER:
+            return
+        sp.completions += 1
+        if sp.completions > 1:
+            return
+        self.say(f"[sim] pod {sp.name} exited 0 -> {d.controller}: {d.why}  ({d.source}); the simulator starts it "
+                 "again once to show what the cluster sees")
+        sp.proc, sp.exit_code, sp.joined, sp.said_waiting = None, None, False, False
+        self.start(sp)
