@@ -401,3 +401,22 @@ def test_a_statefulset_that_exits_after_its_run_restarts_for_ever(tmp_path):
     assert "exited 0 -> kubelet: restartPolicy Always: container restarted in place after it completed" in out
     assert "already complete" in out and "exit 0, started again, exit 0 again" in out, out[-3000:]
     assert "completed, was started again by its controller (restartPolicy Always) and completed again" in out
+
+
+@pytest.mark.timeout(400)
+def test_a_value_the_trainer_refuses_is_traced_to_its_manifest_setting(tmp_path):
+    """Issue 23's DIST_BACKEND=glo in the environment's ConfigMap: every rank exits 2 on argparse's refusal, and the
+    diagnosis names the setting (the ConfigMap key the flag's default came from), not 'outside the manifests'."""
+    objs = rendered("overlays/kind-cpu/indexed-job")
+    cm = next(o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("ddp-env"))
+    cm["data"]["DIST_BACKEND"] = "glo"
+    path = tmp_path / "glo.yaml"
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    proc, _ = simulate(path, tmp_path, 120)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-3000:] + proc.stderr
+    diagnosis = out[out.index("diagnosis:"):]
+    assert ("the trainer refused --backend (invalid choice 'glo' (choose from auto, nccl, gloo)): "
+            f"DIST_BACKEND='glo' comes from ConfigMap/{cm['metadata']['name']} data.DIST_BACKEND") in diagnosis, diagnosis
+    assert diagnosis.count("the trainer refused --backend") == 1  # once for the world, not per pod
+    assert "TRAINER001" in diagnosis and "outside the manifests" not in diagnosis

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from ..trainer_contract import contract
 from .pods import SimPod
 
 # torch's store client while the store it connects to is not up yet: a warning per address and try, each with the
@@ -119,3 +120,48 @@ def last_words(lines: list[str]) -> list[str]:
     out = [exc[-1].strip()] if exc else []
     out += [ln for ln in clean[-2:] if ln.strip() not in out and not ln.startswith(("  File ", "    "))]
     return out[-3:]
+
+
+# argparse's refusal, as the trainer prints it before any collective (trainer/cli.py parse_args): every rank exits 2.
+_REFUSED = re.compile(r"error: argument (--[\w-]+)(?:/-\w+)?: (.+)$")
+
+
+def rejected_setting(sp: SimPod) -> str | None:
+    """Where the manifests set the value the trainer refused in pod `sp` (its flag on the command line, or the
+    environment variable the flag defaults from and the object and field that set it); None where the pod printed
+    no such refusal or the flag is not the trainer's."""
+    for line in reversed(sp.lines):
+        m = _REFUSED.search(line)
+        if m is None:
+            continue
+        flag, why = m.groups()
+        var = contract.FLAGS.get(flag)
+        if var is None:
+            return None
+        ref = sp.workload.manifest.ref
+        if any(t == flag or t.startswith(flag + "=") for t in sp.argv):
+            return f"the trainer refused {flag} ({clip(why, 120)}): it is on the command line of {ref} " \
+                   f"({sp.pod.container_field}.command/args)"
+        value = sp.pod.env.get(var.name)
+        if value is None:
+            return f"the trainer refused {flag} ({clip(why, 120)}), whose default is {var.name}: nothing in the " \
+                   "manifests sets it (the image's environment?)"
+        return f"the trainer refused {flag} ({clip(why, 120)}): {var.name}={value!r} comes from " \
+               f"{_set_in(sp, var.name)}"
+    return None
+
+
+def _set_in(sp: SimPod, name: str) -> str:
+    """The object and field that give the pod's training container `name`: a ConfigMap key through envFrom, else
+    the container's env entry, else what its controller injects."""
+    field = sp.pod.env_fields.get(name, "")
+    m = re.search(r"\.envFrom\[(\d+)\]$", field)
+    if m:
+        sources = sp.pod.container.get("envFrom") or []
+        i = int(m.group(1))
+        ref = sources[i].get("configMapRef") if i < len(sources) and isinstance(sources[i], dict) else None
+        if isinstance(ref, dict) and ref.get("name"):
+            return f"ConfigMap/{ref['name']} data.{name} (through {sp.workload.manifest.ref} {field})"
+    if name in sp.pod.injected:
+        return f"what the {sp.workload.manifest.kind} controller injects into {sp.workload.manifest.ref}"
+    return f"{sp.workload.manifest.ref} {field or sp.pod.container_field + '.env'}"

@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnose import clip, noise
+from .diagnose import clip, noise, rejected_setting
 from .host import REPO, SimulationError
 from .pods import SimPod
 
@@ -97,9 +97,15 @@ class Result:
                 elif sp.exit_code not in (0, None) or (sp.exit_code is None and not sp.idle):
                     for ln in sp.last_words or ["(printed nothing)"]:
                         lines.append(f"  [{sp.name}] {clip(ln, 220)}")
+            # The value a rank refused, traced to the manifest setting that gave it (said once for the world).
+            refused = list(dict.fromkeys(r for sp in self.trainers if (r := rejected_setting(sp))))
+            lines += [f"  {r}" for r in refused]
             if static_problems:
                 lines.append("  the static checks (make validate) say:")
                 lines += [f"    {p}" for p in static_problems]
+            elif refused:
+                lines.append("  the static checks (make validate) found no error: the setting above is where the "
+                             "manifests and the trainer disagree")
             else:
                 lines.append("  the static checks (make validate) found no error: the problem is outside the manifests "
                              "(image, script, data), see the pod logs")
