@@ -38,6 +38,13 @@ def pytorchjob(run_policy: dict) -> dict:
             "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": {"Master": spec, "Worker": copy.deepcopy(spec)}}}
 
 
+def mpijob(run_policy: dict) -> dict:
+    tmpl = {"spec": {"containers": [{"name": "c", "image": "mpioperator/mpi-pi:openmpi"}]}}
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "mj", "namespace": "bar"},
+            "spec": {"runPolicy": run_policy, "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "template": tmpl}, "Worker": {"replicas": 2, "template": tmpl}}}}
+
+
 RUNTIME = [d for d in yaml.safe_load_all((REPO / "tests/corpus/trainjob/runtime-torch_distributed.yaml").read_text())
            if d]
 
@@ -89,6 +96,29 @@ def test_jobset_managed_by(managed_by, external):
 def test_job_managed_by(managed_by, external):
     w = workload(job({} if managed_by is None else {"managedBy": managed_by}))
     assert (w.managed_by is not None) is external
+
+
+# kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller_test.go:519 TestDoNothingWithMPIJobManagedExternally
+# (kueue.x-k8s.io/multikueue: no pods, Services or Secrets), and managedByExternalController (mpi_job_controller.go:1810):
+# set and not kubeflow.org/mpi-operator
+@pytest.mark.parametrize("managed_by,external", [
+    (None, False), ("kubeflow.org/mpi-operator", False), ("kueue.x-k8s.io/multikueue", True)])
+def test_mpijob_managed_by(managed_by, external):
+    w = workload(mpijob({} if managed_by is None else {"managedBy": managed_by}))
+    assert (w.managed_by is not None) is external
+    doc = plan.workload_doc(w, None)
+    assert doc["pods_now"] == (0 if external else 3)  # the launcher and 2 workers
+    if external:
+        assert BY_ID["mpijob"].managed_by_source in doc["pods_not_created"]
+
+
+def test_a_suspended_mpijob_has_no_pods_now():
+    """runPolicy.suspend: the launcher Job is created suspended and the workers' pods deleted
+    (mpi_job_controller.go:711-724); the model said nothing of it (its Workload flag was overwritten)."""
+    w = workload(mpijob({"suspend": True}))
+    doc = plan.workload_doc(w, None)
+    assert doc["pods_now"] == 0 and doc["pod_count"] == 2
+    assert "spec.runPolicy.suspend is true" in doc["pods_not_created"]
 
 
 def validate(*objs: dict) -> engine.Unit:

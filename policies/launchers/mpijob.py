@@ -118,6 +118,13 @@ class MPIJobLauncher(Launcher):
     for_training = True
     managed_dns = True
     ttl_field = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    managed_by_field = ("spec", "runPolicy", "managedBy")
+    controller_name = "kubeflow.org/mpi-operator"  # pkg/apis/kubeflow/v2beta1/types.go:98 KubeflowJobController
+    managed_by_source = ("kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go:598 "
+                         "managedByExternalController (1810), TestDoNothingWithMPIJobManagedExternally")
+    suspend_field = ("spec", "runPolicy", "suspend")
+    suspend_source = ("kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go:711-724 (the launcher Job "
+                      "created suspended, the workers' pods deleted)")
     scale = ScaleSpec(pods=[(("spec", "mpiReplicaSpecs", WORKER, "replicas"), 0)],
                       resources=[("spec", "mpiReplicaSpecs", WORKER, "template", "spec", "containers", 0,
                                   "resources")])
@@ -190,8 +197,7 @@ class MPIJobLauncher(Launcher):
                 if (c == t and not init) else [],
                 container_name=target,
                 containers=_worker_containers(template)))
-        w = Workload(m, self, groups, m.namespace,
-                     suspended=mapping(spec.get("runPolicy")).get("suspend") is True)
+        w = Workload(m, self, groups, m.namespace)
         w.notes.append(f"hostfile {HOSTFILE} (ConfigMap {name}-config): "
                        + (f"{name}-launcher.{name}.{ns}.svc slots={slots}, " if as_worker else "")
                        + (f"{name}-worker-0..{workers - 1}.{name}.{ns}.svc slots={slots} each" if workers
