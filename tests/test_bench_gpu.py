@@ -2,6 +2,7 @@
 from a GPU session (bench/gpu-*.md) are the table the script wrote from its JSON. The CPU fallback run of every
 step is tests/test_trainer_bench_gpu.py (slow)."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,4 +50,9 @@ def test_committed_gpu_figures_are_the_scripts_table(data):
     text = md.read_text()
     table = bench_gpu.render(rep, []).strip()
     assert table in text, f"{md.name}: the table is not what the script renders from {data.name}'s rows"
-    assert record["device"] in text.splitlines()[0] and not record["failed"]
+    assert record["device"] in text.splitlines()[0]
+    # A step that failed on the card stays in the committed record as the script wrote it (its FAILED row and the
+    # FAILED list under the title), never dropped: bench/HISTORY.md says why it failed.
+    if record["failed"]:
+        assert f"FAILED: {', '.join(record['failed'])}" in text
+        assert all(re.search(rf"^\| {re.escape(step)} +\| FAILED ", text, re.M) for step in record["failed"])
