@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from . import identity, launchers, repo_edit, scale, scale_edits, transaction
 from .entry import guarded
@@ -152,6 +153,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
 
     # Overlays: make scale's edits on copies of FROM's files, then the names and sizes of every comment.
     quantities: dict[str, str] = {}
+    losses = scale_edits.pod_losses(root, req.source)  # the new environment's declaration is FROM's, copied
     new_overlays: dict[Path, dict[Path, str]] = {}
     for ov in src.overlays:
         cur = src.current[ov.folder]
@@ -171,6 +173,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
             shm = scale.YamlFile.load(ov.shm_file)
             scale.edit_shm(shm, p)
             files[ov.shm_file] = shm.dump()
+        files.update(scale_edits.edit_restart_budget(ov.folder, ov.launcher, p.nodes, losses))
         for path in sorted(ov.folder.rglob("*")):
             if path.is_file() and path not in files and not path.name.endswith(transaction.TMP_SUFFIX):
                 files[path] = path.read_text(encoding="utf-8")
@@ -297,9 +300,31 @@ def _argocd(root: Path, env: str, launcher: str, cluster: str, namespace: str) -
     project = root / "argocd" / "appproject.yaml"
     f = scale.YamlFile.load(project)
     dests = f.docs[0]["spec"].setdefault("destinations", CommentedSeq())
-    dests.append(CommentedMap([("name", cluster), ("namespace", namespace)]))
+    _insert_after(dests, len(dests) - 1, CommentedMap([("name", cluster), ("namespace", namespace)]))
+    # The destination namespace, which CreateNamespace=true creates: the project permits Namespaces by name only
+    # (ARGO008), so the new one joins the others (after the last of them).
+    whitelist = f.docs[0]["spec"].get("clusterResourceWhitelist")
+    if isinstance(whitelist, CommentedSeq):
+        spaces = [i for i, e in enumerate(whitelist) if isinstance(e, CommentedMap) and e.get("kind") == "Namespace"
+                  and not e.get("group")]
+        if spaces and not any(whitelist[i].get("name") in (namespace, "*") for i in spaces):
+            _insert_after(whitelist, spaces[-1],
+                          CommentedMap([("group", DoubleQuotedScalarString("")), ("kind", "Namespace"), ("name", namespace)]))
     out[project] = f.dump()
     return out
+
+
+def _insert_after(seq: CommentedSeq, index: int, entry: CommentedMap) -> None:
+    """Insert `entry` after seq[index] (at the end of an empty seq); the comment that follows seq[index] (ruamel
+    keeps it on that map's last key: it introduces what comes next) moves to the new entry's last key."""
+    if index < 0:
+        seq.append(entry)
+        return
+    prev = seq[index]
+    comment = prev.ca.items.pop(list(prev)[-1], None) if isinstance(prev, CommentedMap) and len(prev) else None
+    seq.insert(index + 1, entry)
+    if comment is not None:
+        entry.ca.items[list(entry)[-1]] = comment
 
 
 def _add_element(root: Path, appset: Path, element: dict[str, str]) -> str:

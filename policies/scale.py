@@ -19,8 +19,8 @@ from typing import Any
 from . import transaction
 from .entry import guarded
 from .paths import overlay_path
-from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_shm, edit_topology,
-                          matches)
+from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
+                          edit_topology, matches, pod_losses)
 from .yamledit import EditError, YamlFile, edit_relative_to, rel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -307,6 +307,7 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
         shm = YamlFile.load(ov.shm_file)
         edit_shm(shm, p)
         changes[ov.shm_file] = shm.dump()
+    changes.update(edit_restart_budget(ov.folder, ov.launcher, p.nodes, pod_losses(root, ov.env)))
     run_note = ""
     if args.new_run:
         run = YamlFile.load(ov.run_file)

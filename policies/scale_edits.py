@@ -238,3 +238,40 @@ def matches(pointer: str, path: tuple[Any, ...]) -> bool:
     """A JSON-patch path against a ScaleSpec path (`*` matches any one key)."""
     parts = pointer.strip("/").split("/")
     return len(parts) == len(path) and all(p == "*" or str(p) == q for p, q in zip(path, parts))
+
+
+def pod_losses(root: Path, env: str) -> int:
+    """The pod losses the environment asks every training workload to survive (its declaration's podLosses; 0
+    where it declares none or cannot be read: the validation that follows every edit reports that)."""
+    try:
+        doc = YamlFile.load(root / "components" / env / "policy.yaml").docs[0]
+    except (EditError, OSError, IndexError):
+        return 0
+    value = dig(doc, "spec", "podLosses")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def edit_restart_budget(folder: Path, launcher: str, pods: int, losses: int) -> dict[Path, str]:
+    """The overlay's patches that write the launcher's restart budget (Launcher.restart_budget_path), set to
+    losses x pods + 1, with the figures of their comments; {} where none does or nothing changes."""
+    path = getattr(launchers.BY_ID.get(launcher), "restart_budget_path", None)
+    if path is None or losses < 1:
+        return {}
+    want = losses * pods + 1
+    out: dict[Path, str] = {}
+    for patch in sorted((folder / "patches").glob("*.yaml")):
+        f = YamlFile.load(patch)
+        ops = f.docs[0] if f.docs else None
+        if not isinstance(ops, CommentedSeq):
+            continue
+        hit = [op for op in ops if isinstance(op, CommentedMap) and op.get("path") == path
+               and op.get("op") in ("add", "replace") and isinstance(op.get("value"), int)]
+        if not hit or all(op["value"] == want for op in hit):
+            continue
+        for op in hit:
+            op["value"] = want
+        text = f.dump()
+        text = re.sub(r"(?m)^(#.*?)\b\d+( per lost pod)", lambda m: f"{m.group(1)}{pods}{m.group(2)}", text)
+        text = re.sub(r"(?m)^(#.*?backoffLimit )\d+( survives)", lambda m: f"{m.group(1)}{want}{m.group(2)}", text)
+        out[patch] = text
+    return out

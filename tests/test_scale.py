@@ -243,3 +243,19 @@ def test_a_jobset_patch_is_scaled_where_its_launcher_module_says(tmp_path):
     assert {e["name"]: e["value"] for e in c["env"]} == {"NNODES": "4", "NPROC_PER_NODE": "1"}
     assert c["resources"]["limits"]["cpu"] == "1"
     assert out.startswith("# 2 pods x 2 processes\n") and '"4"' in out  # comments and quoting kept
+
+
+def test_the_restart_budget_follows_the_pod_count(repo):
+    """A lost pod of a static PyTorchJob world costs one container restart per pod: 64x8-h100 asks every workload to
+    survive one (podLosses 1), so 32 pods need backoffLimit 33 (RESTART007). make scale writes it, and its comment."""
+    proc = scale(repo, "scale", "64x8-h100/pytorchjob", "--nodes", "32")
+    assert proc.returncode == 0, proc.stderr
+    text = (repo / "overlays/64x8-h100/pytorchjob/patches/survive-a-lost-pod.yaml").read_text()
+    assert "value: 33\n" in text and "32 per lost pod" in text and "backoffLimit 33 survives one" in text
+    assert workload(rendered(repo, "64x8-h100/pytorchjob"))["spec"]["runPolicy"]["backoffLimit"] == 33
+    # kind-cpu asks for no pod loss (podLosses 0): its PyTorchJobs' budgets are left alone
+    before = snapshot(repo)
+    proc = scale(repo, "scale", "kind-cpu/pytorchjob", "--nodes", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert {k for k, v in snapshot(repo).items() if before.get(k) != v} <= {
+        "overlays/kind-cpu/pytorchjob/patches/set-topology.yaml", "overlays/kind-cpu/pytorchjob/kustomization.yaml"}

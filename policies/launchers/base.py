@@ -224,6 +224,10 @@ class Launcher:
     # Where a finished workload's TTL lives (ARGO002).
     ttl_field: ClassVar[tuple[str, ...] | None] = None
     scale: ClassVar[ScaleSpec | None] = None
+    # The JSON-patch path of the limit on container restarts that a lost pod of a static world spends one per pod
+    # (PyTorchJob's runPolicy.backoffLimit): `make scale` and `make new-env` set a patch that writes it to
+    # losses x pods + 1 for the environment's podLosses (RESTART007 checks it).
+    restart_budget_path: ClassVar[str | None] = None
     # Where the object names the controller that manages it (`managedBy`), the name this controller answers to (an
     # unset field means this one), and the upstream source that skips an object another manages; where the object
     # says it is suspended (no pods until resumed) and the source that holds them back.

@@ -110,6 +110,7 @@ class PyTorchJobLauncher(Launcher):
     managed_dns = True
     immutable = ("spec",)
     ttl_field = ("spec", "runPolicy", "ttlSecondsAfterFinished")
+    restart_budget_path = "/spec/runPolicy/backoffLimit"
     scale = ScaleSpec(pods=[(("spec", "pytorchReplicaSpecs", WORKER, "replicas"), -1)],
                       nproc=[("spec", "nprocPerNode")],
                       resources=[("spec", "pytorchReplicaSpecs", "*", "template", "spec", "containers", 0,

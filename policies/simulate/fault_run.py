@@ -160,8 +160,11 @@ class FaultRun:
         proc = sp.proc
         if proc is None or proc.poll() is not None:
             return []
+        container = container_pid(sp)  # below confine.py's processes where the pods are sandboxed
+        if container is None:
+            return []
         pids = pod_processes(sp)
-        return [pid for pid in pids if parent_of(pid) == proc.pid] or [proc.pid]
+        return [pid for pid in pids if parent_of(pid) == container] or [container]
 
     def _paused(self, printer: SimPod) -> bool:
         """Whether the ranks stopped themselves after this step (the repository's trainer under PAUSE_AT_STEPS):
