@@ -295,13 +295,20 @@ def test_init_refuses_a_repository_that_pins_other_build_settings(installed: Ins
     shutil.copytree(workdir / "components", fork / "components")
     shutil.copytree(workdir / "overlays", fork / "overlays")
     doc = yaml.safe_load((workdir / "gitops.yaml").read_text())
-    doc["kustomize"]["buildOptions"] = ["--load-restrictor=LoadRestrictionsNone"]
+    # (an option the build-option allow-list accepts, policies/offline.py, but not the one the image was built with)
+    doc["kustomize"]["buildOptions"] = ["--load-restrictor=LoadRestrictionsRootOnly"]
     (fork / "gitops.yaml").write_text(yaml.safe_dump(doc))
     init, gen = cmp_server_run(installed, fork, "overlays/kind-cpu/indexed-job", tmp_path / "home")
     assert init.returncode == 2 and gen is None
     line = init.stderr.decode().strip()
     assert line.startswith("error: gitops.yaml asks for kustomize v5.8.1 with build options "
-                           "['--load-restrictor=LoadRestrictionsNone']") and "\n" not in line, line
+                           "['--load-restrictor=LoadRestrictionsRootOnly']") and "\n" not in line, line
+    # an option the allow-list refuses is refused first, with why
+    doc["kustomize"]["buildOptions"] = ["--load-restrictor=LoadRestrictionsNone"]
+    (fork / "gitops.yaml").write_text(yaml.safe_dump(doc))
+    init, gen = cmp_server_run(installed, fork, "overlays/kind-cpu/indexed-job", tmp_path / "home")
+    assert init.returncode == 2 and gen is None
+    assert "build option --load-restrictor=LoadRestrictionsNone is not allowed" in init.stderr.decode()
 
 
 def test_a_command_run_by_hand_outside_argo_cd(tmp_path):
