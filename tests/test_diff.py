@@ -69,8 +69,9 @@ def test_working_tree_against_a_ref_and_the_immutable_warning(repo):
     assert "64x8-h100/pytorchjob: world size 512 -> 256, GPUs 512 -> 256, pods 64 -> 32" in out
     assert "~ PyTorchJob/ddp-train-run-001" in out
     assert "spec.pytorchReplicaSpecs.Worker.replicas: 63 -> 31" in out
-    assert "warning: PyTorchJob/ddp-train-run-001 changes spec.pytorchReplicaSpecs.Worker.replicas under the same " \
-           "name" in out
+    assert "spec.runPolicy.backoffLimit: 65 -> 33" in out  # the restart budget follows the pod count (make scale)
+    assert "warning: PyTorchJob/ddp-train-run-001 changes spec.pytorchReplicaSpecs.Worker.replicas, " \
+           "spec.runPolicy.backoffLimit under the same name" in out
     assert "make new-run OVERLAY=64x8-h100/pytorchjob" in out
 
 
