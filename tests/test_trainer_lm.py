@@ -205,8 +205,8 @@ def test_bad_model_folders_seq_len_and_checkpoint_of_another_model(tiny, tmp_pat
 # ---------------------------------------------------------------- what the one training loop gives this task
 @pytest.fixture(scope="module")
 def small(tiny, tmp_path_factory) -> Path:
-    """The tiny model's data cut to 60 training and 20 validation documents: 9 steps an epoch at batch 16 on one
-    process, 5 validation batches."""
+    """The tiny model's data cut to 60 training and 20 validation documents: a few steps an epoch at batch 16 on one
+    process (6 to 9: the documents are the repository's own Markdown, so the count follows the docs)."""
     data = tmp_path_factory.mktemp("small-data")
     for name, lines in (("train.jsonl", 60), ("val.jsonl", 20)):
         text = (tiny / "data" / name).read_text().splitlines()[:lines]
@@ -268,7 +268,11 @@ def test_a_resume_takes_this_runs_weight_decay_and_says_so(tiny, small, tmp_path
     out = capsys.readouterr().out
     resume = [d for d in tagged(out, "DDP") if "resumed_from" in d][0]
     assert resume["changed"] == "weight_decay 0->0.1", resume
-    groups = _saved_optimizer_groups(tmp_path / "wd" / "checkpoints" / "step-00000006")
+    # (where the run stopped: step-00000006, or epoch-0001 where the epoch has 6 steps; the data is the first 60
+    # documents of the repository's Markdown, so an epoch's length follows the docs)
+    latest = json.loads((tmp_path / "wd" / "latest").read_text())
+    assert latest["step"] == 6, latest
+    groups = _saved_optimizer_groups(tmp_path / "wd" / latest["dir"])
     assert {g["weight_decay"] for g in groups} == {0.1}  # and it trained with it
 
 
