@@ -223,6 +223,21 @@ def make_pod(group: PodGroup, local: int, index: int, namespace: str, configmaps
     return pod.ready()
 
 
+_ENV_FROM = re.compile(r"\.envFrom\[(\d+)\]$")
+
+
+def env_from_configmap(container: dict[str, Any], field: str) -> str | None:
+    """The ConfigMap a variable of `container` comes from, where its field (ContainerEnv.env_fields) is one of the
+    container's envFrom entries and that entry names a configMapRef; None otherwise."""
+    m = _ENV_FROM.search(field)
+    if m is None:
+        return None
+    sources = listing(container.get("envFrom"))
+    i = int(m.group(1))
+    name = mapping(mapping(sources[i]).get("configMapRef")).get("name") if i < len(sources) else None
+    return str(name) if name else None
+
+
 def _fill_env(pod: Pod, ce: ContainerEnv, injected: list[Injected], configmaps: dict[str, dict[str, str]],
               secrets: dict[str, dict[str, str]], by: str) -> None:
     env, fields, c, cf = ce._env, ce._fields, ce.container, ce.field  # being filled: not through the properties

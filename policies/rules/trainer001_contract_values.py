@@ -13,11 +13,11 @@ Passes: `DIST_BACKEND=gloo`; `DIST_BACKEND=glo` with `--backend=gloo` on the com
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
 
 from ..trainer_contract import contract
 
+from ..launchers.pods import env_from_configmap
 from ..rulekit import find_object, obj_problem
 
 ID = "TRAINER001"
@@ -61,14 +61,10 @@ def where(ctx, w, c, name: str) -> tuple[Any, str]:
     """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
     the container's env entry."""
     field = c.env_fields.get(name) or f"{c.field}.env"
-    m = re.search(r"\.envFrom\[(\d+)\]$", field)
-    if m:
-        sources = c.container.get("envFrom") or []
-        i = int(m.group(1))
-        ref = (sources[i].get("configMapRef") or {}) if i < len(sources) and isinstance(sources[i], dict) else {}
-        cm = find_object(ctx, "ConfigMap", str(ref.get("name"))) if ref else None
-        if cm is not None:
-            return cm, f"data.{name}"
+    configmap = env_from_configmap(c.container, field)
+    cm = find_object(ctx, "ConfigMap", configmap) if configmap else None
+    if cm is not None:
+        return cm, f"data.{name}"
     return located(w, field)
 
 

@@ -7,6 +7,7 @@ import re
 from typing import Callable
 
 from ..trainer_contract import contract
+from ..launchers.pods import env_from_configmap
 from .pods import SimPod
 
 # torch's store client while the store it connects to is not up yet: a warning per address and try, each with the
@@ -155,13 +156,9 @@ def _set_in(sp: SimPod, name: str) -> str:
     """The object and field that give the pod's training container `name`: a ConfigMap key through envFrom, else
     the container's env entry, else what its controller injects."""
     field = sp.pod.env_fields.get(name, "")
-    m = re.search(r"\.envFrom\[(\d+)\]$", field)
-    if m:
-        sources = sp.pod.container.get("envFrom") or []
-        i = int(m.group(1))
-        ref = sources[i].get("configMapRef") if i < len(sources) and isinstance(sources[i], dict) else None
-        if isinstance(ref, dict) and ref.get("name"):
-            return f"ConfigMap/{ref['name']} data.{name} (through {sp.workload.manifest.ref} {field})"
+    configmap = env_from_configmap(sp.pod.container, field)
+    if configmap:
+        return f"ConfigMap/{configmap} data.{name} (through {sp.workload.manifest.ref} {field})"
     if name in sp.pod.injected:
         return f"what the {sp.workload.manifest.kind} controller injects into {sp.workload.manifest.ref}"
     return f"{sp.workload.manifest.ref} {field or sp.pod.container_field + '.env'}"
