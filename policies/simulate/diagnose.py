@@ -140,7 +140,8 @@ def rejected_setting(sp: SimPod) -> str | None:
         if var is None:
             return None
         ref = sp.workload.manifest.ref
-        if any(t == flag or t.startswith(flag + "=") for t in sp.argv):
+        start = contract.starts_trainer(sp.argv)
+        if flag in contract.flags_given(sp.argv[start:] if start is not None else sp.argv):
             return f"the trainer refused {flag} ({clip(why, 120)}): it is on the command line of {ref} " \
                    f"({sp.pod.container_field}.command/args)"
         value = sp.pod.env.get(var.name)
