@@ -144,14 +144,19 @@ def pods_field(topo: Topology) -> str:
     return topo.workload.launcher.pods_field(topo.workload)
 
 
-def at(ctx: Context, topo: Topology, field: str | None) -> tuple[Manifest, str | None]:
+def located(workload: Workload, field: str | None) -> tuple[Manifest, str | None]:
     """The object and field a problem about `field` of a workload's pods belongs to: a TrainJob's pod template
     lives in its runtime, so `(runtime) spec...` points at the runtime object where it is in the manifests."""
     if field and field.startswith("(runtime) "):
-        runtime = topo.workload.runtime
+        runtime = workload.runtime
         if runtime is not None:
             return runtime, field[len("(runtime) "):]
-    return topo.manifest, field
+    return workload.manifest, field
+
+
+def at(ctx: Context, topo: Topology, field: str | None) -> tuple[Manifest, str | None]:
+    """`located` for a topology's workload."""
+    return located(topo.workload, field)
 
 
 def problem_at(rule: str, ctx: Context, topo: Topology, field: str | None, message: str, hint: str,

@@ -123,3 +123,19 @@ def test_nproc_per_nod_warns_with_the_suggestion_on_every_environment(typos):
         assert [p["severity"] for p in found] == ["warning"], overlay
         assert "NPROC_PER_NOD is set" in found[0]["message"] and found[0]["hint"] == \
             "rename NPROC_PER_NOD to NPROC_PER_NODE"
+
+
+@pytest.mark.parametrize("name, field", [
+    ("runtime-epochs-zero", "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[3]"),
+    ("runtime-env-glo", "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[0]"),
+])
+def test_a_value_the_runtime_writes_is_reported_on_the_runtime(name, field):
+    """A command or env the TrainJob leaves to its runtime is the runtime's: the problem names the
+    ClusterTrainingRuntime and its field (the TrainJob's spec.trainer only where the TrainJob writes it)."""
+    path = REPO / "tests" / "fixtures" / "rules" / "TRAINER001" / "fail" / f"{name}.yaml"
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--format", "json", str(path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1, proc.stderr
+    assert [(p["rule"], p["object"], p["field"]) for p in report["problems"] if p["severity"] == "error"] == \
+        [("TRAINER001", "ClusterTrainingRuntime/ddp-torch", field)]

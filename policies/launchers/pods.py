@@ -44,6 +44,9 @@ class ContainerEnv:
     init: bool
     # Added by the controller (PyTorchJob's init container), not written by the user.
     added: bool = False
+    # Where `command` or `args` is written when not under `field`: a TrainJob's `node` container is `spec.trainer`,
+    # but a command the TrainJob leaves out is the runtime's.
+    key_fields: dict[str, str] = field(default_factory=dict)
     _env: dict[str, str | None] = field(default_factory=dict, repr=False)
     _fields: dict[str, str] = field(default_factory=dict, repr=False)
     _injected: set[str] = field(default_factory=set, repr=False)
@@ -128,7 +131,7 @@ class Pod:
                 for i, tok in enumerate(listing(c.container.get(key))):
                     tok = str(tok)
                     out.append(expand_k8s(tok, env) if "$" in tok else tok)
-                    fields.append(f"{c.field}.{key}[{i}]")
+                    fields.append(f"{c.key_fields.get(key, c.field)}.{key}[{i}]")
             c._argv = (out, fields)
         return c._argv
 
@@ -166,6 +169,8 @@ class PodGroup:
     # The template's containers after the controller merged the workload's settings into them (TrainJob).
     containers: list[dict[str, Any]] | None = None
     container_fields: dict[int, str] = field(default_factory=dict)
+    # Per container index, where its command or args is written when not under its container field (ContainerEnv).
+    container_key_fields: dict[int, dict[str, str]] = field(default_factory=dict)
     # Pods the workload creates outside the training world (a TrainJob's initializers): listed, not ranked.
     aux: bool = False
     # What every pod of the group shares, read from the template once (Workload._make_pod).
@@ -216,7 +221,7 @@ def make_pod(group: PodGroup, local: int, index: int, namespace: str, configmaps
             c = {**c, "ports": listing(c.get("ports")) + [p for p in extra if p.get("containerPort") not in have]}
         pod.containers.append(ContainerEnv(str(c.get("name")),
                                            group.container_fields.get(i, f"{pod.spec_field}.containers[{i}]"),
-                                           c, False))
+                                           c, False, key_fields=dict(group.container_key_fields.get(i, {}))))
     for ce in pod.init_containers + pod.containers:
         ce._pending = (lambda ce=ce: _fill_env(pod, ce, group.inject(local, ce.name, ce.init), configmaps, secrets,
                                                by))

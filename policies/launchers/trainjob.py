@@ -215,7 +215,8 @@ class TrainJobLauncher(Launcher):
 
         # The trainer step's `node` container after the jobset plugin's builder and the runtime's resource merge.
         fields: dict[int, str] = {}
-        for rjob in listing(template.get("replicatedJobs")):
+        key_fields: dict[int, dict[str, str]] = {}
+        for j, rjob in enumerate(listing(template.get("replicatedJobs"))):
             if not is_trainer_step(mapping(rjob)):
                 continue
             pod_spec = mapping(dig(rjob, "template", "spec", "template", "spec"))
@@ -227,6 +228,9 @@ class TrainJobLauncher(Launcher):
                 for key in ("image", "command", "args"):
                     if trainer.get(key) is not None:
                         c[key] = trainer[key]
+                    elif key != "image" and c.get(key) is not None:  # the runtime's, where the TrainJob sets none
+                        key_fields.setdefault(k, {})[key] = \
+                            f"(runtime) spec.template.spec.replicatedJobs[{j}].template.spec.template.spec.containers[{k}]"
                 if trainer.get("env"):
                     c["env"] = upsert_env(listing(c.get("env")), listing(trainer.get("env")))
                 # trainingruntime.go 199-203: resourcesPerNode is merged only when the runtime has an mlPolicy (and
@@ -270,6 +274,7 @@ class TrainJobLauncher(Launcher):
             g.container_name = NODE
             g.containers = listing(dig(g.template, "spec", "containers"))
             g.container_fields = dict(fields)
+            g.container_key_fields = {k: dict(v) for k, v in key_fields.items()}
             if torch_policy is not None and trainer_set:
                 g.ports = lambda c: [{"containerPort": MASTER_PORT}] if c == NODE else []
         w.groups = groups

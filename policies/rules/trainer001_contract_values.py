@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from ..trainer_contract import contract
 
 from ..launchers.pods import env_from_configmap
-from ..rulekit import find_object, obj_problem
+from ..rulekit import find_object, located, obj_problem
 
 ID = "TRAINER001"
 NAME = "trainer-contract-values"
@@ -46,15 +46,6 @@ def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], i
                         found.append((w, pod, c, argv, fields, start))
         ctx.memo["trainer_containers"] = found
     return found
-
-
-def located(w, field: str) -> tuple[Any, str]:
-    """The object a field of the workload's pods is written in: a TrainJob's runtime for `(runtime) ...`."""
-    if field.startswith("(runtime) "):
-        runtime = w.facts.get("runtime")
-        if runtime is not None:
-            return runtime, field[len("(runtime) "):]
-    return w.manifest, field
 
 
 def where(ctx, w, c, name: str) -> tuple[Any, str]:
