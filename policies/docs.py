@@ -104,6 +104,8 @@ def rules_markdown() -> str:
         "could not run.",
         "- `SUPPRESS`: a suppression without a reason (error: it is not applied), naming no rule (warning), or "
         "suppressing nothing (info).",
+        "- `SKIP` (info): a file none of whose documents is a Kubernetes object (a GitHub workflow, Helm values) was "
+        "not checked ([validation.md](validation.md)).",
         "",
     ]
     return "\n".join(lines)

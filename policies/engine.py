@@ -14,7 +14,7 @@ from . import argocd, environment
 from .launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
                         workloads)
 from .files import path_error, read
-from .loader import InputError
+from .loader import InputError, NotKubernetes
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .kustomization import kustomization_file, overlays_named
 from .render import render_all
@@ -35,7 +35,7 @@ class Unit:
     """One thing validated on its own: a rendered overlay or a manifest file."""
 
     source: str
-    kind: str  # "overlay" | "file"
+    kind: str  # "overlay" | "file" | SKIPPED
     manifests: list[Manifest] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     topologies: list[Topology] = field(default_factory=list)
@@ -64,6 +64,7 @@ class Timings:
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what kubeconform reads in a folder
+SKIPPED = "skipped"  # Unit.kind of a file that holds no Kubernetes object (loader.NotKubernetes)
 
 
 def plain_manifests(root: Path) -> list[Path]:
@@ -128,6 +129,12 @@ def _read_file(raw: str) -> Unit:
     unit = Unit("<stdin>" if raw == "-" else raw, "file")
     try:
         unit.manifests = read(raw)
+    except NotKubernetes:
+        # YAML or JSON that is no Kubernetes object at all (a workflow, Helm values): said once, at info level, and
+        # not counted as a file checked. `validate <folder>` and the pre-commit hook (`changed`) agree on it.
+        unit.kind = SKIPPED
+        unit.problems.append(Problem("SKIP", "no document has an apiVersion, a kind or metadata: not a "
+                                     "Kubernetes manifest, not checked", unit.source, severity=INFO))
     except InputError as exc:
         unit = _input_error(unit.source, "file", str(exc))
     return unit
@@ -373,7 +380,7 @@ def validate(units: list[Unit], validator: Validator | None, timings: Timings | 
         schema = {id(u): crd_rules(manifests, problems) for u, manifests, problems in zip(live, expanded, found)}
         t.schema += time.perf_counter() - start
     for unit in units:
-        if unit.failed_input:
+        if unit.failed_input or unit.kind == SKIPPED:
             continue
         if not unit.manifests:
             unit.problems.append(Problem("INPUT", "renders no Kubernetes objects", unit.source, severity=WARNING))

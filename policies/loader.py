@@ -21,6 +21,11 @@ class InputError(Exception):
     """Bad input: the message is the whole one-line report."""
 
 
+class NotKubernetes(InputError):
+    """A file none of whose documents is a Kubernetes object (a GitHub workflow, Helm values, a
+    .pre-commit-config.yaml): not a manifest at all, so it is skipped, not an error (engine.SKIPPED)."""
+
+
 # Bounds on what one input may be and what one YAML document may expand to, checked on the parser's events before
 # anything is built (docs/validation.md, "Bounds"), so memory and time stay bounded on any input:
 # - MAX_INPUT_BYTES: one file, standard input or one overlay's render. Read at most this much plus one byte, so
@@ -431,8 +436,18 @@ def _json_depth(doc: Any, source: str) -> None:
             stack += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
 
 
+def looks_like_an_object(doc: Any) -> bool:
+    return isinstance(doc, dict) and ("apiVersion" in doc or "kind" in doc or isinstance(doc.get("metadata"), dict))
+
+
 def objects(docs: list[Any], source: str) -> list[Manifest]:
-    """Parsed documents -> Manifests: `List` kinds (`v1/List`, `kubectl get -o yaml`) are unpacked."""
+    """Parsed documents -> Manifests: `List` kinds (`v1/List`, `kubectl get -o yaml`) are unpacked. Documents none
+    of which looks like a Kubernetes object (a mapping with an apiVersion, a kind or a metadata mapping) are not
+    Kubernetes at all: NotKubernetes. A document with metadata and no apiVersion or kind is a manifest missing its
+    header, and one odd document beside Kubernetes objects a broken manifest: the schema stage reports each."""
+    present = [doc for doc in docs if doc is not None]
+    if present and not any(looks_like_an_object(doc) for doc in present):
+        raise NotKubernetes(f"{source}: no document has an apiVersion, a kind or metadata: not a Kubernetes manifest")
     out: list[Manifest] = []
     for i, doc in enumerate(docs):
         if doc is None:

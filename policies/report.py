@@ -47,7 +47,8 @@ class Run:
 
     def summary(self) -> dict[str, Any]:
         overlays = sum(1 for u in self.units if u.kind == "overlay")
-        return {"overlays": overlays, "files": len(self.units) - overlays,
+        files = sum(1 for u in self.units if u.kind == "file")
+        return {"overlays": overlays, "files": files, "skipped": len(self.units) - overlays - files,
                 "objects": sum(len(u.manifests) for u in self.units),
                 "workloads": sum(len(u.topologies) for u in self.units), "rules": len(RULES),
                 "errors": count(self.units, ERROR), "warnings": count(self.units, WARNING),
@@ -103,7 +104,9 @@ def to_text(run: Run) -> str:
     s = run.summary()
     # An overlay and argocd/ alike are folders kustomize rendered (make diff counts them the same way).
     what = ", ".join(x for x in (_count(s["overlays"], "rendered folder") if s["overlays"] else "",
-                                 _count(s["files"], "file") if s["files"] else "") if x)
+                                 _count(s["files"], "file") if s["files"] else "") if x) or "0 files"
+    if s["skipped"]:
+        what += f" ({_count(s['skipped'], 'file')} skipped: not Kubernetes)"
     verdict = "FAILED" if s["failed"] else "OK"
     sup = ""
     if s["suppressed"]:

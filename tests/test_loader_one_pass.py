@@ -160,9 +160,15 @@ def test_parse_gives_the_same_manifests_and_messages() -> None:
     good = (REPO / "tests/corpus").glob("**/*.yaml")
     for path in sorted(good)[:20]:
         text = path.read_text(encoding="utf-8")
-        fast = parse(text, path.name)
-        slow = loader.objects(list(yaml.load_all(text, Loader=_StrictLoader)), path.name)
-        assert [m.obj for m in fast] == [m.obj for m in slow]
+        try:
+            fast = [m.obj for m in parse(text, path.name)]
+        except loader.NotKubernetes as exc:  # the corpus's index.yaml: both readers say so
+            fast = str(exc)
+        try:
+            slow = [m.obj for m in loader.objects(list(yaml.load_all(text, Loader=_StrictLoader)), path.name)]
+        except loader.NotKubernetes as exc:
+            slow = str(exc)
+        assert fast == slow
     for text, words in (("a: 1\na: 2\n", "duplicate key 'a'"), ("a: *x\n", "undefined alias"),
                         ("a: !!set {b}\n", "tag set has no JSON form"), ("a: [1\n", "invalid YAML")):
         with pytest.raises(InputError, match=words.replace("(", r"\(")):

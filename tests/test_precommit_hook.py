@@ -1,6 +1,7 @@
 """The pre-commit hook other repositories use (.pre-commit-hooks.yaml), run by the real `pre-commit try-repo`
-(pre-commit from PyPI, requirements-dev.txt) against a temporary repository holding a good and a broken manifest and
-an overlay.
+(pre-commit from PyPI, requirements-dev.txt) against a temporary repository holding a good and a broken manifest, an
+overlay, and the YAML every repository has that is no Kubernetes object (a GitHub workflow, .pre-commit-config.yaml,
+Helm values).
 
 No network: pre-commit clones this checkout (a local path), makes the hook's virtualenv with virtualenv's own seed
 wheels, and runs `pip install .` in the clone; that pip reads the build backend and the dependencies only from the
@@ -68,6 +69,15 @@ def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
     (user / "deploy" / "patch.yaml").write_text(
         f"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata:\n  name: {name}\n"
         "  labels: {team: a}\n")
+    # What every repository also holds: YAML that is no Kubernetes object. The hook skips each, said at info level.
+    (user / ".github" / "workflows").mkdir(parents=True)
+    (user / ".github" / "workflows" / "ci.yml").write_text(
+        "name: ci\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n")
+    (user / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {REPO}\n    rev: HEAD\n    hooks:\n      - id: ddp-check\n")
+    (user / "chart").mkdir()
+    (user / "chart" / "values.yaml").write_text("replicaCount: 2\nimage:\n  repository: x\n  tag: '1'\n")
+    others = (".github/workflows/ci.yml", ".pre-commit-config.yaml", "chart/values.yaml")
     git(user, "add", ".")
     env = offline_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), HOME=str(tmp_path / "home"))
 
@@ -76,15 +86,17 @@ def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
                               env=env, capture_output=True, text=True, timeout=900)
 
     # --verbose: the hook's output even when it passes.
-    good = try_repo("good.yaml", "deploy/patch.yaml")
+    good = try_repo("good.yaml", "deploy/patch.yaml", *others)
     assert good.returncode == 0, good.stdout + good.stderr
     assert "Passed" in good.stdout
-    # The patch reached the overlay: one rendered folder and the good file.
-    assert "OK: 1 rendered folder, 1 file," in good.stdout, good.stdout
+    # The patch reached the overlay: one rendered folder and the good file; the others skipped, one line each.
+    assert "OK: 1 rendered folder, 1 file (3 files skipped: not Kubernetes)," in good.stdout, good.stdout
+    skipped = sorted(line.split()[2].rstrip(":") for line in good.stdout.splitlines() if line.startswith("info SKIP "))
+    assert skipped == sorted(others), good.stdout
 
-    bad = try_repo("good.yaml", "broken.yaml")
+    bad = try_repo("good.yaml", "broken.yaml", *others)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "Failed" in bad.stdout and "Traceback" not in bad.stdout + bad.stderr
     errors = [line for line in bad.stdout.splitlines() if line.startswith("error ")]
     assert len(errors) == 1 and errors[0].startswith("error IMG003 broken.yaml: "), bad.stdout
-    assert "FAILED: 2 files," in bad.stdout
+    assert "FAILED: 2 files (3 files skipped: not Kubernetes)," in bad.stdout
