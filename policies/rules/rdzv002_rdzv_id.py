@@ -2,9 +2,10 @@
 
 torchrun's `--rdzv-id` (`PET_RDZV_ID`, PyTorchJob `elasticPolicy.rdzvId`) names the rendezvous. Left at torchrun's
 default `none`, every job on a shared etcd joins the same rendezvous, and a re-run finds the finished state of the
-last one: an error with an etcd from elsewhere (shared), a warning with an etcd that ships in the same manifests
-(it serves this job alone) and with c10d (its store dies with the job, but restarts and logs cannot be told
-apart). A constant written into the command line gives every run of the manifest the same id: a
+last one. The first run works (Kubeflow's own elastic ImageNet example sets no id), so it is a warning phrased as
+that condition: with an etcd from elsewhere, if another job or a later run uses it with the default id; with an
+etcd that ships in the same manifests (it serves this job alone), a re-run against its state; with c10d (its store
+dies with the job) restarts and logs cannot be told apart. A constant written into the command line gives every run of the manifest the same id: a
 warning with etcd. Take it from the run id (`$(RUN_ID)`, which also names the trainer's checkpoint folder) or from
 the Job's uid label. The static backend ignores the id.
 
@@ -13,8 +14,8 @@ id join one rendezvous: the first to arrive fills it with pods of both, and neit
 error whatever the backend. (Workloads synced from different overlays are not compared: each Argo CD Application
 deploys one overlay.)
 
-Fails: `--rdzv-backend=etcd-v2` with no `--rdzv-id`; a c10d StatefulSet without an id (warning); two StatefulSets
-on one etcd with the same `$(RUN_ID)`.
+Fails: `--rdzv-backend=etcd-v2` with no `--rdzv-id` (warning); a c10d StatefulSet without an id (warning); two
+StatefulSets on one etcd with the same `$(RUN_ID)` (error).
 Passes: `--rdzv-backend=c10d --rdzv-id=$(RUN_ID)`; static rendezvous; two workloads on one etcd with their own ids.
 """
 from __future__ import annotations
@@ -50,12 +51,12 @@ def unset_or_constant(ctx):
             # from elsewhere is shared, and every job on it with the default id joins one rendezvous.
             host = (t.endpoint_host or "").split(".")[0]
             dedicated = etcd and any(name == host for (_, name) in ctx.bundle.services)
-            why = (": every job on this etcd, and every re-run, joins the same rendezvous" if etcd and not dedicated
+            why = (": if another job or a later run uses this etcd with the default id, it joins the same "
+                   "rendezvous (or finds this one's finished state)" if etcd and not dedicated
                    else f": a re-run against the same etcd state (Service '{host}' in these manifests) joins the "
                         "finished rendezvous" if etcd else ": restarts and re-runs cannot be told apart")
             yield problem(ID, t, where, f"rendezvous id is unset (torchrun's default 'none') with the {t.backend} "
-                          f"backend{why}", "set --rdzv-id=$(RUN_ID) (an id per run)",
-                          severity=ERROR if etcd and not dedicated else WARNING)
+                          f"backend{why}", "set --rdzv-id=$(RUN_ID) (an id per run)", severity=WARNING)
         elif etcd and s.origin == "flag" and not s.var and "$" not in s.value:
             yield problem(ID, t, where, f"rendezvous id is the constant '{s.value}': every run of this manifest "
                           "joins the same etcd rendezvous", "take it from the run id, e.g. --rdzv-id=$(RUN_ID)",
