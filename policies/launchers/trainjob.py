@@ -134,9 +134,12 @@ class TrainJobLauncher(Launcher):
         w = TrainJobWorkload(m, self, [], m.namespace, runtime=runtime, runtime_kind=kind, runtime_name=rname,
                              runtime_obj=runtime_obj)
         if runtime_obj is None:
+            # Applied from elsewhere (the Trainer's own Flux example applies its runtime from another file): not an
+            # error by itself. REF001 lists it among the references it could not check, an error only where the
+            # environment declares its manifests self-contained.
             w.unresolved = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: the "
-                                 "topology cannot be worked out", "commit the runtime beside the TrainJob so "
-                                 "everything it depends on lives in git")
+                                 "pods and the topology could not be worked out", "validate the TrainJob with its "
+                                 "runtime, or commit the runtime beside it", severity=INFO)
             return w
         if runtime is None:
             w.notes.append(f"runtime {UPSTREAM_RUNTIME} is not in these manifests: assumed upstream's "
@@ -311,6 +314,8 @@ class TrainJobLauncher(Launcher):
 
     def admission(self, w: TrainJobWorkload, bundle: Bundle, torchrun: bool) -> list[Check]:
         out: list[Check] = []
+        if w.runtime_obj is None:  # applied from elsewhere: nothing of it can be checked here (REF001 says so)
+            return out
         if not w.torch_policy:
             # Admitted upstream (a plain-ML or MPI runtime is valid): not an error by itself. A torchrun that reads
             # no PET_* then runs with its own flags and defaults, which the topology rules check (TOPO001 ...).

@@ -2,7 +2,7 @@
 
 A file validated on its own often names objects applied from another repository or installed with an operator: the
 ConfigMaps, Secrets and PersistentVolumeClaims its pods mount or read env from, the etcd Service a torchrun etcd
-rendezvous dials. What is not in the manifests cannot be checked here (a key that is missing, a claim that does not
+rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names. What is not in the manifests cannot be checked here (a key that is missing, a claim that does not
 bind): one info line per input lists those references. Where an environment declares its manifests self-contained
 (`selfContained: true` in its policy.yaml, as this repository's environments do), each reference that is not in them
 is an error: the pod would wait for it (ContainerCreating, CreateContainerConfigError) and the world never forms. A
@@ -60,6 +60,10 @@ def references(ctx) -> list[tuple[str, str, str, object, str]]:
                     ref = source.get(key)
                     if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
                         out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.env[{j}]"))
+    for w in ctx.unresolved:  # a TrainJob's runtime applied from elsewhere (launchers/trainjob.py)
+        if w.manifest.kind == "TrainJob" and getattr(w, "runtime_obj", None) is None and w.runtime_name:
+            ns = "" if w.runtime_kind == "ClusterTrainingRuntime" else w.manifest.namespace
+            out.append((w.runtime_kind, ns, w.runtime_name, w.manifest, "spec.runtimeRef"))
     for t in ctx.topologies:
         host = t.endpoint_host or ""
         if t.backend.startswith("etcd") and host and "$" not in host and not host.replace(".", "").isdigit():
@@ -84,8 +88,12 @@ def check(ctx):
         return
     if ctx.env is not None and ctx.env.self_contained:
         for (kind, ns, name), (m, field) in missing.items():
+            # Trainer v2.3.0 clustertrainingruntime.go 99-108, trainingruntime.go 304-314: the TrainJob webhook
+            # refuses "specified <runtime> must be created before the TrainJob is created".
+            what = ("the Trainer's webhook refuses the TrainJob until it exists" if kind.endswith("TrainingRuntime")
+                    else "the pod waits for it and never starts")
             yield obj_problem(ID, m, field, f"{kind} '{name}' is not in the manifests, which {ctx.env.name} declares "
-                              "self-contained: the pod waits for it and never starts",
+                              f"self-contained: {what}",
                               f"add the {kind} to the overlay, or mark the reference optional", severity=ERROR)
         return
     listed = ", ".join(f"{kind} {name}" for (kind, _, name) in sorted(missing))

@@ -62,8 +62,11 @@ namespace, every declared PodSet path leads to a pod template and agrees with th
 known kind (path and replicas), between 1 and 8 PodSets in all; each component's object is then checked by its own
 launcher (reported at `spec.components[i].template`).
 
-Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; a TrainJob naming a
-runtime that is not in git; an Indexed Job without completions; a Job without `restartPolicy`.
+A TrainJob whose runtime is not in the manifests is applied with a runtime from elsewhere: one info line says its
+pods could not be worked out (REF001 requires the runtime where the environment is self-contained).
+
+Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; an Indexed Job without
+completions; a Job without `restartPolicy`.
 Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
 """
 from __future__ import annotations
