@@ -4,7 +4,9 @@ With static rendezvous, node rank 0 hosts the store at MASTER_ADDR:MASTER_PORT; 
 it. Either way every pod must reach one fixed pod: pod 0, named `<hostname>.<subdomain>` (optionally followed by
 `.<namespace>`, `.svc`, `.svc.cluster.local`). A headless Service's own name resolves to all pods in turn, a
 `namePrefix` renames the workload but not a literal MASTER_ADDR, and `localhost` only reaches the pod itself: each
-ends in `Name or service not known` or a rendezvous timeout.
+ends in `Name or service not known` or a rendezvous timeout. With static rendezvous pod 0 hosts the store and may
+name itself by its own short hostname (`--master-addr=$(hostname)`, resolved through its /etc/hosts): then the
+other pods' endpoint is the one that must name pod 0.
 
 Fails: MASTER_ADDR `train-rdzv` (the Service, not a pod); MASTER_ADDR `ddp-train-0.ddp-train` after a
 `namePrefix: team-` renamed the Job to `team-ddp-train`.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import re
 
 from ..rulekit import problem
+from ..torchrun import split_endpoint
 
 ID = "TOPO003"
 NAME = "endpoint-is-pod-0"
@@ -49,6 +52,11 @@ def check(ctx):
             continue
         pod = t.first.pod
         expected = t.workload.launcher.address(t.workload, pod)
+        if host == pod.hostname and t.backend == "static":
+            # Node rank 0 hosts the store and may name itself by its own short hostname (`$(hostname)`, which
+            # resolves through the pod's /etc/hosts); only the other pods need a name that reaches it.
+            yield from _others(t, expected)
+            continue
         if host in _LOCAL:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
                           f"the other pods cannot reach it", f"point it at pod 0: {expected}")
@@ -56,6 +64,21 @@ def check(ctx):
             svc = t.first.pod.subdomain
             why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else "")
             yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', expected pod 0 '{expected}'{why}",
+                          f"set it to {expected}")
+
+
+def _others(t, expected: str):
+    """The pods other than pod 0 (one per template, and the last) where pod 0 names itself by its short hostname."""
+    for v in t.views[1:]:
+        value = v.endpoint.value or ""
+        if not value or "$" in value:
+            continue  # unset or not resolved here (TOPO012)
+        host, _ = split_endpoint(value)
+        if not pod0_pattern(expected, v.pod.namespace).match(host):
+            where = v.endpoint.field or (v.inv.field if v.inv else v.pod.container_field)
+            own = " (its own hostname)" if host == v.pod.hostname else ""
+            yield problem(ID, t, where, f"pod {v.pod.name}'s rendezvous endpoint host is '{host}'{own}, expected "
+                          f"pod 0 '{expected}' (pod 0 may name itself by its hostname; the others need its DNS name)",
                           f"set it to {expected}")
 
 
