@@ -227,12 +227,13 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
     envs[req.env] = entry
     res.changes[f.path] = f.dump()
 
-    # Nothing of FROM's hardware or name may be left in the new environment's files.
+    # Nothing of FROM's hardware (unless the new environment's is the same) or name may be left in its files.
+    other_hardware = bool(src.word and gpu and gpu.lower() != src.word.lower())
     left = []
     for path, text in res.changes.items():
         if comp in path.parents or root / "overlays" / req.env in path.parents:
             for i, line in enumerate(text.splitlines(), 1):
-                if (src.word and gpu and re.search(rf"(?i)(?<![A-Za-z0-9]){re.escape(src.word)}(?![A-Za-z0-9])",
+                if (other_hardware and re.search(rf"(?i)(?<![A-Za-z0-9]){re.escape(src.word)}(?![A-Za-z0-9])",
                                                    line)) or re.search(rf"(?<![\w-]){re.escape(req.source)}(?![\w-])",
                                                                        line):
                     left.append(f"{repo_edit.rel(root, path)}:{i}: {line.strip()}")

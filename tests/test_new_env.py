@@ -105,6 +105,18 @@ def test_nothing_in_the_new_environment_names_t4_or_the_example(made):
     assert topo.startswith(f"# {NODES} nodes x {GPUS} A100: world size {NODES * GPUS}.\n")
 
 
+def test_the_same_hardware_keeps_its_name(repo):
+    """A smaller pool of FROM's own GPUs (h100-4x8 from 64x8-h100): the comments go on saying H100, and only FROM's
+    name may not be left behind."""
+    proc = new_env(repo, "--env", "h100-4x8", "--from", "64x8-h100", "--nodes", "4", "--gpus-per-node", "8")
+    assert proc.returncode == 0, proc.stderr
+    topo = (repo / "overlays/h100-4x8/indexed-job/patches/set-topology.yaml").read_text()
+    assert topo.startswith("# 4 nodes x 8 H100: world size 32.\n")
+    for folder in (repo / "components/h100-4x8", repo / "overlays/h100-4x8"):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            assert not re.search(r"(?<![\w-])64x8-h100(?![\w-])", path.read_text()), path
+
+
 def test_without_make_init_it_is_refused(tmp_path):
     root = copy_repo(tmp_path / "repo")
     before = snapshot(root)
