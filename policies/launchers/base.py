@@ -24,6 +24,18 @@ class Unreadable(Exception):
 
 
 @dataclass
+class Need:
+    """An object a controller needs to act on a workload: kind, namespace ('' when cluster-scoped), name, the field
+    that names it, and what happens without it."""
+
+    kind: str
+    namespace: str
+    name: str
+    field: str
+    without: str
+
+
+@dataclass
 class Workload:
     """An object that starts pods through a modelled controller, and the pods it stands for. What a controller's
     module knows beyond the pods lives in typed fields: those below, which rules read, and those of the module's own
@@ -45,6 +57,9 @@ class Workload:
     managed_by: str | None = None
     # Why the controller's pods cannot be worked out from these manifests (a TrainJob whose runtime is not in them).
     unresolved: Check | None = None
+    # Objects the controller needs before it acts, beyond the pods' own references (a TrainJob's runtime): REF001
+    # lists those not in the manifests, an error where the environment is self-contained.
+    needs: list[Need] = field(default_factory=list)
     # The object the pods' templates are written in, where it is not this one (a TrainJob's runtime): a field
     # written `(runtime) <path>` is that object's.
     runtime: Manifest | None = None

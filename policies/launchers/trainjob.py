@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, quantity_value
 from ..model import INFO, WARNING, Manifest
 from . import jobset
-from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
 from .pods import GPU_RESOURCES, Injected
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
@@ -133,6 +133,11 @@ class TrainJobLauncher(Launcher):
         runtime_obj, runtime, kind, rname = self.runtime(m, bundle)
         w = TrainJobWorkload(m, self, [], m.namespace, runtime=runtime, runtime_kind=kind, runtime_name=rname,
                              runtime_obj=runtime_obj)
+        if runtime_obj is None and rname:  # (upstream's torch-distributed comes with the Trainer's install)
+            # clustertrainingruntime.go 99-108, trainingruntime.go 304-314 (v2.3.0): the TrainJob webhook refuses
+            # "specified <runtime> must be created before the TrainJob is created".
+            w.needs.append(Need(kind, "" if kind == "ClusterTrainingRuntime" else m.namespace, rname,
+                                "spec.runtimeRef", "the Trainer's webhook refuses the TrainJob until it exists"))
         if runtime_obj is None:
             # Applied from elsewhere (the Trainer's own Flux example applies its runtime from another file): not an
             # error by itself. REF001 lists it among the references it could not check, an error only where the

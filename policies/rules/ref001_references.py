@@ -60,10 +60,9 @@ def references(ctx) -> list[tuple[str, str, str, object, str]]:
                     ref = source.get(key)
                     if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
                         out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.env[{j}]"))
-    for w in ctx.unresolved:  # a TrainJob's runtime applied from elsewhere (launchers/trainjob.py)
-        if w.manifest.kind == "TrainJob" and getattr(w, "runtime_obj", None) is None and w.runtime_name:
-            ns = "" if w.runtime_kind == "ClusterTrainingRuntime" else w.manifest.namespace
-            out.append((w.runtime_kind, ns, w.runtime_name, w.manifest, "spec.runtimeRef"))
+    for w in ctx.workloads + [w for w in ctx.unresolved if w not in ctx.workloads]:
+        for need in w.needs:  # what the controller needs first (a TrainJob's runtime, launchers/trainjob.py)
+            out.append((need.kind, need.namespace, need.name, w.manifest, need.field))
     for t in ctx.topologies:
         host = t.endpoint_host or ""
         if t.backend.startswith("etcd") and host and "$" not in host and not host.replace(".", "").isdigit():
@@ -86,15 +85,15 @@ def check(ctx):
         missing.setdefault((kind, ns, name), (m, field))
     if not missing:
         return
+    withouts = {(n.kind, n.namespace, n.name): n.without
+                for w in ctx.workloads + ctx.unresolved for n in w.needs}
     if ctx.env is not None and ctx.env.self_contained:
         for (kind, ns, name), (m, field) in missing.items():
-            # Trainer v2.3.0 clustertrainingruntime.go 99-108, trainingruntime.go 304-314: the TrainJob webhook
-            # refuses "specified <runtime> must be created before the TrainJob is created".
-            what = ("the Trainer's webhook refuses the TrainJob until it exists" if kind.endswith("TrainingRuntime")
-                    else "the pod waits for it and never starts")
+            what = withouts.get((kind, ns, name), "the pod waits for it and never starts")
             yield obj_problem(ID, m, field, f"{kind} '{name}' is not in the manifests, which {ctx.env.name} declares "
                               f"self-contained: {what}",
-                              f"add the {kind} to the overlay, or mark the reference optional", severity=ERROR)
+                              f"add the {kind} to the overlay" + ("" if (kind, ns, name) in withouts else
+                                                                  ", or mark the reference optional"), severity=ERROR)
         return
     listed = ", ".join(f"{kind} {name}" for (kind, _, name) in sorted(missing))
     yield Problem(ID, f"references objects applied elsewhere, which could not be checked here: {listed}",
