@@ -122,6 +122,13 @@ def plan(root: Path, ident: Identity, repo_url: str, image: str, places: dict[st
             if target is not None:
                 set_scalar(dest, "name", target.cluster)
                 set_scalar(dest, "namespace", target.namespace)
+        # The Namespace each environment's Application creates (CreateNamespace=true) is whitelisted by name: it
+        # moves with the environment's namespace, or the sync is refused (ARGO008).
+        renamed = {p.namespace: places[env].namespace for env, p in old_places.items() if env in places}
+        for entry in spec.get("clusterResourceWhitelist") or []:
+            if (isinstance(entry, dict) and entry.get("group", "") == "" and entry.get("kind") == "Namespace"
+                    and entry.get("name") in renamed):
+                set_scalar(entry, "name", renamed[entry["name"]])
         changes[project] = f.dump()
 
     for kfile in sorted((root / "components").glob("*/kustomization.yaml")):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import REPO, stop, wait_for_hook
 from policies import identity
@@ -108,6 +109,25 @@ def test_the_result_validates_and_renders_your_image(repo):
         (repo / "overlays").glob("*/*/kustomization.yaml")).parent)], capture_output=True, text=True, check=True)
     images = {ln.split("image:", 1)[1].strip() for ln in rendered.stdout.splitlines() if "image:" in ln}
     assert images and all(i.startswith(IMAGE + ":") for i in images if "ddp-trainer" in i), images
+
+
+def test_a_new_namespace_moves_everywhere_it_lives(repo):
+    """NAMESPACES renames an environment's namespace in gitops.yaml, the ApplicationSet element, the AppProject's
+    destination and the Namespace its clusterResourceWhitelist permits by name: argocd/ validates with no
+    warning (ARGO008 would say the sync is refused)."""
+    ident = identity.load(repo)
+    env = sorted(ident.environments)[0]
+    old = ident.environments[env].namespace
+    assert init(repo, "--repo-url", URL, "--image", IMAGE, "--namespaces", f"{env}=team-a").returncode == 0
+    project = yaml.safe_load((repo / "argocd/appproject.yaml").read_text())["spec"]
+    names = {e["name"] for e in project["clusterResourceWhitelist"] if e["kind"] == "Namespace"}
+    assert "team-a" in names and old not in names, names
+    shutil.copytree(REPO / "policies", repo / "policies", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "trainer", repo / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "schemas").symlink_to(REPO / "schemas")
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "argocd"], cwd=repo,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "0 errors, 0 warnings" in proc.stdout, proc.stdout[-3000:]
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(repo):
