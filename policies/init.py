@@ -157,7 +157,35 @@ def plan(root: Path, ident: Identity, repo_url: str, image: str, places: dict[st
     if patch.is_file():
         cmp_line = re.compile(r"^(\s*image:\s*[\"']?)" + re.escape(old_cmp) + r"(?=[:@\"'\s]|$)", re.M)
         changes[patch] = cmp_line.sub(lambda m: m.group(1) + new_cmp, patch.read_text(encoding="utf-8"))
+    changes.update(_published(root, ident.repo_url, repo_url))
     return changes
+
+
+# What other repositories are told to use: the Action (`uses: owner/name@ref`), the pre-commit hook (`repo: URL`)
+# and the package (`pip install git+URL@ref`), in the files that say it.
+PUBLISHED = ("action.yml", ".pre-commit-hooks.yaml", "docs/install.md")
+
+
+def _published(root: Path, old_url: str, new_url: str) -> dict[Path, str]:
+    old_base, new_base = old_url.removesuffix(".git"), new_url.removesuffix(".git")
+    old_slug, new_slug = _slug(old_url), _slug(new_url)
+    out: dict[Path, str] = {}
+    for name in PUBLISHED:
+        path = root / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = re.sub(re.escape(old_base) + r"(?:\.git)?(?![\w.-])", new_base, text)
+        if old_slug and new_slug:  # `uses: owner/name@ref` (GitHub, or GitHub Enterprise's same form)
+            new = re.sub(r"(?<![\w./-])" + re.escape(old_slug) + r"(?=@)", new_slug, new)
+        out[path] = new
+    return out
+
+
+def _slug(url: str) -> str | None:
+    """owner/name of a repository URL (https://host/owner/name.git), where its path has exactly that form."""
+    m = re.match(r"^(?:https?://|ssh://git@|git@)[^/:]+[/:]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url)
+    return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
 CMP_SIDECAR = "ddp-argocd-cmp"

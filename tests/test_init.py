@@ -15,7 +15,7 @@ import yaml
 
 from conftest import REPO, stop, wait_for_hook
 from policies import identity
-from policies.init import sidecar_image
+from policies.init import PUBLISHED, _slug, sidecar_image
 
 URL = "https://git.acme.io/ml/ddp-gitops.git"
 IMAGE = "registry.acme.io/ml/ddp-trainer"
@@ -29,13 +29,17 @@ def copy_repo(root):
     to the example's in the copy, so that these tests start where a new user starts."""
     for d in ("base", "components", "overlays", "argocd"):
         shutil.copytree(REPO / d, root / d)
-    for f in ("gitops.yaml", "Makefile"):
+    for f in ("gitops.yaml", "Makefile", *PUBLISHED):
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / f, root / f)
     ident = identity.load(root)
     for path in [root / "gitops.yaml", root / "Makefile", *(root / "argocd").rglob("*.yaml"),
-                 *(root / "base").rglob("*.yaml"), *(root / "components").glob("*/kustomization.yaml")]:
+                 *(root / "base").rglob("*.yaml"), *(root / "components").glob("*/kustomization.yaml"),
+                 *(root / f for f in PUBLISHED)]:
         text = path.read_text()
-        new = text.replace(ident.repo_url, identity.EXAMPLE_REPO_URL)
+        new = text.replace(ident.repo_url.removesuffix(".git"), identity.EXAMPLE_REPO_URL.removesuffix(".git"))
+        if _slug(ident.repo_url) and _slug(ident.repo_url) != _slug(identity.EXAMPLE_REPO_URL):
+            new = re.sub(re.escape(_slug(ident.repo_url)) + "(?=@)", _slug(identity.EXAMPLE_REPO_URL), new)
         new = re.sub(re.escape(ident.image) + r"(?=[:@\s\"']|$)", identity.EXAMPLE_IMAGE, new, flags=re.M)
         new = re.sub(re.escape(sidecar_image(ident.image)) + r"(?=[:@\s\"']|$)", sidecar_image(identity.EXAMPLE_IMAGE),
                      new, flags=re.M)
@@ -86,13 +90,18 @@ def test_init_rewrites_every_repetition_and_nothing_else(repo):
     changed = sorted(p for p in after if after[p] != before.get(p))
     assert [str(p) for p in changed] == sorted(line.removeprefix("wrote ") for line in proc.stdout.splitlines())
     # Round-trip edits: every changed line is one that named the old identity.
-    old_words = [ident.repo_url, ident.image, sidecar_image(ident.image), ident.environments[env].cluster,
-                 ident.environments[env].namespace]
+    old_words = [ident.repo_url.removesuffix(".git"), _slug(ident.repo_url) + "@", ident.image,
+                 sidecar_image(ident.image), ident.environments[env].cluster, ident.environments[env].namespace]
     for name in changed:
         old_lines, new_lines = before[name].decode().splitlines(), after[name].decode().splitlines()
         assert len(old_lines) == len(new_lines), name
         for a, b in zip(old_lines, new_lines):
             assert a == b or any(w in a for w in old_words), (name, a, b)
+    # What other repositories are told to use names the new repository: the Action, the hook, the package.
+    for name in PUBLISHED:
+        text = (repo / name).read_text()
+        assert "example/ddp-k8s-gitops" not in text, name
+        assert "ml/ddp-gitops@" in text or URL.removesuffix(".git") in text, name
     again = init(repo, "--repo-url", URL, "--image", IMAGE)
     assert again.returncode == 0 and again.stdout.strip() == "make init: nothing to change", again.stderr
 
