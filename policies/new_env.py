@@ -200,7 +200,8 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         if path.name == "policy.yaml":
             text = policy_text(path.read_text(encoding="utf-8"), req, src, p0, gpu)
         elif path.suffix in (".yaml", ".yml") and path.parent.name == "patches":
-            text = component_patch(path, path.read_text(encoding="utf-8"), req, p0, res.notes)
+            text = component_patch(path, path.read_text(encoding="utf-8"), req, p0, res.notes,
+                                   same_hardware=bool(src.word and gpu and gpu.lower() == src.word.lower()))
         else:
             text = path.read_text(encoding="utf-8")
         if path.name == "kustomization.yaml" and path.parent == comp_src:

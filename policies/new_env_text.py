@@ -119,9 +119,11 @@ def _value_block(value: Any) -> list[str]:
     return ["  value:\n"] + [f"    {ln}\n" for ln in body.splitlines()]  # `    - key: ...` as the repository writes it
 
 
-def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: list[str]) -> str:
+def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: list[str],
+                    same_hardware: bool = False) -> str:
     """Node selection, toleration and /dev/shm in one of the component's JSON patches, edited as text (its flow
-    mappings stay as they are written)."""
+    mappings stay as they are written). FROM's node selector stays where the new environment's GPU is FROM's own
+    (h100-4x8 from 64x8-h100) and no GPU_LABEL replaces it; for other hardware it goes."""
     import yaml
 
     try:
@@ -139,10 +141,11 @@ def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: l
         path_ = str(op.get("path", "")) if op else ""
         value = op.get("value") if op else None
         if path_.endswith("/nodeSelector") and isinstance(value, dict):
-            if req.label is None:
+            if req.label is not None:
+                chunk = _replace_value(chunk, {req.label[0]: req.label[1]})
+            elif not same_hardware:  # FROM's GPU model names other hardware: no selector rather than a wrong one
                 dropped = True
                 continue
-            chunk = _replace_value(chunk, {req.label[0]: req.label[1]})
         elif path_.endswith("/tolerations") and isinstance(value, list) and req.toleration is not None:
             chunk = _replace_value(chunk, [dict(req.toleration)])
         elif isinstance(value, dict) and value.get("name") == "dshm" and p.ratio != 1 and \

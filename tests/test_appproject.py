@@ -3,10 +3,13 @@ repository's project restricting cluster-scoped objects to exactly the names its
 refusing issue 25's three attacks against that very project."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from conftest import FIXTURES, REPO, run_cli
-from policies import argocd
+from policies import argocd, gitops, identity
 from policies.files import read
 from policies.model import ERROR, WARNING
 from policies.kube import group_of
@@ -143,13 +146,39 @@ def test_project_refuses_other_runtimes(name):
     assert not permitted(PROJECT.obj["spec"], "trainer.kubeflow.org", "ClusterTrainingRuntime", name, False)
 
 
-def test_fixtures_hold_the_repository_project():
-    """The attack fixtures and the passing one test argocd/appproject.yaml itself, not a copy that drifted."""
+def against_repository(name: str, tmp_path: Path, text: str | None = None) -> Path:
+    """An ARGO008 fixture turned on this repository's own project and identity: its AppProject replaced by
+    argocd/appproject.yaml, its Applications cloning the repository gitops.yaml names into the project's first
+    destination. A fork's `make init` and `make new-env` change both; the attacks must fail against what is there."""
+    text = text if text is not None else (FIXTURES / f"rules/ARGO008/fail/{name}.yaml").read_text()
+    dest = PROJECT.obj["spec"]["destinations"][0]
+    out = []
+    for doc in yaml.safe_load_all(text):
+        if doc and doc.get("kind") == "AppProject":
+            doc = PROJECT.obj
+        elif doc and doc.get("kind") == "Application":
+            doc["spec"]["source"]["repoURL"] = gitops.argocd_settings()["repoURL"]
+            if doc["spec"]["destination"] == {"name": "in-cluster", "namespace": "ddp-kind-cpu"}:
+                doc["spec"]["destination"] = {"name": dest["name"], "namespace": dest["namespace"]}
+        out.append(doc)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump_all(out, sort_keys=False))
+    return path
+
+
+def test_fixtures_hold_the_template_project():
+    """The attack fixtures and the passing one hold the project the template ships (the rule fixtures are the
+    template's, tests/test_rules.py): in the template itself that is argocd/appproject.yaml, not a copy that drifted.
+    The tests below run each attack against the repository's own project, which a fork changes."""
     for name in (*ATTACKS, "configmap-in-kube-system"):
         (proj,) = [m for m in read(str(FIXTURES / f"rules/ARGO008/fail/{name}.yaml")) if m.kind == "AppProject"]
-        assert proj.obj["spec"] == PROJECT.obj["spec"], name
+        assert proj.obj["spec"]["sourceRepos"] == [identity.EXAMPLE_REPO_URL], name
+        if gitops.argocd_settings()["repoURL"] == identity.EXAMPLE_REPO_URL:
+            assert proj.obj["spec"] == PROJECT.obj["spec"], name
     (proj,) = [m for m in read(str(FIXTURES / "rules/ARGO008/pass/repository.yaml")) if m.kind == "AppProject"]
-    assert proj.obj["spec"] == PROJECT.obj["spec"]
+    assert proj.obj["spec"]["sourceRepos"] == [identity.EXAMPLE_REPO_URL]
+    if gitops.argocd_settings()["repoURL"] == identity.EXAMPLE_REPO_URL:
+        assert proj.obj["spec"] == PROJECT.obj["spec"]
 
 
 # ---------------------------------------------------------------- ARGO008 on the attacks
@@ -158,20 +187,21 @@ def test_fixtures_hold_the_repository_project():
 @pytest.mark.parametrize("attack,obj", [("kube-system-namespace", "Namespace/kube-system"),
                                         ("argocd-namespace", "Namespace/argocd"),
                                         ("runtime-named-like-another-teams", "ClusterTrainingRuntime/torch-distributed")])
-def test_attacks_are_one_error_each(attack, obj):
-    found = [p for p in problems_of(FIXTURES / f"rules/ARGO008/fail/{attack}.yaml") if p.rule == "ARGO008"]
+def test_attacks_are_one_error_each(attack, obj, tmp_path):
+    found = [p for p in problems_of(against_repository(attack, tmp_path)) if p.rule == "ARGO008"]
     assert len(found) == 1, [p.line() for p in found]
     (p,) = found
     assert p.severity == ERROR and p.obj == obj and p.field == "metadata.name"
     assert p.source == f"tests/fixtures/argocd/targets/{attack}"
-    assert "AppProject ddp-training" in p.message and "is not permitted in project ddp-training" in p.message
-    assert f"name: {obj.split('/')[1]}}} to AppProject/ddp-training spec.clusterResourceWhitelist" in p.hint
+    project = PROJECT.name
+    assert f"AppProject {project}" in p.message and f"is not permitted in project {project}" in p.message
+    assert f"name: {obj.split('/')[1]}}} to AppProject/{project} spec.clusterResourceWhitelist" in p.hint
     assert "\n" not in p.line()
 
 
-def test_attack_fails_validate():
+def test_attack_fails_validate(tmp_path):
     """What issue 25 saw pass `make validate` with 0 warnings now ends it with an error."""
-    proc = run_cli("validate", "tests/fixtures/rules/ARGO008/fail/kube-system-namespace.yaml")
+    proc = run_cli("validate", str(against_repository("kube-system-namespace", tmp_path)))
     assert proc.returncode != 0, proc.stdout
     lines = [line for line in proc.stdout.splitlines() if line.startswith("error ARGO008 ")]
     assert len(lines) == 1 and "Namespace/kube-system" in lines[0], proc.stdout
@@ -196,9 +226,10 @@ def test_rendered_namespace_is_checked_once_not_as_created(tmp_path):
     """A Namespace the path renders with the destination's name is that sync task (isNamespaceWithName): checked as
     an object, not again as the namespace CreateNamespace=true would create."""
     text = (FIXTURES / "rules/ARGO008/fail/kube-system-namespace.yaml").read_text()
-    path = tmp_path / "into-kube-system.yaml"
     dest = "  destination:\n    name: in-cluster\n    namespace: ddp-kind-cpu\n"
     assert dest in text
-    path.write_text(text.replace(dest, dest.replace("ddp-kind-cpu", "kube-system")))
+    cluster = PROJECT.obj["spec"]["destinations"][0]["name"]
+    path = against_repository("into-kube-system", tmp_path, text.replace(
+        dest, f"  destination:\n    name: {cluster}\n    namespace: kube-system\n"))
     found = [p for p in problems_of(path) if p.rule == "ARGO008"]
     assert sorted(p.field for p in found) == ["metadata.name", "spec.destination"], [p.line() for p in found]

@@ -112,6 +112,11 @@ def test_the_same_hardware_keeps_its_name(repo):
     assert proc.returncode == 0, proc.stderr
     topo = (repo / "overlays/h100-4x8/indexed-job/patches/set-topology.yaml").read_text()
     assert topo.startswith("# 4 nodes x 8 H100: world size 32.\n")
+    # FROM's node selector still names the right GPU: it stays (RES006 reads the GPU's memory from it).
+    assert "the accelerator node selector was left out" not in proc.stdout + proc.stderr
+    proc = cli(repo, "validate", "--format", "json", "overlays/h100-4x8/statefulset-lm")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert not [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "RES006"]
     for folder in (repo / "components/h100-4x8", repo / "overlays/h100-4x8"):
         for path in sorted(p for p in folder.rglob("*") if p.is_file()):
             assert not re.search(r"(?<![\w-])64x8-h100(?![\w-])", path.read_text()), path

@@ -8,6 +8,7 @@ import functools
 import json
 
 import pytest
+import yaml
 
 from conftest import REPO, run_cli
 from policies import recovery
@@ -37,15 +38,28 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("overlay", sorted(EXPECTED))
+FOUND = sorted(str(p.parent.relative_to(REPO / "overlays")) for p in (REPO / "overlays").glob("*/*/kustomization.yaml"))
+
+
+@pytest.mark.parametrize("overlay", FOUND)
 def test_the_repositorys_worlds_survive(overlay):
+    """The table's count for the template's overlays; for an environment `make new-env` made, what its policy.yaml
+    asks (podLosses), which it was validated against when it was made."""
     s = survives(overlay)
-    assert s.modelled and s.losses == EXPECTED[overlay], s.why
+    assert s.modelled, s.why
+    if overlay in EXPECTED:
+        assert s.losses == EXPECTED[overlay], s.why
+    else:
+        env = overlay.split("/")[0]
+        asked = yaml.safe_load((REPO / "components" / env / "policy.yaml").read_text())["spec"].get("podLosses")
+        assert s.losses is None or asked is None or s.losses >= asked, (overlay, s.losses, asked, s.why)
 
 
-def test_every_overlay_is_in_the_table():
-    found = {str(p.parent.relative_to(REPO / "overlays")) for p in (REPO / "overlays").glob("*/*/kustomization.yaml")}
-    assert found == set(EXPECTED)
+def test_every_overlay_of_the_template_is_in_the_table():
+    """Every overlay of the template's example environments has its count in the table (a fork's own environments
+    are checked against their declaration above)."""
+    examples = {o for o in FOUND if o.split("/")[0] in {e.split("/")[0] for e in EXPECTED}}
+    assert examples == set(EXPECTED) & set(FOUND)
 
 
 def test_a_lost_pod_restarts_every_pod_of_a_static_world():
