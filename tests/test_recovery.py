@@ -8,7 +8,6 @@ import functools
 import json
 
 import pytest
-import yaml
 
 from conftest import REPO, run_cli
 from policies import recovery
@@ -43,16 +42,12 @@ FOUND = sorted(str(p.parent.relative_to(REPO / "overlays")) for p in (REPO / "ov
 
 @pytest.mark.parametrize("overlay", FOUND)
 def test_the_repositorys_worlds_survive(overlay):
-    """The table's count for the template's overlays; for an environment `make new-env` made, what its policy.yaml
-    asks (podLosses), which it was validated against when it was made."""
+    """The table's count for the template's overlays; an environment `make new-env` made is modelled (whether it
+    survives what its declaration asks is RESTART007's, which test_overlays.py runs on every overlay)."""
     s = survives(overlay)
     assert s.modelled, s.why
     if overlay in EXPECTED:
         assert s.losses == EXPECTED[overlay], s.why
-    else:
-        env = overlay.split("/")[0]
-        asked = yaml.safe_load((REPO / "components" / env / "policy.yaml").read_text())["spec"].get("podLosses")
-        assert s.losses is None or asked is None or s.losses >= asked, (overlay, s.losses, asked, s.why)
 
 
 def test_every_overlay_of_the_template_is_in_the_table():
