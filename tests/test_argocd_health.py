@@ -1,6 +1,6 @@
-"""Argo CD sees the run: every training kind's health check returns on its fixtures what its health_test.yaml says,
-run in a real Lua 5.1 as Argo CD v3.5.1 runs a script from argocd-cm (tests/argocd_lua.py); argocd-cm.yaml carries
-the files' text; docs/gitops.md shows what they return."""
+"""Argo CD sees the run: every training kind's health check, and the suspend/resume actions, return on their fixtures
+what their health_test.yaml and action_test.yaml say, run in a real Lua 5.1 as Argo CD v3.5.1 runs a script from
+argocd-cm (tests/argocd_lua.py); argocd-cm.yaml carries the files' text; docs/gitops.md shows what they return."""
 from __future__ import annotations
 
 import re
@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from argocd_lua import health
+from argocd_lua import action, health
 from conftest import REPO
 from policies import argocd_custom
 
 HEALTH = argocd_custom.HEALTH
+ACTIONS = argocd_custom.ACTIONS
 # The kinds this repository's launchers deploy that Argo CD v3.5.1 has no health check for (its
 # resource_customizations/ has no kubeflow.org, trainer.kubeflow.org, jobset.x-k8s.io or leaderworkerset.x-k8s.io
 # folder); batch/Job, StatefulSet and Pod are Argo CD's own (gitops-engine pkg/health).
@@ -97,6 +98,48 @@ def test_the_repositorys_own_failed_run_reads_degraded_with_the_controllers_mess
     got = health((HEALTH / folder / "health.lua").read_text(encoding="utf-8"),
                  _load(HEALTH / folder / "testdata/failed.yaml"))
     assert got == {"status": "Degraded", "message": failed["message"]}
+
+
+# --- actions -----------------------------------------------------------------------------------------------------
+
+
+def _empty_to_none(value):
+    """Argo CD's luajson writes an empty table as [] and cleanReturnedObj restores {} where the input had one."""
+    if isinstance(value, dict):
+        return {k: _empty_to_none(v) for k, v in value.items()} or None
+    if isinstance(value, list):
+        return [_empty_to_none(v) for v in value] or None
+    return value
+
+
+def _action_cases(kind: str):
+    for folder in argocd_custom.action_folders():
+        for test in _load(folder / "action_test.yaml")[kind]:
+            yield pytest.param(folder, test, id=f"{folder.name}/{test.get('action', 'discovery')}/"
+                                                f"{Path(test['inputPath']).stem}")
+
+
+@pytest.mark.parametrize("folder, test", list(_action_cases("discoveryTests")))
+def test_action_discovery(folder, test):
+    got = action((folder / "discovery.lua").read_text(encoding="utf-8"), _load(folder / test["inputPath"]))
+    # Argo CD turns the returned map into a list of actions (ExecuteResourceActionDiscovery); order is not kept.
+    listed = [] if got == [] else sorted(({"name": name, **fields} for name, fields in got.items()),
+                                         key=lambda a: a["name"])
+    assert listed == sorted(test["result"], key=lambda a: a["name"])
+    for a in listed:
+        assert (folder / a["name"] / "action.lua").is_file()
+
+
+@pytest.mark.parametrize("folder, test", list(_action_cases("actionTests")))
+def test_action_returns_the_modified_object(folder, test):
+    got = action((folder / test["action"] / "action.lua").read_text(encoding="utf-8"), _load(folder / test["inputPath"]))
+    assert _empty_to_none(got) == _empty_to_none(_load(folder / test["expectedOutputPath"]))
+
+
+def test_argo_cds_built_in_actions_are_not_redefined():
+    """Argo CD v3.5.1 ships suspend, resume and terminate for batch/Job (resource_customizations/batch/Job/actions);
+    a resource.customizations.actions.batch_Job key would replace them (mergeBuiltinActions is false by default)."""
+    assert "batch_Job" not in [f.name for f in argocd_custom.action_folders()]
 
 
 # --- argocd-cm.yaml carries the files ------------------------------------------------------------------------------
