@@ -173,3 +173,26 @@ def test_the_docs_table_is_what_the_scripts_return():
     assert m, "docs/gitops.md has no argocd-health block"
     assert m.group(1) == argocd_custom.health_table(lua_outcome)
 
+
+# --- notifications: opt-in ---------------------------------------------------------------------------------------------
+
+
+def test_notifications_are_opt_in_and_send_templates_they_define():
+    path = REPO / "argocd/notifications/argocd-notifications-cm.yaml"
+    kustomization = _load(REPO / "argocd/kustomization.yaml")
+    assert not any("notifications" in r for r in kustomization["resources"])
+    cm = _load(path)
+    assert (cm["kind"], cm["metadata"]["name"]) == ("ConfigMap", "argocd-notifications-cm")
+    data = cm["data"]
+    triggers = {k.split(".", 1)[1]: yaml.safe_load(v) for k, v in data.items() if k.startswith("trigger.")}
+    templates = {k.split(".", 1)[1]: yaml.safe_load(v) for k, v in data.items() if k.startswith("template.")}
+    assert set(triggers) == {"on-training-run-failed", "on-training-run-finished"}
+    wanted = {"on-training-run-failed": "'Degraded'", "on-training-run-finished": "'Healthy'"}
+    for name, conditions in triggers.items():
+        (cond,) = conditions
+        assert wanted[name] in cond["when"] and "app.status.health.status" in cond["when"]
+        assert cond["oncePer"] and set(cond["send"]) <= set(templates)
+    for template in templates.values():
+        assert "{{.app.metadata.name}}" in template["message"]
+    assert "docs/gitops.md#notifications-opt-in" in path.read_text(encoding="utf-8")
+    assert "### Notifications (opt-in)" in (REPO / "docs/gitops.md").read_text(encoding="utf-8")
