@@ -169,7 +169,7 @@ bench-gpu: $(PY) ## On one CUDA device (about 3 min): DDP epochs, the metrics en
 schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py
 
-docs: $(PY) ## Regenerate docs/rules.md from the rule registry, and the launcher tables and counts from the launcher registry
+docs: $(PY) ## Regenerate docs/rules.md from the rule registry, the launcher tables and counts from the launcher registry, and argocd-cm's Lua (argocd/health/, argocd/actions/)
 	@$(PY) -m policies docs > docs/rules.md.tmp && mv docs/rules.md.tmp docs/rules.md
 	@$(PY) -m policies docs --blocks
 

@@ -241,7 +241,8 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("docs", help="print docs/rules.md (or rewrite the docs' generated blocks)")
     d.add_argument("--blocks", action="store_true",
                    help="rewrite the blocks of docs/validation.md and tests/conformance/README.md made from the "
-                        "launcher registry")
+                        "launcher registry, docs/gitops.md's Argo CD health table and argocd/argocd-cm.yaml's "
+                        "resource customizations (from argocd/health/ and argocd/actions/)")
     d.add_argument("--check", action="store_true", help="exit 1 where such a block is out of date")
     d.set_defaults(func=cmd_docs)
     t = sub.add_parser("tools", help="say which kubectl and schema validator will run")

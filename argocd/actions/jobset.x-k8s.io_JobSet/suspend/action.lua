@@ -1,0 +1,2 @@
+obj.spec.suspend = true
+return obj
