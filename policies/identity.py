@@ -30,6 +30,30 @@ EXAMPLE_DIGEST = "sha256:cdd42983f830240e773f4c40e1c83c4e86ed9ddbd551b4fe8fa17de
 # A Kubernetes namespace and an environment name: DNS-1123 labels.
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # An Argo CD cluster name (a Secret's `name` field): any non-empty text without spaces or template braces.
+# Argo CD's own namespace where the repository's Applications do not say (argocd/applicationset.yaml does).
+ARGOCD_NAMESPACE = "argocd"
+
+
+def system_namespace(namespace: str, argocd_namespace: str = ARGOCD_NAMESPACE) -> str | None:
+    """Why a namespace is no place for a training environment, or None: the cluster's own (every `kube-*`:
+    kube-system, kube-public, kube-node-lease) or Argo CD's, where its Applications and secrets live."""
+    if namespace.startswith("kube-"):
+        return "the cluster's own namespace (kube-*)"
+    if namespace == argocd_namespace:
+        return "Argo CD's own namespace"
+    return None
+
+
+def argocd_namespace(root: Path = REPO) -> str:
+    """The namespace the repository's Applications live in: the ApplicationSet's, else Argo CD's default."""
+    try:
+        doc = yaml.safe_load((root / "argocd" / "applicationset.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return ARGOCD_NAMESPACE
+    ns = ((doc or {}).get("metadata") or {}).get("namespace") if isinstance(doc, dict) else None
+    return ns if isinstance(ns, str) and ns else ARGOCD_NAMESPACE
+
+
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,252}$")
 # An image repository without tag or digest: [registry[:port]/]path, lowercase path components (the distribution
 # reference grammar, github.com/distribution/reference regexp.go).

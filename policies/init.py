@@ -39,7 +39,7 @@ def pairs(raw: str | None, what: str, envs: dict[str, Place]) -> dict[str, str]:
 
 
 def check_inputs(ident: Identity, repo_url: str | None, image: str | None, clusters: dict[str, str],
-                 namespaces: dict[str, str]) -> None:
+                 namespaces: dict[str, str], argocd_namespace: str = identity.ARGOCD_NAMESPACE) -> None:
     if not any((repo_url, image, clusters, namespaces)):
         raise repo_edit.EditError("nothing to do: give REPO_URL=<the repository Argo CD clones> and IMAGE=<registry>/"
                                   "<repository> (and CLUSTERS=, NAMESPACES= for the Argo CD destinations)")
@@ -67,6 +67,10 @@ def check_inputs(ident: Identity, repo_url: str | None, image: str | None, clust
         if not identity.DNS1123_LABEL.match(ns) or len(ns) > 63:
             raise repo_edit.EditError(f"NAMESPACES: '{ns}' (for {env}) is not a namespace name (a DNS-1123 label: "
                                       "lowercase letters, digits and '-', 63 at most)")
+        why = identity.system_namespace(ns, argocd_namespace)
+        if why:
+            raise repo_edit.EditError(f"NAMESPACES: '{ns}' (for {env}) is {why}: a training environment gets a "
+                                      "namespace of its own")
 
 
 def _yaml(path: Path) -> YamlFile:
@@ -203,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         clusters = pairs(args.clusters, "CLUSTERS", ident.environments)
         namespaces = pairs(args.namespaces, "NAMESPACES", ident.environments)
         repo_url, image = args.repo_url or None, args.image or None
-        check_inputs(ident, repo_url, image, clusters, namespaces)
+        check_inputs(ident, repo_url, image, clusters, namespaces, identity.argocd_namespace(root))
         before = identity.disagreements(root, ident)
         if before:
             raise repo_edit.EditError("the repository already disagrees with gitops.yaml's identity, so it cannot be "

@@ -100,6 +100,9 @@ def check_request(req: Request, ident: Identity, root: Path) -> None:
     ns = req.namespace if req.namespace is not None else f"ddp-{req.env}"
     if not identity.DNS1123_LABEL.match(ns) or len(ns) > 63:
         raise EditError(f"NAMESPACE '{ns}' is not a namespace name (a DNS-1123 label, 63 characters at most)")
+    why = identity.system_namespace(ns, identity.argocd_namespace(root))
+    if why:
+        raise EditError(f"NAMESPACE '{ns}' is {why}: a training environment gets a namespace of its own")
     if req.gpu_name is not None and not re.fullmatch(r"[A-Za-z0-9][\w.-]{0,30}", req.gpu_name):
         raise EditError(f"GPU '{req.gpu_name}' is not a short hardware name such as A100")
 

@@ -157,6 +157,8 @@ def test_dry_run_prints_the_diff_and_writes_nothing(repo):
     (["--image", "ghcr.io/example/other"], "is in the template's example registry"),
     (["--clusters", "nowhere=c"], "CLUSTERS: 'nowhere' is not an environment gitops.yaml declares"),
     (["--namespaces", "x"], "NAMESPACES: 'x' is not <environment>=<value>"),
+    (["--namespaces", "kind-cpu=kube-public"], "NAMESPACES: 'kube-public' (for kind-cpu) is the cluster's own"),
+    (["--namespaces", "gke-t4=argocd"], "NAMESPACES: 'argocd' (for gke-t4) is Argo CD's own namespace"),
 ])
 def test_a_bad_argument_is_one_line_and_writes_nothing(repo, args, message):
     before = snapshot(repo)

@@ -165,6 +165,9 @@ def test_the_accelerator_label_toleration_and_resource_name(repo):
     (["--env", "x", "--from", FROM, "--nodes", "2", "--gpu-resource", "example.com/tpu"],
      "GPU_RESOURCE 'example.com/tpu' is not one the validator counts"),
     (["--env", "x", "--from", FROM, "--nodes", "2", "--launcher", "nope"], "LAUNCHER 'nope' is not one of"),
+    (["--env", "x", "--from", FROM, "--nodes", "2", "--namespace", "kube-system"],
+     "NAMESPACE 'kube-system' is the cluster's own namespace (kube-*)"),
+    (["--env", "x", "--from", FROM, "--nodes", "2", "--namespace", "argocd"], "NAMESPACE 'argocd' is Argo CD's own"),
 ])
 def test_a_bad_argument_is_one_line_and_writes_nothing(repo, args, message):
     before = snapshot(repo)
