@@ -147,6 +147,62 @@ def references(doc: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return out
 
 
+# The kustomization lists whose entries may be plugin configurations (a file, or the YAML itself inline), and the
+# keys of a builtin generator's or transformer's configuration that kustomize loads as files (api/builtins at
+# v5.8.1: ConfigMapGenerator and SecretGenerator `files`, `envs`, `env`; PatchTransformer and
+# PatchJson6902Transformer `path`; PatchStrategicMergeTransformer `paths`; ReplacementTransformer `replacements[].path`).
+_PLUGIN_LISTS = ("generators", "transformers", "validators")
+_LOADED_KEYS = ("path", "paths", "files", "envs", "env")
+_HELM_KINDS = ("HelmChartInflationGenerator",)
+
+
+def plugin_configs(here: Path, doc: dict[str, Any]) -> list[tuple[str, str | None, list[Any]]]:
+    """(field, the file it is written in or None where inline, its YAML documents) for every plugin configuration a
+    kustomization names: a
+    local file of its generators/transformers/validators, or an entry that is the configuration itself (inline).
+    A folder entry is a kustomization, followed as one; what cannot be read is left to kustomize to report."""
+    out: list[tuple[str, str | None, list[Any]]] = []
+    for key in _PLUGIN_LISTS:
+        entries = doc.get(key)
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            text, where = None, None
+            if isinstance(entry, str) and "\n" in entry:
+                text = entry
+            elif isinstance(entry, str) and not offline.remote(entry, True):
+                try:
+                    target = resolved(here / entry)
+                    if target.is_file():
+                        text, where = read_text(target), rel(target)
+                except (OSError, RuntimeError, ValueError, InputError):
+                    continue
+            if text is None:
+                continue
+            try:
+                docs = [d for d in yaml.load_all(text, Loader=_FAST_LOADER) if d is not None]
+            except yaml.YAMLError:
+                continue
+            out.append((f"{key}[{i}]", where, docs))
+    return out
+
+
+def loaded_paths(config: Any, field: str = "") -> list[tuple[str, str]]:
+    """(field, value) for every string under a key a builtin plugin loads as a file, at any depth (`files: [k=url]`
+    gives the url)."""
+    out: list[tuple[str, str]] = []
+    if isinstance(config, dict):
+        for k, v in config.items():
+            sub = f"{field}.{k}" if field else str(k)
+            if k in _LOADED_KEYS:
+                values = v if isinstance(v, list) else [v]
+                out += [(f"{sub}[{j}]" if isinstance(v, list) else sub, str(x).split("=", 1)[-1])
+                        for j, x in enumerate(values) if isinstance(x, str)]
+            out += loaded_paths(v, sub)
+    elif isinstance(config, list):
+        for j, v in enumerate(config):
+            out += loaded_paths(v, f"{field}[{j}]")
+    return out
+
+
 def reaches_out(folder: Path) -> str | None:
     """The first thing in the kustomizations `folder` reads (its own, its bases', its components') that would make
     kustomize fetch from the network or run a program: a remote reference or a Helm chart. One line naming the
@@ -191,6 +247,18 @@ def reaches_out(folder: Path) -> str | None:
                     continue
                 if target.is_dir():
                     todo.append(target)
+        for field, where, docs in plugin_configs(here, doc):
+            named = f"{rel(kfile)}: {field}" + (f" ({where})" if where else "")
+            for config in docs:
+                kind = config.get("kind") if isinstance(config, dict) else None
+                if kind in _HELM_KINDS:
+                    return (f"{named} is a {kind}: kustomize would run helm (and fetch the chart's "
+                            "repository); refused: render the chart once and commit its output (helm template)")
+                for sub, ref in loaded_paths(config):
+                    if offline.remote(ref, False):
+                        return (f"{named} {kind or 'plugin configuration'} {sub} '{ref}' is remote: "
+                                "kustomize would download it over HTTP on every render (Argo CD too), content nobody "
+                                "reviewed; refused: copy it into the repository and name the local path")
     return None
 
 

@@ -159,6 +159,21 @@ def hostile_overlays(root: Path, port: int) -> list[Path]:
         "crds": f"resources: [cm.yaml]\ncrds:\n  - http://{at}/crd.json\n",
         "helm": "helmCharts:\n  - name: chart\n    version: 0.1.0\n    repo: http://" + at + "\n",
         "nested": "resources:\n  - ../nested-base\n",
+        # Plugin configurations (issue 32 item 1): a generator's or transformer's config file, or the config inline,
+        # whose files kustomize loads: fetched, and the answer landed in the rendered ConfigMap, exit 0.
+        "generator-config": "generators:\n  - gen.yaml\n",
+        "generator-inline": ("generators:\n  - |\n    apiVersion: builtin\n    kind: ConfigMapGenerator\n"
+                             f"    metadata: {{name: g}}\n    files: [k=http://{at}/data]\n"),
+        "transformer-config": "resources: [cm.yaml]\ntransformers:\n  - patch.yaml\n",
+        "helm-generator": "generators:\n  - helm.yaml\n",
+    }
+    extra = {
+        "generator-config": {"gen.yaml": "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: g}\n"
+                                         f"files: [k=http://{at}/data]\n"},
+        "transformer-config": {"patch.yaml": "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: t}\n"
+                                             f"path: http://{at}/patch.yaml\ntarget: {{kind: ConfigMap}}\n"},
+        "helm-generator": {"helm.yaml": "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata: "
+                                        f"{{name: h}}\nname: chart\nrepo: http://{at}\n"},
     }
     base = root / "nested-base"
     base.mkdir()
@@ -169,6 +184,8 @@ def hostile_overlays(root: Path, port: int) -> list[Path]:
         d.mkdir()
         (d / "kustomization.yaml").write_text(text)
         (d / "cm.yaml").write_text(cm)
+        for file, content in extra.get(name, {}).items():
+            (d / file).write_text(content)
         out.append(d)
     return out
 
@@ -220,6 +237,22 @@ def test_without_the_namespace_kustomize_would_reach_loopback(tmp_path, witness,
     subprocess.run([render.kubectl(), "kustomize", str(tmp_path / "file-clone")], capture_output=True, timeout=60,
                    env=dict(os.environ, PATH=f"{witness.bin}{os.pathsep}{os.environ['PATH']}"))
     assert any(p.startswith("git ") for p in witness.programs())
+
+
+def test_plugin_configurations_would_fetch_without_the_refusal(tmp_path, witness):
+    """The plugin-configuration cases are real: kustomize itself, outside the sandbox, fetches the witness's answer
+    into the rendered ConfigMap (the refusal above is what keeps make validate from it)."""
+    folders = {f.name: f for f in hostile_overlays(tmp_path, witness.port)}
+    for name in ("generator-config", "generator-inline", "transformer-config"):
+        before = len(witness.connections)
+        subprocess.run([render.kubectl(), "kustomize", str(folders[name])], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, PATH=f"{witness.bin}{os.pathsep}{os.environ['PATH']}"))
+        assert len(witness.connections) > before, name
+    for name in ("generator-config", "generator-inline", "transformer-config", "helm-generator"):
+        got = render.render(folders[name])
+        assert got.error and ("is remote: kustomize would download it" in got.error or "would run helm" in got.error), \
+            (name, got.error)
+        assert f"{name}/kustomization.yaml: " in got.error, got.error
 
 
 def test_unsafe_options_never_reach_kustomize(tmp_path):
