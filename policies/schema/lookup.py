@@ -60,6 +60,15 @@ def load_schema(path: Path) -> dict[str, Any]:
     return json.loads(path.read_bytes())
 
 
+def served_versions(group: str, kind: str, root: Path | None = None) -> list[str]:
+    """The versions the pinned CRD of group/kind serves: the schema files `make schemas` wrote for it."""
+    folder = (root or SCHEMAS_DIR) / "crds" / group
+    prefix = f"{kind.lower()}_"
+    if not _KIND.match(kind or "") or not folder.is_dir():
+        return []
+    return sorted(p.stem[len(prefix):] for p in folder.glob(f"{prefix}*.json"))
+
+
 def builtin_group(group: str) -> bool:
     return "." not in group or group.endswith(".k8s.io")
 
@@ -89,6 +98,17 @@ def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Probl
                 hint = (f"Kubernetes v{kubernetes_version(root)} serves no {api} {kind} (schemas/SOURCES.md lists every "
                         "kind it serves): correct apiVersion/kind, or, for a custom resource, copy its upstream CRD "
                         f"into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run make schemas")
+            elif served := served_versions(group, kind, root):
+                # The pinned CRD of this kind serves other versions only (scripts/gen_schemas.py writes a schema for
+                # every served version): the API server has no such resource ("no matches for kind").
+                problems.append((i, Problem(RULE_MISSING, f"{kind} of {group} is served as {', '.join(served)} by the "
+                                            f"CRD pinned in crds/, not {api.split('/', 1)[-1]}: the API server "
+                                            f"refuses it (no matches for kind \"{kind}\" in version \"{api}\")",
+                                            m.source, obj=m.ref, field="apiVersion",
+                                            hint=f"use apiVersion {group}/{served[-1]}" + (
+                                                " (or update the CRD in crds/ where your cluster serves a newer "
+                                                "version, and run make schemas)"))))
+                continue
             else:
                 # A custom resource whose CRD is not among crds/: the cluster may well serve it, so its schema
                 # check could not run (a warning that says so), rather than an error on a manifest that may run.
