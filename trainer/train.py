@@ -24,17 +24,20 @@ import os
 import signal
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch.distributed as dist
-
-from trainer import distributed as D
+# Torch-free: --help and a refused argument (exit 2) leave before torch is imported (about 2 s); main() imports the
+# training side (torch, torch.distributed, the loop) once the arguments are read.
 from trainer.cli import build_parser, parse_args  # noqa: F401  (the trainer's command line, as before)
 from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError, write_error_file
-from trainer.loop import Trainer
+
+if TYPE_CHECKING:
+    from trainer import distributed as D
 
 
 def _is_comm_failure(e: BaseException) -> bool:
+    import torch.distributed as dist
+
     text = str(e)
     return isinstance(e, dist.DistError) or any(
         s in text for s in ("Connection reset", "Connection closed", "Broken pipe", "gloo", "NCCL", "TCPStore")
@@ -58,7 +61,10 @@ _ALIVE: list[Any] = []
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv)  # --help (exit 0) and bad arguments (exit 2) end here, before torch is imported
+    from trainer import distributed as D
+    from trainer.loop import Trainer
+
     denv = None
     try:
         denv, device = D.init(args.backend, args.pg_timeout)
