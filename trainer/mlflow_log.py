@@ -27,25 +27,33 @@ EPOCH_METRICS = ("train_loss", "val_loss", "val_acc", "val_ppl", "samples_per_s"
 
 
 class MlflowRun:
+    """Rank 0's MLflow run. Constructed at start-up, it only reads (the experiment, a run tagged with this --run-id):
+    the run is created, or an earlier attempt's reopened (RUNNING), when this attempt starts training (`start`), so
+    a refusal before training and a complete run started again (`[DONE] ... already complete`) leave MLflow as it
+    was."""
+
     def __init__(self, uri: str, run_id: str, experiment: str):
         from mlflow import MlflowClient
 
         self.client = MlflowClient(tracking_uri=uri)
-        self.uri, self.name = uri, run_id
+        self.uri, self.name, self.experiment = uri, run_id, experiment
         found = self.client.get_experiment_by_name(experiment)
-        exp_id = found.experiment_id if found else self.client.create_experiment(experiment)
-        runs = self.client.search_runs([exp_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1)
-        if runs:
-            self.run_id = runs[0].info.run_id
-            self.client.update_run(self.run_id, status="RUNNING")
-            self.resumed = True
-        else:
-            self.run_id = self.client.create_run(exp_id, run_name=run_id, tags={RUN_ID_TAG: run_id}).info.run_id
-            self.resumed = False
+        self.exp_id = found.experiment_id if found else None
+        runs = (self.client.search_runs([self.exp_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'",
+                                        max_results=1) if self.exp_id else [])
+        self.earlier: str | None = runs[0].info.run_id if runs else None  # an earlier attempt's MLflow run
+        self.run_id: str | None = None  # set once this attempt has started (or reopened) it
+        self.resumed = False
 
     def start(self, params: dict[str, Any], topology: dict[str, Any]) -> None:
-        from mlflow.entities import Param, RunTag
+        from mlflow.entities import Param, RunStatus, RunTag
 
+        if self.earlier is not None:
+            self.run_id, self.resumed = self.earlier, True
+            self.client.update_run(self.run_id, status=RunStatus.to_string(RunStatus.RUNNING))
+        else:
+            exp_id = self.exp_id or self.client.create_experiment(self.experiment)
+            self.run_id = self.client.create_run(exp_id, run_name=self.name, tags={RUN_ID_TAG: self.name}).info.run_id
         tags = [RunTag(f"topology.{k}", str(v)) for k, v in topology.items()]
         tags.append(RunTag("topology.launcher", os.environ.get("LAUNCHER", "torchrun")))
         tags.append(RunTag("topology.overlay", os.environ.get("OVERLAY", "unknown")))
