@@ -1,6 +1,7 @@
 """MLflow tracking from rank 0 when MLFLOW_TRACKING_URI is set: parameters, topology, per-epoch metrics, and the
 best model (best.pt, or the causal-LM task's best/ folder) as an artifact. The MLflow run is named and tagged with the trainer's --run-id, so a resumed
-run (a torchrun restart, a new pod) carries on with the same MLflow run instead of starting another.
+run (a torchrun restart, a new pod) carries on with the same MLflow run instead of starting another. The run ends
+FINISHED, KILLED (stopped by SIGTERM or SIGINT after saving) or FAILED (a refusal or an error during training).
 
 Stores (mlflow-skinny, pinned in trainer/requirements.txt): a tracking server URL (http://..., the cluster's
 choice: the server may keep its runs in any database) or a plain folder `file:///out/mlruns` on a volume, which
@@ -30,7 +31,8 @@ class MlflowRun:
     """Rank 0's MLflow run. Constructed at start-up, it only reads (the experiment, a run tagged with this --run-id):
     the run is created, or an earlier attempt's reopened (RUNNING), when this attempt starts training (`start`), so
     a refusal before training and a complete run started again (`[DONE] ... already complete`) leave MLflow as it
-    was."""
+    was. `end` closes what `start` opened with MLflow's own status for the outcome (RunStatus: FINISHED, KILLED,
+    FAILED)."""
 
     def __init__(self, uri: str, run_id: str, experiment: str):
         from mlflow import MlflowClient
@@ -89,7 +91,16 @@ class MlflowRun:
         metrics_file = run_dir / "metrics.jsonl"
         if metrics_file.exists():
             self.client.log_artifact(self.run_id, str(metrics_file))
-        self.client.set_terminated(self.run_id, "FINISHED")
+
+    def end(self, outcome: str) -> None:
+        """The MLflow run's end, with MLflow's status for the trainer's outcome; nothing when this attempt never
+        started training (it opened no run)."""
+        from mlflow.entities import RunStatus
+
+        if self.run_id is None:
+            return
+        status = {"done": RunStatus.FINISHED, "stopped": RunStatus.KILLED}.get(outcome, RunStatus.FAILED)
+        self.client.set_terminated(self.run_id, RunStatus.to_string(status))
 
 
 def from_env(args: Any, denv: Any) -> MlflowRun | None:

@@ -190,6 +190,11 @@ class Telemetry:
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:
         self._notify("done", summary, run_dir)
 
+    def end(self, outcome: str) -> None:
+        """However the run ends (trainer/train.py): "done", "stopped" (SIGTERM or SIGINT, after saving) or "failed"
+        (a refusal, a lost peer, any other error). An observer that recorded nothing of this attempt leaves it."""
+        self._notify("end", outcome)
+
     def close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
