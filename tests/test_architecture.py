@@ -5,6 +5,8 @@ load without torch."""
 from __future__ import annotations
 
 import ast
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +112,39 @@ def test_the_trainers_command_line_and_registry_load_without_torch():
             " and m != 'trainer.tasks.causal_lm_flags'); print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+_MAIN_WITHOUT_TORCH = """
+import json, sys
+from trainer import train
+try:
+    train.main(sys.argv[1:])
+    code = 'returned'
+except SystemExit as e:
+    code = e.code
+print(json.dumps({'code': code, 'torch': sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))}))
+"""
+
+
+def test_train_help_and_refused_arguments_end_before_torch_is_imported():
+    """`python -m trainer.train --help` took 3 s: train.py imported torch.distributed before reading its arguments.
+    --help (exit 0) and a refused argument (exit 2, argparse's or the parser's own checks) end before torch is
+    imported, through train.main and through the entry point the pods start (the file, under -X importtime)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TASK", "EPOCHS", "RUN_ID")}
+    for argv, want in ((["--help"], 0), (["--epochs", "0"], 2), (["--task", "nope"], 2), (["--run-id", ".."], 2)):
+        res = subprocess.run([sys.executable, "-c", _MAIN_WITHOUT_TORCH, *argv], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60, env=env)
+        got = json.loads(res.stdout.strip().splitlines()[-1])
+        assert got == {"code": want, "torch": []}, (argv, got, res.stderr[-2000:])
+    for argv, want in ((["--help"], 0), (["--batch-size", "-1"], 2)):
+        res = subprocess.run([sys.executable, "-X", "importtime", str(TRAINER / "train.py"), *argv], cwd="/",
+                             capture_output=True, text=True, timeout=60, env=env)
+        assert res.returncode == want, res.stderr[-2000:]
+        imported = [line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")]
+        assert "trainer.cli" in imported and "argparse" in imported, imported
+        assert not [m for m in imported if m == "torch" or m.startswith("torch.")], argv
+    assert "usage: train.py" in subprocess.run([sys.executable, "-m", "trainer.train", "--help"], cwd=ROOT,
+                                               capture_output=True, text=True, timeout=60, env=env).stdout
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

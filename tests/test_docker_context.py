@@ -192,8 +192,8 @@ def test_the_plugin_image_installs_and_runs_from_its_own_context(clone, tmp_path
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.cpu"])
 def test_the_trainer_image_holds_what_its_command_runs(clone, name, tmp_path):
-    """The trainer image's /app, as its COPY steps place it, starts the trainer: `train.py --help` through this
-    interpreter (its torch and the trainer's pins are the image's, tests/test_trainer_image.py), with nothing of
+    """The trainer image's /app, as its COPY steps place it, starts the trainer: `train.py --help`, then one epoch
+    of the synthetic task, through this interpreter (its torch and the trainer's pins are the image's, tests/test_trainer_image.py), with nothing of
     the checkout on the import path."""
     image = assemble(clone, name, tmp_path / "image")
     steps = pip_steps(name)
@@ -204,3 +204,10 @@ def test_the_trainer_image_holds_what_its_command_runs(clone, name, tmp_path):
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "--task" in proc.stdout
+    # --help reads the arguments only (it imports no torch): one step of a world of one imports the training side
+    proc = subprocess.run([sys.executable, "-E", "-s", str(image / "app/trainer/train.py"), "--task", "synthetic",
+                           "--samples", "64", "--features", "4", "--batch-size", "32", "--epochs", "1",
+                           "--out-dir", str(tmp_path / "out"), "--run-id", "image"],
+                          cwd=image / "app", capture_output=True, text=True, timeout=900,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0 and "[DONE]" in proc.stdout, proc.stdout + proc.stderr

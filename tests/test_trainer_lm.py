@@ -459,6 +459,11 @@ def test_a_watched_lm_run_feeds_the_dashboard_mlflow_and_trainjob_progress(tiny,
     assert len(wanted) == 12 and wanted <= set(seen0), sorted(wanted - set(seen0))
     assert 0 < seen0["trainer_val_accuracy"] < 1 and seen0["trainer_checkpoint_bytes"] > 100_000
     assert seen1["trainer_step_seconds"] > 0 and "trainer_val_loss" not in seen1
+    # tokens/s: the [TRAIN] line's figure (metrics.jsonl keeps it unrounded), samples/s counts blocks of --seq-len
+    trains = [e for e in metrics(tmp_path / "lm-watched") if e["event"] == "train"]
+    tokens = seen0["trainer_tokens_per_second"]
+    assert any(tokens == pytest.approx(e["tokens_per_s"], rel=1e-9) for e in trains), (tokens, trains)
+    assert tokens > seen0["trainer_samples_per_second"] > 0
 
     from mlflow import MlflowClient
 

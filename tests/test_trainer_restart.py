@@ -1,4 +1,5 @@
-"""A restart never loses the better model; Ctrl-C saves like SIGTERM; a failed launch ends on its one-line reason."""
+"""A restart never loses the better model; Ctrl-C saves like SIGTERM; SIGTERM to torchrun saves, and the wrapper ends
+on the workers' one-line reason; a failed launch ends on its one-line reason."""
 
 from __future__ import annotations
 
@@ -89,6 +90,52 @@ def test_ctrl_c_saves_a_checkpoint_like_sigterm(tmp_path):
     assert pointer["file"] == ckpts[0]["file"] and pointer["step"] == int(ckpts[0]["step"])
     assert "Traceback" not in out
     assert lines[-1].startswith("[ERROR] torchrun stopped by SIGINT") and "run the same command again" in lines[-1]
+
+
+def _sigterm_at_first_train_line(cmd: list[str]) -> tuple[int, list[str]]:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT)
+    lines, deadline, sent = [], time.monotonic() + 120, False
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if not sent and line.startswith("[TRAIN] "):
+                proc.send_signal(signal.SIGTERM)  # to torchrun, as the kubelet sends it to the pod's process
+                sent = True
+            assert time.monotonic() < deadline, "".join(lines[-40:])
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    assert sent, "".join(lines[-40:])
+    return proc.returncode, lines
+
+
+@pytest.mark.timeout(250)
+def test_sigterm_to_torchrun_saves_and_the_wrapper_ends_on_the_workers_reason(tmp_path):
+    """SIGTERM to torchrun: its workers save. Plain torchrun (the pods' command) then ends with its own
+    SignalException, a traceback and exit 1, whatever the workers did (torch 2.13: nothing a worker does changes
+    that, see trainer/launch.py); `python -m trainer.launch` ends on one line, the workers' own reason (the
+    checkpoint saved, how to resume), and exit 143."""
+    args = ["--task", "synthetic", "--samples", "8192", "--features", "32", "--epochs", "2", "--batch-size", "16",
+            "--log-interval", "16", "--out-dir", str(tmp_path)]
+    for launcher, run_id in ((None, "plain"), (LAUNCH, "wrapped")):
+        cmd = torchrun_cmd([*args, "--run-id", run_id], nproc=2)
+        code, lines = _sigterm_at_first_train_line(cmd if launcher is None else launcher + cmd[1:])
+        out = "".join(lines)
+        ckpts = [d for d in tagged(out, "CKPT") if d.get("reason") == "SIGTERM"]
+        assert len(ckpts) == 1, out[-3000:]
+        pointer = json.loads((tmp_path / run_id / "latest").read_text())
+        assert pointer["file"] == ckpts[0]["file"], out[-3000:]
+        saved = tmp_path / run_id / ckpts[0]["file"]
+        if launcher is None:  # torch's behaviour, as docs/rules.md (RESTART001, RESTART002) describes it
+            assert code == 1 and "SignalException: Process" in out and "Traceback" in out, out[-3000:]
+            continue
+        assert code == 128 + signal.SIGTERM, out[-3000:]
+        assert "Traceback" not in out, out[-3000:]
+        assert lines[-1].strip() == (f"[ERROR] torchrun stopped by SIGTERM; rank 0: stopped by SIGTERM after saving "
+                                     f"{saved}: run the same command again to resume from it"), lines[-3:]
 
 
 @pytest.mark.timeout(60)

@@ -164,6 +164,7 @@ def test_a_watched_run_serves_metrics_logs_to_mlflow_and_reports_progress(tmp_pa
         assert name in seen0, (name, seen0)
     assert seen0["trainer_world_size"] == 2 and seen0["trainer_checkpoint_bytes"] > 1000
     assert seen1["trainer_step_seconds"] > 0 and "trainer_val_loss" not in seen1
+    assert "trainer_tokens_per_second" not in seen0  # a task that counts samples only (causal-lm: test_trainer_lm)
     # metrics.jsonl: each log interval has every rank's step and data time
     run_dir = tmp_path / "out" / "run-042"
     ranks = [e for e in metrics(run_dir) if e["event"] == "ranks"]

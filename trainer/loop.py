@@ -337,7 +337,7 @@ class Trainer:
             self.log.event("ranks", epoch=epoch + 1, step=progress.step, step_s=per_rank[:denv.world_size],
                            data_s=per_rank[denv.world_size:])
             self.tel.interval(progress.step, epoch + 1, self.args.epochs, epoch_step, self.steps_per_epoch, loss,
-                              samples / seconds)
+                              samples / seconds, count / seconds if unit == "tokens" else None)
             self.interval_step = progress.step
             meter.close_interval(now)
         return bool(reduced[0])

@@ -1,6 +1,7 @@
 """MLflow tracking from rank 0 when MLFLOW_TRACKING_URI is set: parameters, topology, per-epoch metrics, and the
 best model (best.pt, or the causal-LM task's best/ folder) as an artifact. The MLflow run is named and tagged with the trainer's --run-id, so a resumed
-run (a torchrun restart, a new pod) carries on with the same MLflow run instead of starting another.
+run (a torchrun restart, a new pod) carries on with the same MLflow run instead of starting another. The run ends
+FINISHED, KILLED (stopped by SIGTERM or SIGINT after saving) or FAILED (a refusal or an error during training).
 
 Stores (mlflow-skinny, pinned in trainer/requirements.txt): a tracking server URL (http://..., the cluster's
 choice: the server may keep its runs in any database) or a plain folder `file:///out/mlruns` on a volume, which
@@ -27,25 +28,34 @@ EPOCH_METRICS = ("train_loss", "val_loss", "val_acc", "val_ppl", "samples_per_s"
 
 
 class MlflowRun:
+    """Rank 0's MLflow run. Constructed at start-up, it only reads (the experiment, a run tagged with this --run-id):
+    the run is created, or an earlier attempt's reopened (RUNNING), when this attempt starts training (`start`), so
+    a refusal before training and a complete run started again (`[DONE] ... already complete`) leave MLflow as it
+    was. `end` closes what `start` opened with MLflow's own status for the outcome (RunStatus: FINISHED, KILLED,
+    FAILED)."""
+
     def __init__(self, uri: str, run_id: str, experiment: str):
         from mlflow import MlflowClient
 
         self.client = MlflowClient(tracking_uri=uri)
-        self.uri, self.name = uri, run_id
+        self.uri, self.name, self.experiment = uri, run_id, experiment
         found = self.client.get_experiment_by_name(experiment)
-        exp_id = found.experiment_id if found else self.client.create_experiment(experiment)
-        runs = self.client.search_runs([exp_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1)
-        if runs:
-            self.run_id = runs[0].info.run_id
-            self.client.update_run(self.run_id, status="RUNNING")
-            self.resumed = True
-        else:
-            self.run_id = self.client.create_run(exp_id, run_name=run_id, tags={RUN_ID_TAG: run_id}).info.run_id
-            self.resumed = False
+        self.exp_id = found.experiment_id if found else None
+        runs = (self.client.search_runs([self.exp_id], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'",
+                                        max_results=1) if self.exp_id else [])
+        self.earlier: str | None = runs[0].info.run_id if runs else None  # an earlier attempt's MLflow run
+        self.run_id: str | None = None  # set once this attempt has started (or reopened) it
+        self.resumed = False
 
     def start(self, params: dict[str, Any], topology: dict[str, Any]) -> None:
-        from mlflow.entities import Param, RunTag
+        from mlflow.entities import Param, RunStatus, RunTag
 
+        if self.earlier is not None:
+            self.run_id, self.resumed = self.earlier, True
+            self.client.update_run(self.run_id, status=RunStatus.to_string(RunStatus.RUNNING))
+        else:
+            exp_id = self.exp_id or self.client.create_experiment(self.experiment)
+            self.run_id = self.client.create_run(exp_id, run_name=self.name, tags={RUN_ID_TAG: self.name}).info.run_id
         tags = [RunTag(f"topology.{k}", str(v)) for k, v in topology.items()]
         tags.append(RunTag("topology.launcher", os.environ.get("LAUNCHER", "torchrun")))
         tags.append(RunTag("topology.overlay", os.environ.get("OVERLAY", "unknown")))
@@ -81,7 +91,16 @@ class MlflowRun:
         metrics_file = run_dir / "metrics.jsonl"
         if metrics_file.exists():
             self.client.log_artifact(self.run_id, str(metrics_file))
-        self.client.set_terminated(self.run_id, "FINISHED")
+
+    def end(self, outcome: str) -> None:
+        """The MLflow run's end, with MLflow's status for the trainer's outcome; nothing when this attempt never
+        started training (it opened no run)."""
+        from mlflow.entities import RunStatus
+
+        if self.run_id is None:
+            return
+        status = {"done": RunStatus.FINISHED, "stopped": RunStatus.KILLED}.get(outcome, RunStatus.FAILED)
+        self.client.set_terminated(self.run_id, RunStatus.to_string(status))
 
 
 def from_env(args: Any, denv: Any) -> MlflowRun | None:

@@ -92,6 +92,9 @@ class TrainerProgress:
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:
         self.post(1.0, force=True)
 
+    def end(self, outcome: str) -> None:
+        pass  # the TrainJob's own status says how its pods ended
+
 
 def from_env(args: Any) -> TrainerProgress | None:
     url = (os.environ.get(URL_ENV) or "").strip()

@@ -7,7 +7,7 @@ a port in use, an unreachable server or a refused request is one warning line, t
 
 Ports: local rank r serves on METRICS_PORT + r (a pod with 8 processes uses METRICS_PORT..METRICS_PORT+7; the
 bases declare the container ports, the monitoring component's PodMonitor scrapes them). Rank 0 serves the job's
-view (step, epoch, loss, validation, samples/s, checkpoints, restarts, world size); every rank serves its own step
+view (step, epoch, loss, validation, samples/s and for causal-lm tokens/s, checkpoints, restarts, world size); every rank serves its own step
 time, data-loading time and, on a GPU, memory. See docs/trainer.md "Watching a run".
 """
 
@@ -33,7 +33,10 @@ GAUGES: dict[str, tuple[str, str]] = {
     "train_loss": ("mean training loss over the last log interval, all ranks", "job"),
     "val_loss": ("validation loss of the last completed epoch", "job"),
     "val_accuracy": ("validation accuracy of the last completed epoch", "job"),
-    "samples_per_second": ("training samples per second over the last log interval, all ranks", "job"),
+    "samples_per_second": ("training samples per second over the last log interval, all ranks (causal-lm: blocks "
+                           "of --seq-len tokens)", "job"),
+    "tokens_per_second": ("causal-lm: training tokens per second over the last log interval, all ranks (the [TRAIN] "
+                          "line's tokens/s)", "job"),
     "checkpoint_save_seconds": ("seconds the last checkpoint took (gather, serialise, write, fsync)", "job"),
     "checkpoint_bytes": ("size of the last checkpoint written", "job"),
     "restarts": ("torchrun restarts of this worker group (TORCHELASTIC_RESTART_COUNT)", "job"),
@@ -165,14 +168,19 @@ class Telemetry:
             ep.set("gpu_memory_peak_bytes", torch.cuda.max_memory_allocated(self.device))
 
     def interval(self, step: int, epoch: int, epochs: int, epoch_step: int, epoch_steps: int, loss: float,
-                 samples_per_s: float) -> None:
-        """At each log interval, rank 0's all-reduced figures."""
+                 samples_per_s: float, tokens_per_s: float | None = None) -> None:
+        """At each log interval, rank 0's all-reduced figures; `tokens_per_s` for a task that counts tokens
+        (causal-lm: the [TRAIN] line's tokens/s), None for the others."""
         if self.endpoint is not None:
             self.endpoint.set("train_loss", loss)
             self.endpoint.set("samples_per_second", samples_per_s)
+            self.endpoint.set("tokens_per_second", tokens_per_s)
         if self.observers:
             done = (epoch - 1 + epoch_step / max(1, epoch_steps)) / max(1, epochs)
-            self._notify("interval", step, done, {"train_loss": loss, "samples_per_s": samples_per_s})
+            figures = {"train_loss": loss, "samples_per_s": samples_per_s}
+            if tokens_per_s is not None:
+                figures["tokens_per_s"] = tokens_per_s
+            self._notify("interval", step, done, figures)
 
     def epoch(self, metrics: dict[str, Any], epochs: int) -> None:
         if self.endpoint is not None:
@@ -189,6 +197,11 @@ class Telemetry:
 
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:
         self._notify("done", summary, run_dir)
+
+    def end(self, outcome: str) -> None:
+        """However the run ends (trainer/train.py): "done", "stopped" (SIGTERM or SIGINT, after saving) or "failed"
+        (a refusal, a lost peer, any other error). An observer that recorded nothing of this attempt leaves it."""
+        self._notify("end", outcome)
 
     def close(self) -> None:
         if self.endpoint is not None:

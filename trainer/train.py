@@ -24,17 +24,20 @@ import os
 import signal
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch.distributed as dist
-
-from trainer import distributed as D
+# Torch-free: --help and a refused argument (exit 2) leave before torch is imported (about 2 s); main() imports the
+# training side (torch, torch.distributed, the loop) once the arguments are read.
 from trainer.cli import build_parser, parse_args  # noqa: F401  (the trainer's command line, as before)
 from trainer.errors import EXIT_PEER_LOST, EXIT_PREEMPTED, EXIT_USAGE, Preempted, TrainerError, write_error_file
-from trainer.loop import Trainer
+
+if TYPE_CHECKING:
+    from trainer import distributed as D
 
 
 def _is_comm_failure(e: BaseException) -> bool:
+    import torch.distributed as dist
+
     text = str(e)
     return isinstance(e, dist.DistError) or any(
         s in text for s in ("Connection reset", "Connection closed", "Broken pipe", "gloo", "NCCL", "TCPStore")
@@ -58,7 +61,10 @@ _ALIVE: list[Any] = []
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parse_args(argv)  # --help (exit 0) and bad arguments (exit 2) end here, before torch is imported
+    from trainer import distributed as D
+    from trainer.loop import Trainer
+
     denv = None
     try:
         denv, device = D.init(args.backend, args.pg_timeout)
@@ -68,8 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     trainer = Trainer(args, denv, device)
     _ALIVE.append(trainer)
+    # How the run ended, for the observers that record it (rank 0's MLflow run): "done", "stopped" (SIGTERM or
+    # SIGINT, after saving) or "failed" (a refusal, a lost peer, any other error). Whatever ends run().
+    outcome = "failed"
     try:
         code = trainer.run()
+        outcome = "done"
     except TrainerError as e:  # agreed on by all ranks: rank 0 prints it, every rank exits non-zero
         if denv.is_main:
             print(f"[ERROR] {e}", file=sys.stderr, flush=True)
@@ -77,22 +87,25 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_USAGE
     except Preempted as e:
         write_error_file(str(e))
-        code = EXIT_PREEMPTED
+        outcome, code = "stopped", EXIT_PREEMPTED
     except Exception as e:
         if not (D.active() and (trainer.stop.requested or _is_comm_failure(e))):
-            raise
+            raise  # the observers hear "failed" (finally, below); Python prints the traceback
         first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         if trainer.stop.requested:
             message = (f"rank {denv.rank}: stopped by {trainer.stop.reason} while a peer was gone ({first}); "
                        "resume from the last checkpoint")
-            print(f"[ERROR] {message}", file=sys.stderr)
-            write_error_file(message)
-            _hard_exit(EXIT_PREEMPTED)
-        message = (f"rank {denv.rank}: lost another worker ({first}); exiting so that torchrun can restart "
-                   "the group from the last checkpoint")
+            outcome, code = "stopped", EXIT_PREEMPTED
+        else:
+            message = (f"rank {denv.rank}: lost another worker ({first}); exiting so that torchrun can restart "
+                       "the group from the last checkpoint")
+            code = EXIT_PEER_LOST
         print(f"[ERROR] {message}", file=sys.stderr)
         write_error_file(message)
-        _hard_exit(EXIT_PEER_LOST)
+        trainer.tel.end(outcome)
+        _hard_exit(code)  # here, inside the handler: os._exit skips the `finally` below and every destructor
+    finally:
+        trainer.tel.end(outcome)
     if code == 0 and args.after_done == "wait":
         wait_after_done(denv)
     D.shutdown()
