@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from .files import read_text, rel as _rel
+from .files import read_config_text, rel as _rel
 from .loader import InputError
 from .model import ERROR, SEVERITIES, Problem
 from .kustomization import inputs, kustomization_file
@@ -75,7 +75,7 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         return Problem("ENV", message, src, hint=hint, severity=ERROR, location=(src, line))
 
     try:
-        text = read_text(path)
+        text = read_config_text(path)
         doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except InputError as exc:  # unreadable, or past the loader's bounds
         return None, [err(f"cannot read the environment declaration: {exc}")]

@@ -8,7 +8,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import yaml
 
@@ -46,6 +46,28 @@ def path_error(path: str | Path, exc: OSError) -> InputError:
             return InputError(f"{path}: a symlink to {os.readlink(p)}, which does not exist")
         return InputError(f"{path}: no such file or folder")
     return InputError(f"{path}: cannot read: {exc.strerror or exc}")
+
+
+# A configuration file the tools read beside the manifests (gitops.yaml, a policy.yaml, the ApplicationSet): a few
+# KB each. An 8 MB gitops.yaml (a few KB in git) held the Argo CD plugin's cmp-init over 120 s at 800 MB.
+CONFIG_MAX_BYTES = 1024 * 1024
+
+
+def read_config_text(path: str | Path) -> str:
+    """A configuration file's text: at most CONFIG_MAX_BYTES, within the loader's bounds; one InputError past one."""
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise path_error(path, exc) from None
+    if size > CONFIG_MAX_BYTES:
+        raise InputError(f"{path}: larger than {mib(CONFIG_MAX_BYTES)}, the most a configuration file may be")
+    return read_text(path)
+
+
+def read_config(path: str | Path) -> Any:
+    """A configuration file's YAML (read_config_text), parsed by libyaml where present; yaml.YAMLError where it is
+    not YAML."""
+    return yaml.load(read_config_text(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def read_text(path: str | Path) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from .files import read_config
 from .loader import InputError
 from .offline import check_build_options, isolation
 from .paths import CHECKOUT, DATA
@@ -28,9 +29,11 @@ class ConfigError(Exception):
 @functools.lru_cache(maxsize=None)
 def load(path: Path = CONFIG) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from exc
+        doc = read_config(path)
+    except InputError as exc:  # unreadable, or past a bound (one line already)
+        raise ConfigError(str(exc)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("kustomize"), dict):
         raise ConfigError(f"{path}: expected a mapping with a `kustomize` section")
     opts = doc["kustomize"].get("buildOptions", [])

@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from .files import read_config
+from .loader import InputError
+
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_NAME = "gitops.yaml"
 
@@ -47,8 +50,8 @@ def system_namespace(namespace: str, argocd_namespace: str = ARGOCD_NAMESPACE) -
 def argocd_namespace(root: Path = REPO) -> str:
     """The namespace the repository's Applications live in: the ApplicationSet's, else Argo CD's default."""
     try:
-        doc = yaml.safe_load((root / "argocd" / "applicationset.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        doc = read_config(root / "argocd" / "applicationset.yaml")
+    except (InputError, yaml.YAMLError):
         return ARGOCD_NAMESPACE
     ns = ((doc or {}).get("metadata") or {}).get("namespace") if isinstance(doc, dict) else None
     return ns if isinstance(ns, str) and ns else ARGOCD_NAMESPACE
@@ -92,8 +95,10 @@ def load(root: Path = REPO) -> Identity:
     """The identity declared in `root`/gitops.yaml; IdentityError (one line) for what is missing or malformed."""
     path = config_path(root)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        doc = read_config(path)
+    except InputError as exc:  # unreadable, or past a bound
+        raise IdentityError(str(exc)) from None
+    except yaml.YAMLError as exc:
         raise IdentityError(f"{_shown(path)}: cannot read: {' '.join(str(exc).split())}") from None
     if not isinstance(doc, dict):
         raise IdentityError(f"{_shown(path)}: expected a mapping")
@@ -182,8 +187,8 @@ def real_environment(folder: Path) -> str | None:
         declared = f.parent / "policy.yaml"
         if kustomization_file(f.parent) == f and declared.is_file():
             try:
-                doc = yaml.safe_load(declared.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError):
+                doc = read_config(declared)
+            except (InputError, yaml.YAMLError):
                 return None
             spec = doc.get("spec") if isinstance(doc, dict) else None
             if isinstance(spec, dict) and spec.get("real") is True:

@@ -323,3 +323,30 @@ def test_a_command_run_by_hand_outside_argo_cd(tmp_path):
                           capture_output=True, timeout=300)
     assert none.returncode == 2 and none.stdout == b""
     assert none.stderr.decode() == "error: .: no kustomization.yaml: this plugin renders Kustomize overlays only\n"
+
+
+def test_an_oversized_gitops_yaml_is_one_line_not_a_stall(tmp_path):
+    """Issue 32 item 2: an 8 MB gitops.yaml (a few KB in git) held cmp-init and cmp-generate over 120 s at about
+    800 MB. Configuration files are read within 1 MiB (policies/files.py read_config): one line, exit 2, under a
+    memory limit that the old whole-file parse would pass."""
+    import resource
+
+    fork = tmp_path / "fork"
+    for d in ("base", "components", "overlays"):
+        shutil.copytree(REPO / d, fork / d)
+    text = (REPO / "gitops.yaml").read_text()
+    (fork / "gitops.yaml").write_text(text + "padding:\n" + "".join(f"  k{i}: {'x' * 60}\n" for i in range(120_000)))
+    assert (fork / "gitops.yaml").stat().st_size > 8_000_000
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 * 1024 * 1024, 1536 * 1024 * 1024))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARGOCD_")}
+    env.update(PYTHONPATH=str(REPO), ARGOCD_APP_SOURCE_PATH="overlays/kind-cpu/indexed-job")
+    for command in ("cmp-init", "cmp-generate"):
+        proc = subprocess.run([sys.executable, "-m", "policies", command], cwd=fork / "overlays/kind-cpu/indexed-job",
+                              env=env, capture_output=True, timeout=600, preexec_fn=limit)
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and proc.stdout == b"", (command, err[-2000:])
+        assert "gitops.yaml: larger than 1 MiB, the most a configuration file may be" in err, err[-2000:]
+        assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err[-2000:]
