@@ -31,7 +31,19 @@ CLUSTER_SCOPED = {
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
     ("scheduling.k8s.io", "PriorityClass"), ("storage.k8s.io", "StorageClass"), ("node.k8s.io", "RuntimeClass"),
     *launchers.cluster_scoped(), ("kueue.x-k8s.io", "ClusterQueue"),
-    ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"),
+    ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"), ("resource.k8s.io", "ResourceSlice"),
+    # Kubernetes v1.36's other cluster-scoped kinds (its API discovery: namespaced false).
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+    ("apiregistration.k8s.io", "APIService"), ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"), ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("networking.k8s.io", "IngressClass"), ("networking.k8s.io", "IPAddress"), ("networking.k8s.io", "ServiceCIDR"),
+    ("storage.k8s.io", "CSIDriver"), ("storage.k8s.io", "CSINode"), ("storage.k8s.io", "VolumeAttachment"),
+    ("storage.k8s.io", "VolumeAttributesClass"),
 }
 
 

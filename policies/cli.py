@@ -39,9 +39,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
-          env: str | None = None) -> tuple[int, str, list]:
+          env: str | None = None, operator=None) -> tuple[int, str, list]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
-    checked, policies/cmp.py)."""
+    checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,
+    narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin)."""
     from . import engine
     from .report import FORMATS, Run
     from .trace import place
@@ -52,6 +53,12 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
     banner = _kustomize_banner_ahead(paths)
     units = engine.collect(paths, DEFAULT_ROOT, env_file=env)
+    if operator is not None:
+        from .environment import tightened
+
+        for u in units:
+            if not u.failed_input:
+                u.environment = tightened(u.environment, operator)
     # What was read lives until the process ends: out of the cyclic collector's sight, the schema and policy
     # stages do not walk it again at every collection (8.6 % fewer instructions in the policy stage, callgrind).
     gc.freeze()

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from . import gitops
 from .loader import InputError, parse
+from .paths import DATA
 
 STRICT_ENV = "ARGOCD_ENV_DDP_STRICT"
 
@@ -71,6 +72,26 @@ def _config_drift(root: Path) -> str | None:
             f"{have[0]} and {have[1]}: rebuild and roll out the sidecar image (make image-cmp, docs/gitops.md)")
 
 
+# Where the operator's policy is (argocd/cmp/operator-policy.yaml documents it): an environment variable of the
+# sidecar, which an Application cannot set (Argo CD passes an Application's plugin env as ARGOCD_ENV_*), else the
+# one baked into the image.
+OPERATOR_POLICY_ENV = "DDP_OPERATOR_POLICY"
+DEFAULT_OPERATOR_POLICY = DATA / "argocd" / "cmp" / "operator-policy.yaml"
+
+
+def operator_policy():
+    """The operator's policy every overlay is checked under in the plugin; a file that cannot be read or does not
+    declare is one InputError (the plugin never renders without one)."""
+    from .environment import load
+
+    path = Path(os.environ.get(OPERATOR_POLICY_ENV) or DEFAULT_OPERATOR_POLICY)
+    env, problems = load(path)
+    if env is None:
+        why = problems[0].message if problems else "not an environment declaration"
+        raise InputError(f"{path}: the operator's policy ({OPERATOR_POLICY_ENV}): {why}")
+    return env
+
+
 def init() -> int:
     """Fail before anything renders when the sidecar cannot render as `make validate` does: no kubectl, a kubectl
     whose kustomize is not the pinned one, or a repository whose gitops.yaml pins other build settings."""
@@ -84,7 +105,9 @@ def init() -> int:
     drift = _config_drift(root)
     if drift:
         raise InputError(drift)
-    print(f"{_app()}: {path} in {root}; {gitops.summary()}", file=sys.stderr)
+    operator = operator_policy()
+    print(f"{_app()}: {path} in {root}; {gitops.summary()}; operator policy {operator.name} ({operator.source})",
+          file=sys.stderr)
     return 0
 
 
@@ -103,7 +126,7 @@ def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     if drift:
         raise InputError(drift)
     strict = os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
-    rc, report, units = check([path], strict=strict)
+    rc, report, units = check([path], strict=strict, operator=operator_policy())
     if rc != 0:
         return _refuse(report, f"{_app()} ({path}) fails the checks above; no manifests were printed, so Argo CD "
                                f"syncs nothing (make validate PATHS={path} shows the same report)")

@@ -4,6 +4,7 @@ stricter or milder. One `policy.yaml` beside an environment's Kustomize Componen
 component gets it (see docs/validation.md#environments)."""
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "allowedCapabilities": ("allowed_capabilities", list, "Linux capabilities containers may add back (SEC003)"),
     "allowedHostAccess": ("allowed_host_access", list, "host access pods may have: hostNetwork, hostPID, hostIPC, "
                                                        "hostPath, privileged (SEC008, SEC002); [] allows none"),
+    "allowedClusterKinds": ("allowed_cluster_kinds", list, "cluster-scoped and RBAC kinds the manifests may hold, "
+                                                           "as group/Kind (/Namespace for the core group); [] allows "
+                                                           "none (SEC009)"),
     "selfContained": ("self_contained", bool, "every object the manifests reference (ConfigMaps, Secrets, claims, an "
                                               "etcd Service) is in them: REF001 errors on one that is not"),
     "podLosses": ("pod_losses", int, "pod losses every training workload survives (a lost node takes its pod): "
@@ -116,7 +120,34 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         if item not in HOST_ACCESS:
             problems.append(err(f"spec.allowedHostAccess lists {item!r}, expected some of {', '.join(HOST_ACCESS)}",
                                 _line_of(text, "allowedHostAccess")))
+    for item in env.allowed_cluster_kinds or []:
+        if not isinstance(item, str) or item.count("/") != 1 or not item.split("/")[1]:
+            problems.append(err(f"spec.allowedClusterKinds lists {item!r}, expected group/Kind (/Namespace for the "
+                                "core group)", _line_of(text, "allowedClusterKinds")))
     return (None if problems else env), problems
+
+
+# The rules an operator's policy governs in the Argo CD plugin: a repository's own declaration cannot lower them.
+OPERATOR_RULES = ("SEC002", "SEC008", "SEC009")
+
+
+def tightened(own: Environment | None, operator: Environment) -> Environment:
+    """The environment a repository's overlay is checked in under an operator's policy (the Argo CD plugin): what
+    the operator allows, narrowed by what the repository allows where it declares it; never wider. The operator's
+    rules stay errors whatever the repository's severity says."""
+    def narrowed(theirs: list[str] | None, ours: list[str] | None) -> list[str]:
+        base = list(theirs or [])
+        return base if ours is None else [x for x in base if x in ours]
+
+    env = copy.copy(own) if own is not None else Environment(name=operator.name, source=operator.source)
+    env.name = f"{operator.name} (operator)" + (f" + {own.name}" if own is not None else "")
+    env.allowed_host_access = narrowed(operator.allowed_host_access, own.allowed_host_access if own else None)
+    env.allowed_cluster_kinds = narrowed(operator.allowed_cluster_kinds, own.allowed_cluster_kinds if own else None)
+    env.allowed_capabilities = narrowed(operator.allowed_capabilities, own.allowed_capabilities if own else None)
+    env.severity = {**(own.severity if own else {}), **{r: ERROR for r in OPERATOR_RULES}}
+    env.self_contained = bool(operator.self_contained or (own and own.self_contained))
+    env.require_image_digest = bool(operator.require_image_digest or (own and own.require_image_digest))
+    return env
 
 
 def declarations_for(folder: Path) -> list[Path]:

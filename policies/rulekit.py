@@ -30,6 +30,9 @@ class Environment:
     require_image_digest: bool = False
     allowed_capabilities: list[str] = dc_field(default_factory=list)
     allowed_host_access: list[str] | None = None  # None: the environment does not say
+    # Cluster-scoped and RBAC kinds the manifests may hold, as `group/Kind` (`/Namespace` for the core group);
+    # None: the environment does not say (SEC009).
+    allowed_cluster_kinds: list[str] | None = None
     # Every object the manifests reference is in them (REF001 errors on one that is not).
     self_contained: bool = False
     pod_losses: int | None = None  # pod losses every training workload survives (RESTART007)

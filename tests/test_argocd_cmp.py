@@ -350,3 +350,91 @@ def test_an_oversized_gitops_yaml_is_one_line_not_a_stall(tmp_path):
         assert proc.returncode == 2 and proc.stdout == b"", (command, err[-2000:])
         assert "gitops.yaml: larger than 1 MiB, the most a configuration file may be" in err, err[-2000:]
         assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err[-2000:]
+
+
+HOSTILE_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: node-shell
+spec:
+  hostPID: true
+  containers:
+    - name: sh
+      image: busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000
+      command: ["sleep", "infinity"]
+      securityContext: {privileged: true}
+      volumeMounts: [{name: root, mountPath: /host}]
+  volumes:
+    - name: root
+      hostPath: {path: /}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: take-over
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects:
+  - {kind: ServiceAccount, name: default, namespace: team-x}
+"""
+GRANTS_ITSELF = """\
+apiVersion: policies.ddp/v1
+kind: Environment
+metadata:
+  name: we-need-the-node
+spec:
+  allowedHostAccess: [hostNetwork, hostPID, hostIPC, hostPath, privileged]
+  allowedClusterKinds: [rbac.authorization.k8s.io/ClusterRoleBinding]
+  severity: {SEC002: info, SEC008: info, SEC009: info}
+"""
+
+
+def _plugin(folder: Path, command: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOCD_", "DDP_"))}
+    run_env.update(PYTHONPATH=str(REPO), **env)
+    return subprocess.run([sys.executable, "-m", "policies", command], cwd=folder, env=run_env, capture_output=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("own_policy", [False, True], ids=["no-policy", "grants-itself-host-access"])
+def test_the_operators_policy_decides_not_the_repository(tmp_path, own_policy):
+    """Issue 32 item 3: a repository with no policy.yaml rendered a privileged hostPID pod with a hostPath of / and
+    a ClusterRoleBinding to cluster-admin with warnings only, exit 0; with its own policy.yaml it granted itself
+    the access. In the plugin the operator's policy (argocd/cmp/operator-policy.yaml) decides, and a repository's
+    own declaration can only narrow it."""
+    overlay = tmp_path / "theirs" / "deploy"
+    overlay.mkdir(parents=True)
+    (overlay / "pod.yaml").write_text(HOSTILE_POD)
+    (overlay / "kustomization.yaml").write_text("resources: [pod.yaml]\n")
+    if own_policy:  # beside the overlay's kustomization: the overlay's environment declaration
+        (overlay / "policy.yaml").write_text(GRANTS_ITSELF)
+    gen = _plugin(overlay, "cmp-generate")
+    err = gen.stderr.decode()
+    assert gen.returncode == 1 and gen.stdout == b"", err[-3000:]
+    errors = sorted(line.split()[1] + " " + line.split()[3] for line in err.splitlines() if line.startswith("error "))
+    assert errors == ["SEC002 Pod/node-shell", "SEC008 Pod/node-shell", "SEC008 Pod/node-shell",
+                      "SEC009 ClusterRoleBinding/take-over"], err[-3000:]
+    assert "argocd-plugin (operator)" in err and err.strip().splitlines()[-1].startswith("refused: "), err[-3000:]
+    # Outside the plugin the repository's own declaration still governs make validate (a warning, or what it says).
+    mine = subprocess.run([sys.executable, "-m", "policies", "validate", str(overlay)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert mine.returncode == 0, mine.stdout[-3000:]
+
+
+def test_an_operator_allows_what_its_cluster_needs(tmp_path):
+    """DDP_OPERATOR_POLICY names the operator's own policy (mounted from a ConfigMap no repository can change): what
+    it allows passes, the rest is still refused; a policy that cannot be read stops the plugin, never loosens it."""
+    overlay = tmp_path / "theirs" / "deploy"
+    overlay.mkdir(parents=True)
+    (overlay / "pod.yaml").write_text(HOSTILE_POD)
+    (overlay / "kustomization.yaml").write_text("resources: [pod.yaml]\n")
+    policy = tmp_path / "operator.yaml"
+    policy.write_text((REPO / "argocd/cmp/operator-policy.yaml").read_text().replace(
+        "allowedHostAccess: []", "allowedHostAccess: [hostPath, hostPID]"))
+    gen = _plugin(overlay, "cmp-generate", DDP_OPERATOR_POLICY=str(policy))
+    err = gen.stderr.decode()
+    assert gen.returncode == 1, err[-3000:]
+    errors = sorted(line.split()[1] for line in err.splitlines() if line.startswith("error "))
+    assert errors == ["SEC002", "SEC009"], err[-3000:]
+    missing = _plugin(overlay, "cmp-init", DDP_OPERATOR_POLICY=str(tmp_path / "nowhere.yaml"))
+    assert missing.returncode == 2 and "the operator's policy (DDP_OPERATOR_POLICY)" in missing.stderr.decode()

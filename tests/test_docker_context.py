@@ -186,6 +186,10 @@ def test_the_plugin_image_installs_and_runs_from_its_own_context(clone, tmp_path
                           cwd=root, capture_output=True, text=True, env=env, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1].startswith("OK: 1 rendered folder"), proc.stdout
+    # The plugin's own command, as cmp-server starts it: the operator policy the image carries is found.
+    proc = subprocess.run([str(venv / "bin/ddp-check"), "cmp-init"], cwd=clone / "overlays/kind-cpu/indexed-job",
+                          capture_output=True, text=True, env=env, timeout=1800)
+    assert proc.returncode == 0 and "operator policy argocd-plugin" in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow
