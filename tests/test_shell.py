@@ -159,3 +159,22 @@ def test_no_parser_is_one_error_not_a_crash(monkeypatch):
             shell.parse("torchrun t.py # not cached")
     finally:
         shell.parse.cache_clear()
+
+
+def test_the_parser_runs_within_its_memory_and_its_budget(monkeypatch):
+    """Issue 32 item 2: a 240 KB script held shfmt 15 s at 638 MB with no memory limit and no total budget. shfmt
+    runs under a data-segment limit (a too-small one makes it fail, so the limit is applied), and once the run's
+    parse budget is spent no further script is parsed."""
+    script = "\n".join(f'if [ "$X{i}" = "{i}" ]; then echo "${{V_{i}:-d}}"; fi' for i in range(800))
+    assert len(script) < shell.MAX_SCRIPT
+    shell.parse.cache_clear()
+    monkeypatch.setattr(shell, "PARSE_MEMORY_BYTES", 4 * 1024 * 1024)
+    with pytest.raises(ShellError, match="could not run|does not parse"):
+        shell.parse(script)
+    monkeypatch.setattr(shell, "PARSE_MEMORY_BYTES", 512 * 1024 * 1024)
+    shell.parse.cache_clear()
+    assert shell.parse(script)  # the same script within the real limit
+    monkeypatch.setattr(shell, "_spent", [shell.PARSE_BUDGET_S])
+    with pytest.raises(ShellError, match="budget for this run"):
+        shell.parse(script + "\necho other")
+    shell.parse.cache_clear()
