@@ -23,6 +23,33 @@ DEFAULTS = {
     "max_restarts": "0",
     "standalone": "",
 }
+# Every option torchrun's parser takes (torch/distributed/run.py get_args_parser, torch 2.13; tests/test_torchrun.py
+# holds this to the installed torch's). argparse also takes a unique prefix of one (allow_abbrev); anything else ends
+# torchrun with "unrecognized arguments", exit 2, before any worker starts.
+OPTIONS = frozenset({
+    "--duplicate-stderr-filters", "--duplicate-stdout-filters", "--duplicate_stderr_filters",
+    "--duplicate_stdout_filters", "--event-log-handler", "--event_log_handler", "--help", "--local-addr",
+    "--local-ranks-filter", "--local_addr", "--local_ranks_filter", "--log-dir", "--log_dir", "--logs-specs",
+    "--logs_specs", "--master-addr", "--master-port", "--master_addr", "--master_port", "--max-restarts",
+    "--max_restarts", "--module", "--monitor-interval", "--monitor_interval", "--nnodes", "--no-python",
+    "--no_python", "--node-rank", "--node_rank", "--nproc-per-node", "--nproc_per_node", "--numa-binding",
+    "--numa_binding", "--rdzv-backend", "--rdzv-conf", "--rdzv-endpoint", "--rdzv-id", "--rdzv_backend",
+    "--rdzv_conf", "--rdzv_endpoint", "--rdzv_id", "--redirects", "--role", "--run-path", "--run_path",
+    "--shutdown-timeout", "--shutdown_timeout", "--signals-to-handle", "--signals_to_handle", "--standalone",
+    "--start-method", "--start_method", "--tee", "--virtual-local-rank", "--virtual_local_rank", "-h", "-m", "-r",
+    "-t",
+})
+
+
+def unknown_option(dest: str) -> bool:
+    """Whether torchrun's parser refuses an option parsed as `dest` (written with - or _): neither an option nor a
+    prefix of one. (A prefix of several is ambiguous on some Pythons only: not claimed.)"""
+    if len(dest) > 1 and f"-{dest[0]}" in OPTIONS and not dest[1:2].isalpha():
+        return False  # `-r0`, `-t3`: a short option with its value attached
+    spelled = {f"--{dest}", f"--{dest.replace('_', '-')}"} if len(dest) > 1 else {f"-{dest}", f"--{dest}"}
+    return not any(o == w or o.startswith(w) for o in OPTIONS for w in spelled if w.startswith("--") or o == w)
+
+
 # torchrun flags that take no value; every other option takes one.
 _BOOLEAN = {"standalone", "module", "m", "no_python", "run_path", "virtual_local_rank"}
 _LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}

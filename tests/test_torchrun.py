@@ -88,3 +88,13 @@ def test_accelerate_launch_maps_to_torchrun_settings():
     assert inv.setting("rdzv_id", {"PET_RDZV_ID": "x"}, {}).origin == "default"
     assert inv.flag("nnodes") == "--num_machines"
     assert parse_argv(["python", "-m", "accelerate.commands.launch", "t.py"], ["a", "b", "c", "d"]).script == "t.py"
+
+
+def test_the_options_are_the_installed_torchruns():
+    """policies/torchrun.py OPTIONS is torch's own parser's option list (the pinned torch of requirements-dev.txt)."""
+    from torch.distributed.run import get_args_parser
+
+    from policies.torchrun import OPTIONS, unknown_option
+
+    assert OPTIONS == {s for a in get_args_parser()._actions for s in a.option_strings}
+    assert unknown_option("nprocs_per_node") and not unknown_option("nproc_per_node") and not unknown_option("nnode")

@@ -139,3 +139,67 @@ def test_a_value_the_runtime_writes_is_reported_on_the_runtime(name, field):
     assert proc.returncode == 1, proc.stderr
     assert [(p["rule"], p["object"], p["field"]) for p in report["problems"] if p["severity"] == "error"] == \
         [("TRAINER001", "ClusterTrainingRuntime/ddp-torch", field)]
+
+
+def _parser_refuses(args: list[str]) -> bool:
+    """What trainer/cli.py's parser does with these arguments: refuses (exit 2) or prints the usage (--help)."""
+    import contextlib
+    import io
+
+    from trainer.cli import build_parser
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            build_parser({}).parse_args(args)
+        except SystemExit:
+            return True
+    return False
+
+
+def test_refused_arguments_are_what_the_parser_refuses():
+    """contract.refused against the real parser on 600 generated command lines: options exact, as unique or
+    ambiguous prefixes, misspelt, `=value` or separate, BOOL flags with and without a value, positionals, `--`."""
+    import random
+
+    from trainer.cli import build_parser
+
+    assert set(contract.OPTIONS) == {s for a in build_parser({})._actions for s in a.option_strings}
+    assert contract.OPTIONAL_VALUE == {a.option_strings[0] for a in build_parser({})._actions if a.nargs == "?"}
+    rng = random.Random(11)
+    flags = [f for f in contract.FLAGS]
+
+    good = {contract.CHOICE: None, contract.BOOL: "true", contract.POSITIVE_INT: "2", contract.NON_NEGATIVE_INT: "0",
+            contract.INT: "1", contract.POSITIVE_FLOAT: "0.5", contract.FLOAT: "0.5", contract.SECONDS: "5",
+            contract.FOLDER_NAME: "run-1", contract.TEXT: "t"}
+
+    def value(flag: str) -> str:
+        """A value the option `flag` names (itself, or the one option it is a prefix of) accepts."""
+        match = [flag] if flag in contract.FLAGS else [f for f in contract.FLAGS if f.startswith(flag)]
+        if len(match) != 1:
+            return "v"
+        var = contract.FLAGS[match[0]]
+        return var.choices[0] if var.kind == contract.CHOICE else good[var.kind]
+
+    for _ in range(600):
+        args: list[str] = []
+        for _ in range(rng.randint(0, 4)):
+            flag = rng.choice(flags)
+            shape = rng.random()
+            if shape < 0.1:  # a typo: one character dropped
+                k = rng.randrange(3, len(flag))
+                flag = flag[:k] + flag[k + 1:]
+            elif shape < 0.2:  # a prefix, unique or not
+                flag = flag[:rng.randint(3, len(flag))]
+            if flag in contract.OPTIONAL_VALUE and rng.random() < 0.5:
+                args.append(flag)
+            elif rng.random() < 0.5:
+                args.append(f"{flag}={value(flag)}")
+            else:
+                args += [flag, value(flag)]
+        if rng.random() < 0.05:
+            args.insert(rng.randrange(len(args) + 1), "stray")
+        if rng.random() < 0.03:
+            args.append("--help")
+        if rng.random() < 0.03:
+            args += ["--", "x"]
+        assert bool(contract.refused(args)) == _parser_refuses(args), (args, contract.refused(args))

@@ -144,6 +144,62 @@ ENV: dict[str, Var] = {v.name: v for v in _VARS}
 FLAGS: dict[str, Var] = {v.flag: v for v in _VARS if v.flag}
 
 
+# Every option the parser takes: the declared flags and -h/--help (tests/test_trainer_contract.py holds this to
+# trainer/cli.py's parser). A BOOL flag's value is optional (`--channels-last` alone is true); argparse also takes an
+# unambiguous prefix of an option (allow_abbrev) and no positional argument.
+OPTIONS: tuple[str, ...] = ("-h", "--help", *FLAGS)
+OPTIONAL_VALUE = frozenset(flag for flag, var in FLAGS.items() if var.kind == BOOL)
+
+
+def _option(name: str) -> tuple[str | None, str | None]:
+    """(the option argparse takes `name` for, why it refuses it): an exact option or a unique prefix of one."""
+    if name in OPTIONS:
+        return name, None
+    found = [o for o in OPTIONS if o.startswith("--") and name.startswith("--") and o.startswith(name)]
+    if len(found) == 1:
+        return found[0], None
+    if found:
+        return None, f"ambiguous option: {name} could match {', '.join(found)}"
+    return None, f"unrecognized argument {name}"
+
+
+def refused(args: list[str]) -> list[tuple[int, str, str]]:
+    """(index, the argument as written, why) for every argument of the trainer's own that its parser refuses, as
+    argparse does: an unknown option, an ambiguous prefix, a positional argument (it takes none), `--help` (usage,
+    exit 0, no training). Every such run exits 2 on every rank before training. An argument the manifest does not
+    resolve (`$(VAR)`) is left alone, and so is the value after an unknown option (argparse reports both as one)."""
+    out: list[tuple[int, str, str]] = []
+    i = 0
+    while i < len(args):
+        tok = str(args[i])
+        if "$" in tok:
+            i += 1
+            continue
+        if tok == "--":
+            out += [(j, str(a), "a positional argument (after --)") for j, a in enumerate(args[i + 1:], i + 1)
+                    if "$" not in str(a)]
+            break
+        if not tok.startswith("-") or tok == "-" or tok[1:2].isdigit():
+            out.append((i, tok, "a positional argument (train.py takes none)"))
+            i += 1
+            continue
+        name, eq, _ = tok.partition("=")
+        option, why = _option(name)
+        if option is None:
+            out.append((i, name, why or "unrecognized argument"))
+            i += 1 if eq or i + 1 >= len(args) or str(args[i + 1]).startswith("-") else 2
+            continue
+        if option in ("-h", "--help"):
+            out.append((i, name, "--help prints the usage and exits 0: the run never trains"))
+            i += 1
+            continue
+        if eq or (option in OPTIONAL_VALUE and (i + 1 >= len(args) or str(args[i + 1]).startswith("-"))):
+            i += 1
+        else:
+            i += 2
+    return out
+
+
 def starts_trainer(argv: list[str]) -> int | None:
     """Where the trainer's own arguments begin in a container's command + args (after `/app/trainer/train.py` or
     `-m trainer.train`), or None when the container does not start it."""

@@ -1,0 +1,34 @@
+"""Every option written to torchrun is one torchrun takes.
+
+torchrun reads its options with argparse (torch/distributed/run.py get_args_parser, torch 2.13): an option it does not
+know (`--nprocs-per-node=8` for `--nproc-per-node`) ends it with "unrecognized arguments", exit 2, before any worker
+starts: on every pod, so the world never forms. A unique prefix of an option is taken (`--nnode`), and a prefix of
+several is left alone (ambiguous on some Pythons only). The options are
+the installed torch's (policies/torchrun.py OPTIONS; tests/test_torchrun.py compares them with the real parser).
+
+Fails: `torchrun --nprocs-per-node=1 ...`.
+Passes: the repository's overlays; `--nproc_per_node` and `--nproc-per-node` alike.
+"""
+from __future__ import annotations
+
+import difflib
+
+from ..rulekit import problem
+from ..torchrun import OPTIONS, unknown_option
+
+ID = "TOPO013"
+NAME = "torchrun-options"
+
+
+def check(ctx):
+    for t in ctx.topologies:
+        inv = t.first.inv
+        if inv is None or inv.launcher != "torchrun":
+            continue
+        for dest, (_, field) in inv.flags.items():
+            if not unknown_option(dest):
+                continue
+            written = f"--{dest.replace('_', '-')}"
+            near = difflib.get_close_matches(written, sorted(o for o in OPTIONS if "_" not in o), n=1)
+            yield problem(ID, t, field, f"torchrun refuses {written} (unrecognized arguments): it exits 2 before "
+                          "any worker starts, on every pod", f"write {near[0]}" if near else "remove it")
