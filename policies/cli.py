@@ -32,8 +32,17 @@ def _validator(prefer: str):
     return make_validator(prefer)
 
 
+def _operator(args: argparse.Namespace):
+    """The operator's policy --operator-policy names (check as the Argo CD plugin does), else None."""
+    if not getattr(args, "operator_policy", None):
+        return None
+    from .cmp import operator_policy
+
+    return operator_policy(Path(args.operator_policy))
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env)
+    rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env, _operator(args))
     sys.stdout.write(report)
     return rc
 
@@ -154,7 +163,7 @@ def cmd_changed(args: argparse.Namespace) -> int:
     if not found:
         print("ddp-check: no overlay reads the changed files and none is a manifest: nothing to validate")
         return 0
-    rc, report, _ = check(found, args.format, args.strict, args.schema, args.env)
+    rc, report, _ = check(found, args.format, args.strict, args.schema, args.env, _operator(args))
     sys.stdout.write(report)
     return rc
 
@@ -222,6 +231,9 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--strict", action="store_true", help="warnings fail too")
     ap.add_argument("--env", metavar="POLICY_YAML",
                     help="environment declaration for inputs that bring none (files, standard input)")
+    ap.add_argument("--operator-policy", metavar="POLICY_YAML",
+                    help="check as the Argo CD plugin does: under this operator's policy, which each input's own "
+                         "declaration can only narrow (argocd/cmp/operator-policy.yaml is the plugin's default)")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -79,16 +79,19 @@ OPERATOR_POLICY_ENV = "DDP_OPERATOR_POLICY"
 DEFAULT_OPERATOR_POLICY = DATA / "argocd" / "cmp" / "operator-policy.yaml"
 
 
-def operator_policy():
-    """The operator's policy every overlay is checked under in the plugin; a file that cannot be read or does not
-    declare is one InputError (the plugin never renders without one)."""
+def operator_policy(path: Path | None = None):
+    """The operator's policy every overlay is checked under in the plugin (`path`, else the file the sidecar's
+    DDP_OPERATOR_POLICY names, else the image's); a file that cannot be read or does not declare is one InputError
+    (the plugin never renders without one)."""
     from .environment import load
 
-    path = Path(os.environ.get(OPERATOR_POLICY_ENV) or DEFAULT_OPERATOR_POLICY)
+    named = path is not None
+    path = path or Path(os.environ.get(OPERATOR_POLICY_ENV) or DEFAULT_OPERATOR_POLICY)
     env, problems = load(path)
     if env is None:
         why = problems[0].message if problems else "not an environment declaration"
-        raise InputError(f"{path}: the operator's policy ({OPERATOR_POLICY_ENV}): {why}")
+        raise InputError(f"{path}: the operator's policy ({'--operator-policy' if named else OPERATOR_POLICY_ENV}): "
+                         f"{why}")
     return env
 
 

@@ -139,8 +139,9 @@ def tightened(own: Environment | None, operator: Environment) -> Environment:
         base = list(theirs or [])
         return base if ours is None else [x for x in base if x in ours]
 
-    env = copy.copy(own) if own is not None else Environment(name=operator.name, source=operator.source)
-    env.name = f"{operator.name} (operator)" + (f" + {own.name}" if own is not None else "")
+    env = copy.copy(own) if own is not None else Environment(name=f"{operator.name} (operator)",
+                                                             source=operator.source)
+    env.operator = operator.name
     env.allowed_host_access = narrowed(operator.allowed_host_access, own.allowed_host_access if own else None)
     env.allowed_cluster_kinds = narrowed(operator.allowed_cluster_kinds, own.allowed_cluster_kinds if own else None)
     env.allowed_capabilities = narrowed(operator.allowed_capabilities, own.allowed_capabilities if own else None)

@@ -33,6 +33,8 @@ class Environment:
     # Cluster-scoped and RBAC kinds the manifests may hold, as `group/Kind` (`/Namespace` for the core group);
     # None: the environment does not say (SEC009).
     allowed_cluster_kinds: list[str] | None = None
+    # The operator's policy that narrowed these allowances (the Argo CD plugin, environment.tightened), if any.
+    operator: str | None = None
     # Every object the manifests reference is in them (REF001 errors on one that is not).
     self_contained: bool = False
     pod_losses: int | None = None  # pod losses every training workload survives (RESTART007)

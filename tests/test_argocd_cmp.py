@@ -218,8 +218,10 @@ def test_generate_refuses_what_fails_and_prints_kustomize_for_the_rest(installed
     paths = overlay_paths(workdir)
     assert len([p for p in paths if p.startswith("overlays/")]) >= 13
 
-    # What `validate` says of each, in one run (each folder is checked on its own; lines name their folder).
-    reference = run_cli("validate", *paths, cwd=workdir)
+    # What `validate` says of each under the plugin's operator policy, in one run (each folder is checked on its
+    # own; lines name their folder).
+    reference = run_cli("validate", "--operator-policy", str(REPO / "argocd/cmp/operator-policy.yaml"), *paths,
+                        cwd=workdir)
     assert reference.returncode == 1, reference.stdout
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda path: (path, cmp_server_run(installed, workdir, path, tmp_path)), paths))
@@ -414,11 +416,18 @@ def test_the_operators_policy_decides_not_the_repository(tmp_path, own_policy):
     errors = sorted(line.split()[1] + " " + line.split()[3] for line in err.splitlines() if line.startswith("error "))
     assert errors == ["SEC002 Pod/node-shell", "SEC008 Pod/node-shell", "SEC008 Pod/node-shell",
                       "SEC009 ClusterRoleBinding/take-over"], err[-3000:]
-    assert "argocd-plugin (operator)" in err and err.strip().splitlines()[-1].startswith("refused: "), err[-3000:]
-    # Outside the plugin the repository's own declaration still governs make validate (a warning, or what it says).
+    assert "argocd-plugin" in err and err.strip().splitlines()[-1].startswith("refused: "), err[-3000:]
+    # Outside the plugin the repository's own declaration still governs make validate (a warning, or what it says);
+    # `validate --operator-policy` checks as the plugin does.
     mine = subprocess.run([sys.executable, "-m", "policies", "validate", str(overlay)], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
     assert mine.returncode == 0, mine.stdout[-3000:]
+    as_plugin = subprocess.run([sys.executable, "-m", "policies", "validate", "--operator-policy",
+                                str(REPO / "argocd/cmp/operator-policy.yaml"), str(overlay)], cwd=REPO,
+                               capture_output=True, text=True, timeout=300)
+    assert as_plugin.returncode == 1 and sorted(
+        line.split()[1] for line in as_plugin.stdout.splitlines() if line.startswith("error ")) == \
+        ["SEC002", "SEC008", "SEC008", "SEC009"], as_plugin.stdout[-3000:]
 
 
 def test_an_operator_allows_what_its_cluster_needs(tmp_path):

@@ -63,10 +63,12 @@ def snapshot(root):
 
 
 def example_mentions(root):
+    """Where the deployed files name the example (the Lua checks' testdata under argocd/ are fixtures, not deployed)."""
     out = []
     for name in DEPLOYED:
         path = root / name
-        for f in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()):
+        for f in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()
+                                                       and "testdata" not in p.relative_to(path).parts):
             for i, line in enumerate(f.read_text().splitlines(), 1):
                 if EXAMPLE.search(line):
                     out.append(f"{f.relative_to(root)}:{i}: {line.strip()}")

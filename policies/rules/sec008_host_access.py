@@ -34,7 +34,8 @@ def allowed(ctx, what: str) -> tuple[bool, str]:
         return False, "no environment declaration allows host access"
     if what in env.allowed_host_access:
         return True, ""
-    return False, f"{env.name}'s allowedHostAccess does not list {what}"
+    narrowed = f" (as the operator's policy {env.operator} narrows it)" if env.operator else ""
+    return False, f"{env.name}'s allowedHostAccess does not list {what}{narrowed}"
 
 
 def severity(ctx) -> str:

@@ -36,6 +36,7 @@ def check(ctx):
             continue
         what = "an RBAC object: it grants API access" if group == RBAC_GROUP else "cluster-scoped: it reaches past " \
             "the training's namespace"
+        narrowed = f" (as the operator's policy {env.operator} narrows it)" if env.operator else ""
         yield obj_problem(ID, m, "kind", f"{m.kind} '{m.name}' is {what}; {env.name}'s allowedClusterKinds does "
-                          f"not list {name}", f"remove it (the platform team applies such objects), or list {name} "
+                          f"not list {name}{narrowed}", f"remove it (the platform team applies such objects), or list {name} "
                           "in allowedClusterKinds")
