@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, tagged, torchrun_cmd
+from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, sigterm_on, tagged, torchrun_cmd
 
 
 def mlflow_env(store: Path, **extra: str) -> dict[str, str]:
@@ -22,12 +21,10 @@ def mlflow_env(store: Path, **extra: str) -> dict[str, str]:
 
 def mlflow_runs(store: Path, monkeypatch, run_id: str) -> list:
     """Every MLflow run tagged with this --run-id (none when the store or the experiment does not exist)."""
-    from mlflow import MlflowClient
-
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     if not store.exists():
         return []
-    client = MlflowClient(tracking_uri=f"file://{store}")
+    client = mlflow_client(store)
     exp = client.get_experiment_by_name("ddp-train")
     if exp is None:
         return []
@@ -38,27 +35,6 @@ def mlflow_client(store: Path):
     from mlflow import MlflowClient
 
     return MlflowClient(tracking_uri=f"file://{store}")
-
-
-def signal_on(cmd: list[str], env: dict[str, str], line_start: str, timeout: float = 150) -> tuple[int, str]:
-    """Start `cmd`, send it SIGTERM once a line starts with `line_start`; (exit code, output)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
-    lines, deadline, sent = [], time.monotonic() + timeout, False
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if not sent and line.startswith(line_start):
-                proc.send_signal(signal.SIGTERM)
-                sent = True
-            assert time.monotonic() < deadline, "".join(lines[-40:])
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-    assert sent, "".join(lines[-40:])
-    return proc.returncode, "".join(lines)
 
 
 TRAIN = ["--task", "synthetic", "--samples", "8192", "--features", "32", "--epochs", "2", "--batch-size", "16",
@@ -72,7 +48,8 @@ def test_a_stop_kills_the_mlflow_run_and_the_resume_finishes_it(tmp_path, monkey
     cmd = torchrun_cmd([*TRAIN, "--out-dir", str(out), "--run-id", "stop"], nproc=2)
 
     # SIGTERM to torchrun (as the kubelet sends it to the pod's torchrun): the ranks save, MLflow says KILLED
-    _, text = signal_on(cmd, env, "[TRAIN] epoch=1 step=32 ")
+    _, lines = sigterm_on(cmd, env, "[TRAIN] epoch=1 step=32 ")
+    text = "".join(lines)
     assert [d["reason"] for d in tagged(text, "CKPT")] == ["SIGTERM"], text[-3000:]
     runs = mlflow_runs(store, monkeypatch, "stop")
     assert [r.info.status for r in runs] == ["KILLED"], text[-3000:]

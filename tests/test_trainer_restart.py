@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, tagged, torchrun_cmd
+from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, sigterm_on, tagged, torchrun_cmd
 
 LAUNCH = [PYTHON, "-m", "trainer.launch"]
 
@@ -92,26 +92,6 @@ def test_ctrl_c_saves_a_checkpoint_like_sigterm(tmp_path):
     assert lines[-1].startswith("[ERROR] torchrun stopped by SIGINT") and "run the same command again" in lines[-1]
 
 
-def _sigterm_at_first_train_line(cmd: list[str]) -> tuple[int, list[str]]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT)
-    lines, deadline, sent = [], time.monotonic() + 120, False
-    try:
-        for line in proc.stdout:
-            lines.append(line)
-            if not sent and line.startswith("[TRAIN] "):
-                proc.send_signal(signal.SIGTERM)  # to torchrun, as the kubelet sends it to the pod's process
-                sent = True
-            assert time.monotonic() < deadline, "".join(lines[-40:])
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-    assert sent, "".join(lines[-40:])
-    return proc.returncode, lines
-
-
 @pytest.mark.timeout(250)
 def test_sigterm_to_torchrun_saves_and_the_wrapper_ends_on_the_workers_reason(tmp_path):
     """SIGTERM to torchrun: its workers save. Plain torchrun (the pods' command) then ends with its own
@@ -122,7 +102,7 @@ def test_sigterm_to_torchrun_saves_and_the_wrapper_ends_on_the_workers_reason(tm
             "--log-interval", "16", "--out-dir", str(tmp_path)]
     for launcher, run_id in ((None, "plain"), (LAUNCH, "wrapped")):
         cmd = torchrun_cmd([*args, "--run-id", run_id], nproc=2)
-        code, lines = _sigterm_at_first_train_line(cmd if launcher is None else launcher + cmd[1:])
+        code, lines = sigterm_on(cmd if launcher is None else launcher + cmd[1:], clean_env(), "[TRAIN] ", timeout=120)
         out = "".join(lines)
         ckpts = [d for d in tagged(out, "CKPT") if d.get("reason") == "SIGTERM"]
         assert len(ckpts) == 1, out[-3000:]

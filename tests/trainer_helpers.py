@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -96,6 +97,28 @@ def run_nodes(cmds: list[list[str]], timeout: float, env: dict[str, str] | None 
                 p.kill()
                 p.communicate()
     return results
+
+
+def sigterm_on(cmd: list[str], env: dict[str, str], line_start: str, timeout: float = 150) -> tuple[int, list[str]]:
+    """Start `cmd` (torchrun), send it SIGTERM, as the kubelet sends it to the pod's process, once an output line
+    starts with `line_start`; (exit code, output lines)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    lines, deadline, sent = [], time.monotonic() + timeout, False
+    try:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            if not sent and line.startswith(line_start):
+                proc.send_signal(signal.SIGTERM)
+                sent = True
+            assert time.monotonic() < deadline, "".join(lines[-40:])
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    assert sent, "".join(lines[-40:])
+    return proc.returncode, lines
 
 
 def tagged(text: str, tag: str) -> list[dict[str, str]]:
