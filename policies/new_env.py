@@ -150,6 +150,8 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         raise EditError(f"FROM {req.source}: {exc}") from None
     named = gpu_name_from(("", req.env.replace("x", "-")))
     gpu = req.gpu_name or gpu_name_from(req.label) or named or (None if not p0.gpus else "GPU")
+    # FROM's own GPU model (h100-4x8 from 64x8-h100): its name and node selector stay right for the new environment.
+    same_hardware = bool(src.word and gpu and gpu.lower() == src.word.lower())
     if src.word and p0.gpus and req.gpu_name is None and req.label is None:
         res.notes.append(f"comments call the hardware '{gpu}'" + (f" (from the name {req.env})" if named else "")
                          + f" where {req.source}'s said '{src.word}'; give GPU=<name> to call it otherwise")
@@ -204,7 +206,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
             text = policy_text(path.read_text(encoding="utf-8"), req, src, p0, gpu)
         elif path.suffix in (".yaml", ".yml") and path.parent.name == "patches":
             text = component_patch(path, path.read_text(encoding="utf-8"), req, p0, res.notes,
-                                   same_hardware=bool(src.word and gpu and gpu.lower() == src.word.lower()))
+                                   same_hardware=same_hardware)
         else:
             text = path.read_text(encoding="utf-8")
         if path.name == "kustomization.yaml" and path.parent == comp_src:
@@ -232,7 +234,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
     res.changes[f.path] = f.dump()
 
     # Nothing of FROM's hardware (unless the new environment's is the same) or name may be left in its files.
-    other_hardware = bool(src.word and gpu and gpu.lower() != src.word.lower())
+    other_hardware = bool(src.word and gpu) and not same_hardware
     left = []
     for path, text in res.changes.items():
         if comp in path.parents or root / "overlays" / req.env in path.parents:

@@ -26,6 +26,13 @@ def _optional(ref: object) -> bool:
     return isinstance(ref, dict) and ref.get("optional") is True
 
 
+def _needs(ctx):
+    """(workload, need) for what each workload's controller needs first, every workload once (modelled or not)."""
+    for w in ctx.workloads + [w for w in ctx.unresolved if w not in ctx.workloads]:
+        for need in w.needs:
+            yield w, need
+
+
 def references(ctx) -> list[tuple[str, str, str, object, str]]:
     """(kind, namespace, name, the object that names it, its field) for every reference a pod template makes."""
     out: list[tuple[str, str, str, object, str]] = []
@@ -60,9 +67,8 @@ def references(ctx) -> list[tuple[str, str, str, object, str]]:
                     ref = source.get(key)
                     if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
                         out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.env[{j}]"))
-    for w in ctx.workloads + [w for w in ctx.unresolved if w not in ctx.workloads]:
-        for need in w.needs:  # what the controller needs first (a TrainJob's runtime, launchers/trainjob.py)
-            out.append((need.kind, need.namespace, need.name, w.manifest, need.field))
+    for w, need in _needs(ctx):  # what the controller needs first (a TrainJob's runtime, launchers/trainjob.py)
+        out.append((need.kind, need.namespace, need.name, w.manifest, need.field))
     for t in ctx.topologies:
         host = t.endpoint_host or ""
         if t.backend.startswith("etcd") and host and "$" not in host and not host.replace(".", "").isdigit():
@@ -85,8 +91,7 @@ def check(ctx):
         missing.setdefault((kind, ns, name), (m, field))
     if not missing:
         return
-    withouts = {(n.kind, n.namespace, n.name): n.without
-                for w in ctx.workloads + ctx.unresolved for n in w.needs}
+    withouts = {(n.kind, n.namespace, n.name): n.without for _, n in _needs(ctx)}
     if ctx.env is not None and ctx.env.self_contained:
         for (kind, ns, name), (m, field) in missing.items():
             what = withouts.get((kind, ns, name), "the pod waits for it and never starts")
