@@ -114,15 +114,30 @@ def test_dist_backend_glo_fails_every_overlay_of_every_environment(typos):
         assert "DIST_BACKEND is 'glo'" in found[0]["message"] and "auto, nccl, gloo" in found[0]["message"]
 
 
-def test_nproc_per_nod_warns_with_the_suggestion_on_every_environment(typos):
+def test_nproc_per_nod_is_an_error_where_the_world_changes_and_a_warning_where_it_does_not(typos):
+    """The typo leaves the base's NPROC_PER_NODE in force: where the patch meant another number the world is not the
+    one written (an error, issue 31 item 4), where it meant the base's own it is the same world (a warning)."""
     root, report, renamed = typos
     units = _by_overlay(root, report)
     assert {p.split("/")[1] for p in renamed} == set(ENVIRONMENTS)
+    severities = set()
     for overlay in renamed:
+        patch = (root / overlay / "patches" / "set-topology.yaml").read_text()
+        meant = re.search(r"name: NPROC_PER_NOD\n\s+value: \"(\d+)\"", patch).group(1)
+        launcher = overlay.split("/")[2].removesuffix("-lm")
+        base = "".join(p.read_text() for p in sorted((root / "base" / launcher).glob("*.yaml")))
+        in_force = re.search(r"name: NPROC_PER_NODE\n\s+value: \"(\d+)\"", base)
         found = [p for p in units[overlay] if p["rule"] == "TRAINER002"]
-        assert [p["severity"] for p in found] == ["warning"], overlay
-        assert "NPROC_PER_NOD is set" in found[0]["message"] and found[0]["hint"] == \
-            "rename NPROC_PER_NOD to NPROC_PER_NODE"
+        expected = "error" if in_force and in_force.group(1) != meant else "warning"
+        severities.add(expected)
+        assert [p["severity"] for p in found] == [expected], overlay
+        assert found[0]["hint"] == "rename NPROC_PER_NOD to NPROC_PER_NODE"
+        if expected == "error":
+            assert f"NPROC_PER_NOD is '{meant}'" in found[0]["message"] and \
+                f"NPROC_PER_NODE is '{in_force.group(1)}'" in found[0]["message"], found[0]["message"]
+        else:
+            assert "NPROC_PER_NOD is set" in found[0]["message"]
+    assert "error" in severities  # 64x8-h100's 8 processes per pod against the base's 1
 
 
 @pytest.mark.parametrize("name, field", [

@@ -5,11 +5,19 @@ a topology patch leaves the base's `NPROC_PER_NODE=1` in force, and a 512-GPU wo
 container that starts `/app/trainer/train.py`, each variable the manifests set (its env and its ConfigMaps through
 `envFrom`; not what a controller injects) that nothing is known to read is compared with the names that are read:
 the trainer's (trainer/contract.py), those the container's command, arguments and env values reference as `$(NAME)`,
-and torchrun's `PET_*` settings. One within a letter or two of such a name (or differing in case only) is a warning
-with the suggestion: the manifests cannot show that nothing else reads it.
+and torchrun's `PET_*` settings. A name the container's shell script reads (`$NAME`, `${NAME}`) is read.
 
-Fails: `NPROC_PER_NOD` set where the arguments read `$(NPROC_PER_NODE)`; `DIST_BACKND` in `ddp-env`.
-Passes: `NPROC_PER_NODE`; `NCCL_DEBUG`, `MODEL_PARAMS` (close to no name that is read).
+One edit away from such a name (or differing in case only), where the input shows the value in force differs from
+the one written, the run is other than written and that is an error: the name it was meant for is set to another
+value, or is read as `$(NAME)` and set nowhere (the kubelet leaves the text as it is), or is torchrun's `PET_*` with
+neither the flag nor the variable set (torchrun's default is known). Otherwise (two edits, the same value, a flag on
+the command line that wins anyway, or the trainer's own default, which the manifests do not show) it is a warning
+phrased as that condition.
+
+Fails: `NPROC_PER_NOD` set where the arguments read `$(NPROC_PER_NODE)`; `DIST_BACKND: nccl` beside
+`DIST_BACKEND: gloo` in `ddp-env` (an error: the run uses gloo).
+Passes: `NPROC_PER_NODE`; `NCCL_DEBUG`, `MODEL_PARAMS` (close to no name that is read); `NPROC_PER_NOD` read by the
+container's shell script.
 """
 from __future__ import annotations
 
@@ -17,15 +25,17 @@ import re
 
 from ..trainer_contract import contract
 
-from ..model import WARNING
+from ..model import ERROR, WARNING
 from ..rulekit import obj_problem
 from ..torchrun import DEFAULTS
 from .trainer001_contract_values import trainer_containers, where
 
 ID = "TRAINER002"
 NAME = "trainer-env-name-near-miss"
-SEVERITY = WARNING
+SEVERITY = ERROR
 _REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
+# What a shell reads: `$NAME` and `${NAME...}` (an unescaped `$` before the name).
+_SHELL_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 TORCHRUN_ENV = tuple(f"PET_{name.upper()}" for name in DEFAULTS)
 
 
@@ -69,24 +79,64 @@ def _references(c) -> set[str]:
     return refs
 
 
+def _shell_reads(argv: list[str]) -> set[str]:
+    """The names the container's command line reads as a shell would (`sh -c '... $NAME ...'`): `$(NAME)` is gone
+    by now (the kubelet expanded it), so what is left with a `$` is the shell's."""
+    return {name for tok in argv if "$" in tok for name in _SHELL_REF.findall(tok)}
+
+
+def _flag_given(tokens: list[str], flag: str) -> bool:
+    """`flag` (or its underscore spelling) is on this part of the command line, alone or with `=value`."""
+    spellings = {flag, flag.replace("-", "_")}
+    return any(tok.partition("=")[0] in spellings for tok in tokens)
+
+
+def in_force(meant: str, c, refs: set[str], argv: list[str], start: int) -> tuple[str | None, str]:
+    """The value `meant` has for the run when the misspelt name is ignored, where the input shows it (None: it does
+    not), and how that value comes about."""
+    if meant in c.env:
+        value = c.env[meant]
+        return value, (f"{meant} is {value!r}" if value is not None else f"{meant} is set from elsewhere")
+    if meant in refs:
+        return f"$({meant})", f"{meant} is set nowhere, so $({meant}) stays as written"
+    if meant in TORCHRUN_ENV:
+        option = meant[len("PET_"):].lower()
+        flag = "--" + option.replace("_", "-")
+        if _flag_given(argv[:start], flag):
+            return None, f"torchrun's {flag} is on the command line, which wins over both"
+        return DEFAULTS[option], f"torchrun's default {flag} is {DEFAULTS[option]!r}"
+    var = contract.ENV.get(meant)
+    if var is not None and var.flag and _flag_given(argv[start:], var.flag):
+        return None, f"the trainer's {var.flag} is on the command line, which wins over both"
+    return None, f"{meant} is not set, so the trainer's default applies"
+
+
 def check(ctx):
     seen: set[tuple[str, str, str]] = set()  # a Master and its Workers share one ConfigMap key
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         refs = _references(c)
         read = set(contract.ENV) | refs | set(TORCHRUN_ENV)
+        shell = _shell_reads(argv)
         for name in c.env:
-            if name in read or name in c.injected:
+            if name in read or name in c.injected or name in shell:
                 continue
             meant = near_miss(name, read)
             if meant is None:
                 continue
             reader = (f"{contract.SCRIPT} reads {meant} (trainer/contract.py)" if meant in contract.ENV else
                       f"the container's arguments read $({meant})" if meant in refs else f"torchrun reads {meant}")
-            state = "is set too" if meant in c.env else "is not set"
             m, f = where(ctx, w, c, name)
             if (m.ref, f, name) in seen:
                 continue
             seen.add((m.ref, f, name))
-            yield obj_problem(ID, m, f, f"{name} is set but nothing is known to read it; {reader}, which {state}: "
+            written = c.env[name]
+            value, how = in_force(meant, c, refs, argv, start)
+            one_edit = meant.lower() == name.lower() or distance(name.upper(), meant) <= 1
+            if one_edit and written is not None and value is not None and value != written:
+                yield obj_problem(ID, m, f, f"{name} is {written!r}, but nothing reads {name}: {reader}, and "
+                                  f"{how}, so the run is not what this says", f"rename {name} to {meant}",
+                                  severity=ERROR)
+                continue
+            yield obj_problem(ID, m, f, f"{name} is set but nothing is known to read it; {reader}, and {how}: "
                               f"if {meant} was meant, this setting is lost", f"rename {name} to {meant}",
                               severity=WARNING)
