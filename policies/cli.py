@@ -15,7 +15,7 @@ from pathlib import Path
 from .entry import guarded
 from .files import rel as _rel
 from .loader import InputError
-from .paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path
+from .paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path, version
 
 # No PATHS: the checkout's overlays; installed, the working folder (every overlay and manifest file below it).
 DEFAULT_ROOT = CHECKOUT / "overlays" if CHECKOUT is not None else Path(".")
@@ -238,6 +238,7 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
+    ap.add_argument("--version", action="version", version=f"{COMMAND} {version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")

@@ -20,6 +20,21 @@ DATA = BUNDLED if INSTALLED else REPO  # holds schemas/, gitops.yaml and docs/ru
 COMMAND = "ddp-check"
 
 
+def version() -> str:
+    """This package's version: the installed distribution's metadata, or, in a checkout, pyproject.toml's."""
+    if INSTALLED:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        try:
+            return dist_version("ddp-k8s-gitops")
+        except PackageNotFoundError:  # pragma: no cover - _data exists only in a built wheel
+            return "unknown"
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as f:
+        return str(tomllib.load(f)["project"]["version"])
+
+
 def cache_root() -> Path:
     """Where caches go: the checkout's .cache/, or, installed, the user's cache folder (never site-packages)."""
     if CHECKOUT is not None:

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tomllib
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -56,6 +57,10 @@ def test_the_module_runs_as_python_m(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: ddp-check ") and "cmp-generate" in proc.stdout
+    version = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "policies", "--version"], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+    pinned = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert (version.returncode, version.stdout) == (0, f"ddp-check {pinned}\n"), version.stderr
 
 
 @pytest.mark.slow
@@ -70,6 +75,11 @@ def test_the_wheel_holds_the_code_and_the_data(installed: Installed):
         assert f"policies/{path.relative_to(REPO / 'policies').as_posix()}" in names, path
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so"))]
     assert not [n for n in names if n.startswith(("tests/", "overlays/", "trainer/", "crds/"))]
+    # Its license travels with it (PEP 639): the expression in the metadata, LICENSE's text beside it.
+    with zipfile.ZipFile(installed.wheel) as z:
+        info = next(n.rsplit("/", 1)[0] for n in names if n.endswith(".dist-info/METADATA"))
+        assert "License-Expression: Apache-2.0" in z.read(f"{info}/METADATA").decode().splitlines()
+        assert z.read(f"{info}/licenses/LICENSE").decode() == (REPO / "LICENSE").read_text()
 
 
 @pytest.mark.slow
@@ -85,6 +95,10 @@ def test_installed_command_outside_the_checkout(installed: Installed, tmp_path):
     as_module = subprocess.run([str(installed.bin / "python"), "-m", "policies", "--help"], cwd=work,
                                capture_output=True, text=True, timeout=60, env=installed.env())
     assert as_module.returncode == 0 and as_module.stdout.startswith("usage: ddp-check ")
+    # The installed distribution's version, from its metadata; its license travels with it (PEP 639).
+    version = installed.run("--version", cwd=work)
+    pinned = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert (version.returncode, version.stdout) == (0, f"ddp-check {pinned}\n"), version.stderr
     # The installed code, not the checkout's: nothing of the checkout on its import path.
     where = subprocess.run([str(installed.bin / "python"), "-c", "import policies; print(policies.__file__)"],
                            cwd=work, capture_output=True, text=True, timeout=60, env=installed.env())
