@@ -69,7 +69,7 @@ help: ## List the targets
 $(PY): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url $(call arg,$(TORCH_INDEX))) -r requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check $(if $(TORCH_INDEX),--extra-index-url=$(call arg,$(TORCH_INDEX))) -r requirements-dev.txt
 	@touch $(PY)
 
 $(CHECKOV): requirements-checkov.txt
@@ -110,19 +110,19 @@ wheel: $(PY) ## Build the installable package (dist/ddp_k8s_gitops-*.whl: the dd
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 
 init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<registry>/<repository> [CLUSTERS="env=cluster ..."] [NAMESPACES="env=ns ..."] [DRY_RUN=1] (docs/deploy.md)
-	@$(PY) -m policies.init $(if $(REPO_URL),--repo-url $(call arg,$(REPO_URL))) $(if $(filter command line environment,$(IMAGE_ORIGIN)),--image $(call arg,$(IMAGE))) $(if $(CLUSTERS),--clusters $(call arg,$(CLUSTERS))) $(if $(NAMESPACES),--namespaces $(call arg,$(NAMESPACES))) $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.init $(if $(REPO_URL),--repo-url=$(call arg,$(REPO_URL))) $(if $(filter command line environment,$(IMAGE_ORIGIN)),--image=$(call arg,$(IMAGE))) $(if $(CLUSTERS),--clusters=$(call arg,$(CLUSTERS))) $(if $(NAMESPACES),--namespaces=$(call arg,$(NAMESPACES))) $(if $(DRY_RUN),--dry-run)
 
-new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
-	@$(PY) -m policies.new_env --env $(call arg,$(ENV)) --from $(call arg,$(FROM)) --nodes $(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node $(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node $(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu $(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label $(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration $(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource $(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster $(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace $(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher $(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
+new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G (PROCS_PER_NODE=P on CPU) [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
+	@$(PY) -m policies.new_env --env=$(call arg,$(ENV)) --from=$(call arg,$(FROM)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu=$(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label=$(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration=$(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource=$(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster=$(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace=$(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher=$(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
-	@$(PY) -m policies validate --format $(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema $(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env $(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
+	@$(PY) -m policies validate --format=$(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema=$(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
-	@$(PY) -m policies.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes $(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node $(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node $(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id $(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base $(call arg,$(BASE))
+	@$(PY) -m policies.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base=$(call arg,$(BASE))
 
 new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
-	@$(PY) -m policies.scale new-run $(call arg,$(EXPLICIT_OVERLAY)) $(if $(RUN_ID),--run-id $(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.scale new-run $(call arg,$(EXPLICIT_OVERLAY)) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run)
 
 recover: $(PY) ## OVERLAY=<env>/<launcher>: finish the change an interrupted make scale or make new-run left
 	@$(PY) -m policies.scale recover $(call arg,$(EXPLICIT_OVERLAY))
@@ -131,7 +131,7 @@ validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommi
 	@$(PY) -m policies.changed
 
 diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMAT=text|markdown|json]: rendered objects and topology that change
-	@$(PY) -m policies.diff --base $(call arg,$(BASE)) $(if $(HEAD_REF),--head $(call arg,$(HEAD_REF))) $(if $(EXPLICIT_OVERLAY),--overlay $(call arg,$(EXPLICIT_OVERLAY))) --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
+	@$(PY) -m policies.diff --base=$(call arg,$(BASE)) $(if $(HEAD_REF),--head=$(call arg,$(HEAD_REF))) $(if $(EXPLICIT_OVERLAY),--overlay=$(call arg,$(EXPLICIT_OVERLAY))) --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
 	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(PATHS),$(call arg,$(PATHS)))
@@ -140,7 +140,7 @@ render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies render $(if $(PATHS),$(call arg,$(PATHS)))
 
 simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster would (SCALE_TO=N for GPU overlays, DEADLINE=s, FAULT="kill:1@step=6 ...", PVC="claim=folder ...")
-	@$(PY) -m policies.simulate $(call arg,$(OVERLAY)) $(if $(SCALE_TO),--scale-to $(call arg,$(SCALE_TO))) $(if $(DEADLINE),--deadline $(call arg,$(DEADLINE))) $(if $(FAULT),--fault $(call arg,$(FAULT))) $(foreach p,$(PVC),--pvc=$(call arg,$(p)))
+	@$(PY) -m policies.simulate $(call arg,$(OVERLAY)) $(if $(SCALE_TO),--scale-to=$(call arg,$(SCALE_TO))) $(if $(DEADLINE),--deadline=$(call arg,$(DEADLINE))) $(if $(FAULT),--fault=$(call arg,$(FAULT))) $(foreach p,$(PVC),--pvc=$(call arg,$(p)))
 
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
 	@$(PY) -m trainer.report $(call arg,$(RUN))

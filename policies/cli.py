@@ -236,9 +236,17 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
                          "declaration can only narrow (argocd/cmp/operator-policy.yaml is the plugin's default)")
 
 
+class _Version(argparse.Action):
+    """--version, read only when asked for (the version lives in pyproject.toml or the installed metadata)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{COMMAND} {version()}")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
-    ap.add_argument("--version", action="version", version=f"{COMMAND} {version()}")
+    ap.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = ap.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")

@@ -142,6 +142,12 @@ def read_source(root: Path, env: str) -> Source:
 def make(root: Path, req: Request, ident: Identity) -> Result:
     check_request(req, ident, root)
     src = read_source(root, req.source)
+    if req.gpus is None and req.procs is None:
+        # The size of each pod is the new hardware's, never silently FROM's (docs/environments.md: required).
+        raise EditError(f"GPUS_PER_NODE is required: {req.source} has {src.gpus} GPU{'s' * (src.gpus != 1)} per node; give the new "
+                        f"environment's (GPUS_PER_NODE={src.gpus} keeps them)" if src.gpus else
+                        f"PROCS_PER_NODE is required: {req.source} is a CPU environment; give the processes per pod "
+                        "(or GPUS_PER_NODE=G for GPU nodes)")
     res = Result()
     first = src.overlays[0]
     try:
@@ -377,6 +383,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{req.env}: the interrupted make new-env that began it is finished", file=sys.stderr)
             return 0
         ident = identity.load(root)
+        check_request(req, ident, root)  # what was asked for first, then whether the repository is ready
         before = identity.disagreements(root, ident)
         if before:
             raise EditError(f"the repository disagrees with gitops.yaml's identity: {before[0]}; fix that first "

@@ -31,8 +31,11 @@ def version() -> str:
             return "unknown"
     import tomllib
 
-    with open(REPO / "pyproject.toml", "rb") as f:
-        return str(tomllib.load(f)["project"]["version"])
+    try:
+        with open(REPO / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, tomllib.TOMLDecodeError, KeyError):
+        return "unknown (no pyproject.toml beside policies/)"
 
 
 def cache_root() -> Path:

@@ -62,3 +62,17 @@ def test_paths_with_spaces_and_quotes_still_work(tmp_path):
     proc = make("validate", {"PATHS": f"{odd} overlays/kind-cpu/trainjob"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1].startswith("OK: 1 rendered folder, 1 file")
+
+
+@pytest.mark.parametrize("variables, message", [
+    ({"ENV": "-x6", "FROM": "gke-t4", "NODES": "2", "GPUS_PER_NODE": "1"}, "error: ENV '-x6' must be lowercase"),
+    ({"ENV": "x6", "FROM": "-gke", "NODES": "2", "GPUS_PER_NODE": "1"}, "error: FROM '-gke' is not an environment"),
+    ({"ENV": "x6", "FROM": "gke-t4", "NODES": "-2", "GPUS_PER_NODE": "1"}, "NODES"),
+])
+def test_a_value_that_looks_like_an_option_is_a_value(variables, message):
+    """`make new-env ENV=-x6` printed argparse's usage: each value reaches the tool as `--option=value`, so it is
+    refused by name in one line, before anything about the repository is looked at, and nothing is written."""
+    proc = make("new-env", {**variables, "DRY_RUN": "1"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+    assert len(lines) == 1 and message in lines[0] and "usage:" not in proc.stderr, proc.stderr

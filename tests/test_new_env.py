@@ -164,10 +164,14 @@ def test_the_accelerator_label_toleration_and_resource_name(repo):
     (["--env", "x", "--from", FROM, "--nodes", "2", "--gpu-label", "novalue"], "GPU_LABEL 'novalue' is not"),
     (["--env", "x", "--from", FROM, "--nodes", "2", "--gpu-resource", "example.com/tpu"],
      "GPU_RESOURCE 'example.com/tpu' is not one the validator counts"),
-    (["--env", "x", "--from", FROM, "--nodes", "2", "--launcher", "nope"], "LAUNCHER 'nope' is not one of"),
+    (["--env", "x", "--from", FROM, "--nodes", "2", "--gpus-per-node", "1", "--launcher", "nope"], "LAUNCHER 'nope' is not one of"),
     (["--env", "x", "--from", FROM, "--nodes", "2", "--namespace", "kube-system"],
      "NAMESPACE 'kube-system' is the cluster's own namespace (kube-*)"),
     (["--env", "x", "--from", FROM, "--nodes", "2", "--namespace", "argocd"], "NAMESPACE 'argocd' is Argo CD's own"),
+    # The Makefile passes `--env=VALUE`: a value that looks like an option is a value, refused by name.
+    (["--env=-x6", "--from", FROM, "--nodes", "2"], "ENV '-x6' must be lowercase"),
+    (["--env", "x", "--from", FROM, "--nodes", "2"], f"GPUS_PER_NODE is required: {FROM} has 1 GPU per node"),
+    (["--env", "x", "--from", "kind-cpu", "--nodes", "2"], "PROCS_PER_NODE is required: kind-cpu is a CPU environment"),
 ])
 def test_a_bad_argument_is_one_line_and_writes_nothing(repo, args, message):
     before = snapshot(repo)
