@@ -20,8 +20,9 @@ How Argo CD v3.5.1's cmp-server runs them (argoproj/argo-cd, tag v3.5.1):
 
 `generate` renders the Application's path with the pinned kubectl's kustomize and the build options this package was
 built with (gitops.yaml, policies/paths.py), runs `validate` on it exactly as `make validate PATHS=<path>` does, and
-prints kustomize's output unchanged only when nothing failed; otherwise the report goes to standard error and the exit
-is 1. `spec.source.plugin.env` `DDP_STRICT=true` fails on warnings too.
+prints kustomize's output unchanged only when nothing failed; otherwise what failed goes to standard error, one
+problem a line, then a `refused:` line (nothing else: info lines and the summary are for a render that passed), and
+the exit is 1. `spec.source.plugin.env` `DDP_STRICT=true` fails on warnings too.
 """
 from __future__ import annotations
 
@@ -129,14 +130,15 @@ def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     if drift:
         raise InputError(drift)
     strict = os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
-    rc, report, units = check([path], strict=strict, operator=operator_policy())
+    # cmp-init said which kustomize renders: the report here is the checks' alone.
+    rc, report, units = check([path], strict=strict, operator=operator_policy(), banner=False)
     if rc != 0:
-        return _refuse(report, f"{_app()} ({path}) fails the checks above; no manifests were printed, so Argo CD "
-                               f"syncs nothing (make validate PATHS={path} shows the same report)")
+        return _refuse(units, strict, f"{_app()} ({path}) fails the checks above; no manifests were printed, so "
+                                      f"Argo CD syncs nothing (make validate PATHS={path} shows the whole report)")
     if not any(u.manifests for u in units):
-        return _refuse(report, f"{_app()} ({path}) renders no Kubernetes objects: with automated prune, Argo CD "
-                               "would delete every object the Application synced (ARGO001 says so of an "
-                               "Application's path); nothing was printed")
+        return _refuse(units, strict, f"{_app()} ({path}) renders no Kubernetes objects: with automated prune, "
+                                      "Argo CD would delete every object the Application synced (ARGO001 says so "
+                                      "of an Application's path); nothing was printed")
     run = run_bounded([gitops.kubectl(), "kustomize", *KUSTOMIZE_FLAGS, path])
     if run.failure or run.returncode != 0:
         why = run.failure or " ".join(run.stderr.split())[:400]
@@ -152,9 +154,18 @@ def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     return 0
 
 
-def _refuse(report: str, why: str) -> int:
-    """The report and why on standard error, nothing on standard output, exit 1: Argo CD shows the error as the
-    Application's ComparisonError and syncs nothing."""
-    sys.stderr.write(report)
+def _refuse(units: list[Any], strict: bool, why: str) -> int:
+    """What failed and why on standard error, nothing on standard output, exit 1: Argo CD shows the error as the
+    Application's ComparisonError and syncs nothing. Only what failed, one problem a line, errors first (warnings
+    too under DDP_STRICT), then the one `refused:` line: no banner, info or summary between the operator and the
+    reason (an accepted render's standard error, which Argo CD only logs, has the whole report)."""
+    from .model import ERROR, WARNING
+    from .report import text_line
+
+    failing = (ERROR, WARNING) if strict else (ERROR,)
+    rows = [(p, u) for u in units for p in u.problems if p.severity in failing]
+    rows.sort(key=lambda r: (failing.index(r[0].severity), r[0].source, r[0].rule))
+    for p, u in rows:
+        print(text_line(p, u), file=sys.stderr)
     print(f"refused: {why}", file=sys.stderr)
     return 1

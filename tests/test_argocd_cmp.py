@@ -233,7 +233,9 @@ def test_generate_refuses_what_fails_and_prints_kustomize_for_the_rest(installed
         lines = [line for line in report_lines(reference.stdout) if re.match(rf"\S+ \S+ {re.escape(path)}[/:]", line)]
         if any(line.startswith("error ") for line in lines):
             assert gen.returncode != 0 and gen.stdout == b"", (path, gen.returncode, stderr)
-            assert all(line in stderr.splitlines() for line in lines), (path, lines, stderr)
+            # What Argo CD shows: exactly the errors validate reports, one a line, then the refused line.
+            *failed, _ = stderr.splitlines()
+            assert sorted(failed) == sorted(line for line in lines if line.startswith("error ")), (path, lines, stderr)
             assert f"refused: Application argocd/{application_env(installed, tmp_path, path)['ARGOCD_APP_NAME']} " \
                    f"({path}) fails the checks above" in stderr
             refused.append(path)
@@ -251,12 +253,12 @@ def test_generate_refuses_what_fails_and_prints_kustomize_for_the_rest(installed
         printed.append(path)
     # docs/gitops.md shows what generate printed for name-prefix: its problem and refused lines are these.
     doc = (REPO / "docs" / "gitops.md").read_text().split("generate printed:\n\n```\n", 1)[1].split("```", 1)[0]
-    shown = [line for line in doc.splitlines() if line.startswith(("error ", "refused: "))]
+    # What Argo CD shows, whole: the failing lines, errors first, and the refused line; no banner, info or summary.
+    shown = doc.splitlines()
     name_prefix = next(gen for path, (init, gen) in results if path == "tests/fixtures/overlays/name-prefix")
     app = application_env(installed, tmp_path, "tests/fixtures/overlays/name-prefix")["ARGOCD_APP_NAME"]
-    got = [line.replace(f"argocd/{app} ", "argocd/ddp-team ") for line in name_prefix.stderr.decode().splitlines()
-           if line.startswith(("error ", "refused: "))]
-    assert shown and got == shown
+    got = [line.replace(f"argocd/{app} ", "argocd/ddp-team ") for line in name_prefix.stderr.decode().splitlines()]
+    assert len(shown) == 3 and got == shown
     # Every overlay of the repository, and argocd/, renders; each fixture overlay the checks fail is refused.
     assert {p for p in paths if p.startswith("overlays/")} | {"argocd"} <= set(printed)
     assert {"tests/fixtures/overlays/name-prefix", "tests/fixtures/overlays/broken-kustomization",
@@ -281,7 +283,10 @@ def test_strict_from_the_application_and_an_empty_render_refused(installed: Inst
     init, lenient = cmp_server_run(installed, workdir, warned, tmp_path)
     assert lenient.returncode == 0 and lenient.stdout == kubectl_kustomize(workdir / warned)
     init, strict = cmp_server_run(installed, workdir, warned, tmp_path, DDP_STRICT="true")
-    assert strict.returncode == 1 and strict.stdout == b"" and b"(strict)" in strict.stderr, strict.stderr.decode()
+    assert strict.returncode == 1 and strict.stdout == b"", strict.stderr.decode()
+    # What Argo CD shows: the warnings that failed under DDP_STRICT, one a line, then why; nothing else.
+    *failed, why = strict.stderr.decode().splitlines()
+    assert failed and all(line.startswith("warning ") for line in failed) and why.startswith("refused: "), failed
     empty = "tests/fixtures/argocd/targets/empty"
     init, gen = cmp_server_run(installed, workdir, empty, tmp_path)
     assert gen.returncode != 0 and gen.stdout == b""
