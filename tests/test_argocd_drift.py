@@ -129,6 +129,11 @@ def test_only_queued_workloads_with_a_suspend_field_need_an_entry():
     sts = Manifest({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s", "labels": QUEUED},
                     "spec": {}}, "<test>")
     assert not argocd.rewritten_fields([sts])  # no suspend field: Kueue gates its pods instead
+    # Kueue suspends a queued AppWrapper too (it starts no pods itself: its components' controllers do).
+    aw = Manifest({"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+                   "metadata": {"name": "a", "labels": QUEUED}, "spec": {"components": []}}, "<test>")
+    assert [e for _, e in argocd.rewritten_fields([aw])] == [argocd.IgnoreEntry("workload.codeflare.dev", "AppWrapper",
+                                                                                "/spec/suspend")]
     assert not argocd.rewritten_fields([_job(QUEUED)], set_only=True)
     assert argocd.rewritten_fields([_job(QUEUED, suspend=False)], set_only=True)
 

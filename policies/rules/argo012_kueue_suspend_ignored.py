@@ -4,8 +4,8 @@ Kueue owns the suspend field of a workload labelled `kueue.x-k8s.io/queue-name` 
 pkg/controller/jobframework/utils.go:180-182): its webhook suspends the job at creation whatever the manifest says
 (jobframework/defaults.go:36-46), its reconciler resumes it when the whole gang is admitted and suspends it again on
 eviction or preemption (reconciler.go:1480-1565). A manifest that sets the field itself (`spec.suspend` of a Job,
-JobSet or TrainJob, `spec.runPolicy.suspend` of a PyTorchJob or MPIJob: each launcher's `suspend_field`) then
-differs from the live object for good: Argo CD shows the run OutOfSync, and under auto-sync a sync puts the
+JobSet, TrainJob or AppWrapper, `spec.runPolicy.suspend` of a PyTorchJob or MPIJob: each launcher's `suspend_field`)
+then differs from the live object for good: Argo CD shows the run OutOfSync, and under auto-sync a sync puts the
 manifest's value back, starting a gang Kueue has not admitted (`false`) or stopping one it has (`true`). The
 Application needs the field's JSON pointer in `spec.ignoreDifferences` for that group and kind (Argo CD v3.5.1 drops
 it from the diff: util/argo/normalizers/diff_normalizer.go:185-197) and `RespectIgnoreDifferences=true` in its
