@@ -13,6 +13,7 @@ from .paths import CHECKOUT
 from .podspecs import pod_sites
 from .kustomization import kustomization_file
 from .render import render
+from .kube import dig, group_of
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -396,3 +397,103 @@ def _envs(m: Manifest) -> Iterator[tuple[str, list[Any]]]:
         for cfield, c in site.containers():
             if isinstance(c.get("env"), list) and ".initContainers[" not in cfield:
                 yield f"{cfield}.env", c["env"]
+
+
+# ---------------------------------------------------------------- fields a controller rewrites: no false drift
+
+# The label Kueue reads a job's LocalQueue from. Kueue v0.19.2 reads the label only:
+# pkg/controller/jobframework/utils.go:180-182 (QueueNameForObject: object.GetLabels()[QueueLabel]); the deprecated
+# annotation of the same key (constants.QueueAnnotation, pkg/controller/constants/constants.go:32 at v0.14.0) is gone
+# since v0.15.0. An object is queued where the label is a non-empty string (utils.go:148, WorkloadShouldBeSuspended).
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Without it a sync (started by any other change) applies the manifest's value of an ignored field: Argo CD v3.5.1
+# copies the live values of ignored fields into what it applies only under this option (controller/sync.go:236-246,
+# normalizeTargetResources at 421-491).
+RESPECT_IGNORE_DIFFERENCES = "RespectIgnoreDifferences=true"
+
+
+@dataclass(frozen=True)
+class IgnoreEntry:
+    """One `ignoreDifferences` entry an Application needs: the group, kind and JSON pointer of a field a controller
+    rewrites after Argo CD applied it."""
+
+    group: str
+    kind: str
+    pointer: str
+
+    def yaml(self) -> str:
+        return f'{{group: {self.group or chr(34) * 2}, kind: {self.kind}, jsonPointers: [{self.pointer}]}}'
+
+
+def json_pointer(path: tuple[str, ...]) -> str:
+    """RFC 6901: `/` before each key, `~` written `~0` and `/` written `~1`."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def kueue_queue(m: Manifest) -> str | None:
+    """The LocalQueue a workload object names (Kueue suspends it at creation and resumes it on admission)."""
+    labels = m.metadata.get("labels")
+    value = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def rewritten_fields(manifests: list[Manifest], set_only: bool = False) -> list[tuple[Manifest, IgnoreEntry]]:
+    """The fields of these rendered objects that a controller rewrites after Argo CD applied them, each with the
+    `ignoreDifferences` entry that keeps Argo CD from showing and undoing it: the suspend field (the launcher's
+    `suspend_field`) of every object Kueue queues. Kueue's webhook suspends a queued job at creation
+    (jobframework/defaults.go:36-46, ApplyDefaultForSuspend, whatever the manifest says), and its reconciler resumes
+    it on admission and suspends it again on eviction (reconciler.go:1480-1518 startJob, 1522-1565 stopJob).
+    With `set_only`, only the objects whose manifest sets that field: Argo CD compares only the fields the desired
+    state sets (gitops-engine's three-way diff, pkg/diff/diff.go:731-764; the structured-merge diff of
+    ServerSideApply=true applies the manifest to the live object as the API server would, 421-503), so a field the
+    manifest leaves out never shows as drift."""
+    out: list[tuple[Manifest, IgnoreEntry]] = []
+    for m in manifests:
+        launcher = launchers.of(m) if isinstance(m.obj, dict) else None
+        field = launcher.suspend_field if launcher is not None else None
+        if not field or kueue_queue(m) is None:
+            continue
+        if set_only and dig(m.obj, *field) is None:
+            continue
+        out.append((m, IgnoreEntry(group_of(m.api_version), m.kind, json_pointer(field))))
+    return out
+
+
+def _covers(ignored: Any, pointer: str) -> bool:
+    """A JSON pointer an entry removes covers `pointer` when it is the same or one of its parents."""
+    return isinstance(ignored, str) and ignored != "" and (pointer == ignored or pointer.startswith(ignored + "/"))
+
+
+def _jq_covers(expression: Any, pointer: str) -> bool:
+    """A jq path of plain keys (`.spec.suspend`) covers the pointer it names and the fields under it."""
+    if not isinstance(expression, str) or "~" in pointer:
+        return False
+    path = "." + ".".join(pointer.strip("/").split("/"))
+    expression = expression.strip()
+    return expression not in ("", ".") and (path == expression or path.startswith(expression + "."))
+
+
+def ignores(app: App, entry: IgnoreEntry, name: str, namespace: str) -> bool:
+    """Whether the Application's `spec.ignoreDifferences` removes the entry's field of that object from its diff, as
+    Argo CD v3.5.1 matches them (util/argo/normalizers/diff_normalizer.go:185-197: group and kind as globs, name and
+    namespace equal where given; every jsonPointer and jqPathExpression of a matching entry is removed)."""
+    for e in _entries(app.spec.get("ignoreDifferences")) or []:
+        if not (fnmatch.fnmatchcase(entry.group, _text(e, "group"))
+                and fnmatch.fnmatchcase(entry.kind, _text(e, "kind"))):
+            continue
+        if _text(e, "name") not in ("", name) or _text(e, "namespace") not in ("", namespace):
+            continue
+        pointers = e.get("jsonPointers") if isinstance(e.get("jsonPointers"), list) else []
+        expressions = e.get("jqPathExpressions") if isinstance(e.get("jqPathExpressions"), list) else []
+        if any(_covers(p, entry.pointer) for p in pointers) or any(_jq_covers(x, entry.pointer) for x in expressions):
+            return True
+    return False
+
+
+def unguarded(app: App, manifests: list[Manifest], set_only: bool = False) -> list[tuple[Manifest, IgnoreEntry]]:
+    """The rewritten fields (rewritten_fields) of an Application's rendered objects that it would show as drift and
+    undo: not ignored, or ignored without RespectIgnoreDifferences=true (then every sync still applies them)."""
+    respect = RESPECT_IGNORE_DIFFERENCES in app.options
+    ns = str(app.destination.get("namespace") or "")
+    return [(m, e) for m, e in rewritten_fields(manifests, set_only)
+            if not (respect and ignores(app, e, m.name, m.namespace or ns))]

@@ -130,4 +130,4 @@ def test_rule_family_is_registered():
     from policies.rules import FAMILIES, ID_FORMAT, RULES
 
     assert "ARGO" in FAMILIES and ID_FORMAT.match("ARGO001")
-    assert [r for r in RULES if r.startswith("ARGO")] == [f"ARGO{i:03d}" for i in range(1, 12)]
+    assert [r for r in RULES if r.startswith("ARGO")] == [f"ARGO{i:03d}" for i in range(1, 13)]

@@ -249,6 +249,11 @@ class AppWrapperLauncher(Launcher):
     title = "AppWrapper (its components' objects are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
     starts_pods = False  # each component's own controller starts them
+    # A suspended AppWrapper deploys no components (appwrapper_controller.go:171-173); Kueue suspends a queued one and
+    # resumes it on admission (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/appwrapper/appwrapper_controller.go:
+    # 114, 179), so Argo CD must leave the field to Kueue (ARGO012).
+    suspend_field = ("spec", "suspend")
+    suspend_source = "project-codeflare/appwrapper v1.2.1 internal/controller/appwrapper/appwrapper_controller.go:171"
 
     def children(self, m: Manifest) -> list[Child]:
         """Each component's object as the controller creates it (resource_management.go:41-54, 217-255)."""
