@@ -42,23 +42,29 @@ def _operator(args: argparse.Namespace):
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env, _operator(args))
+    rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env, _operator(args),
+                          config=args.config)
     sys.stdout.write(report)
     return rc
 
 
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
-          env: str | None = None, operator=None, banner: bool = True) -> tuple[int, str, list]:
+          env: str | None = None, operator=None, banner: bool = True,
+          config: str | None = None) -> tuple[int, str, list]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
     checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,
-    narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin)."""
+    narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin). `config`: the rule
+    configuration file (--config), else `.ddp-check.yaml` in the working folder where there is one (rule_config)."""
     from . import engine
     from .report import FORMATS, Run
     from .trace import place
 
     from .render import share_renders
 
+    from . import rule_config
+
     start = time.perf_counter()
+    settings = rule_config.find(config)  # a file it cannot read stops here, before anything renders
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
     ahead = _kustomize_banner_ahead(paths) if banner else None
     units = engine.collect(paths, DEFAULT_ROOT, env_file=env)
@@ -77,6 +83,8 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
     timings = engine.Timings()
     engine.validate(units, validator, timings)
     place(units)
+    if settings is not None:
+        rule_config.apply(settings, units)
     schema_name = validator.name if validator else "skipped (--schema none)"
     run = Run(units, schema_name, time.perf_counter() - start, strict=strict)
     return (1 if engine.failed(units, strict) else 0), FORMATS[fmt](run), units
@@ -163,7 +171,8 @@ def cmd_changed(args: argparse.Namespace) -> int:
     if not found:
         print("ddp-check: no overlay reads the changed files and none is a manifest: nothing to validate")
         return 0
-    rc, report, _ = check(found, args.format, args.strict, args.schema, args.env, _operator(args))
+    rc, report, _ = check(found, args.format, args.strict, args.schema, args.env, _operator(args),
+                          config=args.config)
     sys.stdout.write(report)
     return rc
 
@@ -231,6 +240,9 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--strict", action="store_true", help="warnings fail too")
     ap.add_argument("--env", metavar="POLICY_YAML",
                     help="environment declaration for inputs that bring none (files, standard input)")
+    ap.add_argument("--config", metavar="FILE",
+                    help="rule settings for paths: skip a rule or change its severity (default: .ddp-check.yaml in "
+                         "the working folder, where there is one; docs/validation.md#repository-wide-rule-settings)")
     ap.add_argument("--operator-policy", metavar="POLICY_YAML",
                     help="check as the Argo CD plugin does: under this operator's policy, which each input's own "
                          "declaration can only narrow (argocd/cmp/operator-policy.yaml is the plugin's default)")
