@@ -17,9 +17,7 @@ environment's severities and before the objects' annotations."""
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +38,10 @@ class Entry:
     rule: str
     severity: str
     reason: str | None
-    globs: list[str] = field(default_factory=list)  # empty: every path
-    _patterns: list[re.Pattern[str]] = field(default_factory=list, repr=False)
+    globs: list[Glob] = field(default_factory=list)  # empty: every path
 
     def matches(self, paths: list[str]) -> bool:
-        return not self._patterns or any(p.fullmatch(path) for p in self._patterns for path in paths)
+        return not self.globs or any(g.matches(path) for g in self.globs for path in paths)
 
 
 @dataclass
@@ -62,39 +59,96 @@ class RuleConfig:
         return found
 
 
-@lru_cache(maxsize=256)
-def glob_pattern(glob: str) -> re.Pattern[str]:
-    """A glob as a regular expression over slash-separated relative paths: `**` any number of folders, `*` and `?`
-    within one, `[...]` a class; the glob also matches everything below what it names (`vendor` = `vendor/**`)."""
-    out: list[str] = []
-    i, n = 0, len(glob)
-    while i < n:
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = glob.find("]", i + 2)
-            if j < 0:
-                out.append(re.escape(c))
+MAX_GLOB = 512  # characters in one glob
+
+
+@dataclass(frozen=True)
+class Glob:
+    """A glob over slash-separated relative paths, matched by simulating its automaton (time linear in the glob
+    times the path, whatever the glob: a file from a repository the platform team does not control cannot make the
+    Argo CD plugin backtrack). `**/` any number of folders, `**` anything, `*` and `?` within a folder, `[...]` (or
+    `[!...]`) one character of a class; what the glob names also covers everything below it (`vendor` = `vendor/**`)."""
+
+    text: str
+    tokens: tuple[tuple[str, str], ...]
+
+    @staticmethod
+    def parse(text: str) -> "Glob":
+        out: list[tuple[str, str]] = []
+        body = text.rstrip("/") or text
+        i, n = 0, len(body)
+        while i < n:
+            if body.startswith("**/", i):
+                out.append(("dirs", ""))
+                i += 3
+            elif body.startswith("**", i):
+                out.append(("any", ""))
+                i += 2
+            elif body[i] == "*":
+                out.append(("star", ""))
                 i += 1
-            else:
-                body = glob[i + 1:j]
-                out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            elif body[i] == "?":
+                out.append(("one", ""))
+                i += 1
+            elif body[i] == "[" and body.find("]", i + 2) > 0:
+                j = body.find("]", i + 2)
+                out.append(("class", body[i + 1:j]))
                 i = j + 1
+            else:
+                out.append(("lit", body[i]))
+                i += 1
+        return Glob(text, tuple(out))
+
+    def _closure(self, states: set[int]) -> set[int]:
+        todo = list(states)
+        while todo:
+            s = todo.pop()
+            if s < len(self.tokens) and self.tokens[s][0] in ("dirs", "any", "star") and s + 1 not in states:
+                states.add(s + 1)
+                todo.append(s + 1)
+        return states
+
+    def matches(self, path: str) -> bool:
+        end = len(self.tokens)
+        states = self._closure({0})
+        for ch in path:
+            if ch == "/" and end in states:
+                return True  # the glob named a folder above the path
+            nxt: set[int] = set()
+            for s in states:
+                if s == end:
+                    continue
+                kind, arg = self.tokens[s]
+                if kind == "any" or (kind == "star" and ch != "/"):
+                    nxt.add(s)
+                elif kind == "dirs":
+                    nxt.add(s)
+                    if ch == "/":
+                        nxt.add(s + 1)
+                elif kind == "one" and ch != "/":
+                    nxt.add(s + 1)
+                elif kind == "class" and ch != "/" and _in_class(ch, arg):
+                    nxt.add(s + 1)
+                elif kind == "lit" and ch == arg:
+                    nxt.add(s + 1)
+            if not nxt:
+                return False
+            states = self._closure(nxt)
+        return end in states
+
+
+def _in_class(ch: str, spec: str) -> bool:
+    negate = spec.startswith("!")
+    spec = spec[1:] if negate else spec
+    hit, i = False, 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-":
+            hit = hit or spec[i] <= ch <= spec[i + 2]
+            i += 3
         else:
-            out.append(re.escape(c))
+            hit = hit or ch == spec[i]
             i += 1
-    return re.compile("".join(out).rstrip("/") + "(?:/.*)?")
+    return hit != negate
 
 
 def load(path: str | Path) -> RuleConfig:
@@ -150,9 +204,10 @@ def load(path: str | Path) -> RuleConfig:
             raise InputError(f"{at}.paths: expected a list of globs relative to {Path(src).parent or '.'}")
         if any(Path(g).is_absolute() or ".." in Path(g).parts for g in globs):
             raise InputError(f"{at}.paths: globs are relative to the file's folder, without '..'")
-        clean = [g.strip().removeprefix("./") for g in globs]
-        entries.append(Entry(rule, level, reason.strip() if reason else None, clean,
-                             [glob_pattern(g) for g in clean]))
+        if any(len(g) > MAX_GLOB for g in globs):
+            raise InputError(f"{at}.paths: a glob longer than {MAX_GLOB} characters")
+        entries.append(Entry(rule, level, reason.strip() if reason else None,
+                             [Glob.parse(g.strip().removeprefix("./")) for g in globs]))
     return RuleConfig(src, Path(src).resolve().parent, entries)
 
 

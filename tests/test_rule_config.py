@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, REPO
-from policies.rule_config import glob_pattern
+from policies.rule_config import Glob
 
 NEAR_MISS = FIXTURES / "rules" / "TRAINER002" / "fail" / "dist-backnd.yaml"  # one TRAINER002 error
 HOST_PATH = FIXTURES / "rules" / "SEC008" / "fail" / "host-path.yaml"
@@ -165,4 +165,11 @@ def test_a_missing_explicit_file_is_one_line(tree):
     ("[!ab]x", "bx", False), ("overlays/**", "overlays/team", True), ("overlays/**", "overlays", False),
 ])
 def test_globs(glob, path, hit):
-    assert bool(glob_pattern(glob).fullmatch(path)) is hit
+    assert Glob.parse(glob).matches(path) is hit
+
+
+def test_a_hostile_glob_costs_no_more_than_its_length():
+    """`*a*a*a...` against a long path that almost matches: a backtracking matcher takes exponential time; the
+    automaton walks the path once."""
+    glob = Glob.parse("*a" * 200 + "b")
+    assert glob.matches("a" * 4000) is False and Glob.parse("**/" * 100 + "x").matches("a/" * 2000 + "x")
