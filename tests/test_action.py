@@ -132,3 +132,70 @@ def test_the_action_scripts_check_and_fail_as_the_step_would(installed: Installe
     assert errors[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "broken.yaml"
     strict = run("deploy", strict="true")
     assert strict["exit-code"] == "1" and strict["verdict"] == "1"
+
+
+# --- annotations and the summary: the report formats ----------------------------------------------------------
+
+
+def test_workflow_command_escaping():
+    from policies.report import github_data, github_property
+
+    assert github_data("50% of\r\nworkers: a,b") == "50%25 of%0D%0Aworkers: a,b"
+    assert github_property("dir,x/a:b%.yaml\n") == "dir%2Cx/a%3Ab%25.yaml%0A"
+    assert github_data("%0A") == "%250A"  # the text's own escapes stay text
+
+
+def test_a_problem_as_an_annotation_on_its_line(tmp_path, monkeypatch):
+    from policies.engine import Unit
+    from policies.model import ERROR, INFO, WARNING, Problem
+    from policies.report import github_line
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    odd = tmp_path / "jobs, v1" / "a:b.yaml"
+    odd.parent.mkdir()
+    odd.write_text("kind: x\n")
+    unit = Unit(source=str(odd), kind="file")
+    p = Problem("IMG003", "100% wrong:\nsecond line", str(odd), obj="Job/x", field="spec", hint="fix it",
+                location=(str(odd), 7))
+    assert github_line(p, unit) == ("::error file=jobs%2C v1/a%3Ab.yaml,line=7,title=IMG003::Job/x spec: 100%25 "
+                                    "wrong:%0Asecond line (fix: fix it)")
+    p.severity, p.location = WARNING, None  # not traced: the file itself, line 1
+    assert github_line(p, unit).startswith("::warning file=jobs%2C v1/a%3Ab.yaml,line=1,title=IMG003::")
+    assert github_line(p, unit, strict=True).startswith("::error file=")  # under --strict a warning fails
+    p.severity = INFO
+    assert github_line(p, unit).startswith("::notice file=")
+    stdin = Unit(source="<stdin>", kind="file")
+    assert github_line(Problem("INPUT", "bad", "<stdin>", severity=ERROR), stdin) == "::error title=INPUT::bad"
+
+
+def test_the_summary_escapes_table_cells_and_caps_the_rows(monkeypatch, tmp_path):
+    from policies import report
+    from policies.engine import Unit
+    from policies.model import Problem
+    from policies.report import Run, markdown_cell, to_markdown
+
+    assert markdown_cell("a | b\nc <script> *x* [l](u) `c` &amp;") == \
+        r"a \| b c \<script\> \*x\* \[l\](u) \`c\` &amp;amp;"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    monkeypatch.setattr(report, "MARKDOWN_ROWS", 3)
+    unit = Unit(source="deploy/x.yaml", kind="file")
+    unit.problems = [Problem("R1", f"message {i} | piped", "deploy/x.yaml", obj=f"Job/j{i}",
+                             location=("deploy/x.yaml", i + 1)) for i in range(5)]
+    out = to_markdown(Run([unit], "builtin", 0.1))
+    assert out.startswith("### ddp-check failed\n\n**5 errors**, **0 warnings**")
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    assert table[0] == "| severity | rule | object | file:line | message |" and len(table) == 4
+    assert table[1] == r"| error | R1 | Job/j0 | deploy/x.yaml:1 | message 0 \| piped |"
+    assert out.rstrip().endswith("2 more findings not shown here (the first 3 are): the step's log and the SARIF "
+                                 "report hold them all.")
+    assert to_markdown(Run([Unit(source="deploy/y.yaml", kind="file")], "builtin", 0.1)).startswith(
+        "### ddp-check passed\n\n**0 errors**")
+
+
+def test_the_cli_formats_are_the_reporters():
+    from policies.cli import REPORT_FORMATS
+    from policies.report import FORMATS
+
+    assert REPORT_FORMATS == tuple(FORMATS)
