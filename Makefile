@@ -87,10 +87,14 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 
 # Bounded: each request gives up after 30 s and 2 retries, the whole download after 600 s. Where it cannot finish (no
 # index reachable), make goes on and .failed says why; the tests that need the wheelhouse then skip with that reason.
-$(WHEELHOUSE)/.complete: requirements.txt requirements-build.txt requirements-dev.txt | $(PY)
+# The GitHub Action's hash-pinned lock (action-requirements.txt) is downloaded too, its hashes checked: the test that
+# runs the Action's install step offline (tests/test_action.py) installs exactly its files.
+$(WHEELHOUSE)/.complete: requirements.txt requirements-build.txt requirements-dev.txt action-requirements.txt | $(PY)
 	@mkdir -p $(WHEELHOUSE) && rm -f $(WHEELHOUSE)/.failed
 	@if timeout 600 $(PY) -m pip download -q --disable-pip-version-check --timeout 30 --retries 2 --only-binary=:all: \
-	  -d $(WHEELHOUSE) -c requirements-dev.txt -r requirements.txt -r requirements-build.txt >$(WHEELHOUSE)/.log 2>&1; \
+	  -d $(WHEELHOUSE) -c requirements-dev.txt -r requirements.txt -r requirements-build.txt >$(WHEELHOUSE)/.log 2>&1 \
+	  && timeout 300 $(PY) -m pip download -q --disable-pip-version-check --timeout 30 --retries 2 --only-binary=:all: \
+	  --no-deps --require-hashes -d $(WHEELHOUSE) -r action-requirements.txt >>$(WHEELHOUSE)/.log 2>&1; \
 	then touch $@; \
 	else rc=$$?; why=$$( [ $$rc = 124 ] && echo "timed out after 600 s" || grep -m1 '^ERROR' $(WHEELHOUSE)/.log ); \
 	  echo "wheelhouse: pip download did not finish ($${why:-exit $$rc}); the package-install tests will skip" \

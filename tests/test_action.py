@@ -3,23 +3,29 @@
 script), and its scripts run for real with bash against the installed package."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import subprocess
+import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from conftest import REPO
-from package_helpers import Installed, outside_checkout
+from package_helpers import Installed, offline_env, outside_checkout
 from test_workflows import actionlint, checker
 
 ACTION = REPO / "action.yml"
 DOC = yaml.safe_load(ACTION.read_text())
 STEPS = DOC["runs"]["steps"]
 OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+LOCK = REPO / "action-requirements.txt"
 
 
 def test_action_matches_the_github_schema_offline():
@@ -199,3 +205,120 @@ def test_the_cli_formats_are_the_reporters():
     from policies.report import FORMATS
 
     assert REPORT_FORMATS == tuple(FORMATS)
+
+
+# --- the lock the action installs from ------------------------------------------------------------------------
+
+
+def _name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==([^\s#;\\]+)", line)
+        if m:
+            out[_name(m.group(1))] = m.group(2)
+    return out
+
+
+def _closure(roots: list[str]) -> set[str]:
+    """The names of the roots and of everything they require here (installed metadata, markers evaluated)."""
+    seen: set[str] = set()
+    todo = [Requirement(r) for r in roots]
+    while todo:
+        req = todo.pop()
+        if _name(req.name) in seen or (req.marker and not req.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(_name(req.name))
+        todo += [Requirement(r) for r in metadata.requires(req.name) or []]
+    return seen
+
+
+def test_the_lock_pins_every_dependency_and_the_build_backend_with_hashes():
+    """action-requirements.txt holds requirements.txt's pins (pyproject.toml's dependencies), the build backend's
+    (pyproject.toml's build-system), what they require at requirements-dev.txt's versions (the wheelhouse's), and
+    nothing else; every entry with its sha256 hashes."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    lock = _pins(LOCK)
+    runtime = {_name(d.split("==")[0]): d.split("==")[1] for d in pyproject["project"]["dependencies"]}
+    backend = {_name(d.split("==")[0]): d.split("==")[1] for d in pyproject["build-system"]["requires"]}
+    assert runtime == _pins(REPO / "requirements.txt") and backend == _pins(REPO / "requirements-build.txt")
+    assert {k: lock.get(k) for k in {**runtime, **backend}} == {**runtime, **backend}
+    dev = _pins(REPO / "requirements-dev.txt")
+    assert {k: v for k, v in lock.items() if k in dev} == {k: dev[k] for k in lock if k in dev}
+    assert set(lock) == _closure([*pyproject["project"]["dependencies"], *pyproject["build-system"]["requires"]])
+    entries = [e for e in re.split(r"\n(?=[A-Za-z0-9])", LOCK.read_text()) if re.match(r"[A-Za-z0-9]", e)]
+    assert len(entries) == len(lock)
+    for entry in entries:
+        assert re.search(r"--hash=sha256:[0-9a-f]{64}", entry), entry
+
+
+def test_the_lock_header_is_the_script_that_makes_it():
+    script = (REPO / "scripts" / "lock-action-requirements.sh").read_text()
+    command = re.search(r"^#    (pip-compile .*)$", LOCK.read_text(), re.M).group(1)
+    ran = re.search(r'"\$tmp/venv/bin/pip-compile" --quiet (.*)$', script, re.M).group(1)
+    assert command == f"pip-compile {ran}"
+    assert "--generate-hashes" in ran and "--index-url=https://pypi.org/simple" in ran
+
+
+def test_the_pip_cache_key_is_the_lock_hash(tmp_path):
+    script, env = _script("pip-cache")
+    assert env["LOCK"] == "${{ github.action_path }}/action-requirements.txt"
+    out = tmp_path / "output"
+    proc = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, LOCK=str(LOCK), PYTHON_VERSION="3.11.9", GITHUB_OUTPUT=str(out),
+                                   RUNNER_OS="Linux", RUNNER_ARCH="X64",
+                                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"))
+    assert proc.returncode == 0, proc.stderr
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    assert outputs["key"] == f"ddp-check-pip-Linux-X64-py3.11.9-{hashlib.sha256(LOCK.read_bytes()).hexdigest()}"
+    assert outputs["dir"]
+    cache = next(s for s in STEPS if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"] == {"path": "${{ steps.pip-cache.outputs.dir }}", "key": "${{ steps.pip-cache.outputs.key }}"}
+
+
+@pytest.mark.slow
+def test_the_install_step_installs_the_lock_with_hashes_offline(tmp_path):
+    """The Install step as the runner runs it, with pip reading the wheelhouse only: every file's hash checked
+    against the lock, the package built from the action's folder with the locked backend, nothing else installed."""
+    script, env = _script("Install ddp-check")
+    assert "--require-hashes --no-deps --only-binary=:all: -r \"$ACTION_PATH/action-requirements.txt\"" in script
+    assert "--no-deps --no-build-isolation --no-index \"$ACTION_PATH\"" in script
+    runner_temp = outside_checkout(tmp_path / "runner-temp")
+    runner_temp.mkdir()
+    base = Path(getattr(sys, "_base_executable", sys.executable)).parent
+    proc = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=600,
+                          env=offline_env(RUNNER_TEMP=str(runner_temp), ACTION_PATH=str(REPO),
+                                          PATH=f"{base}{os.pathsep}/usr/bin{os.pathsep}/bin"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    venv = runner_temp / "ddp-check"
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"], capture_output=True,
+                            text=True, env=offline_env(), timeout=120)
+    got = {_name(d["name"]): d["version"] for d in json.loads(listed.stdout)}
+    assert got.pop("ddp-k8s-gitops") == tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    got.pop("pip", None)
+    got.pop("setuptools", None)  # a venv's own, on older Pythons
+    assert got == _pins(LOCK)
+    checked = subprocess.run([str(venv / "bin" / "ddp-check"), "validate", "-"], input="kind: ConfigMap\n"
+                             "apiVersion: v1\nmetadata: {name: x}\n", capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_wrong_hash_is_refused_offline(tmp_path):
+    """--require-hashes means it: the lock's entry for PyYAML fetches its wheel from the wheelhouse; the same entry
+    with one hash changed (all of them, so no file matches) fetches nothing."""
+    entry = re.search(r"^pyyaml==.*?(?=^\S)", LOCK.read_text(), re.M | re.S).group(0)
+
+    def download(text: str, name: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / name).write_text(text)
+        return subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--require-hashes",
+                               "--only-binary=:all:", "-d", str(tmp_path / f"{name}.d"), "-r", str(tmp_path / name)],
+                              capture_output=True, text=True, env=offline_env(), timeout=300)
+
+    good = download(entry, "good.txt")
+    assert good.returncode == 0, good.stderr
+    bad = download(re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, entry), "bad.txt")
+    assert bad.returncode != 0 and "DO NOT MATCH THE HASHES" in bad.stderr, bad.stderr
+    assert not list((tmp_path / "bad.txt.d").glob("*.whl"))
