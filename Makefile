@@ -189,9 +189,9 @@ image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 image-cmp: ## Build the Argo CD plugin sidecar image (argocd/cmp/Dockerfile; needs a Docker engine with BuildKit)
 	docker build -f argocd/cmp/Dockerfile -t $(call arg,$(CMP_IMAGE):$(TAG)) .
 
-lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows with zizmor (offline) and every rendered overlay (or PATHS) with checkov
+lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows and action.yml with zizmor (offline) and every rendered overlay (or PATHS) with checkov
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu argocd/cmp/Dockerfile
-	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/
+	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/ action.yml
 	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(if $(PATHS),$(call arg,$(PATHS)))
 
 clean: ## Remove the virtual environment and downloaded tools
