@@ -87,10 +87,14 @@ $(SIM_DEPS): scripts/install-sim-deps.sh | $(PY)
 
 # Bounded: each request gives up after 30 s and 2 retries, the whole download after 600 s. Where it cannot finish (no
 # index reachable), make goes on and .failed says why; the tests that need the wheelhouse then skip with that reason.
-$(WHEELHOUSE)/.complete: requirements.txt requirements-build.txt requirements-dev.txt | $(PY)
+# The GitHub Action's hash-pinned lock (action-requirements.txt) is downloaded too, its hashes checked: the test that
+# runs the Action's install step offline (tests/test_action.py) installs exactly its files.
+$(WHEELHOUSE)/.complete: requirements.txt requirements-build.txt requirements-dev.txt action-requirements.txt | $(PY)
 	@mkdir -p $(WHEELHOUSE) && rm -f $(WHEELHOUSE)/.failed
 	@if timeout 600 $(PY) -m pip download -q --disable-pip-version-check --timeout 30 --retries 2 --only-binary=:all: \
-	  -d $(WHEELHOUSE) -c requirements-dev.txt -r requirements.txt -r requirements-build.txt >$(WHEELHOUSE)/.log 2>&1; \
+	  -d $(WHEELHOUSE) -c requirements-dev.txt -r requirements.txt -r requirements-build.txt >$(WHEELHOUSE)/.log 2>&1 \
+	  && timeout 300 $(PY) -m pip download -q --disable-pip-version-check --timeout 30 --retries 2 --only-binary=:all: \
+	  --no-deps --require-hashes -d $(WHEELHOUSE) -r action-requirements.txt >>$(WHEELHOUSE)/.log 2>&1; \
 	then touch $@; \
 	else rc=$$?; why=$$( [ $$rc = 124 ] && echo "timed out after 600 s" || grep -m1 '^ERROR' $(WHEELHOUSE)/.log ); \
 	  echo "wheelhouse: pip download did not finish ($${why:-exit $$rc}); the package-install tests will skip" \
@@ -115,7 +119,7 @@ init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<regist
 new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G (PROCS_PER_NODE=P on CPU) [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
 	@$(PY) -m policies.new_env --env=$(call arg,$(ENV)) --from=$(call arg,$(FROM)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu=$(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label=$(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration=$(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource=$(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster=$(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace=$(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher=$(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
 
-validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit|github|markdown] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies validate --format=$(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema=$(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
@@ -185,9 +189,9 @@ image-cpu: ## Build the CPU-only trainer image for kind (needs a Docker engine)
 image-cmp: ## Build the Argo CD plugin sidecar image (argocd/cmp/Dockerfile; needs a Docker engine with BuildKit)
 	docker build -f argocd/cmp/Dockerfile -t $(call arg,$(CMP_IMAGE):$(TAG)) .
 
-lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows with zizmor (offline) and every rendered overlay (or PATHS) with checkov
+lint: $(PY) $(CHECKOV) ## Lint the Dockerfiles with hadolint, the GitHub workflows and action.yml with zizmor (offline) and every rendered overlay (or PATHS) with checkov
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu argocd/cmp/Dockerfile
-	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/
+	$(VENV)/bin/zizmor --persona auditor --offline --min-severity medium --no-progress .github/ action.yml
 	@CHECKOV=$(CURDIR)/$(CHECKOV) $(PY) -m policies.checkov_scan $(if $(PATHS),$(call arg,$(PATHS)))
 
 clean: ## Remove the virtual environment and downloaded tools

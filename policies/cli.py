@@ -41,20 +41,45 @@ def _operator(args: argparse.Namespace):
     return operator_policy(Path(args.operator_policy))
 
 
+# validate's report formats (policies/report.py: FORMATS, the same names; tests/test_reports.py).
+REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "markdown")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env, _operator(args),
-                          config=args.config)
+                          config=args.config, write=args.write)
     sys.stdout.write(report)
     return rc
 
 
+def _report_file(value: str) -> tuple[str, str]:
+    """--write FORMAT=PATH."""
+    fmt, sep, path = value.partition("=")
+    if not sep or fmt not in REPORT_FORMATS or not path:
+        raise argparse.ArgumentTypeError(f"expected FORMAT=PATH, FORMAT one of {', '.join(REPORT_FORMATS)}: "
+                                         f"{value!r}")
+    return fmt, path
+
+
+def _writable(write: list[tuple[str, str]]) -> None:
+    """Each --write target's folder exists and the target is no folder: said before the checks run, not after."""
+    for fmt, path in write:
+        target = Path(path)
+        if target.is_dir():
+            raise InputError(f"--write {fmt}={path}: is a folder")
+        if not target.parent.is_dir():
+            raise InputError(f"--write {fmt}={path}: no such folder: {target.parent}")
+
+
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
-          env: str | None = None, operator=None, banner: bool = True,
-          config: str | None = None) -> tuple[int, str, list]:
+          env: str | None = None, operator=None, banner: bool = True, config: str | None = None,
+          write: list[tuple[str, str]] = ()) -> tuple[int, str, list]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
     checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,
     narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin). `config`: the rule
-    configuration file (--config), else `.ddp-check.yaml` in the working folder where there is one (rule_config)."""
+    configuration file (--config), else `.ddp-check.yaml` in the working folder where there is one (rule_config).
+    `write`: (format, path) pairs, more reports of the same run written to files (the GitHub Action's SARIF,
+    annotations and summary)."""
     from . import engine
     from .report import FORMATS, Run
     from .trace import place
@@ -63,6 +88,7 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
 
     from . import rule_config
 
+    _writable(write)
     start = time.perf_counter()
     settings = rule_config.find(config)  # a file it cannot read stops here, before anything renders
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
@@ -87,6 +113,11 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
         rule_config.apply(settings, units)
     schema_name = validator.name if validator else "skipped (--schema none)"
     run = Run(units, schema_name, time.perf_counter() - start, strict=strict)
+    for extra, path in write:
+        try:
+            Path(path).write_text(FORMATS[extra](run), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--write {extra}={path}: {exc.strerror or exc}") from None
     return (1 if engine.failed(units, strict) else 0), FORMATS[fmt](run), units
 
 
@@ -172,7 +203,7 @@ def cmd_changed(args: argparse.Namespace) -> int:
         print("ddp-check: no overlay reads the changed files and none is a manifest: nothing to validate")
         return 0
     rc, report, _ = check(found, args.format, args.strict, args.schema, args.env, _operator(args),
-                          config=args.config)
+                          config=args.config, write=args.write)
     sys.stdout.write(report)
     return rc
 
@@ -229,9 +260,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def _check_options(ap: argparse.ArgumentParser) -> None:
     """validate's options, for validate and changed."""
-    ap.add_argument("--format", choices=("text", "json", "sarif", "junit"), default="text",
-                    help="text (default), json, sarif (GitHub code scanning) or junit (CI dashboards); on standard "
-                         "output")
+    ap.add_argument("--format", choices=REPORT_FORMATS, default="text",
+                    help="text (default), json, sarif (GitHub code scanning), junit (CI dashboards), github (workflow "
+                         "commands: an annotation per problem on the pull request's diff) or markdown (a job "
+                         "summary); on standard output")
+    ap.add_argument("--write", metavar="FORMAT=PATH", action="append", type=_report_file, default=[],
+                    help="also write the report in FORMAT to PATH, from the same run (repeatable)")
     # The in-process validator by default: the same verdicts as kubeconform on every test input (tests/
     # test_kubeconform.py, with the real binary) at a fraction of its time (bench/HISTORY.md#make-bench-validate).
     ap.add_argument("--schema", choices=("builtin", "kubeconform", "auto", "none"), default="builtin",

@@ -1,9 +1,12 @@
 """Reporters for `make validate`: text (one line per problem and a summary), JSON, SARIF 2.1.0 (GitHub code
-scanning shows each problem on the pull request's lines) and JUnit XML (CI dashboards). All read the same units."""
+scanning shows each problem on the pull request's lines), JUnit XML (CI dashboards), GitHub workflow commands (an
+annotation per problem on the pull request's diff) and Markdown (a job summary). All read the same units."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,11 +92,16 @@ def text_line(p: Problem, unit: Unit) -> str:
     return line
 
 
-def to_text(run: Run) -> str:
+def ordered(run: Run) -> list[tuple[Problem, Unit]]:
+    """The problems (not the suppressed ones) by source, severity and rule, as the text report lists them."""
     order = {ERROR: 0, WARNING: 1, INFO: 2}
-    out: list[str] = []
     rows = [(p, u) for u in run.units for p in u.problems]
-    for p, u in sorted(rows, key=lambda r: (r[0].source, order.get(r[0].severity, 3), r[0].rule)):
+    return sorted(rows, key=lambda r: (r[0].source, order.get(r[0].severity, 3), r[0].rule))
+
+
+def to_text(run: Run) -> str:
+    out: list[str] = []
+    for p, u in ordered(run):
         out.append(text_line(p, u))
     for u in run.units:
         for p in u.suppressed:
@@ -176,20 +184,30 @@ def _fingerprint(p: Problem, unit: Unit) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def _sarif_result(p: Problem, unit: Unit, index: dict[str, int]) -> dict[str, Any]:
-    file, line, traced = where(p, unit)
-    subject = " ".join(x for x in (p.obj, p.field) if x)
-    text = f"{subject}: {p.message}" if subject else p.message
+def subject(p: Problem) -> str:
+    return " ".join(x for x in (p.obj, p.field) if x)
+
+
+def finding_text(p: Problem, unit: Unit, traced: bool) -> str:
+    """The message SARIF and the annotations carry: object and field, message, fix, and where an object of an
+    overlay could not be traced to a source line, the overlay it was rendered from."""
+    text = f"{subject(p)}: {p.message}" if subject(p) else p.message
     if p.hint:
         text += f" (fix: {p.hint})"
     if not traced and p.obj and unit.kind == "overlay":
         text += f" [rendered object in {rel(unit.source)}]"
+    return text
+
+
+def _sarif_result(p: Problem, unit: Unit, index: dict[str, int]) -> dict[str, Any]:
+    file, line, traced = where(p, unit)
+    text = finding_text(p, unit, traced)
     location: dict[str, Any] = {}
     if file:
         location["physicalLocation"] = {"artifactLocation": {"uri": Path(file).as_posix(), "uriBaseId": "SRCROOT"},
                                         "region": {"startLine": int(line or 1)}}
     if p.obj:
-        location["logicalLocations"] = [{"fullyQualifiedName": subject, "name": p.obj, "kind": "object"}]
+        location["logicalLocations"] = [{"fullyQualifiedName": subject(p), "name": p.obj, "kind": "object"}]
     result: dict[str, Any] = {
         "ruleId": p.rule, "level": SARIF_LEVEL.get(p.severity, "error"), "message": {"text": text},
         "locations": [location] if location else [],
@@ -277,4 +295,85 @@ def to_junit(run: Run) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-FORMATS = {"text": to_text, "json": to_json, "sarif": to_sarif, "junit": to_junit}
+# --- GitHub workflow commands ----------------------------------------------------------------------------------
+# One `::error file=F,line=L,title=RULE::message` line per problem (warning: ::warning, info: ::notice; a warning
+# under --strict fails, so it is an ::error): printed in a GitHub Actions step, each is an annotation on that line of
+# the pull request's diff. The file and line are SARIF's (where), relative to the workspace.
+
+GITHUB_COMMAND = {ERROR: "error", WARNING: "warning", INFO: "notice"}
+
+
+def github_data(text: str) -> str:
+    """A workflow command's message, escaped as the runner unescapes it (actions/runner ActionCommand)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_property(text: str) -> str:
+    """A workflow command's property value: the message's escapes, and `:` and `,`, which end a value."""
+    return github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workspace_path(file: str) -> str:
+    """The file relative to $GITHUB_WORKSPACE (the repository's root on a runner, where annotations are placed),
+    else to the working folder; as given where it lies outside it."""
+    base = os.environ.get("GITHUB_WORKSPACE") or os.getcwd()
+    try:
+        return Path(file).resolve().relative_to(Path(base).resolve()).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return Path(file).as_posix()
+
+
+def github_line(p: Problem, unit: Unit, strict: bool = False) -> str:
+    file, line, traced = where(p, unit)
+    level = "error" if strict and p.severity == WARNING else GITHUB_COMMAND.get(p.severity, "error")
+    props = [f"file={github_property(workspace_path(file))}", f"line={int(line or 1)}"] if file else []
+    props.append(f"title={github_property(p.rule)}")
+    return f"::{level} {','.join(props)}::{github_data(finding_text(p, unit, traced))}"
+
+
+def to_github(run: Run) -> str:
+    return "".join(github_line(p, u, run.strict) + "\n" for p, u in ordered(run))
+
+
+# --- Markdown (a job summary) ----------------------------------------------------------------------------------
+# As make diff's pull-request comment (policies/diff.py: markdown): a `###` heading, bold counts, one table.
+
+MARKDOWN_ROWS = 200
+# Characters Markdown reads as syntax inside a table cell (`|` ends the cell; `<` starts HTML): backslash-escaped.
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_{}\[\]<>|~#!])")
+
+
+def markdown_cell(text: str) -> str:
+    """Text as one table cell that renders as written: line breaks as spaces, `&` as an entity (never one that
+    the text spells), Markdown syntax backslash-escaped."""
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", " ".join(str(text).split()).replace("&", "&amp;"))
+
+
+def to_markdown(run: Run) -> str:
+    s = run.summary()
+    verdict = "failed" if s["failed"] else "passed"
+    what = ", ".join(x for x in (_count(s["overlays"], "rendered folder") if s["overlays"] else "",
+                                 _count(s["files"], "file") if s["files"] else "") if x) or "0 files"
+    lines = [f"### ddp-check {verdict}", "",
+             f"**{_count(s['errors'], 'error')}**, **{_count(s['warnings'], 'warning')}**, {s['info']} info, "
+             f"{s['suppressed']} suppressed{' (strict: warnings fail)' if run.strict else ''}; {what}, "
+             f"{_count(s['objects'], 'object')}, {_count(s['workloads'], 'training workload')}; "
+             f"schema: {markdown_cell(run.schema)}."]
+    rows = ordered(run)
+    if rows:
+        lines += ["", "| severity | rule | object | file:line | message |", "|---|---|---|---|---|"]
+        for p, u in rows[:MARKDOWN_ROWS]:
+            file, line, _ = where(p, u)
+            place = f"{workspace_path(file)}:{int(line or 1)}" if file else ""
+            message = p.message + (f" (fix: {p.hint})" if p.hint else "")
+            lines.append("| " + " | ".join(markdown_cell(x) for x in (p.severity, p.rule, subject(p), place, message))
+                         + " |")
+        if len(rows) > MARKDOWN_ROWS:
+            left = len(rows) - MARKDOWN_ROWS
+            lines += ["", f"{_count(left, 'more finding')} not shown here (the first {MARKDOWN_ROWS} are): the step's "
+                          "log and the SARIF report hold them all."]
+    return "\n".join(lines) + "\n"
+
+
+FORMATS = {"text": to_text, "json": to_json, "sarif": to_sarif, "junit": to_junit, "github": to_github,
+           "markdown": to_markdown}
