@@ -241,3 +241,26 @@ def run_document(doc: str, tmp: Path) -> None:
 @pytest.mark.parametrize("doc", DOCS)
 def test_the_document_runs_to_the_end_and_prints_what_it_shows(doc, tmp_path):
     run_document(doc, tmp_path)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces as '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_and_anchor_in_the_docs_resolves():
+    """README.md and docs/*.md link each other by path and heading: a renamed heading or file breaks no link."""
+    broken = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for link in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+            if link.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (doc.parent / path).resolve() if path else doc
+            if not target.exists():
+                broken.append(f"{doc.relative_to(REPO)}: {link} (no such file)")
+            elif anchor and target.suffix == ".md":
+                headings = {_slug(h) for h in re.findall(r"^#+ (.+)$", target.read_text(), re.M)}
+                if anchor not in headings:
+                    broken.append(f"{doc.relative_to(REPO)}: {link} (no such heading)")
+    assert not broken, broken
