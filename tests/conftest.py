@@ -95,7 +95,7 @@ SLOW_MODULES = {
     "test_corpus",  # 41 upstream manifests end to end
     "test_diff",  # git worktrees and renders of two commits
     "test_scale_transaction",  # real make scale processes paused, killed and raced
-    "test_init", "test_new_env",  # whole-repository copies validated, written, killed and finished
+    "test_init", "test_new_env", "test_remove_env",  # whole-repository copies validated, written, killed, finished
 }
 FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
