@@ -61,7 +61,7 @@ USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV OVERLAY SCALE_TO DEADLIN
 $(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
 arg = '$(subst ','\'',$(1))'
 
-.PHONY: help setup init new-env wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup init new-env remove-env wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -118,6 +118,9 @@ init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<regist
 
 new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G (PROCS_PER_NODE=P on CPU) [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
 	@$(PY) -m policies.new_env --env=$(call arg,$(ENV)) --from=$(call arg,$(FROM)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu=$(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label=$(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration=$(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource=$(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster=$(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace=$(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher=$(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
+
+remove-env: $(PY) ## ENV=<name> [DRY_RUN=1]: remove an environment (its folders, identity entry, ApplicationSet element, AppProject destination) in one validated transaction (docs/environments.md)
+	@$(PY) -m policies.remove_env --env=$(call arg,$(ENV)) $(if $(DRY_RUN),--dry-run)
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit|github|markdown] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies validate --format=$(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema=$(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)

@@ -6,7 +6,11 @@ the journal `.scale-journal` (the targets, their temporary files and the sha256 
 is written, fsynced and renamed into the overlay folder: from that moment the change is decided. Each temporary file
 is renamed over its target, the folders are fsynced and the journal is removed. Killed before the journal exists,
 the targets are untouched and the next run deletes the temporary files (rolled back); killed after, the next run
-renames what is left (rolled forward). SIGINT, SIGTERM and SIGHUP wait until the renames are done."""
+renames what is left (rolled forward). SIGINT, SIGTERM and SIGHUP wait until the renames are done.
+
+A change whose new text is None deletes its target (make remove-env): the journal names it with the sha256 of the
+bytes it held and no temporary file, and the deletions follow the renames (rolled forward like them: a target
+still holding those bytes is deleted by the next run; one changed since is refused, naming it)."""
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +30,8 @@ JOURNAL = ".scale-journal"
 TMP_SUFFIX = ".scale-tmp"
 SCRATCH_PREFIX = "ddp-scale-"
 # Tests stop a real run between two steps: DDP_SCALE_TEST_HOOK=<step>[:<seconds>] (steps: temps-written,
-# journal-written, renamed-1, renamed-2, ...). It prints `hook: <step>` on standard error, then sleeps.
+# journal-written, renamed-1, renamed-2, ..., then deleted-1, deleted-2, ...). It prints `hook: <step>` on standard
+# error, then sleeps.
 HOOK = "DDP_SCALE_TEST_HOOK"
 
 
@@ -44,6 +49,11 @@ def hook(step: str) -> None:
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _held(path: Path) -> bytes:
+    """What a file to delete holds: a symbolic link's target (never followed), else its bytes."""
+    return os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -130,7 +140,9 @@ def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None) ->
     if journal.exists():
         try:
             entries = json.loads(journal.read_text(encoding="utf-8"))["files"]
-            plan = [(_inside(folder, e["target"]), _inside(folder, e["tmp"]), e["old"], e["new"]) for e in entries]
+            plan = [(_inside(folder, e["target"]), _inside(folder, e["tmp"]), e["old"], e["new"]) for e in entries
+                    if not e.get("delete")]
+            gone = [(_inside(folder, e["target"]), e["old"]) for e in entries if e.get("delete")]
             if any(not tmp.name.endswith(TMP_SUFFIX) for _, tmp, _, _ in plan):
                 raise ValueError(f"a temporary file not named *{TMP_SUFFIX}")
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -150,12 +162,20 @@ def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None) ->
             elif current != new:
                 raise TransactionError(f"{_shown(target)}: neither its old nor its new bytes and {tmp.name} is "
                                        f"gone; fix it by hand and delete {JOURNAL}")
+        for target, old in gone:
+            if os.path.lexists(target) and _sha(_held(target)) != old:
+                raise TransactionError(f"{_shown(target)}: changed since an interrupted make remove-env began to "
+                                       f"delete it; keep what you want (git shows what it held) and delete {JOURNAL}")
         with _signals_held():
             for target, tmp, _old, _new in plan:
                 if tmp.exists():
                     os.replace(tmp, target)
                     done.append(target)
-            for d in {t.parent for t, _, _, _ in plan} | {folder}:
+            for target, _old in gone:
+                if os.path.lexists(target):
+                    os.unlink(target)
+                    done.append(target)
+            for d in {t.parent for t, _, _, _ in plan} | {t.parent for t, _ in gone if t.parent.is_dir()} | {folder}:
                 _fsync_dir(d)
             journal.unlink()
             _fsync_dir(folder)
@@ -190,12 +210,19 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def commit(folder: Path, changes: dict[Path, str]) -> None:
-    """Write every file of `changes` (all inside `folder`) or none (the caller holds the lock)."""
+def commit(folder: Path, changes: dict[Path, str | None]) -> None:
+    """Write every file of `changes` (all inside `folder`), and delete those whose text is None, or none of them
+    (the caller holds the lock)."""
     folder = Path(folder).resolve()
     plan = []
+    gone = []
     try:
         for i, (path, text) in enumerate(changes.items()):
+            if text is None:
+                target = Path(path).parent.resolve() / Path(path).name  # a symbolic link is deleted, not followed
+                target.relative_to(folder)
+                gone.append({"target": str(target.relative_to(folder)), "delete": True, "old": _sha(_held(target))})
+                continue
             target = Path(path).resolve()
             target.relative_to(folder)  # a file outside the overlay is a programming error
             old = target.read_bytes() if target.exists() else b""
@@ -207,7 +234,9 @@ def commit(folder: Path, changes: dict[Path, str]) -> None:
                          "old": _sha(old), "new": _sha(data)})
         hook("temps-written")
         staged = folder / f"{JOURNAL}.{os.getpid()}{TMP_SUFFIX}"
-        _write_durable(staged, json.dumps({"version": 1, "files": plan}, indent=1).encode(), 0o644)
+        # Version 2 where it deletes: a run of the code before deletions refuses it as unreadable, never half-reads it.
+        _write_durable(staged, json.dumps({"version": 2 if gone else 1, "files": plan + gone}, indent=1).encode(),
+                       0o644)
     except BaseException:
         for e in plan:
             (folder / e["tmp"]).unlink(missing_ok=True)
@@ -220,7 +249,10 @@ def commit(folder: Path, changes: dict[Path, str]) -> None:
         for n, e in enumerate(plan, 1):
             os.replace(folder / e["tmp"], folder / e["target"])
             hook(f"renamed-{n}")
-        for d in {(folder / e["target"]).parent for e in plan} | {folder}:
+        for n, e in enumerate(gone, 1):
+            os.unlink(folder / e["target"])
+            hook(f"deleted-{n}")
+        for d in {(folder / e["target"]).parent for e in plan + gone} | {folder}:
             _fsync_dir(d)
         (folder / JOURNAL).unlink()
         _fsync_dir(folder)

@@ -95,7 +95,7 @@ SLOW_MODULES = {
     "test_corpus",  # 41 upstream manifests end to end
     "test_diff",  # git worktrees and renders of two commits
     "test_scale_transaction",  # real make scale processes paused, killed and raced
-    "test_init", "test_new_env",  # whole-repository copies validated, written, killed and finished
+    "test_init", "test_new_env", "test_remove_env",  # whole-repository copies validated, written, killed, finished
 }
 FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
@@ -133,8 +133,9 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
                        "test_a_short_run_logs_often_enough_for_its_report"},
     "test_first_hour": {"test_the_checkout_commands_of_docs_trainer_run_as_written"},  # a 2-process torchrun
     "test_docs": {"test_the_document_runs_to_the_end_and_prints_what_it_shows"},  # each document, to the end
-    "test_trainer_contract": {"test_dist_backend_glo_fails_every_overlay_of_every_environment",
-                              "test_nproc_per_nod_is_an_error_where_the_world_changes_and_a_warning_where_it_does_not"},  # every overlay
+    "test_trainer_contract": {  # every overlay
+        "test_dist_backend_glo_fails_every_overlay_of_every_environment",
+        "test_nproc_per_nod_is_an_error_where_the_world_changes_and_a_warning_where_it_does_not"},
     "test_render_cache": {"test_cache_is_used_and_invalidated", "test_damaged_cache_entry_is_rendered_again",
                           "test_parsed_objects_are_used_only_for_the_yaml_they_came_from"},
 }

@@ -29,7 +29,8 @@ CASES = [
     # BASE only names the git ref whose run id is compared (an unknown one falls back to HEAD): no error, no command.
     ("scale", "BASE", {"OVERLAY": "kind-cpu/trainjob", "NODES": "2", "DRY_RUN": "1"}),
     ("new-run", "OVERLAY", {"DRY_RUN": "1"}), ("new-run", "RUN_ID", {"OVERLAY": "kind-cpu/trainjob", "DRY_RUN": "1"}),
-    ("recover", "OVERLAY", {}), ("diff", "BASE", {}), ("diff", "HEAD_REF", {}), ("report", "RUN", {}),
+    ("recover", "OVERLAY", {}), ("remove-env", "ENV", {"DRY_RUN": "1"}),
+    ("diff", "BASE", {}), ("diff", "HEAD_REF", {}), ("report", "RUN", {}),
 ]
 
 
