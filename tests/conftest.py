@@ -96,6 +96,7 @@ SLOW_MODULES = {
     "test_diff",  # git worktrees and renders of two commits
     "test_scale_transaction",  # real make scale processes paused, killed and raced
     "test_init", "test_new_env", "test_remove_env",  # whole-repository copies validated, written, killed, finished
+    "test_fork",  # a fork made as docs/deploy.md says, validated, and its own make test-fast
 }
 FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more

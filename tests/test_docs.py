@@ -118,8 +118,10 @@ def commands(text: str) -> list[str]:
     return out
 
 
-def fresh_copy(dest: Path) -> Path:
-    """The working tree as a new repository on `main` (what a clone of this branch holds), the venvs linked."""
+def fresh_copy(dest: Path, own_venv: bool = False) -> Path:
+    """The working tree as a new repository on `main` (what a clone of this branch holds), the venvs linked; with
+    `own_venv`, `.venv` is a venv of the copy's own (the checkout's files hard-linked where the file system allows,
+    copied where not), so that what resolves the venv's path finds it inside the copy, as in a fork's clone."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
                            check=True).stdout.decode().split("\0")
     for name in filter(None, files):
@@ -128,7 +130,13 @@ def fresh_copy(dest: Path) -> Path:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     for venv in (".venv", ".venv-checkov"):
-        if (REPO / venv).exists():
+        if not (REPO / venv).exists():
+            continue
+        if own_venv and venv == ".venv":
+            if subprocess.run(["cp", "-al", str(REPO / venv), str(dest / venv)], capture_output=True).returncode:
+                shutil.rmtree(dest / venv, ignore_errors=True)
+                shutil.copytree(REPO / venv, dest / venv, symlinks=True)
+        else:
             (dest / venv).symlink_to(REPO / venv)
     git = ["git", "-C", str(dest)]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)

@@ -1,0 +1,70 @@
+"""A fork's own CI after docs/deploy.md's steps (issue 31 item 3): in a fresh copy of the repository, `make init`
+with other clusters and namespaces, then `make new-env` twice (the GPU environment docs/deploy.md makes, as written
+there, and a CPU one), then `make validate` (no error, no ARGO warning) and the fork's `make test-fast`: the tests
+read the identity and the environments from the repository, so they pass on every fork at every step."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO
+from test_docs import _env, blocks, commands, fresh_copy
+
+URL = "https://git.acme.io/ml/ddp-gitops.git"
+IMAGE = "registry.acme.io/ml/ddp-trainer"
+
+
+def deploy_new_env() -> list[str]:
+    """docs/deploy.md's `make new-env` command, word for word (its run block is what this fork runs)."""
+    for b in blocks("docs/deploy.md"):
+        if b.kind == "run":
+            for cmd in commands(b.text):
+                if cmd.startswith("make new-env "):
+                    return cmd.split()
+    raise AssertionError("docs/deploy.md runs no make new-env")
+
+
+def make(fork, *args, timeout=900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", "-s", "--no-print-directory", *args], cwd=fork, env=_env(fork),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def fork(tmp_path_factory):
+    root = fresh_copy(tmp_path_factory.mktemp("fork") / "repo", own_venv=True)
+    steps = [
+        ["make", "init", f"REPO_URL={URL}", f"IMAGE={IMAGE}", "CLUSTERS=gke-t4=prod-gke kind-cpu=dev-kind",
+         "NAMESPACES=gke-t4=ml-train"],
+        deploy_new_env(),
+        ["make", "new-env", "ENV=cpu-x3", "FROM=kind-cpu", "NODES=3", "PROCS_PER_NODE=2"],
+    ]
+    for step in steps:
+        proc = make(root, *step[1:])
+        assert proc.returncode == 0, (step, proc.stdout[-3000:], proc.stderr[-3000:])
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "ours: clusters, namespaces, an A100 and a CPU environment"], cwd=root,
+                   check=True, env=_env(root))
+    return root
+
+
+def test_the_fork_validates_without_errors_or_argo_warnings(fork):
+    proc = make(fork, "validate")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert re.search(r"; 0 errors, 0 warnings, ", summary), summary
+    assert not [line for line in proc.stdout.splitlines() if re.match(r"(error|warning) ARGO", line)]
+    for env in ("a100-2x8", "cpu-x3"):
+        assert (fork / "overlays" / env).is_dir() and f"{env}" in (fork / "gitops.yaml").read_text()
+    project = (fork / "argocd" / "appproject.yaml").read_text()
+    assert "ml-train" in project and "prod-gke" in project and URL in project
+    assert "example/ddp-k8s-gitops" not in (fork / "action.yml").read_text()
+
+
+def test_the_forks_own_test_fast_passes(fork):
+    """What the fork's CI runs first; the slow half (simulations, the package, the documents) is the same code."""
+    proc = make(fork, "test-fast", timeout=1800)
+    tail = proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, tail
+    assert re.search(r"\d+ passed", tail) and " failed" not in tail.splitlines()[-1], tail
