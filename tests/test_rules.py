@@ -101,3 +101,28 @@ def test_topo002_nproc_gpu_without_a_gpu_is_an_error_as_torchrun_raises():
         determine_local_world_size("gpu")
     found = [p for p in problems_of(FIXTURES / "rules/TOPO002/fail/cpu-nproc-gpu.yaml") if p.rule == "TOPO002"]
     assert [p.severity for p in found] == [ERROR] and "Cuda is not available" in found[0].message
+
+
+def test_topo011_data_over_one_mib_is_refused_as_the_api_server_counts_it(tmp_path):
+    """ValidateConfigMap counts data (UTF-8) and binaryData (decoded); ValidateSecret counts data decoded, with
+    stringData merged over it by the conversion before validation: more than 1 MiB in all is refused."""
+    import base64
+
+    big = "x" * (600 * 1024)
+    raw = base64.b64encode(b"\0" * (500 * 1024)).decode()
+    cases = {
+        "over.yaml": (f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata:\n  a: {big}\n"
+                      f"binaryData:\n  b: {raw}\n", True),  # 600 KiB + 500 KiB
+        "under.yaml": (f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata:\n  a: {big}\n", False),
+        # The same key in stringData replaces data's 500 KiB with 10 bytes: 600 KiB + 10 in all.
+        "merged.yaml": (f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n  b: {raw}\n  c: "
+                        f"{base64.b64encode(big.encode()).decode()}\nstringData:\n  b: '0123456789'\n", False),
+        "secret-over.yaml": (f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n  b: {raw}\nstringData:\n"
+                             f"  c: {big}\n", True),
+    }
+    for name, (text, refused) in cases.items():
+        (tmp_path / name).write_text(text)
+        found = [p for p in problems_of(tmp_path / name) if p.rule == "TOPO011"]
+        assert bool(found) is refused, (name, [p.line() for p in found])
+        if refused:
+            assert "more than the 1,048,576 (1 MiB)" in found[0].message and found[0].severity == ERROR

@@ -361,6 +361,69 @@ def service(obj: dict[str, Any]) -> list[Check]:
     return out
 
 
+# pkg/apis/core/types.go: MaxSecretSize, the most data a Secret or a ConfigMap may hold (1 MiB).
+MAX_DATA_BYTES = 1024 * 1024
+# k8s.io/apimachinery pkg/util/validation/validation.go: IsConfigMapKey (configMapKeyFmt, at most 253 characters, not
+# `.`, `..` or starting with `..`).
+CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def config_key_problem(key: str) -> str | None:
+    if len(key) > 253:
+        return f"key '{key[:40]}...' is longer than 253 characters"
+    if not CONFIG_KEY.match(key):
+        return f"key '{key}' is not alphanumerics, '-', '_' or '.'"
+    if key in (".", "..") or key.startswith(".."):
+        return f"key '{key}' may not be '.' or '..' or start with '..'"
+    return None
+
+
+def _decoded_length(value: Any) -> int | None:
+    """The bytes a base64 value of `binaryData` or a Secret's `data` stands for (None where it is not base64: the
+    schema stage says so)."""
+    import base64
+    import binascii
+
+    try:
+        return len(base64.b64decode(str(value), validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def config_data(obj: dict[str, Any], kind: str) -> list[Check]:
+    """What ValidateConfigMap and ValidateSecret refuse in the data (kubernetes v1.36.0 pkg/apis/core/validation/
+    validation.go, read at commit 000f260): each key an IsConfigMapKey, no key in both `data` and `binaryData`, and
+    the values' bytes (`data` as UTF-8 and `binaryData` decoded for a ConfigMap; a Secret's `data` decoded with its
+    `stringData` merged over it, as the API server converts it before validating) at most MaxSecretSize, 1 MiB.
+    Keys are the object's own (a ConfigMap generated from files names them after the files)."""
+    out: list[Check] = []
+    sizes: dict[str, int] = {}
+    fields = ("data", "binaryData") if kind == "ConfigMap" else ("data", "stringData")
+    for f in fields:
+        for key, value in mapping(obj.get(f)).items():
+            problem = config_key_problem(str(key))
+            if problem:
+                out.append(Check(f"{f}.{key}", f"{problem} (IsConfigMapKey): {REFUSE}",
+                                 "rename the key (a file's name for a generated one)"))
+            if kind == "ConfigMap" and f == "binaryData" and key in mapping(obj.get("data")):
+                out.append(Check(f"data.{key}", f"key '{key}' is in both data and binaryData (duplicate of key "
+                                 f"present in binaryData): {REFUSE}", "keep the key in one of them"))
+            if value is None:
+                continue
+            text = str(value)
+            size = _decoded_length(text) if (f, kind) in (("binaryData", "ConfigMap"), ("data", "Secret")) \
+                else len(text.encode("utf-8"))
+            if size is not None:
+                sizes[str(key)] = size  # stringData, read after data, replaces a key's value
+    total = sum(sizes.values())
+    if total > MAX_DATA_BYTES:
+        where = "data" if kind == "Secret" else None
+        out.append(Check(where, f"the {kind}'s data is {total:,} bytes, more than the {MAX_DATA_BYTES:,} (1 MiB) the "
+                         f"API server allows (Too long): {REFUSE}",
+                         "keep large files out of ConfigMaps and Secrets: a volume (a PVC, an image) holds them"))
+    return out
+
+
 def fqdn_hostname(pod: Pod, where: str) -> Check | None:
     """The kubelet refuses to start a pod with setHostnameAsFQDN whose fully qualified name
     `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>` is over 64 characters (GeneratePodHostNameAndDomain:

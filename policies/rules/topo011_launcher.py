@@ -43,7 +43,8 @@ with nameservers), DNS-1123 label hostname and subdomain, well-formed toleration
 `setHostnameAsFQDN` the pod's fully qualified name stays within 64 characters (a warning where only the default
 cluster domain makes it too long). Services (core validation): ports named where there are several, names and
 port/protocol pairs unique, port numbers within range, no headless NodePort or LoadBalancer, ports on any Service
-that is not headless.
+that is not headless. ConfigMaps and Secrets (core validation): keys of alphanumerics, '-', '_' and '.', no key in
+both `data` and `binaryData`, at most 1 MiB of data in all (a Secret's decoded, with `stringData` merged).
 StatefulSet (API server validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that
 selects the template's labels, known update strategy and pod management policy (no `rollingUpdate` with OnDelete,
 `maxUnavailable` from 1 to 100%), no negative partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`.
@@ -91,6 +92,11 @@ def check(ctx):
         if m.api_version == "v1" and isinstance(m.obj, dict) and m.ref not in ctx.schema_refused:
             for c in core_validation.service(m.obj):
                 yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
+    for kind in ("ConfigMap", "Secret"):
+        for m in ctx.of_kind(kind):
+            if m.api_version == "v1" and isinstance(m.obj, dict) and m.ref not in ctx.schema_refused:
+                for c in core_validation.config_data(m.obj, kind):
+                    yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     topologies = {id(t.workload): t for t in ctx.topologies}
     for w in ctx.workloads:
         t = topologies.get(id(w))
