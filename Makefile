@@ -4,6 +4,21 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# The paths that reach recipes as they are (the venvs, the tools' folder, the interpreter): given on the command line
+# or in the environment, each is taken as text (never expanded by make: $(shell ...) stays text) and must be one word
+# of letters, digits and ./_+-@; anything else is refused before any recipe runs (docs/security.md#make-variables).
+PATH_VARS := VENV BIN PYTHON CHECKOV_VENV
+SAFE_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z \
+  0 1 2 3 4 5 6 7 8 9 . / _ + - @
+drop_chars = $(if $(2),$(call drop_chars,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+define NEWLINE
+
+
+endef
+$(foreach v,$(PATH_VARS),$(if $(filter command line environment,$(origin $(v))),$(eval override $(v) := $$(value $(v)))\
+  $(if $(or $(call drop_chars,$(subst $(NEWLINE),?,$(value $(v))),$(SAFE_CHARS)),$(filter-out 1,$(words $(value $(v))))),\
+  $(error $(v) must be one path of letters, digits and ./_+-@ (it reaches commands as written)))))
+
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
 BIN         := $(CURDIR)/bin
@@ -59,7 +74,9 @@ USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV OVERLAY SCALE_TO DEADLIN
   PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE CMP_IMAGE TAG TORCH_INDEX K REPO_URL CLUSTERS \
   NAMESPACES ENV FROM GPU GPU_LABEL TOLERATION GPU_RESOURCE CLUSTER NAMESPACE LAUNCHER
 $(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
-arg = '$(subst ','\'',$(1))'
+# A new line in a value would end the recipe's command there and start another (run even after a failure under
+# make -i): it reaches the command inside the same word, as bash's $'\n'.
+arg = '$(subst $(NEWLINE),'$$'\n'',$(subst ','\'',$(1)))'
 
 .PHONY: help setup init new-env remove-env wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 

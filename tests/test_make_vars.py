@@ -77,3 +77,32 @@ def test_a_value_that_looks_like_an_option_is_a_value(variables, message):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
     assert len(lines) == 1 and message in lines[0] and "usage:" not in proc.stderr, proc.stderr
+
+
+def test_a_new_line_in_a_value_runs_nothing_even_under_make_i(tmp_path):
+    """A new line ended the recipe's command and began another, which `make -i` ran after the first failed."""
+    marker = tmp_path / "ran"
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    proc = subprocess.run(["make", "-s", "-i", "--no-print-directory", "validate", f"PATHS=x\ntouch {marker} #"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), proc.stdout + proc.stderr
+    assert f"error INPUT x\\ntouch {marker} #: no such file or folder" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("var", ["VENV", "BIN", "PYTHON", "CHECKOV_VENV"])
+@pytest.mark.parametrize("where", ["command line", "environment"])
+def test_the_tool_paths_are_refused_unless_plain(tmp_path, var, where):
+    """VENV, BIN, PYTHON and CHECKOV_VENV reach recipes unquoted: a value that is not one plain path stops make
+    before any recipe runs, and make's own $(shell ...) in it is text."""
+    marker = tmp_path / "ran"
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    value = f"$(shell touch {marker}1) `touch {marker}2`;touch {marker}3"
+    args = ["make", "-s", "--no-print-directory", "validate", "PATHS=overlays/kind-cpu/trainjob"]
+    if where == "environment":
+        env[var] = value
+    else:
+        args.append(f"{var}={value}")
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert not list(tmp_path.glob("ran*")), sorted(tmp_path.iterdir())
+    assert proc.returncode == 2 and f"{var} must be one path of letters" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
