@@ -275,6 +275,28 @@ def test_comment_says_when_the_pull_request_changes_the_code_that_computed_the_d
     assert "changes the code" not in state["comments"][0]["body"]
 
 
+@pytest.mark.parametrize("files, flagged", [
+    # Another workflow may carry the name pr-diff; a root module shadows one `python -m policies.diff` imports; the
+    # validator runs the trainer's contract; gitops.yaml sets kustomize's build options.
+    (["overlays/a/kustomization.yaml", ".github/workflows/other.yaml"], ".github/workflows/other.yaml"),
+    (["yaml.py", "docs/gitops.md"], "yaml.py"),
+    (["trainer/contract.py", "trainer/loop.py"], "trainer/contract.py"),
+    (["gitops.yaml"], "gitops.yaml"),
+    (["pyproject.toml", "README.md"], "pyproject.toml"),
+    (["overlays/a/kustomization.yaml", "components/b/policy.yaml", "docs/x.md", "README.md", "trainer/loop.py",
+      "tests/test_x.py", "Makefile"], None),
+])
+def test_every_change_but_data_is_said_above_the_diff(tmp_path, files, flagged):
+    proc, _, state = _comment(tmp_path, [_pr(7, files=files)], _fork_event())
+    assert proc.returncode == 0, proc.stderr
+    body = state["comments"][0]["body"]
+    if flagged is None:
+        assert "changes the code" not in body
+    else:
+        assert body.startswith(MARKER + "\n> **This pull request changes the code that computed this diff** "
+                               f"({flagged})"), body[:300]
+
+
 def test_comment_updates_its_own_comment_only(tmp_path):
     comments = [{"id": 1, "issue": 7, "body": MARKER + " forged", "user": {"login": "mallory"}},
                 {"id": 2, "issue": 7, "body": MARKER + " old diff", "user": {"login": "github-actions[bot]"}}]
@@ -359,3 +381,31 @@ def test_image_workflow_pins_through_a_pull_request():
     assert doc["on"]["push"]["tags"] == ["v*.*.*"]
     assert "policies.pin_image" in text and "gh pr create" in text
     assert "file: Dockerfile.cpu" in text and "file: Dockerfile\n" in text
+
+
+@pytest.mark.parametrize("image, pinned, owner, ok", [
+    ("ghcr.io/acme/ddp-trainer", "", "Acme", True),  # the owner's ghcr.io, the workflow's own token
+    ("registry.acme.io/ml/ddp-trainer", "registry.acme.io/ml/ddp-trainer", "acme", True),
+    ("evil.example.com/x/ddp-trainer", "", "acme", False),  # a tagged commit renamed the registry
+    ("evil.example.com/x/ddp-trainer", "registry.acme.io/ml/ddp-trainer", "acme", False),
+    ("ghcr.io/other/ddp-trainer", "", "acme", False),
+    ("ghcr.io/acme/x;touch${IFS}pwned", "", "acme", False),
+])
+def test_the_image_workflow_logs_in_only_where_the_settings_pin(tmp_path, image, pinned, owner, ok):
+    """The registry login's credentials go to the registry the repository's settings pin (the IMAGE variable), else
+    only to the owner's ghcr.io: gitops.yaml at the tagged commit cannot send them elsewhere."""
+    step = next(s for s in load(REPO / ".github/workflows/image.yaml")["jobs"]["build"]["steps"] if s.get("id") == "meta")
+    context = {"github": {"ref_name": "v1.2.3", "repository_owner": owner}, "vars": {"IMAGE": pinned}}
+    env = {k: _expression(str(v), context) for k, v in step["env"].items()}
+    (tmp_path / "gitops.yaml").write_text(f"identity:\n  repoURL: https://x/y.git\n  image: {image}\n")
+    out = tmp_path / "out"
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env, "GITHUB_OUTPUT": str(out)})
+    assert not (tmp_path / "pwned").exists()
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+        outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+        assert outputs["image"] == image and outputs["registry"] == image.split("/")[0]
+    else:
+        assert proc.returncode == 1 and "image" in proc.stderr, proc.stderr
+        assert "registry=" not in (out.read_text() if out.exists() else "")
