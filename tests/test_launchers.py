@@ -1,6 +1,8 @@
 """The launcher model: the pods, names, labels and env each controller gives them (DESIGN.md section 1)."""
 from __future__ import annotations
 
+import pytest
+
 import yaml
 
 from policies.launchers import Bundle, workloads
@@ -235,6 +237,53 @@ def test_job_validation_accepts_what_the_api_server_defaults_or_never_limits():
     assert indexed_job.job_validation(unlimited, "spec") == []
     refused = indexed_job.job_validation({"completionMode": "Indexed", "parallelism": 2, **pod}, "spec")
     assert [c.field for c in refused] == ["spec.completions"]
+
+
+_NEVER_POD = {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "abc", "image": "image"}]}}}
+
+
+@pytest.mark.parametrize("spec, fields", [
+    # TestValidateJob (pkg/apis/batch/validation/validation_test.go, v1.36.0) error cases: above completionsSoftLimit
+    # with backoffLimitPerIndex, maxFailedIndexes is required and it and parallelism are at most 10,000.
+    ({"completions": 100_001, "backoffLimitPerIndex": 1}, ["spec.maxFailedIndexes"]),
+    ({"completions": 100_001, "backoffLimitPerIndex": 1, "maxFailedIndexes": 10_001, "parallelism": 10_001},
+     ["spec.parallelism", "spec.maxFailedIndexes"]),
+    ({"completions": 1_000_000, "backoffLimitPerIndex": 1, "maxFailedIndexes": 100_001},
+     ["spec.maxFailedIndexes", "spec.maxFailedIndexes"]),  # above the 100,000 of any Indexed Job, and the 10,000
+    # At the soft limit itself, or without backoffLimitPerIndex, none of that applies (the success cases).
+    ({"completions": 100_000, "parallelism": 100_000, "maxFailedIndexes": 100_000, "backoffLimitPerIndex": 1}, []),
+    ({"completions": 1_000_000, "parallelism": 20_000}, []),
+    # validatePodFailurePolicy: at most 20 rules, 255 exit codes and 20 condition patterns a rule; supported
+    # actions, operators and statuses; at least one exit code.
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
+        {"type": "DisruptionTarget", "status": "True"}]}] * 21}}, ["spec.podFailurePolicy.rules"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+        "operator": "In", "values": list(range(1, 257))}}]}}, ["spec.podFailurePolicy.rules[0].onExitCodes.values"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+        "operator": "In", "values": list(range(1, 256))}}]}}, []),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+        "operator": "In", "values": []}}]}}, ["spec.podFailurePolicy.rules[0].onExitCodes.values"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
+        "operator": "Exists", "values": [1]}}]}}, ["spec.podFailurePolicy.rules[0].onExitCodes.operator"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "UnknownAction", "onExitCodes": {
+        "operator": "In", "values": [1]}}]}}, ["spec.podFailurePolicy.rules[0].action"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
+        {"type": "DisruptionTarget", "status": "Yes"}]}]}}, ["spec.podFailurePolicy.rules[0].onPodConditions[0].status"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
+        {"type": "Bad Type", "status": "True"}]}]}}, ["spec.podFailurePolicy.rules[0].onPodConditions[0].type"]),
+    ({"completions": 2, "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
+        {"type": "DisruptionTarget", "status": "True"}] * 21}]}}, ["spec.podFailurePolicy.rules[0].onPodConditions"]),
+    # validateSuccessPolicy: at most 20 rules, succeededIndexes at most 64 KiB.
+    ({"completions": 30, "successPolicy": {"rules": [{"succeededCount": 1}] * 21}}, ["spec.successPolicy.rules"]),
+    ({"completions": 30, "successPolicy": {"rules": [{"succeededIndexes": "0," * 40_000 + "1"}]}},
+     ["spec.successPolicy.rules[0].succeededIndexes"]),
+])
+def test_job_validation_limits_as_the_api_server(spec, fields):
+    from policies.launchers import indexed_job
+
+    found = indexed_job.job_validation({"completionMode": "Indexed", **_NEVER_POD, **spec}, "spec")
+    assert [c.field for c in found] == fields, [c.message for c in found]
+    assert all("refuses" in c.message for c in found)
 
 
 def test_statefulset_validation_names_the_api_servers_reason():

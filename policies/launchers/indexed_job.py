@@ -18,8 +18,24 @@ UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 INDEXED = "Indexed"
-# pkg/apis/batch/validation/validation.go: maxParallelismForIndexedJob (completions has no such limit)
+# pkg/apis/batch/validation/validation.go at v1.36.0: maxParallelismForIndexedJob (completions has no such limit),
+# maxFailedIndexesForIndexedJob; above completionsSoftLimit with backoffLimitPerIndex, maxFailedIndexes is required
+# and it and parallelism are bounded (parallelismLimitForHighCompletions, maxFailedIndexesLimitForHighCompletions);
+# maxPodFailurePolicyRules, maxPodFailurePolicyOnExitCodesValues, maxPodFailurePolicyOnPodConditionsPatterns,
+# maxSuccessPolicyRule, maxJobSuccessPolicySucceededIndexesLimit; the actions, operators and condition statuses it
+# supports.
 MAX_INDEXED = 100000
+MAX_FAILED_INDEXES = 100_000
+COMPLETIONS_SOFT_LIMIT = 100_000
+HIGH_COMPLETIONS_LIMIT = 10_000
+MAX_POD_FAILURE_RULES = 20
+MAX_EXIT_CODE_VALUES = 255
+MAX_CONDITION_PATTERNS = 20
+MAX_SUCCESS_RULES = 20
+MAX_SUCCEEDED_INDEXES = 64 * 1024
+POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+EXIT_CODE_OPERATORS = ("In", "NotIn")
+CONDITION_STATUSES = ("False", "True", "Unknown")
 # names.MaxGeneratedNameLength: 63 minus the 5 random characters generateName appends.
 MAX_GENERATED_NAME = 58
 
@@ -281,6 +297,19 @@ def job_validation(js: dict[str, Any], field: str, restart_default: str | None =
         if completions is not None and max_failed is not None and max_failed > completions:
             out.append(Check(f"{field}.maxFailedIndexes", f"maxFailedIndexes {max_failed} is above completions "
                              f"{completions}: {refuse}", f"set maxFailedIndexes at most {completions}"))
+        if max_failed is not None and max_failed > MAX_FAILED_INDEXES:
+            out.append(Check(f"{field}.maxFailedIndexes", f"maxFailedIndexes {max_failed} is above "
+                             f"{MAX_FAILED_INDEXES:,}: {refuse}", f"set maxFailedIndexes at most {MAX_FAILED_INDEXES}"))
+        if completions is not None and completions > COMPLETIONS_SOFT_LIMIT and js.get("backoffLimitPerIndex") is not None:
+            high = f"with completions above {COMPLETIONS_SOFT_LIMIT:,} and backoffLimitPerIndex"
+            if js.get("maxFailedIndexes") is None:
+                out.append(Check(f"{field}.maxFailedIndexes", f"no maxFailedIndexes {high} (Required value: must be "
+                                 f"specified when completions is above {COMPLETIONS_SOFT_LIMIT}): {refuse}",
+                                 f"set maxFailedIndexes, at most {HIGH_COMPLETIONS_LIMIT}"))
+            for key, value in (("parallelism", parallelism), ("maxFailedIndexes", max_failed)):
+                if value is not None and value > HIGH_COMPLETIONS_LIMIT:
+                    out.append(Check(f"{field}.{key}", f"{key} {value} is above {HIGH_COMPLETIONS_LIMIT:,} {high}: "
+                                     f"{refuse}", f"set {key} at most {HIGH_COMPLETIONS_LIMIT}"))
     else:
         for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
             if js.get(key) is not None:
@@ -308,9 +337,32 @@ def _pod_failure_policy(js: dict[str, Any], field: str) -> list[Check]:
     out: list[Check] = []
     pod = mapping(dig(js, "template", "spec"))
     names = {mapping(c).get("name") for c in listing(pod.get("containers")) + listing(pod.get("initContainers"))}
-    for i, rule in enumerate(listing(mapping(js.get("podFailurePolicy")).get("rules"))):
+    rules = listing(mapping(js.get("podFailurePolicy")).get("rules"))
+    if len(rules) > MAX_POD_FAILURE_RULES:
+        out.append(Check(f"{field}.podFailurePolicy.rules", f"{len(rules)} podFailurePolicy rules, more than the "
+                         f"{MAX_POD_FAILURE_RULES} the API server allows (Too many): the API server refuses it",
+                         f"keep at most {MAX_POD_FAILURE_RULES} rules"))
+    for i, rule in enumerate(rules):
         rule, where = mapping(rule), f"{field}.podFailurePolicy.rules[{i}]"
         codes, conditions = rule.get("onExitCodes"), listing(rule.get("onPodConditions"))
+        action = rule.get("action")
+        if action is not None and action not in POD_FAILURE_ACTIONS:
+            out.append(Check(f"{where}.action", f"action '{action}' is not one of {', '.join(POD_FAILURE_ACTIONS)}: "
+                             "the API server refuses it", "set action: FailJob, FailIndex, Ignore or Count"))
+        if len(conditions) > MAX_CONDITION_PATTERNS:
+            out.append(Check(f"{where}.onPodConditions", f"{len(conditions)} onPodConditions patterns, more than "
+                             f"{MAX_CONDITION_PATTERNS} (Too many): the API server refuses it",
+                             f"keep at most {MAX_CONDITION_PATTERNS}"))
+        for j, pattern in enumerate(conditions):
+            status = mapping(pattern).get("status")
+            if status is not None and status not in CONDITION_STATUSES:
+                out.append(Check(f"{where}.onPodConditions[{j}].status", f"status '{status}' is not one of "
+                                 f"{', '.join(CONDITION_STATUSES)}: the API server refuses it", "set status: \"True\""))
+            ctype = mapping(pattern).get("type")
+            if ctype is not None and core_validation.label_key_problem(str(ctype)):
+                out.append(Check(f"{where}.onPodConditions[{j}].type", f"condition type '{ctype}' is not a "
+                                 "qualified name: the API server refuses it", "name a condition such as "
+                                 "DisruptionTarget"))
         if codes is not None and conditions:
             out.append(Check(where, "rule has both onExitCodes and onPodConditions: the API server refuses it",
                              "split it into two rules"))
@@ -326,7 +378,19 @@ def _pod_failure_policy(js: dict[str, Any], field: str) -> list[Check]:
             out.append(Check(f"{where}.onExitCodes.containerName", f"containerName '{container}' is not a container "
                              "or init container of the pod template: the API server refuses it",
                              f"name one of {', '.join(sorted(str(n) for n in names))}"))
-        values = [v for v in listing(codes.get("values")) if isinstance(v, int)]
+        operator = codes.get("operator")
+        if rule.get("onExitCodes") is not None and operator is not None and operator not in EXIT_CODE_OPERATORS:
+            out.append(Check(f"{where}.onExitCodes.operator", f"operator '{operator}' is neither In nor NotIn: the API "
+                             "server refuses it", "set operator: In"))
+        raw = listing(codes.get("values"))
+        if rule.get("onExitCodes") is not None and not raw:
+            out.append(Check(f"{where}.onExitCodes.values", "no exit codes (at least one value is required): the API "
+                             "server refuses it", "list the exit codes the rule is about"))
+        elif len(raw) > MAX_EXIT_CODE_VALUES:
+            out.append(Check(f"{where}.onExitCodes.values", f"{len(raw)} exit codes, more than the "
+                             f"{MAX_EXIT_CODE_VALUES} the API server allows (Too many): it refuses them",
+                             f"keep at most {MAX_EXIT_CODE_VALUES} (NotIn names the few that are not)"))
+        values = [v for v in raw if isinstance(v, int)]
         if codes.get("operator") == "In" and 0 in values:
             out.append(Check(f"{where}.onExitCodes.values", "exit code 0 under operator In: the API server refuses it "
                              "(a pod that exits 0 succeeded)", "remove 0 from the values"))
@@ -354,6 +418,9 @@ def _success_policy(js: dict[str, Any], field: str, completions: int | None) -> 
         return [Check(f"{where}.rules", "successPolicy without rules: the API server refuses it",
                       "add a rule with succeededCount or succeededIndexes")]
     out: list[Check] = []
+    if len(rules) > MAX_SUCCESS_RULES:
+        out.append(Check(f"{where}.rules", f"{len(rules)} successPolicy rules, more than the {MAX_SUCCESS_RULES} the "
+                         "API server allows (Too many): it refuses them", f"keep at most {MAX_SUCCESS_RULES}"))
     for i, rule in enumerate(rules):
         rule = mapping(rule)
         count, indexes = as_int(rule.get("succeededCount")), rule.get("succeededIndexes")
@@ -363,6 +430,11 @@ def _success_policy(js: dict[str, Any], field: str, completions: int | None) -> 
         if count is not None and completions is not None and count > completions:
             out.append(Check(f"{where}.rules[{i}].succeededCount", f"succeededCount {count} is above completions "
                              f"{completions}: the API server refuses it", f"set it at most {completions}"))
+        if indexes is not None and len(str(indexes)) > MAX_SUCCEEDED_INDEXES:
+            out.append(Check(f"{where}.rules[{i}].succeededIndexes", f"succeededIndexes is {len(str(indexes)):,} "
+                             f"characters, more than {MAX_SUCCEEDED_INDEXES:,} (Too long): the API server refuses it",
+                             "write ranges (0-99) rather than every index"))
+            continue
         total = _index_count(str(indexes)) if indexes is not None else None
         if count is not None and total is not None and count > total:
             out.append(Check(f"{where}.rules[{i}].succeededCount", f"succeededCount {count} is above the {total} "
@@ -442,7 +514,9 @@ class JobLauncher(Launcher):
         if not indexed(spec):
             return []
         n = max((as_int(spec.get("completions"), 1) or 1) - 1, 0)
-        return [("spec.completions", f"{m.name}-{n}", f"the hostname of pod {n}", False)]
+        # ValidateJob (pkg/apis/batch/validation/validation.go, v1.36.0) refuses the Job itself, naming metadata.name:
+        # "will not able to create pod with invalid DNS label: <name>-<completions-1>".
+        return [("metadata.name", f"{m.name}-{n}", f"the hostname of pod {n}", False)]
 
     def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
         tmpl = mapping(m.obj.get("spec")).get("template")
