@@ -22,7 +22,7 @@ from .rulekit import Environment
 from .rules import RULES, Context, Rule
 from .schema import crd_rules
 from .schema.lookup import RULE as SCHEMA
-from .rules.restart007_survives_pod_losses import survival
+from .recovery import in_context as survival
 from .schema.validator import Validator
 from .topology import Topology, resolve
 

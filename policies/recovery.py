@@ -16,10 +16,12 @@ and the simulator's fault report (what the rules predict for the faults a run in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .kube import as_int
 from .launchers import Bundle
 from .launchers.lifecycle import FAIL, RECREATE_ALL, SUCCEEDED, WAIT, Decision, PodExit, RestartCount
+from .rulekit import launcher_field, restarts_and_max_restarts
 from .topology import Topology
 
 # The container killed in place (exit 137), the pod deleted (an eviction: DisruptionTarget), its node lost, one of its
@@ -46,11 +48,13 @@ class Loss:
 
 @dataclass
 class Survival:
-    """The pod losses a world survives: `losses` (None: any number, up to MAX_LOSSES replayed), and why."""
+    """The pod losses a world survives: `losses` (None: any number, up to MAX_LOSSES replayed), and why; `blocker`:
+    what keeps the world from re-forming after its pods restart, where something does."""
 
     losses: int | None
     why: str
     modelled: bool = True
+    blocker: "Blocker | None" = None
 
     def words(self) -> str:
         if not self.modelled:
@@ -209,3 +213,80 @@ def _base_after_exit():
 
 
 _BASE_AFTER_EXIT = _base_after_exit()
+
+
+# ---------------------------------------------------------------- what keeps a restarted world from re-forming
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """The controller restarts the pods, but the world does not re-form: the rule that reports it, the field, why,
+    and the fix (RESTART005 and RESTART006 say these as they are)."""
+
+    rule: str
+    field: str | None
+    message: str
+    hint: str
+
+
+def etcd_closes(ctx: Any, t: Topology) -> Blocker | None:
+    """RESTART005: on torchrun's etcd rendezvous with no torchrun restart, a peer's failure makes the surviving
+    torchrun close the rendezvous in etcd, and every restarted pod ends with RendezvousClosedError."""
+    if not t.torchrun or not t.backend.startswith("etcd"):
+        return None
+    restarts, mr = restarts_and_max_restarts(ctx, t)
+    if not restarts or (mr.value.isdigit() and int(mr.value) > 0):
+        return None
+    v = t.first
+    shown = f"--max-restarts {mr.value}" + (" (torchrun's default)" if mr.origin == "default" else "")
+    return Blocker("RESTART005", mr.field or v.inv.field,
+                   f"{restarts[0]} but torchrun has {shown} with the {t.backend} rendezvous: on a peer's failure the "
+                   f"other pods' torchrun closes rendezvous '{v.rdzv_id.value}' in etcd, and every restarted pod ends "
+                   "with RendezvousClosedError", "use --rdzv-backend=c10d (its state ends with the pods, a restart "
+                   "starts clean), or set --max-restarts above 0 so that torchrun restarts its workers into a new "
+                   "round instead of closing the rendezvous")
+
+
+SHARED_STORE_VAR = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+DYNAMIC_BACKENDS = ("c10d", "etcd-v2")
+
+
+def shared_store(ctx: Any, t: Topology) -> Blocker | None:
+    """RESTART006: on a dynamic rendezvous whose torchrun restarts its workers, a pod started again waits for the
+    store address the surviving rank 0 publishes in its first round only, unless every pod sets
+    TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1."""
+    if not t.torchrun or t.backend not in DYNAMIC_BACKENDS or not (t.nnodes_max or 0) > 1:
+        return None
+    restarts, mr = restarts_and_max_restarts(ctx, t)
+    if not restarts or not (mr.value.isdigit() and int(mr.value) > 0):
+        return None
+    if all(str(pod.env.get(SHARED_STORE_VAR, "")).strip() == "1" for pod in ctx.distinct_pods(t)):
+        return None
+    v = t.first
+    return Blocker("RESTART006", launcher_field(t, mr.field or v.inv.field, "max_restarts"),
+                   f"the pods restart ({', '.join(restarts)}) and torchrun restarts its workers (--max-restarts "
+                   f"{mr.value}) on the {t.backend} rendezvous with the store shared ({SHARED_STORE_VAR} unset): a pod "
+                   "started again waits for the store address that the surviving rank 0 publishes in its first "
+                   "round only, and the round never completes",
+                   f"set {SHARED_STORE_VAR}=1 in the training container's env (every round then publishes a fresh "
+                   "address)")
+
+
+BLOCKERS = (etcd_closes, shared_store)
+
+
+def in_context(ctx: Any, t: Topology) -> Survival:
+    """How many pod losses the topology's world survives in its overlay, worked out once per topology (the engine
+    for validate, plan and simulate; RESTART007 compares it with the environment's podLosses): the replay above,
+    then none where the world does not re-form once its pods restart (a Blocker, whether or not an annotation
+    suppresses the rule that reports it: the pods restart, the world does not come back)."""
+    found = ctx.memo.setdefault("survival", {})
+    if id(t) not in found:
+        s = survival(t, ctx.bundle)
+        blocker = next((b for check in BLOCKERS if (b := check(ctx, t)) is not None), None)
+        if blocker is not None:
+            s = Survival(0, f"the controller restarts the pods, but {blocker.rule}: {blocker.message}",
+                         blocker=blocker) if s.modelled and s.losses != 0 else \
+                Survival(s.losses, s.why, s.modelled, blocker)
+        found[id(t)] = s
+    return found[id(t)]

@@ -269,3 +269,35 @@ def test_a_long_module_says_why_it_is_one():
         if text.count("\n") > LONG_MODULE and "one file because" not in (ast.get_docstring(ast.parse(text)) or ""):
             long.append(f"{path.relative_to(POLICIES)}: {text.count(chr(10))} lines")
     assert not long, "split these, or say at their top why they are one file:\n" + "\n".join(long)
+
+
+def rule_imports_outside_rules(package: Path = POLICIES) -> list[str]:
+    """Modules outside policies/rules/ that import one rule module (the registry, policies.rules, is how rules are
+    found; a rule module itself is a rule's, not a library)."""
+    found = []
+    for path in modules(package):
+        if "rules" in path.relative_to(package).parts[:-1]:
+            continue
+        found += [f"{path.relative_to(package)}: {m}" for m in sorted(imports(path, package))
+                  if m.startswith("policies.rules.")]
+    return found
+
+
+def test_no_module_outside_rules_imports_a_rule():
+    """Rules are pure: what the model works out (a world's pod-loss survival, policies/recovery.py) is the model's,
+    and the engine, plan and simulate read it without running a rule (issue 34 item 2)."""
+    assert not rule_imports_outside_rules(), rule_imports_outside_rules()
+
+
+def test_the_rule_import_check_sees_one(tmp_path):
+    pkg = tmp_path / "policies"
+    (pkg / "rules").mkdir(parents=True)
+    for name in ("__init__.py", "engine.py", "rules/__init__.py", "rules/restart007_x.py"):
+        (pkg / name).write_text("")
+    (pkg / "engine.py").write_text("from .rules.restart007_x import survival\n")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert rule_imports_outside_rules(pkg) == ["engine.py: policies.rules.restart007_x"]
+    finally:
+        ROOT = saved

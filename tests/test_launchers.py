@@ -229,7 +229,7 @@ def test_job_validation_accepts_what_the_api_server_defaults_or_never_limits():
     parallelism at 100000, not its completions (TestValidateJob "valid parallelism and maxFailedIndexes for unlimited
     completions when backoffLimitPerIndex is used"). A conformance fixture cannot show this: an accepted fixture is
     checked for schema problems and pods only."""
-    from policies.launchers import indexed_job
+    from policies.launchers import job_validation as indexed_job
     pod = {"template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "abc", "image": "image"}]}}}
     assert indexed_job.job_validation({"completionMode": "Indexed", **pod}, "spec") == []
     unlimited = {"completionMode": "Indexed", "completions": 1_000_000_000, "parallelism": 10_000,
@@ -279,7 +279,7 @@ _NEVER_POD = {"template": {"spec": {"restartPolicy": "Never", "containers": [{"n
      ["spec.successPolicy.rules[0].succeededIndexes"]),
 ])
 def test_job_validation_limits_as_the_api_server(spec, fields):
-    from policies.launchers import indexed_job
+    from policies.launchers import job_validation as indexed_job
 
     found = indexed_job.job_validation({"completionMode": "Indexed", **_NEVER_POD, **spec}, "spec")
     assert [c.field for c in found] == fields, [c.message for c in found]

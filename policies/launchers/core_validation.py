@@ -7,7 +7,7 @@ to start a pod whose fully qualified hostname is too long (pkg/kubelet/kubelet_p
 Only what the schema cannot say, after the defaults the API server fills in first (SetDefaults_PodSpec: restartPolicy
 Always, dnsPolicy ClusterFirst; SetDefaults_Container and _ContainerPort: imagePullPolicy, terminationMessagePolicy,
 protocol TCP; SetDefaults_Service: sessionAffinity None, type ClusterIP), so a field left out is never refused here.
-A Job's template is checked where its validation calls ValidatePodTemplateSpec (indexed_job.job_validation); a
+A Job's template is checked where its validation calls ValidatePodTemplateSpec (job_validation.job_validation); a
 StatefulSet's validation does not (apps/validation ValidatePodTemplateSpecForStatefulSet leaves the PodSpec out), but
 its pods are checked alike when the controller creates them (statefulset.validation); a Service by TOPO011."""
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 from ..kube import as_int, dig, listing, mapping
 from ..model import Manifest
-from . import indexed_job, jobset_webhook
+from . import indexed_job, job_validation, jobset_webhook
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .jobset_webhook import DEFAULT_GROUP
 from .lifecycle import FAIL, RECREATE_ALL, WAIT, Decision, PodExit, RestartCount
@@ -143,7 +143,7 @@ def _replicated_job_group(rjob: dict[str, Any], ri: int, name: str, jobs: int, t
     which the Job controller makes as it makes any Job's (indexed_job.job_group)."""
     rname = str(rjob.get("name"))
     js = dict(mapping(dig(rjob, "template", "spec")))
-    js.setdefault("completionMode", indexed_job.INDEXED)
+    js.setdefault("completionMode", job_validation.INDEXED)
     per_job = indexed_job.job_pods(js)
     priority = pod_priority(mapping(dig(js, "template", "spec")), priorities)
 
@@ -162,7 +162,7 @@ def _replicated_job_group(rjob: dict[str, Any], ri: int, name: str, jobs: int, t
         j, k = divmod(i, per_job)
         return child(j).inject(k, container, init) + (inject(rname, j, k, container, init) if inject else [])
 
-    is_indexed = indexed_job.indexed(js)
+    is_indexed = job_validation.indexed(js)
     return PodGroup(
         role=rname, count=jobs * per_job, offset=offset, template=mapping(js.get("template")),
         template_field=template_field, name=pod_name,

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..kube import DNS1035, DNS1123_SUBDOMAIN, as_int, dig, listing, mapping
 from ..model import WARNING
-from . import indexed_job
+from . import job_validation
 from .base import Check
 
 DEFAULT_GROUP = "default"  # a replicated Job's groupName where unset (the controller uses it too)
@@ -60,7 +60,7 @@ def validation(name: str, spec: dict[str, Any], prefix: str, coordinator: str | 
                              "shorten the JobSet or replicated Job name"))
         js = mapping(dig(rjob, "template", "spec"))
         completions = as_int(js.get("completions"))
-        if (js.get("completionMode") or indexed_job.INDEXED) == indexed_job.INDEXED and completions is not None:
+        if (js.get("completionMode") or job_validation.INDEXED) == job_validation.INDEXED and completions is not None:
             pod = f"{job}-{completions - 1}-abcde"
             why = _dns1035(pod)
             if why:
@@ -68,7 +68,7 @@ def validation(name: str, spec: dict[str, Any], prefix: str, coordinator: str | 
                                  "shorten the JobSet or replicated Job name"))
         # The webhook's Default sets an unset template restartPolicy to OnFailure (jobset_webhook.go lines 125-126
         # at v0.12.0) before the child Jobs reach the API server's Job validation.
-        out += indexed_job.job_validation(js, f"{where}.template.spec", restart_default="OnFailure",
+        out += job_validation.job_validation(js, f"{where}.template.spec", restart_default="OnFailure",
                                           added_volumes=claims)
     coord = spec.get("coordinator")
     if isinstance(coord, dict):
@@ -82,7 +82,7 @@ def validation(name: str, spec: dict[str, Any], prefix: str, coordinator: str | 
         else:
             tjs = mapping(dig(target, "template", "spec"))
             completions = as_int(tjs.get("completions"))
-            if completions is None or (tjs.get("completionMode") or indexed_job.INDEXED) != indexed_job.INDEXED:
+            if completions is None or (tjs.get("completionMode") or job_validation.INDEXED) != job_validation.INDEXED:
                 why = "job for coordinator pod must be indexed completion mode, and completions number must be set"
             elif not 0 <= pod_index < completions:
                 why = f"coordinator pod index {pod_index} is invalid for replicatedJob {target.get('name')}"
@@ -99,13 +99,13 @@ def validation(name: str, spec: dict[str, Any], prefix: str, coordinator: str | 
 
 def _managed_by(spec: dict[str, Any], prefix: str) -> list[Check]:
     """spec.managedBy (v0.12.0 jobset_webhook.go ValidateCreate, lines 200-210): the same domain-prefixed path of at
-    most 63 characters the Job API asks (indexed_job.managed_by_problems)."""
+    most 63 characters the Job API asks (job_validation.managed_by_problems)."""
     if spec.get("managedBy") is None:
         return []
     manager = str(spec["managedBy"])
     return [Check(f"{prefix}.managedBy", f"managedBy '{manager}' {why}: the JobSet webhook refuses it",
                   "leave managedBy out (the JobSet controller), or name a controller like example.com/my-controller")
-            for why in indexed_job.managed_by_problems(manager)]
+            for why in job_validation.managed_by_problems(manager)]
 
 
 # v0.12.0 jobset_webhook.go: failure policy rule names (lines 416-418) and the Job failure reasons a rule may match

@@ -41,9 +41,6 @@ class Rule:
     needs: str | None = None
     # The kinds the rule reads: it is skipped for an overlay that has none of them (None: always runs).
     kinds: frozenset[str] | None = None
-    # Its findings mean the world does not come back from a failure although its pods restart (the rules' recovery
-    # prediction in a faulted simulation counts them).
-    blocks_recovery: bool = False
 
     @property
     def title(self) -> str:
@@ -58,8 +55,7 @@ def _load() -> dict[str, Rule]:
         mod = importlib.import_module(f"{__name__}.{info.name}")
         rule = Rule(id=mod.ID, name=mod.NAME, severity=getattr(mod, "SEVERITY", ERROR), doc=mod.__doc__ or "",
                     check=mod.check, needs=getattr(mod, "NEEDS", None),
-                    kinds=frozenset(mod.KINDS) if getattr(mod, "KINDS", None) else None,
-                    blocks_recovery=bool(getattr(mod, "BLOCKS_RECOVERY", False)))
+                    kinds=frozenset(mod.KINDS) if getattr(mod, "KINDS", None) else None)
         if not ID_FORMAT.match(rule.id):
             raise RuntimeError(f"rule id {rule.id} does not follow the family format {ID_FORMAT.pattern}")
         if rule.id in rules:

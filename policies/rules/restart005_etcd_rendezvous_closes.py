@@ -23,31 +23,17 @@ Passes: the same with `--max-restarts=3`; `--rdzv-backend=c10d`; an Indexed Job 
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import problem, restarts_and_max_restarts
+from ..recovery import etcd_closes
+from ..rulekit import problem
 
 ID = "RESTART005"
 NAME = "etcd-rendezvous-survives-restart"
 SEVERITY = WARNING
-# The rules' prediction of recovery (the simulator's fault report, policies/simulate/fault_run.py) counts this rule's
-# findings as "does not recover": the pods restart, the world does not re-form.
-BLOCKS_RECOVERY = True
 
 
 def check(ctx):
+    """The condition is the model's (recovery.etcd_closes), which also makes the world survive no pod loss."""
     for t in ctx.topologies:
-        if not t.torchrun or not t.backend.startswith("etcd"):
-            continue
-        restarts, mr = restarts_and_max_restarts(ctx, t)
-        if not restarts:
-            continue
-        v = t.first
-        if mr.value.isdigit() and int(mr.value) > 0:
-            continue
-        shown = f"--max-restarts {mr.value}" + (" (torchrun's default)" if mr.origin == "default" else "")
-        yield problem(ID, t, mr.field or v.inv.field,
-                      f"{restarts[0]} but torchrun has {shown} with the {t.backend} rendezvous: on a peer's "
-                      f"failure the other pods' torchrun closes rendezvous '{v.rdzv_id.value}' in etcd, and every "
-                      "restarted pod ends with RendezvousClosedError", "use --rdzv-backend=c10d (its state ends with "
-                      "the pods, a restart starts clean), or set --max-restarts above 0 so that torchrun restarts its "
-                      "workers into a new round instead of closing the rendezvous",
-                      severity=WARNING)
+        b = etcd_closes(ctx, t)
+        if b is not None:
+            yield problem(ID, t, b.field, b.message, b.hint, severity=WARNING)

@@ -21,34 +21,17 @@ restart; one node.
 from __future__ import annotations
 
 from ..model import WARNING
-from ..rulekit import launcher_field, problem, restarts_and_max_restarts
+from ..recovery import shared_store
+from ..rulekit import problem
 
 ID = "RESTART006"
 NAME = "fresh-store-per-round"
 SEVERITY = WARNING
-# The rules' prediction of recovery (the simulator's fault report, policies/simulate/fault_run.py) counts this rule's
-# findings as "does not recover": the pods restart, the world does not re-form.
-BLOCKS_RECOVERY = True
-VAR = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
-DYNAMIC = ("c10d", "etcd-v2")
 
 
 def check(ctx):
+    """The condition is the model's (recovery.shared_store), which also makes the world survive no pod loss."""
     for t in ctx.topologies:
-        if not t.torchrun or t.backend not in DYNAMIC or not (t.nnodes_max or 0) > 1:
-            continue
-        restarts, mr = restarts_and_max_restarts(ctx, t)
-        if not restarts:
-            continue
-        v = t.first
-        if not (mr.value.isdigit() and int(mr.value) > 0):
-            continue
-        if all(str(pod.env.get(VAR, "")).strip() == "1" for pod in ctx.distinct_pods(t)):
-            continue
-        yield problem(ID, t, launcher_field(t, mr.field or v.inv.field, "max_restarts"),
-                      f"the pods restart ({', '.join(restarts)}) and torchrun restarts its workers "
-                      f"(--max-restarts {mr.value}) on the {t.backend} rendezvous with the store shared ({VAR} "
-                      "unset): a pod started again waits for the store address that the surviving rank 0 "
-                      "publishes in its first round only, and the round never completes",
-                      f"set {VAR}=1 in the training container's env (every round then publishes a fresh address)",
-                      severity=WARNING)
+        b = shared_store(ctx, t)
+        if b is not None:
+            yield problem(ID, t, b.field, b.message, b.hint, severity=WARNING)

@@ -19,7 +19,7 @@ Passes: the same with `backoffLimit: 5` (one loss costs 4 container restarts; th
 from __future__ import annotations
 
 from ..model import WARNING
-from ..recovery import Survival, survival as replayed
+from ..recovery import in_context
 from ..rulekit import not_run, obj_problem
 
 ID = "RESTART007"
@@ -36,27 +36,10 @@ def check(ctx):
         return
     asked = ctx.env.pod_losses
     for t in ctx.topologies:
-        s = survival(ctx, t)
+        s = in_context(ctx, t)
         if not s.modelled or s.losses is None or s.losses >= asked:
             continue
         field, hint = t.workload.launcher.restart_limit(t.workload, asked)
         yield obj_problem(ID, t.manifest, field, f"{s.words()} ({s.why}); {ctx.env.name} asks for {asked}", hint,
                           severity=WARNING)
 
-
-def survival(ctx, t) -> Survival:
-    """How many pod losses the topology's world survives (policies/recovery.py), worked out once per topology: a
-    finding on its workload of a rule that marks the world as not re-forming (RESTART005, RESTART006), suppressed or
-    not, makes it none: the pods restart, the world does not come back."""
-    from . import RULES
-
-    found = ctx.memo.setdefault("survival", {})
-    if id(t) not in found:
-        s = replayed(t, ctx.bundle)
-        if s.modelled and s.losses != 0:
-            blocked = next((p for rule in RULES.values() if rule.blocks_recovery for p in rule.check(ctx)
-                            if p.obj == t.manifest.ref), None)
-            if blocked is not None:
-                s = Survival(0, f"the controller restarts the pods, but {blocked.rule}: {blocked.message}")
-        found[id(t)] = s
-    return found[id(t)]

@@ -15,7 +15,6 @@ from .. import engine, recovery
 from ..kube import as_int
 from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision,
                                    PodExit, RestartCount)
-from ..rules import RULES
 from ..topology import compute
 from . import ask_trainer, faults as F
 from .diagnose import clip, last_words
@@ -416,9 +415,8 @@ class FaultRun:
                 basis.append(f"{waited.controller}: {waited.why}")
         if not losses:
             basis.append("no pod lost")
-        # A rule that marks the world as not re-forming, suppressed or not (the overlay says so on purpose).
-        blocked = sorted({p.rule for p in check.problems + check.suppressed
-                          if p.rule in RULES and RULES[p.rule].blocks_recovery})
+        # What keeps the world from re-forming (recovery.BLOCKERS), reported by its rule or suppressed.
+        blocked = sorted({s.blocker.rule for _, s in check.recovery if s.blocker is not None})
         if blocked and predicted == "recovers":
             return "fails", f"{'; '.join(basis)}, but {', '.join(blocked)}: the world does not re-form"
         return predicted, "; ".join(basis)
