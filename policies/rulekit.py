@@ -9,9 +9,11 @@ from typing import Any
 
 from .argocd import Delivery
 from .launchers import Bundle, Check, Launcher, Pod, Workload, of
+from .launchers.pods import env_from_configmap
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from .topology import Topology, Undetermined, UnreadConfig, UnreadScript
+from .trainer_contract import contract
 
 # A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
 RULE_DEFAULT = ""
@@ -216,3 +218,41 @@ def nccl_stated(topo: Topology) -> bool:
     at the rule's severity; otherwise the backend lives in the training code, and a message says "if the job uses
     NCCL", at warning severity."""
     return bool(topo.pg_backend and topo.pg_backend[0].lower() == "nccl")
+
+
+# ---------------------------------------------------------------- the containers that start the trainer
+
+
+def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
+    """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
+    that starts the trainer, one pod per pod template (worked out once per overlay)."""
+    found = ctx.memo.get("trainer_containers")
+    if found is None:
+        found = []
+        for w in ctx.workloads:
+            if w.odd_group is not None:  # no pods to read (the model said it skipped them)
+                continue
+            seen: set[str] = set()
+            for g in w.world_groups:
+                if not g.count or g.template_field in seen:
+                    continue
+                seen.add(g.template_field)
+                pod = w.pod(g.offset)
+                for c in pod.containers:
+                    argv, fields = pod.argv(c)
+                    start = contract.starts_trainer(argv)
+                    if start is not None:
+                        found.append((w, pod, c, argv, fields, start))
+        ctx.memo["trainer_containers"] = found
+    return found
+
+
+def where(ctx, w, c, name: str) -> tuple[Any, str]:
+    """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
+    the container's env entry."""
+    field = c.env_fields.get(name) or f"{c.field}.env"
+    configmap = env_from_configmap(c.container, field)
+    cm = find_object(ctx, "ConfigMap", configmap) if configmap else None
+    if cm is not None:
+        return cm, f"data.{name}"
+    return located(w, field)

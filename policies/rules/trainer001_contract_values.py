@@ -17,46 +17,10 @@ from typing import Any, Iterator
 
 from ..trainer_contract import contract
 
-from ..launchers.pods import env_from_configmap
-from ..rulekit import find_object, located, obj_problem
+from ..rulekit import located, obj_problem, trainer_containers, where
 
 ID = "TRAINER001"
 NAME = "trainer-contract-values"
-
-
-def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
-    """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
-    that starts the trainer, one pod per pod template (worked out once per overlay)."""
-    found = ctx.memo.get("trainer_containers")
-    if found is None:
-        found = []
-        for w in ctx.workloads:
-            if w.odd_group is not None:  # no pods to read (the model said it skipped them)
-                continue
-            seen: set[str] = set()
-            for g in w.world_groups:
-                if not g.count or g.template_field in seen:
-                    continue
-                seen.add(g.template_field)
-                pod = w.pod(g.offset)
-                for c in pod.containers:
-                    argv, fields = pod.argv(c)
-                    start = contract.starts_trainer(argv)
-                    if start is not None:
-                        found.append((w, pod, c, argv, fields, start))
-        ctx.memo["trainer_containers"] = found
-    return found
-
-
-def where(ctx, w, c, name: str) -> tuple[Any, str]:
-    """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
-    the container's env entry."""
-    field = c.env_fields.get(name) or f"{c.field}.env"
-    configmap = env_from_configmap(c.container, field)
-    cm = find_object(ctx, "ConfigMap", configmap) if configmap else None
-    if cm is not None:
-        return cm, f"data.{name}"
-    return located(w, field)
 
 
 def _flag_values(args: list[str], fields: list[str]) -> Iterator[tuple[str, str, str]]:

@@ -28,7 +28,7 @@ from ..trainer_contract import contract
 from ..model import ERROR, WARNING
 from ..rulekit import obj_problem
 from ..torchrun import DEFAULTS
-from .trainer001_contract_values import trainer_containers, where
+from ..rulekit import trainer_containers, where
 
 ID = "TRAINER002"
 NAME = "trainer-env-name-near-miss"

@@ -16,7 +16,7 @@ import difflib
 
 from ..rulekit import located, obj_problem
 from ..trainer_contract import contract
-from .trainer001_contract_values import trainer_containers
+from ..rulekit import trainer_containers
 
 ID = "TRAINER003"
 NAME = "trainer-arguments"
