@@ -13,6 +13,7 @@ import yaml
 from .files import read_config_text, rel as _rel
 from .loader import InputError
 from .model import ERROR, SEVERITIES, Problem
+from .kube import DNS1123_SUBDOMAIN
 from .kustomization import inputs, kustomization_file
 from .rulekit import Environment
 from .rules import RULES
@@ -42,6 +43,9 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),
     "real": ("real", bool, "a cluster you deploy to, not one of the template's examples: the example repository and "
                            "registry are errors here (ARGO010, IMG004)"),
+    "clusterDomain": ("cluster_domain", str, "the cluster's DNS domain (the kubelet's clusterDomain): pod names end in "
+                                             ".svc.<it> (TOPO003's endpoint, TOPO011's setHostnameAsFQDN limit); "
+                                             "cluster.local is assumed where undeclared"),
 }
 
 
@@ -124,6 +128,11 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         if not isinstance(item, str) or item.count("/") != 1 or not item.split("/")[1]:
             problems.append(err(f"spec.allowedClusterKinds lists {item!r}, expected group/Kind (/Namespace for the "
                                 "core group)", _line_of(text, "allowedClusterKinds")))
+    domain = env.cluster_domain
+    if domain is not None and (len(domain) > 253 or not DNS1123_SUBDOMAIN.fullmatch(domain)):
+        problems.append(err(f"spec.clusterDomain is {domain!r}, expected a DNS-1123 subdomain (at most 253 lowercase "
+                            "letters, digits, '-' and '.', a letter or digit at both ends of each label, e.g. "
+                            "cluster.local)", _line_of(text, "clusterDomain")))
     return (None if problems else env), problems
 
 
@@ -148,6 +157,8 @@ def tightened(own: Environment | None, operator: Environment) -> Environment:
     env.severity = {**(own.severity if own else {}), **{r: ERROR for r in OPERATOR_RULES}}
     env.self_contained = bool(operator.self_contained or (own and own.self_contained))
     env.require_image_digest = bool(operator.require_image_digest or (own and own.require_image_digest))
+    # The operator runs the cluster: its domain, where it declares one, is the one pod names end in.
+    env.cluster_domain = operator.cluster_domain or (own.cluster_domain if own else None)
     return env
 
 
@@ -179,4 +190,5 @@ def describe(env: Environment) -> dict[str, Any]:
     return {"name": env.name, "source": _rel(Path(env.source)), "gpusPerNode": env.gpus_per_node,
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
             "requireImageDigest": env.require_image_digest, "podLosses": env.pod_losses,
-            "severity": dict(env.severity), "real": env.real}
+            "severity": dict(env.severity), "real": env.real,
+            "clusterDomain": env.cluster_domain}

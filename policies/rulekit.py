@@ -42,6 +42,9 @@ class Environment:
     pod_losses: int | None = None  # pod losses every training workload survives (RESTART007)
     severity: dict[str, str] = dc_field(default_factory=dict)
     real: bool = False  # a cluster the user deploys to, not one of the template's examples
+    # The cluster's DNS domain (the kubelet's clusterDomain; TOPO003, TOPO011); None: not declared (cluster.local is
+    # then assumed where only a warning depends on it).
+    cluster_domain: str | None = None
 
 
 @dataclass

@@ -132,6 +132,7 @@ def test_rules_that_need_a_declaration_say_they_could_not_run():
     (POLICY.replace("largeJobPods: 4", "largeJobPod: 4"), "unknown key spec.largeJobPod"),
     (POLICY.replace("IMG001: error", "IMG001: fatal"), "severity of IMG001 is 'fatal'"),
     (POLICY.replace("IMG001: error", "NOPE001: error"), "severity for unknown rule NOPE001"),
+    (POLICY + "  clusterDomain: Corp.Example\n", "spec.clusterDomain is 'Corp.Example', expected a DNS-1123 subdomain"),
     ("spec: [\n", "invalid YAML"),
 ])
 def test_bad_declarations_are_one_line_each_with_file_and_line(tmp_path, text, message):

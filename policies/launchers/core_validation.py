@@ -2,7 +2,8 @@
 pkg/apis/core/validation/validation.go: ValidatePodTemplateSpec -> ValidatePodSpec, validateContainers,
 validateInitContainers, validateContainerCommon, validateContainerPorts, ValidateEnv, ValidateVolumeMounts,
 validatePodHostNetworkDeps, ValidateTolerations; ValidateService, validateServicePort), and the kubelet's refusal
-to start a pod whose fully qualified hostname is too long (pkg/kubelet/kubelet_pods.go GeneratePodHostNameAndDomain).
+to start a pod whose fully qualified hostname is too long (pkg/kubelet/kubelet_pods.go GeneratePodHostNameAndDomain,
+pkg/kubelet/util/util.go GetNodenameForKernel).
 
 Only what the schema cannot say, after the defaults the API server fills in first (SetDefaults_PodSpec: restartPolicy
 Always, dnsPolicy ClusterFirst; SetDefaults_Container and _ContainerPort: imagePullPolicy, terminationMessagePolicy,
@@ -34,7 +35,8 @@ MAX_INT32 = 2**31 - 1
 # either end or twice in a row).
 QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 PORT_NAME = re.compile(r"^[-a-z0-9]+$")
-# kubelet_pods.go: hostnameMaxLen, the kernel's limit on a host name (struct utsname nodename).
+# pkg/kubelet/util/util.go GetNodenameForKernel: fqdnMaxLen, the kernel's limit on a host name (struct utsname
+# nodename); the cluster domain where the environment declares none (the kubelet's clusterDomain is commonly it).
 HOSTNAME_MAX = 64
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 
@@ -424,26 +426,35 @@ def config_data(obj: dict[str, Any], kind: str) -> list[Check]:
     return out
 
 
-def fqdn_hostname(pod: Pod, where: str) -> Check | None:
+def fqdn_hostname(pod: Pod, where: str, cluster_domain: str | None = None) -> Check | None:
     """The kubelet refuses to start a pod with setHostnameAsFQDN whose fully qualified name
-    `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>` is over 64 characters (GeneratePodHostNameAndDomain:
-    "FQDN ... is too long (64 characters is the max, N characters requested)"); the pod stays ContainerCreating.
-    The cluster domain is the cluster's (cluster.local unless the kubelet says otherwise): an error where the name
-    is too long whatever the domain, a warning where it is only with cluster.local."""
+    `<hostname>.<subdomain>.<namespace>.svc.<cluster domain>` is over 64 characters: GeneratePodHostNameAndDomain
+    (pkg/kubelet/kubelet_pods.go) makes the domain `<subdomain>.<namespace>.svc.<the kubelet's clusterDomain>` and
+    GetNodenameForKernel (pkg/kubelet/util/util.go, fqdnMaxLen = 64) refuses "FQDN ... is too long (64 characters is
+    the max, N characters requested)"; the pod stays ContainerCreating. The cluster domain is the one the
+    environment declares (`clusterDomain`): then a name over the limit is an error. Where none is declared, an error
+    where the name is too long whatever the domain, a warning where it is with cluster.local."""
     if pod.spec.get("setHostnameAsFQDN") is not True or not pod.subdomain:
         return None
     namespace = pod.namespace or "default"
     stem = f"{pod.hostname}.{pod.subdomain}.{namespace}.svc."
-    full = len(stem) + len(DEFAULT_CLUSTER_DOMAIN)
+    domain = cluster_domain or DEFAULT_CLUSTER_DOMAIN
+    full = len(stem) + len(domain)
     if full <= HOSTNAME_MAX:
         return None
     hint = "shorten the names, or drop setHostnameAsFQDN"
-    if len(stem) + 1 > HOSTNAME_MAX and pod.namespace:
+    if cluster_domain and pod.namespace:
+        return Check(where, f"setHostnameAsFQDN: pod {pod.hostname}'s fully qualified name {stem}{domain} is {full} "
+                     f"characters, over {HOSTNAME_MAX}, with the environment's cluster domain {domain}: the kubelet "
+                     "never starts it (FQDN is too long)", hint)
+    if not cluster_domain and len(stem) + 1 > HOSTNAME_MAX and pod.namespace:
         return Check(where, f"setHostnameAsFQDN: pod {pod.hostname}'s fully qualified name {stem}<cluster domain> is "
                      f"over {HOSTNAME_MAX} characters whatever the cluster domain: the kubelet never starts it (FQDN "
                      "is too long)", hint)
-    return Check(where, f"setHostnameAsFQDN: pod {pod.hostname}'s fully qualified name {stem}"
-                 f"{DEFAULT_CLUSTER_DOMAIN} is {full} characters, over {HOSTNAME_MAX}, if the cluster domain is "
-                 f"{DEFAULT_CLUSTER_DOMAIN}"
-                 + ("" if pod.namespace else " and the namespace 'default'") + ": the kubelet would never start it",
-                 hint, severity=WARNING)
+    # A warning: the name is too long only if the cluster domain is cluster.local (none declared) or the namespace,
+    # which the manifests do not write, is 'default'.
+    condition = (f"with the environment's cluster domain {domain}, if the namespace is 'default'" if cluster_domain
+                 else f"if the cluster domain is {domain}" + ("" if pod.namespace else " and the namespace 'default'"))
+    return Check(where, f"setHostnameAsFQDN: pod {pod.hostname}'s fully qualified name {stem}{domain} is {full} "
+                 f"characters, over {HOSTNAME_MAX}, {condition}: the kubelet would never start it", hint,
+                 severity=WARNING)

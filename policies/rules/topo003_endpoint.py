@@ -2,14 +2,17 @@
 
 With static rendezvous, node rank 0 hosts the store at MASTER_ADDR:MASTER_PORT; with c10d the endpoint's host runs
 it. Either way every pod must reach one fixed pod: pod 0, named `<hostname>.<subdomain>` (optionally followed by
-`.<namespace>`, `.svc`, `.svc.cluster.local`). A headless Service's own name resolves to all pods in turn, a
-`namePrefix` renames the workload but not a literal MASTER_ADDR, and `localhost` only reaches the pod itself: each
-ends in `Name or service not known` or a rendezvous timeout. With static rendezvous pod 0 hosts the store and may
-name itself by its own short hostname (`--master-addr=$(hostname)`, resolved through its /etc/hosts): then the
-other pods' endpoint is the one that must name pod 0.
+`.<namespace>`, `.svc`, `.svc.<cluster domain>`: the environment's `clusterDomain`, cluster.local where it declares
+none). A headless Service's own name resolves to all pods in turn, a `namePrefix` renames the workload but not a
+literal MASTER_ADDR, `localhost` only reaches the pod itself, and a name under `.svc.cluster.local` does not resolve
+where the environment declares another cluster domain: each ends in `Name or service not known` or a rendezvous
+timeout. With static rendezvous pod 0 hosts the store and may name itself by its own short hostname
+(`--master-addr=$(hostname)`, resolved through its /etc/hosts): then the other pods' endpoint is the one that must
+name pod 0.
 
 Fails: MASTER_ADDR `train-rdzv` (the Service, not a pod); MASTER_ADDR `ddp-train-0.ddp-train` after a
-`namePrefix: team-` renamed the Job to `team-ddp-train`.
+`namePrefix: team-` renamed the Job to `team-ddp-train`; MASTER_ADDR `ddp-train-0.ddp-train.default.svc.cluster.local`
+where the environment declares `clusterDomain: corp.example`.
 Passes: Job `ddp-train`, subdomain `ddp-train`, MASTER_ADDR `ddp-train-0.ddp-train`; a PyTorchJob, whose
 operator points MASTER_ADDR at its own `<job>-master-0` Service.
 
@@ -27,16 +30,26 @@ from ..torchrun import split_endpoint
 ID = "TOPO003"
 NAME = "endpoint-is-pod-0"
 _LOCAL = {"", "localhost", "127.0.0.1", "::1", "0.0.0.0"}
+DEFAULT_DOMAIN = "cluster.local"
 
 
-def pod0_pattern(base: str, namespace: str) -> re.Pattern[str]:
+def pod0_pattern(base: str, namespace: str, domain: str | None = None) -> re.Pattern[str]:
     """Pod 0's name `base`, optionally followed by `.<namespace>` (any label where the pod's namespace is not
-    written), `.svc`, `.svc.cluster.local`, and a final dot."""
+    written), `.svc`, `.svc.<domain>` (cluster.local where the environment declares none), and a final dot."""
     ns = re.escape(namespace) if namespace else r"[a-z0-9-]+"
-    return re.compile(rf"^{re.escape(base)}(\.{ns}(\.svc(\.cluster\.local)?)?)?\.?$")
+    return re.compile(rf"^{re.escape(base)}(\.{ns}(\.svc(\.{re.escape(domain or DEFAULT_DOMAIN)})?)?)?\.?$")
+
+
+def _other_domain(host: str, domain: str | None) -> str:
+    """Why a host that names pod 0 under cluster.local does not resolve where the environment declares another
+    domain ('' where that is not the case)."""
+    if domain and domain != DEFAULT_DOMAIN and host.rstrip(".").endswith(f".svc.{DEFAULT_DOMAIN}"):
+        return f" (the environment's cluster domain is {domain}: names under {DEFAULT_DOMAIN} do not resolve there)"
+    return ""
 
 
 def check(ctx):
+    domain = ctx.env.cluster_domain if ctx.env else None
     for t in ctx.topologies:
         if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
             continue
@@ -48,46 +61,51 @@ def check(ctx):
         v = t.first.endpoint
         where = v.field or (t.first.inv.field if t.first.inv else t.first.pod.container_field)
         if t.backend.startswith("etcd"):
-            yield from _etcd(ctx, t, host, where)
+            yield from _etcd(ctx, t, host, where, domain)
             continue
         pod = t.first.pod
         expected = t.workload.launcher.address(t.workload, pod)
         if host == pod.hostname and t.backend == "static":
             # Node rank 0 hosts the store and may name itself by its own short hostname (`$(hostname)`, which
             # resolves through the pod's /etc/hosts); only the other pods need a name that reaches it.
-            yield from _others(t, expected)
+            yield from _others(t, expected, domain)
             continue
         if host in _LOCAL:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
                           f"the other pods cannot reach it", f"point it at pod 0: {expected}")
-        elif not pod0_pattern(expected, pod.namespace).match(host):
+        elif not pod0_pattern(expected, pod.namespace, domain).match(host):
             svc = t.first.pod.subdomain
-            why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else "")
+            why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else
+                   _other_domain(host, domain))
             yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', expected pod 0 '{expected}'{why}",
                           f"set it to {expected}")
 
 
-def _others(t, expected: str):
+def _others(t, expected: str, domain: str | None):
     """The pods other than pod 0 (one per template, and the last) where pod 0 names itself by its short hostname."""
     for v in t.views[1:]:
         value = v.endpoint.value or ""
         if not value or "$" in value:
             continue  # unset or not resolved here (TOPO012)
         host, _ = split_endpoint(value)
-        if not pod0_pattern(expected, v.pod.namespace).match(host):
+        if not pod0_pattern(expected, v.pod.namespace, domain).match(host):
             where = v.endpoint.field or (v.inv.field if v.inv else v.pod.container_field)
-            own = " (its own hostname)" if host == v.pod.hostname else ""
+            own = " (its own hostname)" if host == v.pod.hostname else _other_domain(host, domain)
             yield problem(ID, t, where, f"pod {v.pod.name}'s rendezvous endpoint host is '{host}'{own}, expected "
                           f"pod 0 '{expected}' (pod 0 may name itself by its hostname; the others need its DNS name)",
                           f"set it to {expected}")
 
 
-def _etcd(ctx, t, host, where):
+def _etcd(ctx, t, host, where, domain):
     ns = t.first.pod.namespace
     name = host.split(".")[0]
     rest = host[len(name):].lstrip(".")
     svc = ctx.bundle.services.get((ns, name))
-    allowed = {"", ns, f"{ns}.svc", f"{ns}.svc.cluster.local"} if ns else None
+    if svc is not None and _other_domain(host, domain) and rest.split(".")[0] == (ns or rest.split(".")[0]):
+        yield problem(ID, t, where, f"etcd endpoint host is '{host}'{_other_domain(host, domain)}",
+                      f"set it to {name}.{rest.split('.')[0]}.svc.{domain}, or {name}")
+        return
+    allowed = {"", ns, f"{ns}.svc", f"{ns}.svc.{domain or DEFAULT_DOMAIN}"} if ns else None
     if svc is None or (allowed is not None and rest not in allowed):
         return  # applied elsewhere: REF001
     ports = {str(p.get(k)) for p in (svc.obj.get("spec") or {}).get("ports") or [] for k in ("port", "targetPort")}

@@ -40,11 +40,12 @@ unique across containers and init containers, port names of at most 15 character
 declared volumes (or the controller's claims) at distinct paths, no probes on init containers that are no sidecar,
 liveness and startup probes with one handler and successThreshold 1, known restart and DNS policies (dnsPolicy None
 with nameservers), DNS-1123 label hostname and subdomain, well-formed tolerations; and the kubelet's limit: with
-`setHostnameAsFQDN` the pod's fully qualified name stays within 64 characters (a warning where only the default
-cluster domain makes it too long). Services (core validation): ports named where there are several, names and
-port/protocol pairs unique, port numbers within range, no headless NodePort or LoadBalancer, ports on any Service
-that is not headless. ConfigMaps and Secrets (core validation): keys of alphanumerics, '-', '_' and '.', no key in
-both `data` and `binaryData`, at most 1 MiB of data in all (a Secret's decoded, with `stringData` merged).
+`setHostnameAsFQDN` the pod's fully qualified name stays within 64 characters with the environment's `clusterDomain`
+(where it declares none: an error where no cluster domain makes it short enough, a warning where cluster.local makes
+it too long). Services (core validation): ports named where there are several, names and port/protocol pairs
+unique, port numbers within range, no headless NodePort or LoadBalancer, ports on any Service that is not headless.
+ConfigMaps and Secrets (core validation): keys of alphanumerics, '-', '_' and '.', no key in both `data` and
+`binaryData`, at most 1 MiB of data in all (a Secret's decoded, with `stringData` merged).
 StatefulSet (API server validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that
 selects the template's labels, known update strategy and pod management policy (no `rollingUpdate` with OnDelete,
 `maxUnavailable` from 1 to 100%), no negative partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`.
@@ -98,6 +99,7 @@ def check(ctx):
                 for c in core_validation.config_data(m.obj, kind):
                     yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     topologies = {id(t.workload): t for t in ctx.topologies}
+    domain = ctx.env.cluster_domain if ctx.env else None
     for w in ctx.workloads:
         t = topologies.get(id(w))
         found = w.launcher.admission(w, ctx.bundle, t.torchrun if t else False)
@@ -105,7 +107,7 @@ def check(ctx):
         for g in w.world_groups:
             if g.count > 0 and not w.suspended:
                 pod = w.pod(g.offset + g.count - 1)
-                c = core_validation.fqdn_hostname(pod, f"{pod.spec_field}.setHostnameAsFQDN")
+                c = core_validation.fqdn_hostname(pod, f"{pod.spec_field}.setHostnameAsFQDN", domain)
                 found += [c] if c else []
         for c in found:
             m = c.obj or w.manifest

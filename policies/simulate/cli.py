@@ -84,7 +84,9 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     check = engine.Unit(source, "overlay", manifests)
     engine.check_policies(check)
     static_problems = [p.line() for p in check.problems if p.severity == ERROR]
-    sim = Simulation(manifests, run_dir, deadline, out, source)
+    # Pod names resolve under the environment's cluster domain (its clusterDomain; cluster.local without one).
+    sim = Simulation(manifests, run_dir, deadline, out, source,
+                     cluster_domain=unit.environment.cluster_domain if unit.environment else None)
     fault_run = FaultRun(sim, faults) if faults else None
     # Every input is checked before the run folder is emptied: a refused fault or PVC keeps the last run's results.
     pods = sim.plan()

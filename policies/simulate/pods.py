@@ -91,8 +91,11 @@ class Layout:
     """How the pods of one simulation are laid out: planned once (plan), each prepared again when the controller
     recreates it (prepare)."""
 
-    def __init__(self, bundle: Bundle, run_dir: Path, network: Network, python_bin: Path, rdzv_timeout: int):
+    def __init__(self, bundle: Bundle, run_dir: Path, network: Network, python_bin: Path, rdzv_timeout: int,
+                 cluster_domain: str | None = None):
         self.bundle = bundle
+        # The environment's clusterDomain (cluster.local where it declares none): the names the cluster answers.
+        self.domain = cluster_domain or "cluster.local"
         self.run_dir = run_dir
         self.network = network
         self.bin = python_bin
@@ -151,7 +154,7 @@ class Layout:
             else:
                 bases = []
             for b in bases:
-                for name in (b, f"{b}.{ns}", f"{b}.{ns}.svc", f"{b}.{ns}.svc.cluster.local"):
+                for name in (b, f"{b}.{ns}", f"{b}.{ns}.svc", f"{b}.{ns}.svc.{self.domain}"):
                     names[name] = sp.ip
         # Services with a cluster IP: the name answers with (here: the first of) the pods it selects.
         for (ns, svc_name), svc in self.bundle.services.items():
@@ -162,7 +165,7 @@ class Layout:
             target = next((sp for sp in pods if all(sp.pod.labels.get(k) == str(v) for k, v in selector.items())), None)
             if target:
                 n = ns or "default"
-                for name in (svc_name, f"{svc_name}.{n}", f"{svc_name}.{n}.svc", f"{svc_name}.{n}.svc.cluster.local"):
+                for name in (svc_name, f"{svc_name}.{n}", f"{svc_name}.{n}.svc", f"{svc_name}.{n}.svc.{self.domain}"):
                     names.setdefault(name, target.ip)
         return names
 
@@ -221,7 +224,7 @@ class Layout:
         # Like the kubelet's /etc/hosts: the pod's own FQDN first (socket.getfqdn() answers with it, and c10d
         # hands it to the workers as MASTER_ADDR), then its short hostname; then what cluster DNS would answer.
         ns = p.namespace or "default"
-        own = f"{p.hostname}.{p.subdomain}.{ns}.svc.cluster.local {p.hostname}" if p.subdomain else p.hostname
+        own = f"{p.hostname}.{p.subdomain}.{ns}.svc.{self.domain} {p.hostname}" if p.subdomain else p.hostname
         # torch's TCPStore client asks for IPv6 first, and libuv's server listens on "::": every name has both.
         ipv6 = self.network.ipv6
         lines = [line for ip in (sp.ip,) for line in (f"{ip} {own}", f"{ipv6(ip)} {own}")]

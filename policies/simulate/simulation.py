@@ -28,7 +28,8 @@ Training = Callable[[float, list[SimPod]], tuple[bool, tuple[str, str] | None]]
 
 class Simulation:
     def __init__(self, manifests: list[Manifest], run_dir: Path, deadline: float = 180.0,
-                 out: TextIO = sys.stdout, source: str = "", python_bin: Path | None = None):
+                 out: TextIO = sys.stdout, source: str = "", python_bin: Path | None = None,
+                 cluster_domain: str | None = None):
         self.manifests = manifests
         self.bundle = Bundle.of(manifests)
         self.run_dir = run_dir
@@ -39,7 +40,7 @@ class Simulation:
         self.rdzv_timeout = max(10, int(deadline * 0.6))
         self.network = Network()
         self.layout = Layout(self.bundle, run_dir, self.network, python_bin or Path(sys.executable).parent,
-                             self.rdzv_timeout)
+                             self.rdzv_timeout, cluster_domain)
         self.pods: list[SimPod] = []
         self.lock = threading.Lock()
         # The pods with a process left after the run stopped them (processes.stop_all).
