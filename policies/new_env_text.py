@@ -71,7 +71,7 @@ class Words:
         """A comment line's sizes: make scale's topology phrases, then FROM's node count and per-node GPU count
         where the comment states them, and the quantities that were scaled."""
         for pattern, repl in scale_edits.COMMENT_RULES:
-            line = pattern.sub(lambda m, r=repl: r(p, m), line)
+            line = pattern.sub(lambda m: repl(p, m), line)  # called here, in this iteration
         src = self.src
         line = re.sub(rf"\b{src.pods} (nodes|pods)\b", lambda m: f"{p.nodes} {m.group(1)}", line)
         line = re.sub(rf"\b{src.pods} x ", f"{p.nodes} x ", line)

@@ -193,7 +193,7 @@ def edit_header(text: str, p: Plan) -> str:
         if not line.startswith("#"):
             break
         for pattern, repl in COMMENT_RULES:
-            line = pattern.sub(lambda m, r=repl: r(p, m), line)
+            line = pattern.sub(lambda m: repl(p, m), line)  # called here, in this iteration
         lines[i] = line
     return "".join(lines)
 
