@@ -133,6 +133,7 @@ def problem(rule: str, topo: Topology, field: str | None, message: str, hint: st
 
 def service_problem(rule: str, topo: Topology, field: str, message: str, hint: str) -> Problem:
     """A problem about the Service behind a workload, pointed at the Service's own file and object."""
+    assert topo.service is not None, "service_problem is for a workload with a Service"
     p = problem(rule, topo, field, message, hint)
     p.source, p.obj = topo.service.source, topo.service.ref
     return p
