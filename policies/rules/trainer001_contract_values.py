@@ -48,7 +48,7 @@ def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], i
     return found
 
 
-def where(ctx, w, c, name: str) -> tuple[Any, str]:
+def where(ctx, w, c, name: str) -> tuple[Any, str | None]:
     """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
     the container's env entry."""
     field = c.env_fields.get(name) or f"{c.field}.env"
