@@ -26,7 +26,7 @@ def _mypy(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def test_policies_and_trainer_type_check():
-    """The whole check, as `make typecheck` runs it (cold about a minute and a half, warm seconds)."""
+    """The whole check, as `make typecheck` runs it (cold about a minute of CPU, warm a few seconds)."""
     r = _mypy()
     assert r.returncode == 0, f"mypy exit {r.returncode}:\n{r.stdout}{r.stderr}"
     assert "Success: no issues found" in r.stdout, r.stdout + r.stderr
