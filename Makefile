@@ -78,7 +78,7 @@ $(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
 # make -i): it reaches the command inside the same word, as bash's $'\n'.
 arg = '$(subst $(NEWLINE),'$$'\n'',$(subst ','\'',$(1)))'
 
-.PHONY: help setup init new-env remove-env wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
+.PHONY: help setup init new-env remove-env wheel image-cmp tiny-lm validate validate-changed diff scale new-run recover plan render simulate report test test-fast typecheck bench bench-validate bench-trainer bench-gpu schemas docs image image-cpu kind-up lint clean
 
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -174,6 +174,9 @@ test: $(PY) $(SIM_DEPS) $(WHEELHOUSE)/.complete ## Run the test suite
 
 test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core [K=<pytest -k selector>, e.g. K=jobset]
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto $(if $(K),-k $(call arg,$(K)))
+
+typecheck: $(PY) ## Type-check policies/ and trainer/ with mypy (pinned in requirements-dev.txt; settings: pyproject.toml [tool.mypy])
+	$(PY) -m mypy
 
 tiny-lm: $(PY) ## Build .cache/tiny-lm: a GPT-2 folder (<1M params, random weights, BPE trained on the repo's Markdown) and JSONL data
 	@$(PY) scripts/tiny_lm.py

@@ -13,7 +13,7 @@ from .paths import CHECKOUT
 from .podspecs import pod_sites
 from .kustomization import kustomization_file
 from .render import render
-from .kube import dig, group_of
+from .kube import dig, group_of, listing
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -48,14 +48,14 @@ CLUSTER_SCOPED = {
 }
 
 
-def annotations(m: Manifest) -> dict[str, Any]:
+def annotations_of(m: Manifest) -> dict[str, Any]:
     a = m.metadata.get("annotations")
     return a if isinstance(a, dict) else {}
 
 
 def sync_wave(m: Manifest) -> int | None:
     """The object's sync wave (default 0), None when the annotation is not an integer."""
-    raw = annotations(m).get(SYNC_WAVE, "0")
+    raw = annotations_of(m).get(SYNC_WAVE, "0")
     try:
         return int(str(raw).strip())
     except ValueError:
@@ -67,7 +67,7 @@ def sync_options(text: Any) -> list[str]:
 
 
 def replace_opt_in(m: Manifest) -> bool:
-    opts = sync_options(annotations(m).get(SYNC_OPTIONS))
+    opts = sync_options(annotations_of(m).get(SYNC_OPTIONS))
     return all(o in opts for o in REPLACE_OPT_IN)
 
 
@@ -483,8 +483,8 @@ def ignores(app: App, entry: IgnoreEntry, name: str, namespace: str) -> bool:
             continue
         if _text(e, "name") not in ("", name) or _text(e, "namespace") not in ("", namespace):
             continue
-        pointers = e.get("jsonPointers") if isinstance(e.get("jsonPointers"), list) else []
-        expressions = e.get("jqPathExpressions") if isinstance(e.get("jqPathExpressions"), list) else []
+        pointers = listing(e.get("jsonPointers"))
+        expressions = listing(e.get("jqPathExpressions"))
         if any(_covers(p, entry.pointer) for p in pointers) or any(_jq_covers(x, entry.pointer) for x in expressions):
             return True
     return False

@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 import time
+from typing import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def _report_file(value: str) -> tuple[str, str]:
     return fmt, path
 
 
-def _writable(write: list[tuple[str, str]]) -> None:
+def _writable(write: Sequence[tuple[str, str]]) -> None:
     """Each --write target's folder exists and the target is no folder: said before the checks run, not after."""
     for fmt, path in write:
         target = Path(path)
@@ -73,7 +74,7 @@ def _writable(write: list[tuple[str, str]]) -> None:
 
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
           env: str | None = None, operator=None, banner: bool = True, config: str | None = None,
-          write: list[tuple[str, str]] = ()) -> tuple[int, str, list]:
+          write: Sequence[tuple[str, str]] = ()) -> tuple[int, str, list]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
     checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,
     narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin). `config`: the rule

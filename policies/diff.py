@@ -347,10 +347,9 @@ def renamed_as(obj: Any, old_name: str, new_name: str) -> Any:
 
 
 def topology_change(old: World | None, new: World | None) -> list[str]:
-    if old is None and new is None:
-        return []
     if old is None:
-        return [f"new: {new.pods} pods x {new.procs} processes, world size {new.world}, GPUs {new.gpus}"]
+        return [] if new is None else [
+            f"new: {new.pods} pods x {new.procs} processes, world size {new.world}, GPUs {new.gpus}"]
     if new is None:
         return [f"removed: was {old.pods} pods x {old.procs} processes, world size {old.world}, GPUs {old.gpus}"]
     parts = []
@@ -401,12 +400,12 @@ def text(diffs: list[OverlayDiff], base: str, head: str) -> str:
         lines += [f"  note: {t}" for t in d.topology if t.startswith("new run:")]
         lines += [f"  + {ref(k)}" for k in d.added]
         lines += [f"  - {ref(k)}" for k in d.removed]
-        for r, a, diffs_, _ in d.renamed:
+        for old_ref, new_ref, diffs_, _ in d.renamed:
             if diffs_:
-                lines.append(f"  ~ {ref(a)} against {r[3]} (besides the run id):")
+                lines.append(f"  ~ {ref(new_ref)} against {old_ref[3]} (besides the run id):")
                 lines += field_lines(diffs_)
             else:
-                lines.append(f"  = {ref(a)}: the same as {r[3]} besides the run id")
+                lines.append(f"  = {ref(new_ref)}: the same as {old_ref[3]} besides the run id")
         for k, diffs_, _ in d.changed:
             lines.append(f"  ~ {ref(k)}")
             lines += field_lines(diffs_)
@@ -441,9 +440,9 @@ def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
                          f"{', '.join(ref(k) for k in d.added) or '-'} | {', '.join(ref(k) for k in d.removed) or '-'}"
                          f" | {', '.join(ref(k) for k, _, _ in d.changed) or '-'} |")
         for d in changed:
-            for r, a, diffs_, udiff in d.renamed:
-                lines += ["", f"<details><summary><code>{d.path}</code>: new run <code>{ref(a)}</code> against "
-                          f"<code>{r[3]}</code>: {len(diffs_) or 'no'} field{'s' if len(diffs_) != 1 else ''} "
+            for old_ref, new_ref, diffs_, udiff in d.renamed:
+                lines += ["", f"<details><summary><code>{d.path}</code>: new run <code>{ref(new_ref)}</code> against "
+                          f"<code>{old_ref[3]}</code>: {len(diffs_) or 'no'} field{'s' if len(diffs_) != 1 else ''} "
                           "changed besides the run id</summary>", ""]
                 if udiff:
                     lines += ["```diff", udiff.rstrip("\n")[:6000], "```"]

@@ -238,6 +238,11 @@ def settle(unit: Unit, schema: list[Problem], found: list[Problem], children: li
 _APPLICABLE: dict[tuple[frozenset[str], tuple[str, ...] | None], list[tuple[str, Rule]]] = {}
 
 
+def _reads_any(rule: Rule, present: frozenset[str]) -> bool:
+    """The rule reads every kind (no `kinds`), or one of `present`."""
+    return rule.kinds is None or not rule.kinds.isdisjoint(present)
+
+
 def _applicable(present: frozenset[str], only: tuple[str, ...] | None) -> list[tuple[str, Rule]]:
     """The rules (of `only`, else every rule) in registry order, less those whose kinds none of `present` has: the
     registry's index by the set of kinds an input holds, worked out once per such set (a handful per run)."""
@@ -246,8 +251,7 @@ def _applicable(present: frozenset[str], only: tuple[str, ...] | None) -> list[t
     if hit is None:
         if len(_APPLICABLE) > 4096:  # bounded on any input
             _APPLICABLE.clear()
-        hit = _APPLICABLE[key] = [(rid, RULES[rid]) for rid in (only or RULES)
-                                  if RULES[rid].kinds is None or not RULES[rid].kinds.isdisjoint(present)]
+        hit = _APPLICABLE[key] = [(rid, RULES[rid]) for rid in (only or RULES) if _reads_any(RULES[rid], present)]
     return hit
 
 

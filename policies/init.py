@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import Any
 from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap
@@ -104,10 +105,10 @@ def plan(root: Path, ident: Identity, repo_url: str, image: str, places: dict[st
             set_scalar(source, "repoURL", repo_url)
         for gen in spec.get("generators") or []:
             for element in ((gen.get("list") or {}).get("elements") or []) if isinstance(gen, dict) else []:
-                place = places.get(element.get("env")) if isinstance(element, CommentedMap) else None
-                if place is None:
+                at = places.get(element.get("env")) if isinstance(element, CommentedMap) else None
+                if at is None:
                     continue
-                for key, value in (("cluster", place.cluster), ("namespace", place.namespace)):
+                for key, value in (("cluster", at.cluster), ("namespace", at.namespace)):
                     if key in element:
                         set_scalar(element, key, value)
         changes[appset] = f.dump()
@@ -120,7 +121,8 @@ def plan(root: Path, ident: Identity, repo_url: str, image: str, places: dict[st
         for i, url in enumerate(repos):
             if identity.same_url(url, ident.repo_url):
                 set_scalar(repos, i, repo_url)
-        moved = {(p.cluster, p.namespace): places[env] for env, p in old_places.items() if env in places}
+        moved: dict[tuple[Any, Any], Place] = {(p.cluster, p.namespace): places[env] for env, p in old_places.items()
+                                               if env in places}
         for dest in spec.get("destinations") or []:
             target = moved.get((dest.get("name"), dest.get("namespace"))) if isinstance(dest, dict) else None
             if target is not None:

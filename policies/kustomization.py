@@ -138,7 +138,8 @@ def references(doc: dict[str, Any]) -> list[tuple[str, str, bool]]:
             if not isinstance(gen, dict):
                 continue
             for sub in ("files", "envs"):
-                for j, f in enumerate(gen.get(sub) if isinstance(gen.get(sub), list) else []):
+                listed = gen.get(sub)
+                for j, f in enumerate(listed if isinstance(listed, list) else []):
                     out.append((f"{key}[{i}].{sub}[{j}]", str(f).split("=", 1)[-1], False))
             if gen.get("env"):
                 out.append((f"{key}[{i}].env", str(gen["env"]), False))

@@ -268,7 +268,7 @@ def _scalar(loader: Any, event: Any) -> tuple[Any, bool]:
     raise _Fallback  # !!binary, !!int "3", a custom tag: PyYAML constructs (or refuses) it
 
 
-class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
+class _StrictLoader(_Base):  # (_Base: Any, the C loader where PyYAML has it)
     """Safe loader that rejects duplicate keys (kubectl keeps the last one silently; strict validation refuses) and
     reads what is not JSON the way kubectl's sigs.k8s.io/yaml does: keys become strings (`5:` -> "5", `true:` ->
     "true"), timestamps stay the text written, `!!binary` is its UTF-8 text; `!!set`, `!!omap` and `!!pairs` are

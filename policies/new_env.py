@@ -245,7 +245,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
     for path, text in res.changes.items():
         if comp in path.parents or root / "overlays" / req.env in path.parents:
             for i, line in enumerate(text.splitlines(), 1):
-                if (other_hardware and re.search(rf"(?i)(?<![A-Za-z0-9]){re.escape(src.word)}(?![A-Za-z0-9])",
+                if (other_hardware and re.search(rf"(?i)(?<![A-Za-z0-9]){re.escape(src.word or '')}(?![A-Za-z0-9])",
                                                    line)) or re.search(rf"(?<![\w-]){re.escape(req.source)}(?![\w-])",
                                                                        line):
                     left.append(f"{repo_edit.rel(root, path)}:{i}: {line.strip()}")
@@ -300,8 +300,9 @@ def _launcher(root: Path, req: Request, src: Source) -> str:
     except (OSError, ExpandError, yaml.YAMLError):
         apps = []
     for app in apps:
-        if (app.element or {}).get("env") == req.source and app.element.get("launcher") in names:
-            return str(app.element["launcher"])
+        element = app.element or {}
+        if element.get("env") == req.source and element.get("launcher") in names:
+            return str(element["launcher"])
     return names[0]
 
 
@@ -351,6 +352,7 @@ def _add_element(root: Path, appset: Path, element: dict[str, str]) -> str:
     if not items:
         raise EditError(f"{repo_edit.rel(root, appset)}: has no list generator with block elements to add "
                         f"{element['env']} to")
+    assert start is not None  # items is empty without it
     dash = indent(lines[items[0]])
     end = start + 1
     while end < len(lines) and (not lines[end].strip() or indent(lines[end]) > indent(lines[start])):

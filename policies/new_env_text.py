@@ -62,16 +62,17 @@ class Words:
         return re.sub(rf"(?<![\w-]){re.escape(self.src.env)}(?![\w-])", self.req.env, text)
 
     def hardware(self, text: str) -> str:
-        if not self.src.word or not self.gpu:
+        gpu = self.gpu
+        if not self.src.word or not gpu:
             return text
         return re.sub(rf"(?i)(?<![A-Za-z0-9]){re.escape(self.src.word)}(?![A-Za-z0-9])",
-                      lambda m: _case_like(m.group(0), self.gpu), text)
+                      lambda m: _case_like(m.group(0), gpu), text)
 
     def comment(self, line: str, p: scale.Plan) -> str:
         """A comment line's sizes: make scale's topology phrases, then FROM's node count and per-node GPU count
         where the comment states them, and the quantities that were scaled."""
         for pattern, repl in scale_edits.COMMENT_RULES:
-            line = pattern.sub(lambda m, r=repl: r(p, m), line)
+            line = pattern.sub(lambda m: repl(p, m), line)  # called here, in this iteration
         src = self.src
         line = re.sub(rf"\b{src.pods} (nodes|pods)\b", lambda m: f"{p.nodes} {m.group(1)}", line)
         line = re.sub(rf"\b{src.pods} x ", f"{p.nodes} x ", line)
@@ -104,7 +105,7 @@ def _chunks(text: str) -> list[list[str]]:
     chunks: list[list[str]] = [[]]
     for line in text.splitlines(keepends=True):
         if line.startswith("- ") and any(not ln.startswith("#") and ln.strip() for ln in chunks[-1]):
-            comments = []
+            comments: list[str] = []
             while chunks[-1] and chunks[-1][-1].startswith("#"):
                 comments.insert(0, chunks[-1].pop())
             chunks.append(comments)

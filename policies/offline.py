@@ -81,7 +81,7 @@ def remote_file(path: str) -> bool:
     """fileloader.go IsRemoteFile: url.Parse gives the scheme http or https (Go lower-cases it). A URL Go's parser
     refuses is not remote there; refusing it here too is the safe side (it names no file either)."""
     m = _SCHEME.match(path)
-    return bool(m) and m.group(1).lower() in ("http", "https")
+    return m is not None and m.group(1).lower() in ("http", "https")
 
 
 def _cut_prefix(s: str, prefix: str) -> tuple[str, bool]:

@@ -32,7 +32,7 @@ def _dns(t: Topology) -> str:
 
 
 def plan_rows(unit: Unit) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for t in unit.topologies:
         nproc = str(t.nproc) if t.nproc is not None else t.first.nproc.value
         world = str(t.world_size) if t.world_size is not None else "?"

@@ -63,7 +63,8 @@ def _site(m: Manifest, template: Any, field: str) -> PodSite | None:
     spec = template.get("spec")
     if not isinstance(spec, dict):
         return None
-    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    raw_meta = template.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     return PodSite(m, f"{field}.spec", spec, meta.get("labels") or {}, meta.get("annotations") or {})
 
 

@@ -78,6 +78,7 @@ def torchrun_restarts(t: Topology) -> int:
     if not t.torchrun or t.first.inv is None or not t.backend.startswith(DYNAMIC):
         return 0
     v = t.first
+    assert v.inv is not None  # tested above
     return as_int(v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields).value, 0) or 0
 
 

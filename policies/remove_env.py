@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -30,6 +30,9 @@ from . import identity, repo_edit, transaction
 from .entry import guarded
 from .kustomization import KUSTOMIZATION_FILES, kustomization_file, references
 from .yamledit import YamlFile, edit_relative_to
+
+if TYPE_CHECKING:
+    from ruamel.yaml.comments import CommentedSeq
 
 REPO = identity.REPO
 EditError = repo_edit.EditError
@@ -126,8 +129,10 @@ def check_references(root: Path, env: str, gone: list[Path]) -> None:
             if inside(folder.resolve()) or not any(n in names for n in KUSTOMIZATION_FILES):
                 continue
             kfile = kustomization_file(folder)
+            if kfile is None:
+                continue
             try:
-                doc = yaml.safe_load(kfile.read_text(encoding="utf-8")) if kfile else None
+                doc = yaml.safe_load(kfile.read_text(encoding="utf-8"))
             except (OSError, yaml.YAMLError, UnicodeDecodeError):
                 continue  # make validate says what is wrong with it
             if not isinstance(doc, dict):
@@ -258,7 +263,8 @@ def _appset(root: Path, env: str, notes: list[str]) -> tuple[Path, str] | None:
         items = (gen.get("list") or {}).get("elements") if isinstance(gen, dict) else None
         if not isinstance(items, list) or not items:
             continue
-        starts += [items.lc.item(i)[0] for i, e in enumerate(items) if isinstance(e, dict) and e.get("env") == env]
+        starts += [cast("CommentedSeq", items).lc.item(i)[0] for i, e in enumerate(items)
+                   if isinstance(e, dict) and e.get("env") == env]
         plain["list"]["elements"] = [e for e in plain["list"]["elements"]
                                      if not (isinstance(e, dict) and e.get("env") == env)]
     if not starts:
@@ -284,14 +290,14 @@ def _project(root: Path, place: identity.Place | None, others: list[identity.Pla
         hit = [i for i, d in enumerate(dests) if isinstance(d, dict)
                and (d.get("name"), d.get("namespace")) == (place.cluster, place.namespace)]
         if hit:
-            starts += [dests.lc.item(i)[0] for i in hit]
+            starts += [cast("CommentedSeq", dests).lc.item(i)[0] for i in hit]
             plain["destinations"] = [d for i, d in enumerate(plain["destinations"]) if i not in hit]
     if place.namespace not in {p.namespace for p in others}:
         whitelist = spec.get("clusterResourceWhitelist") or []
         hit = [i for i, e in enumerate(whitelist) if isinstance(e, dict) and e.get("kind") == "Namespace"
                and not e.get("group") and e.get("name") == place.namespace]
         if hit:
-            starts += [whitelist.lc.item(i)[0] for i in hit]
+            starts += [cast("CommentedSeq", whitelist).lc.item(i)[0] for i in hit]
             plain["clusterResourceWhitelist"] = [e for i, e in enumerate(plain["clusterResourceWhitelist"])
                                                  if i not in hit]
     if not starts:
@@ -312,7 +318,8 @@ def mentions(root: Path, env: str, changes: dict[Path, str | None]) -> list[str]
             if p in changes and changes[p] is None:
                 continue
             try:
-                text = changes[p] if p in changes else p.read_text(encoding="utf-8")
+                known = changes.get(p)  # never None here: a deleted file was skipped above
+                text = known if known is not None else p.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
             out += [f"{_rel(root, p)}:{i}: {ln.strip()}" for i, ln in enumerate(text.splitlines(), 1)

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from . import transaction
 from .render import cache_dir
@@ -54,9 +54,9 @@ def _strays(root: Path) -> list[Path]:
         if (root / d).is_dir():
             found += [p for p in (root / d).rglob(f".*{transaction.TMP_SUFFIX}") if p.is_file()]
     envs = _environment_folders(root)
-    for d in (root / "overlays").iterdir() if (root / "overlays").is_dir() else []:
-        if d.is_dir() and d.name not in envs:  # a new environment's folder a killed make new-env began
-            found += [p for p in d.rglob(f".*{transaction.TMP_SUFFIX}") if p.is_file()]
+    for folder in (root / "overlays").iterdir() if (root / "overlays").is_dir() else []:
+        if folder.is_dir() and folder.name not in envs:  # a new environment's folder a killed make new-env began
+            found += [p for p in folder.rglob(f".*{transaction.TMP_SUFFIX}") if p.is_file()]
     return found
 
 
@@ -164,7 +164,7 @@ def _exists(path: Path) -> bool:
 
 def unified(root: Path, changes: dict[Path, str | None]) -> str:
     """The change as a unified diff: a file deleted is every line removed (+++ /dev/null), as git shows it."""
-    out = []
+    out: list[str] = []
     for path, text in changes.items():
         old = path.read_text(encoding="utf-8") if path.exists() else ""
         name = rel(root, path)
@@ -199,7 +199,7 @@ def write(root: Path, changes: dict[Path, str | None]) -> None:
             _remove_emptied(root, _unfollowed(path).parent)
 
 
-def apply(root: Path, changes: dict[Path, str | None], dry_run: bool, what: str) -> int:
+def apply(root: Path, changes: Mapping[Path, str | None], dry_run: bool, what: str) -> int:
     """Validate `changes` on a copy, then print the diff (dry run) or write (and delete) them all; 1 when they do not
     validate."""
     changes = {p: t for p, t in changes.items()

@@ -138,6 +138,7 @@ def problem(rule: str, topo: Topology, field: str | None, message: str, hint: st
 
 def service_problem(rule: str, topo: Topology, field: str, message: str, hint: str) -> Problem:
     """A problem about the Service behind a workload, pointed at the Service's own file and object."""
+    assert topo.service is not None, "service_problem is for a workload with a Service"
     p = problem(rule, topo, field, message, hint)
     p.source, p.obj = topo.service.source, topo.service.ref
     return p
@@ -250,7 +251,7 @@ def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], i
     return found
 
 
-def where(ctx, w, c, name: str) -> tuple[Any, str]:
+def where(ctx, w, c, name: str) -> tuple[Any, str | None]:
     """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
     the container's env entry."""
     field = c.env_fields.get(name) or f"{c.field}.env"

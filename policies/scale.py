@@ -86,9 +86,11 @@ def _launcher_of(patch: Path) -> str | None:
     for launcher in LAUNCHERS.values():
         if isinstance(doc, dict) and str(doc.get("kind")) == launcher.kind:
             return launcher.id
+        spec = launcher.scale
+        assert spec is not None  # LAUNCHERS holds the launchers that have one
         if isinstance(doc, list) and any(
                 matches(str(op.get("path", "")), path) for op in doc if isinstance(op, dict)
-                for path, _ in launcher.scale.pods):
+                for path, _ in spec.pods):
             return launcher.id
     return None
 
@@ -193,7 +195,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def unified(changes: dict[Path, str]) -> str:
-    out = []
+    out: list[str] = []
     for path, text in changes.items():
         old = path.read_text(encoding="utf-8")
         name = rel(path)
@@ -324,7 +326,7 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
         if committed is not None and committed[1] is None:
             print(f"note: {rel(ov.folder)} is not on {committed[0]} yet: {cur.workload} is not deployed, so it may "
                   "change", file=sys.stderr)
-        elif committed is not None and committed[1] != here:
+        elif committed is not None and committed[1] is not None and committed[1] != here:  # (None: the branch above)
             print(f"note: {cur.workload} is a new run not committed to {committed[0]} yet ({run_ids(committed[1])} "
                   f"there, {run_ids(here)} here): changing it before it is deployed is fine", file=sys.stderr)
         else:

@@ -29,8 +29,8 @@ class ScaleError(EditError):
 # The quantities make scale rewrites (parsed by kube.parse_quantity): a plain decimal number and a unit it can write
 # back in the same form (no sign, exponent, n, u, E or Ei).
 _WRITABLE_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-_FACTOR = {None: Fraction(1), **{u: SUFFIX_FACTORS[u] for u in ("m", "k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti",
-                                                                  "Pi")}}
+_FACTOR: dict[str | None, Fraction] = {None: Fraction(1), **{u: SUFFIX_FACTORS[u] for u in (
+    "m", "k", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi")}}
 _SMALLER = {"Pi": "Ti", "Ti": "Gi", "Gi": "Mi", "Mi": "Ki", "Ki": None, "P": "T", "T": "G", "G": "M", "M": "k",
             "k": None, None: "m"}
 
@@ -105,7 +105,7 @@ def _walk(node: Any, path: tuple[Any, ...]) -> list[tuple[Any, Any]]:
     """(parent, key) of every place `path` reaches in a strategic-merge patch (`*`: every key of a mapping)."""
     places: list[tuple[Any, Any, Any]] = [(None, None, node)]
     for key in path:
-        nxt = []
+        nxt: list[tuple[Any, Any, Any]] = []
         for _, _, cur in places:
             if key == "*" and isinstance(cur, dict):
                 nxt += [(cur, k, cur[k]) for k in cur]
@@ -193,7 +193,7 @@ def edit_header(text: str, p: Plan) -> str:
         if not line.startswith("#"):
             break
         for pattern, repl in COMMENT_RULES:
-            line = pattern.sub(lambda m, r=repl: r(p, m), line)
+            line = pattern.sub(lambda m: repl(p, m), line)  # called here, in this iteration
         lines[i] = line
     return "".join(lines)
 
@@ -215,7 +215,9 @@ def bump_run(f: YamlFile, new: str | None) -> tuple[str, str]:
         raise ScaleError(f"{rel(f.path)}: expected one run id (run-NNN) in it, found {sorted(found) or 'none'}")
     old = found.pop()
     if new is None:
-        digits = RUN_ID.match(old).group(1)
+        found_id = RUN_ID.match(old)
+        assert found_id is not None  # `old` is a RUN_ID match
+        digits = found_id.group(1)
         new = f"run-{int(digits) + 1:0{len(digits)}d}"
     if not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", new) or len(new) > 40:
         raise ScaleError(f"RUN_ID '{new}' must be lowercase letters, digits and '-' (it becomes part of object names)")

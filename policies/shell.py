@@ -394,7 +394,8 @@ class Script:
                 return arg
             if isinstance(value, Unknown) or isinstance(arg, Unknown):
                 u = value if isinstance(value, Unknown) else arg
-                return Unknown(text, u.why, u.kind)  # type: ignore[union-attr]
+                assert isinstance(u, Unknown)  # one of the two is
+                return Unknown(text, u.why, u.kind)
             return trim(value, op, arg) if op in ("#", "##", "%", "%%") else change_case(value, op, arg, text)
         repl = p.get("Repl")
         if repl:

@@ -413,7 +413,7 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
     if first.inv is None:
         mn = mx = None
-        nproc = 1
+        nproc: int | None = 1
         world = as_int(first.nnodes.value)
     gpus, gpu_req, cpu_lim, cpu_req = container_resources(first.pod.container)
     if first.inv is not None:

@@ -24,7 +24,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 JOURNAL = ".scale-journal"
 TMP_SUFFIX = ".scale-tmp"
@@ -210,12 +210,12 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def commit(folder: Path, changes: dict[Path, str | None]) -> None:
+def commit(folder: Path, changes: Mapping[Path, str | None]) -> None:
     """Write every file of `changes` (all inside `folder`), and delete those whose text is None, or none of them
     (the caller holds the lock)."""
     folder = Path(folder).resolve()
-    plan = []
-    gone = []
+    plan: list[dict[str, str]] = []
+    gone: list[dict[str, Any]] = []
     try:
         for i, (path, text) in enumerate(changes.items()):
             if text is None:

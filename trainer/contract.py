@@ -72,10 +72,10 @@ class Var:
             return f"expected {self.kind}" if low is not None and number < low else None
         if self.kind in (POSITIVE_FLOAT, FLOAT, SECONDS):
             try:
-                number = float(text)
+                real = float(text)
             except ValueError:
                 return f"expected {self.kind}"
-            if self.kind != FLOAT and (not number > 0 or (self.kind == SECONDS and math.isinf(number))):
+            if self.kind != FLOAT and (not real > 0 or (self.kind == SECONDS and math.isinf(real))):
                 return f"expected {self.kind}"
         return None
 

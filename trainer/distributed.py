@@ -10,7 +10,7 @@ import os
 import traceback
 from datetime import timedelta
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -140,7 +140,7 @@ def init(backend: str, timeout_s: float | None = None) -> tuple[DistEnv, torch.d
     else:
         device = torch.device("cpu")
     if denv.launched:
-        kwargs = {"device_id": device} if device.type == "cuda" else {}
+        kwargs: dict[str, Any] = {"device_id": device} if device.type == "cuda" else {}
         timeout = timedelta(seconds=timeout_s) if timeout_s else None
         if timeout is not None:
             kwargs["timeout"] = timeout

@@ -80,7 +80,8 @@ def keep_hyperparameters(optimizer: torch.optim.Optimizer, load: Callable[[], No
 
 def prepare_model(model: nn.Module, device: torch.device, channels_last: bool) -> nn.Module:
     model = model.to(device)
-    return model.to(memory_format=torch.channels_last) if channels_last else model
+    # Module.to takes memory_format at run time (torch._C._nn._parse_to); torch's overloads of it leave it out.
+    return model.to(memory_format=torch.channels_last) if channels_last else model  # type: ignore[call-overload]
 
 
 def batch_slices(count: int, batch_size: int, start_batch: int = 0) -> Iterator[tuple[int, slice]]:

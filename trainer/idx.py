@@ -14,11 +14,12 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from trainer.errors import TrainerError
 
 # type code -> numpy dtype (big-endian where it matters), from the format's definition
-DTYPES = {
+DTYPES: dict[int, np.dtype] = {
     0x08: np.dtype(np.uint8),
     0x09: np.dtype(np.int8),
     0x0B: np.dtype(">i2"),
@@ -44,7 +45,8 @@ def _read_bytes(path: Path) -> bytes:
         raise IdxError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
-def parse_idx(raw: bytes, name: str = "<bytes>", dtype: np.dtype | None = None, ndim: int | None = None) -> np.ndarray:
+def parse_idx(raw: bytes, name: str = "<bytes>", dtype: DTypeLike | None = None,
+              ndim: int | None = None) -> np.ndarray:
     """Parse IDX bytes into an array, checking magic, type code, dimensions and size."""
     if len(raw) < 4:
         raise IdxError(f"{name}: {len(raw)} bytes, too short for an IDX header")
@@ -76,7 +78,7 @@ def parse_idx(raw: bytes, name: str = "<bytes>", dtype: np.dtype | None = None, 
     return arr.astype(found.newbyteorder("="), copy=True)
 
 
-def read_idx(path: str | Path, dtype: np.dtype | None = None, ndim: int | None = None) -> np.ndarray:
+def read_idx(path: str | Path, dtype: DTypeLike | None = None, ndim: int | None = None) -> np.ndarray:
     """Read one IDX file (gzip-compressed when its name ends in .gz)."""
     path = Path(path)
     return parse_idx(_read_bytes(path), str(path), dtype=dtype, ndim=ndim)

@@ -81,7 +81,7 @@ def tokenise(path: Path, tokenizer, eos_id: int, vocab_size: int, out_ids, out_m
         nonlocal docs, tokens
         first = _encode(tokenizer, [c[1] for c in chunk])
         done = [c for c in chunk if c[2] is not None]
-        second = iter(_encode(tokenizer, [c[2] for c in done]))
+        second = iter(_encode(tokenizer, [c[2] for c in done if c[2] is not None]))  # (done: all of them)
         for (no, _, completion), a in zip(chunk, first):
             b = next(second) if completion is not None else []
             ids = np.asarray([*a, *b, eos_id], dtype=np.int64)

@@ -27,7 +27,7 @@ import signal
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
@@ -63,6 +63,8 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 class Trainer:
+    interval_step: int  # the step of the last log interval (set as training starts)
+
     def __init__(self, args: argparse.Namespace, denv: D.DistEnv, device: torch.device):
         self.args = args
         self.denv = denv
@@ -135,7 +137,8 @@ class Trainer:
         model = engine.prepare_model(run.model, device, self.channels_last)
         wrapped, units = fsdp.wrap(model, run.strategy, device)
         optimizer = engine.make_optimizer(wrapped, args.lr, device, run.weight_decay)
-        self.run, self.model, self.wrapped, self.optimizer, self.identity = run, model, wrapped, optimizer, identity
+        self.task_run, self.model, self.wrapped = run, model, wrapped
+        self.optimizer, self.identity = optimizer, identity
 
         changed: list[str] = []
         failed: tuple[str, Path] | None = None  # the last checkpoint that failed to load, and why
@@ -199,7 +202,7 @@ class Trainer:
     def _resume(self, found: checkpoint.Found, changed: list[str]) -> Progress:
         """The position, RNG and data seed of the checkpoint; `changed` gains what this run's flags change."""
         args, denv, meta = self.args, self.denv, found.meta
-        if getattr(self.run, "schedules_lr", False):  # the saved lr is the schedule's at that step, not a flag
+        if getattr(self.task_run, "schedules_lr", False):  # the saved lr is the schedule's at that step, not a flag
             changed[:] = [c for c in changed if not c.startswith("lr ")]
             old = (meta.get("config") or {}).get("lr")
             if isinstance(old, float) and old != args.lr:
@@ -216,7 +219,7 @@ class Trainer:
                           f"use another --run-id for another seed")
             args.seed = int(saved_seed)
         saved = (meta.get("world_size"), meta.get("batch_size"), meta.get("grad_accum", 1))
-        now = (denv.world_size, args.batch_size, self.run.accumulation)
+        now = (denv.world_size, args.batch_size, self.task_run.accumulation)
         if progress.epoch_step and saved != now:
             self.log.warn(f"checkpoint was taken mid-epoch with world x batch x accumulation "
                           f"{' x '.join(map(str, saved))}; now {' x '.join(map(str, now))}: epoch {progress.epoch + 1} "
@@ -268,7 +271,8 @@ class Trainer:
         gathered = D.all_gather_objects({"rng": self.store.rng_state(self.device), "partial": partial})
         meta = {"epoch": progress.epoch, "epoch_step": progress.epoch_step, "step": progress.step,
                 "world_size": self.denv.world_size, "batch_size": self.args.batch_size,
-                "grad_accum": self.run.accumulation, "rng": [g["rng"] for g in gathered], "data_seed": self.args.seed,
+                "grad_accum": self.task_run.accumulation, "rng": [g["rng"] for g in gathered],
+                "data_seed": self.args.seed,
                 "epoch_partial": merge_partials([g["partial"] for g in gathered if g["partial"] is not None]),
                 "identity": self.identity, "config": _config(self.args), "best": progress.best, "metrics": metrics,
                 "exports": exports or []}
@@ -282,7 +286,7 @@ class Trainer:
         self.log.emit("CKPT", "checkpoint", **{self.store.key: saved}, epoch=progress.epoch + 1, step=progress.step,
                       reason=reason)
 
-    def _preempt(self, progress: Progress, partial: dict[str, Any], note: str = "") -> None:
+    def _preempt(self, progress: Progress, partial: dict[str, Any], note: str = "") -> NoReturn:
         reason = self.stop.reason
         name = self._save(progress, checkpoint.step_name(progress.step), False, {"reason": reason}, partial)
         self._checkpoint_line(name, progress, reason)
@@ -293,14 +297,14 @@ class Trainer:
         return f"stopped by {self.stop.reason} after saving {where}{note}: run the same command again to resume from it"
 
     def _export(self, name: str, metrics: dict[str, Any]) -> None:
-        self.run.export(self.run_dir, name, self.wrapped, {**metrics, "identity": self.identity})
+        self.task_run.export(self.run_dir, name, self.wrapped, {**metrics, "identity": self.identity})
 
     def _pending_exports(self, found: checkpoint.Found) -> None:
         """Exports the checkpoint's run did not finish (stopped, or killed, after the checkpoint): written now from the
         same weights."""
         meta = found.meta
         for name in meta.get("exports") or []:
-            held = self.run.exported_step(self.run_dir, name)
+            held = self.task_run.exported_step(self.run_dir, name)
             if held is None or held < meta["step"]:  # a later step's export is a later run's: left alone
                 self.log.warn(f"writing {self.run_dir / name} of step {meta['step']}, which the run that saved "
                               f"{found.path} did not finish")
@@ -330,9 +334,10 @@ class Trainer:
             loss_sum, count, samples, per_rank = reduced[2], reduced[3], reduced[4], reduced[5:]
             seconds = max(now - meter.i_started, 1e-9)
             loss = loss_sum / max(count, 1e-9)
-            unit = self.run.unit
+            unit = self.task_run.unit
             self.log.emit("TRAIN", "train", epoch=epoch + 1, step=progress.step, epoch_step=epoch_step,
-                          epoch_steps=self.steps_per_epoch, loss=loss, **self.run.train_fields(loss, progress.step),
+                          epoch_steps=self.steps_per_epoch, loss=loss,
+                          **self.task_run.train_fields(loss, progress.step),
                           **{f"{unit}_per_s": count / seconds})
             self.log.event("ranks", epoch=epoch + 1, step=progress.step, step_s=per_rank[:denv.world_size],
                            data_s=per_rank[denv.world_size:])
@@ -343,7 +348,7 @@ class Trainer:
         return bool(reduced[0])
 
     def _train(self, progress: Progress) -> float:
-        args, denv, run = self.args, self.denv, self.run
+        args, denv, run = self.args, self.denv, self.task_run
         per_step = args.batch_size * run.accumulation
         train_time = 0.0
         clock = VoteClock(self.stop_check_s, progress.step)  # the first vote after one step
@@ -403,7 +408,7 @@ class Trainer:
     def _validate(self, vote: bool) -> torch.Tensor | None:
         """This rank's validation sums [loss, correct, count]; every rank runs as many batches. With `vote`, the ranks
         vote on stopping on the training clock between batches: None when they agree to stop."""
-        args, denv, run = self.args, self.denv, self.run
+        args, denv, run = self.args, self.denv, self.task_run
         batches = math.ceil(math.ceil(run.val_size / denv.world_size) / args.batch_size)
         self.wrapped.eval()
         sums = torch.zeros(3, device=self.device, dtype=torch.float64)
@@ -442,18 +447,18 @@ class Trainer:
         loss_sum, count, samples, val_loss_sum, correct, val_count, stop, cpu_sum = D.all_reduce_sum(stats).tolist()
         stop = bool(stop) or stop_agreed
         val_loss, val_acc = val_loss_sum / val_count, correct / val_count
-        unit = self.run.unit
+        unit = self.task_run.unit
         # An epoch resumed from a checkpoint that kept no training figures (written before they were saved)
         # has no train loss: it is left out rather than printed as 0.
         metrics = {"epoch": epoch + 1, "step": progress.step, "train_loss": loss_sum / count if count else None,
-                   "val_loss": val_loss, **self.run.val_fields(val_loss), "val_acc": val_acc,
+                   "val_loss": val_loss, **self.task_run.val_fields(val_loss), "val_acc": val_acc,
                    f"{unit}_per_s": count / train_seconds if count else None,
                    "train_s": round(train_seconds, 3), "cpu_s": round(cpu_sum, 3)}
         if unit != "samples":
             metrics["samples_per_s"] = samples / train_seconds if samples else None
         is_best = not progress.best or val_loss < progress.best["val_loss"]
         if is_best:
-            progress.best = {"val_loss": val_loss, **self.run.val_fields(val_loss), "val_acc": val_acc,
+            progress.best = {"val_loss": val_loss, **self.task_run.val_fields(val_loss), "val_acc": val_acc,
                              "epoch": epoch + 1, "step": progress.step}
         if complete:
             progress.epoch, progress.epoch_step = epoch + 1, 0
@@ -461,7 +466,7 @@ class Trainer:
             name = checkpoint.epoch_name(epoch + 1) if due else None
         else:  # --max-steps ended the run inside this epoch
             name = checkpoint.step_name(progress.step)
-        exports = self.run.exports(epoch + 1, complete and name is not None, is_best)
+        exports = self.task_run.exports(epoch + 1, complete and name is not None, is_best)
         saved = self._save(progress, name, is_best, metrics, meter.partial() if not complete else None,
                            exports if name is not None else [])
         self.tel.epoch(metrics, args.epochs)
@@ -499,6 +504,6 @@ class Trainer:
         model = str(self.store.best_path) if best and self.store.best_path.exists() else None
         self.log.emit("DONE", "done", world=self.denv.world_size, epochs=progress.epoch, steps=progress.step,
                       **figures, best_epoch=best.get("epoch"), model=model,
-                      latest=str(self.run_dir / checkpoint.LATEST), data=self.run.description,
+                      latest=str(self.run_dir / checkpoint.LATEST), data=self.task_run.description,
                       train_s=round(train_s, 3), total_s=round(total_s, 3))
         self.tel.done({"best": best, "steps": progress.step, "epochs": progress.epoch, "model": model}, self.run_dir)

@@ -73,6 +73,7 @@ class MlflowRun:
 
         from mlflow.entities import Metric
 
+        assert self.run_id is not None  # start() set it
         ts = int(time.time() * 1000)
         rows = [Metric(k, float(metrics[k]), ts, int(metrics["step"])) for k in EPOCH_METRICS
                 if metrics.get(k) is not None]
@@ -80,6 +81,7 @@ class MlflowRun:
         self.client.log_batch(self.run_id, metrics=rows)
 
     def done(self, summary: dict[str, Any], run_dir: Path) -> None:
+        assert self.run_id is not None  # start() set it
         best = summary.get("best") or {}
         model = Path(summary["model"]) if summary.get("model") else None
         if model is not None and model.is_file():  # best.pt

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..kube import listing, mapping
 from ..model import Manifest
-from .base import Check, Child, Launcher
+from .base import Check, Child, Launcher, Workload
 
 GROUP = "workload.codeflare.dev"
 KIND = "AppWrapper"
@@ -242,7 +242,7 @@ def _merge_keep_first(first: Any, second: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-class AppWrapperLauncher(Launcher):
+class AppWrapperLauncher(Launcher[Workload]):
     id = "appwrapper"
     order = 100
     upstream = "project-codeflare/appwrapper v1.2.1"

@@ -6,7 +6,7 @@ modelled in pods.py, what happens after one ends in lifecycle.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Generic, Iterator, TypeVar
 
 from ..kube import dig, group_of, listing, mapping
 from ..model import Manifest
@@ -42,7 +42,7 @@ class Workload:
     subclass (a Job's completions, a TrainJob's runtime template), which only the module reads."""
 
     manifest: Manifest
-    launcher: "Launcher"
+    launcher: "Launcher[Any]"
     groups: list[PodGroup]
     namespace: str
     notes: list[str] = field(default_factory=list)
@@ -213,7 +213,12 @@ class ScaleSpec:
     nproc_quoted: bool = False
 
 
-class Launcher:
+# The Workload subclass a launcher builds and its methods are asked about (a Launcher[JobWorkload] reads a Job's own
+# fields); consumers that hold any launcher see Launcher[Any].
+W = TypeVar("W", bound=Workload)
+
+
+class Launcher(Generic[W]):
     """One controller: the kinds it owns, the pods it creates and where a user sets what it reads. Subclasses live
     one per module in this package; consumers (rules, plan, simulate, scale, diff, Argo CD) ask these methods."""
 
@@ -264,7 +269,7 @@ class Launcher:
         """Its folder under tests/conformance/."""
         return self.conformance or self.id
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> W:
         raise NotImplementedError
 
     def manager(self, m: Manifest) -> str | None:
@@ -279,7 +284,7 @@ class Launcher:
         """The object says it is suspended: its controller creates no pods until it is resumed."""
         return self.suspend_field is not None and dig(m.obj, *self.suspend_field) is True
 
-    def not_created(self, w: Workload) -> str | None:
+    def not_created(self, w: W) -> str | None:
         """Why the controller here creates none of the workload's pods now, with its upstream source; None where it
         does (`make plan` says it per workload, the topology checks of a workload another controller manages are
         skipped and said so)."""
@@ -292,18 +297,18 @@ class Launcher:
         return None
 
     # --- where a user sets what the controller reads
-    def pods_field(self, w: Workload) -> str:
+    def pods_field(self, w: W) -> str:
         return "spec"
 
-    def setting_field(self, w: Workload, name: str) -> str | None:
+    def setting_field(self, w: W, name: str) -> str | None:
         """The field that sets a torchrun setting the controller injects (`nproc`, `nnodes`, `rdzv_id`)."""
         return None
 
-    def dns_field(self, w: Workload, pod: Pod) -> str:
+    def dns_field(self, w: W, pod: Pod) -> str:
         """The field that names the Service the pods are published under."""
         return f"{pod.spec_field}.subdomain"
 
-    def address(self, w: Workload, pod: Pod) -> str:
+    def address(self, w: W, pod: Pod) -> str:
         """The name other pods reach `pod` at, short form (without the namespace)."""
         return f"{pod.hostname}.{pod.subdomain}" if pod.subdomain else pod.hostname
 
@@ -320,7 +325,7 @@ class Launcher:
         """(field path, Job spec) of the batch Jobs this object stands for."""
         return iter(())
 
-    def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
+    def jobs(self, w: W) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         """The batch Jobs the workload's pods run in, the object they are written in, and the pod restartPolicy that
         object's controller defaults to (None: the API server's); None where no Job runs them."""
         return None
@@ -345,39 +350,39 @@ class Launcher:
         fills in is not missing. Never changes `obj` (a copy where it differs)."""
         return obj
 
-    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+    def admission(self, w: W, bundle: Bundle, torchrun: bool) -> list[Check]:
         """What the controller's webhook refuses, or what it does that breaks a torchrun world (TOPO011); `torchrun`
         says whether the training container starts a launcher."""
         return []
 
-    def gang_scheduler(self, w: Workload) -> str | None:
+    def gang_scheduler(self, w: W) -> str | None:
         """The gang scheduling the workload itself declares, in words (RES005)."""
         return None
 
-    def startup(self, w: Workload) -> Check | None:
+    def startup(self, w: W) -> Check | None:
         """Why not every pod of the world starts at once, where the controller's settings say so (TOPO010)."""
         return None
 
-    def publishes_not_ready(self, w: Workload) -> Check | None:
+    def publishes_not_ready(self, w: W) -> Check | None:
         """With managed DNS: why the controller's Service hides pods that are not Ready, if it does (RDZV001)."""
         return None
 
-    def restarts(self, w: Workload, bundle: Bundle) -> list[str]:
+    def restarts(self, w: W, bundle: Bundle) -> list[str]:
         """What restarts the world after a failure, in words (empty: nothing does) (RESTART004)."""
         return []
 
-    def restart_limit(self, w: Workload, losses: int) -> tuple[str, str]:
+    def restart_limit(self, w: W, losses: int) -> tuple[str, str]:
         """Where the limit that ends a world after its pods' failures is written, and how to let it survive `losses`
         lost pods (RESTART007's field and fix)."""
         return self.pods_field(w), f"let the controller restart the whole world at least {losses} times"
 
-    def after_exit(self, w: Workload, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
+    def after_exit(self, w: W, bundle: Bundle, ended: PodExit, count: RestartCount) -> Decision:
         """What the kubelet and this controller do when a pod of the workload ends (`ended`), given what they counted
         so far (`count`, which the caller updates from the decision). Each module cites its upstream source."""
         return Decision(WAIT, self.title or self.id, "not modelled for this controller: nothing is restarted here",
                         "")
 
-    def services(self, w: Workload) -> list[dict[str, Any]]:
+    def services(self, w: W) -> list[dict[str, Any]]:
         """The Services the controller creates for the workload's pods (name, clusterIP, selector, ...)."""
         return []
 
@@ -395,7 +400,7 @@ class Launcher:
         other controllers (a runtime, an Experiment); each Check's `obj` set to it."""
         return []
 
-    def unlinked(self, w: Workload) -> Check | None:
+    def unlinked(self, w: W) -> Check | None:
         """For a workload whose training container starts no launcher and gets no env:// variables: why its pods
         form no world together, where the controller's settings show it (a TrainJob of several nodes, whose PET_*
         env only torchrun reads); None where they do not."""

@@ -170,7 +170,7 @@ def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container
     n_index = count.failed_pods.get(ended.index, 0) + (0 if ignored else 1)
     total = count.total_failed() + (0 if ignored else 1)
     delay = min(POD_FAILURE_BACKOFF * 2 ** max(total - 1, 0), MAX_POD_FAILURE_BACKOFF)
-    if ignored:
+    if rule is not None and ignored:
         return Decision(RECREATE_POD, who, f"{how}, podFailurePolicy rule {rule[0]} Ignore (not counted) -> new pod for "
                         f"index {ended.index}{until}", policy_source, 0.0, counted=False, awaits_node=waits)
     if per_index is not None:
@@ -199,7 +199,7 @@ class JobWorkload(Workload):
     completion_mode: Any = "NonIndexed"
 
 
-class JobLauncher(Launcher):
+class JobLauncher(Launcher[JobWorkload]):
     id = "indexed-job"
     order = 40
     upstream = "kubernetes/kubernetes v1.36.0"

@@ -195,7 +195,7 @@ def service(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
              "publishNotReadyAddresses": publish is not False}]
 
 
-class JobSetLauncher(Launcher):
+class JobSetLauncher(Launcher[Workload]):
     id = "jobset"
     order = 30
     upstream = "kubernetes-sigs/jobset v0.12.0"

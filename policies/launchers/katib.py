@@ -37,7 +37,7 @@ from typing import Any
 
 from ..kube import as_int, listing, mapping
 from ..model import INFO, Manifest
-from .base import Check, Child, Launcher
+from .base import Check, Child, Launcher, Workload
 
 GROUP = "kubeflow.org"
 KIND = "Experiment"
@@ -93,7 +93,7 @@ def parallel_trials(spec: dict[str, Any]) -> int:
     return max(0, min(parallel, most) if most is not None else parallel)
 
 
-class ExperimentLauncher(Launcher):
+class ExperimentLauncher(Launcher[Workload]):
     id = "katib-experiment"
     order = 90
     upstream = "kubeflow/katib v0.19.0"
@@ -132,12 +132,14 @@ class ExperimentLauncher(Launcher):
         if counts["maxFailedTrialCount"] is not None and counts["maxFailedTrialCount"] < 0:
             refuse("spec.maxFailedTrialCount", "maxFailedTrialCount is below 0")
         for key in ("maxTrialCount", "parallelTrialCount"):
-            if counts[key] is not None and counts[key] <= 0:
-                refuse(f"spec.{key}", f"{key} is {counts[key]}, it must be greater than 0")
+            trials = counts[key]
+            if trials is not None and trials <= 0:
+                refuse(f"spec.{key}", f"{key} is {trials}, it must be greater than 0")
         most = counts["maxTrialCount"]
         for key in ("maxFailedTrialCount", "parallelTrialCount"):
-            if most is not None and counts[key] is not None and counts[key] > most:
-                refuse(f"spec.{key}", f"{key} {counts[key]} is above maxTrialCount {most}",
+            trials = counts[key]
+            if most is not None and trials is not None and trials > most:
+                refuse(f"spec.{key}", f"{key} {trials} is above maxTrialCount {most}",
                        f"set {key} to at most {most}")
 
         tt = spec.get("trialTemplate")

@@ -21,7 +21,7 @@ from ..kube import DNS1035, as_int, dig, int_or_percent, mapping
 from ..model import Manifest
 from . import lws_tpu, statefulset
 from .base import MAX_GROUP_PODS, Bundle, Check, Launcher, Unreadable, Workload
-from .pods import FIRST, POD_INDEX, Injected, PodGroup
+from .pods import FIRST, POD_INDEX, Injected, PodGroup, copies, fixed, indexed
 
 GROUP = "leaderworkerset.x-k8s.io"
 KIND = "LeaderWorkerSet"
@@ -116,7 +116,7 @@ class LeaderWorkerSetWorkload(Workload):
     subdomain_policy: Any = None
 
 
-class LeaderWorkerSetLauncher(Launcher):
+class LeaderWorkerSetLauncher(Launcher[LeaderWorkerSetWorkload]):
     id = "leaderworkerset"
     order = 80
     upstream = "kubernetes-sigs/lws v0.10.0"
@@ -127,7 +127,7 @@ class LeaderWorkerSetLauncher(Launcher):
     # leaderworkerset_webhook.go ValidateUpdate: subGroupSize can be neither changed, added nor removed.
     immutable = ("spec.leaderWorkerTemplate.subGroupPolicy",)
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> LeaderWorkerSetWorkload:
         spec = mapping(m.obj.get("spec"))
         lwt = mapping(spec.get("leaderWorkerTemplate"))
         name = m.name
@@ -193,8 +193,9 @@ class LeaderWorkerSetLauncher(Launcher):
                     Injected(GROUP_SIZE, str(size), mode=FIRST),
                     Injected(WORKER_INDEX_ENV, str(worker), mode=FIRST)] + tpu.get(container, [])
 
-        groups: list[PodGroup] = []
-        for g in range(max(replicas, 0)):
+        def replica(g: int) -> tuple[PodGroup, PodGroup]:
+            """Replica g's leader group and worker group (one call per replica: the functions each group holds
+            close over this replica's names)."""
             leader = f"{name}-{g}"
             # Shared: both StatefulSets' serviceName is the LWS; UniquePerReplica: the webhook sets the leader's
             # subdomain to its own name, and its worker StatefulSet's serviceName is the leader's name.
@@ -203,36 +204,41 @@ class LeaderWorkerSetLauncher(Launcher):
             leader_notes = common_notes()
             if unique:
                 leader_notes[SUBDOMAIN_POLICY] = UNIQUE_PER_REPLICA
-            groups.append(PodGroup(
+            leader_group = PodGroup(
                 role="leader", count=1, offset=0, template=leader_tmpl,
                 template_field=leader_field,
-                name=lambda i, leader=leader: leader,
-                hostname=lambda i, leader=leader: leader, hostname_forced=True,
+                name=fixed(leader),
+                hostname=fixed(leader), hostname_forced=True,
                 subdomain=subdomain, subdomain_forced=True,
-                labels=lambda i, g=g, leader=leader, key=key: {
+                labels=lambda i: {
                     WORKER_INDEX: "0", SET_NAME: name, GROUP_INDEX: str(g), GROUP_KEY: key,
                     statefulset.POD_NAME_LABEL: leader, POD_INDEX: str(g), **subgroup_labels(leader, leader, 0)},
-                annotations=lambda i, n=leader_notes: dict(n),
-                inject=lambda i, c, init, g=g, s=subdomain: env(g, 0, s, c, leader_tmpl),
+                annotations=copies(leader_notes),
+                inject=lambda i, c, init: env(g, 0, subdomain, c, leader_tmpl),
                 aux=g > 0,
-            ))
+            )
             worker_notes = {**common_notes(), LEADER_NAME: leader}
             if leader_tpus:
                 worker_notes[lws_tpu.LEADER_REQUESTS_TPUS] = "true"
-            groups.append(PodGroup(
+            worker_group = PodGroup(
                 role="worker", count=max(size - 1, 0), offset=1, template=worker_tmpl,
                 template_field="spec.leaderWorkerTemplate.workerTemplate",
-                name=lambda i, leader=leader: f"{leader}-{i + 1}",
-                hostname=lambda i, leader=leader: f"{leader}-{i + 1}", hostname_forced=True,
+                name=indexed(leader, 1),
+                hostname=indexed(leader, 1), hostname_forced=True,
                 subdomain=subdomain, subdomain_forced=True,
-                labels=lambda i, g=g, leader=leader, key=key: {
+                labels=lambda i: {
                     SET_NAME: name, GROUP_INDEX: str(g), GROUP_KEY: key, WORKER_INDEX: str(i + 1),
                     statefulset.POD_NAME_LABEL: f"{leader}-{i + 1}", POD_INDEX: str(i + 1),
                     **subgroup_labels(f"{leader}-{i + 1}", leader, i + 1)},
-                annotations=lambda i, n=worker_notes: dict(n),
-                inject=lambda i, c, init, g=g, s=subdomain: env(g, i + 1, s, c, worker_tmpl),
+                annotations=copies(worker_notes),
+                inject=lambda i, c, init: env(g, i + 1, subdomain, c, worker_tmpl),
                 aux=g > 0,
-            ))
+            )
+            return leader_group, worker_group
+
+        groups: list[PodGroup] = []
+        for g in range(max(replicas, 0)):
+            groups.extend(replica(g))
         w = LeaderWorkerSetWorkload(m, self, groups, m.namespace, replicas=replicas, subdomain_policy=policy)
         if replicas > 1:
             w.notes.append(f"{replicas} groups of {size} pods: each group is its own torchrun world; group 0 is "

@@ -109,7 +109,7 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
     return None
 
 
-class MPIJobLauncher(Launcher):
+class MPIJobLauncher(Launcher[Workload]):
     id = "mpijob"
     order = 75
     upstream = "kubeflow/mpi-operator v0.8.0"
@@ -172,7 +172,7 @@ class MPIJobLauncher(Launcher):
 
         groups: list[PodGroup] = []
         if LAUNCHER in specs:
-            target = first_container(specs[LAUNCHER])
+            launcher_target = first_container(specs[LAUNCHER])
             groups.append(PodGroup(
                 role=LAUNCHER, count=1, offset=0, aux=not as_worker,
                 template=_with_restart(specs[LAUNCHER], LAUNCHER),
@@ -181,10 +181,10 @@ class MPIJobLauncher(Launcher):
                 hostname=lambda i: f"{name}-launcher", hostname_forced=True,
                 subdomain=name, subdomain_forced=True,
                 labels=lambda i: labels("launcher", "0" if as_worker else None),
-                inject=lambda i, c, init, t=target: launcher_env(c, init, t),
-                container_name=target))
+                inject=lambda i, c, init: launcher_env(c, init, launcher_target),
+                container_name=launcher_target))
         if WORKER in specs:
-            target = first_container(specs[WORKER])
+            worker_target = first_container(specs[WORKER])
             template = _with_restart(specs[WORKER], WORKER)
             groups.append(PodGroup(
                 role=WORKER, count=workers, offset=1 if as_worker and LAUNCHER in specs else 0,
@@ -193,9 +193,9 @@ class MPIJobLauncher(Launcher):
                 hostname=lambda i: f"{name}-worker-{i}", hostname_forced=True,
                 subdomain=name, subdomain_forced=True,
                 labels=lambda i: labels("worker", str(i + 1 if as_worker else i)),
-                inject=lambda i, c, init, t=target: [Injected("K_MPI_JOB_ROLE", "worker")]
-                if (c == t and not init) else [],
-                container_name=target,
+                inject=lambda i, c, init: [Injected("K_MPI_JOB_ROLE", "worker")]
+                if (c == worker_target and not init) else [],
+                container_name=worker_target,
                 containers=_worker_containers(template)))
         w = Workload(m, self, groups, m.namespace)
         w.notes.append(f"hostfile {HOSTFILE} (ConfigMap {name}-config): "
@@ -313,7 +313,8 @@ def refused(name: str, spec: dict[str, Any]) -> list[Check]:
                          "characters: the MPI Operator will not create the job's pods and Service",
                          "use a shorter lowercase name that starts with a letter"))
     slots = spec.get("slotsPerWorker")
-    if slots is not None and (as_int(slots) is None or as_int(slots) < 0):
+    slot_count = as_int(slots)
+    if slots is not None and (slot_count is None or slot_count < 0):
         out.append(Check("spec.slotsPerWorker", f"slotsPerWorker {slots} is negative: the MPI Operator refuses the "
                          "job", "set slotsPerWorker to the GPUs (or cores) per worker"))
     impl = spec.get("mpiImplementation")

@@ -4,6 +4,7 @@ the controller adds a function of the pod's index), the Pod made from it with ea
 ConfigMap or Secret gives a container."""
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -46,14 +47,14 @@ class ContainerEnv:
     added: bool = False
     # Where `command` or `args` is written when not under `field`: a TrainJob's `node` container is `spec.trainer`,
     # but a command the TrainJob leaves out is the runtime's.
-    key_fields: dict[str, str] = field(default_factory=dict)
-    _env: dict[str, str | None] = field(default_factory=dict, repr=False)
-    _fields: dict[str, str] = field(default_factory=dict, repr=False)
-    _injected: set[str] = field(default_factory=set, repr=False)
+    key_fields: dict[str, str] = dataclasses.field(default_factory=dict)
+    _env: dict[str, str | None] = dataclasses.field(default_factory=dict, repr=False)
+    _fields: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    _injected: set[str] = dataclasses.field(default_factory=set, repr=False)
     # Works the env out when first read: the rules read the training container's, `make plan` every container's.
-    _pending: Callable[[], None] | None = field(default=None, repr=False)
+    _pending: Callable[[], None] | None = dataclasses.field(default=None, repr=False)
     # command + args after `$(VAR)` expansion with each token's field path (Pod.argv), worked out once.
-    _argv: tuple[list[str], list[str]] | None = field(default=None, repr=False)
+    _argv: tuple[list[str], list[str]] | None = dataclasses.field(default=None, repr=False)
 
     def _ready(self) -> None:
         if self._pending is not None:
@@ -123,6 +124,7 @@ class Pod:
         """A container's command + args after `$(VAR)` expansion, with the field path of each token (worked out
         once per container: the env it expands against is fixed; callers do not change the lists)."""
         c = c or self.main
+        assert c is not None, "make_pod readies every Pod (Pod.ready sets main)"
         if c._argv is None:
             out: list[str] = []
             fields: list[str] = []
@@ -139,6 +141,23 @@ class Pod:
 
 def _none(i: int) -> dict[str, str]:
     return {}
+
+
+# A PodGroup's naming functions for a launcher that builds groups in a loop: each binds its values when called (as a
+# lambda's default arguments would, which mypy cannot type).
+def indexed(prefix: str, offset: int = 0) -> Callable[[int], str]:
+    """Pod i is named `<prefix>-<i + offset>`."""
+    return lambda i: f"{prefix}-{i + offset}"
+
+
+def fixed(value: str) -> Callable[[int], str]:
+    """Every pod of the group is named `value` (a group of one)."""
+    return lambda i: value
+
+
+def copies(values: dict[str, str]) -> Callable[[int], dict[str, str]]:
+    """Every pod gets its own copy of `values` (labels, annotations)."""
+    return lambda i: dict(values)
 
 
 @dataclass

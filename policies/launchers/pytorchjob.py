@@ -4,13 +4,13 @@ repository under its new name): pods `<job>-<replica type>-<index>`, one Service
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..kube import DNS1035, as_int, dig, listing, mapping
 from ..model import Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
-from .pods import Injected, PodGroup
+from .pods import Injected, PodGroup, indexed
 
 KIND = "PyTorchJob"
 MASTER, WORKER = "Master", "Worker"
@@ -94,7 +94,7 @@ class PyTorchJobWorkload(Workload):
     nproc_per_node: Any = None
 
 
-class PyTorchJobLauncher(Launcher):
+class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
     id = "pytorchjob"
     order = 10
     upstream = "kubeflow/trainer v1.9.4 (the training-operator line)"
@@ -116,7 +116,7 @@ class PyTorchJobLauncher(Launcher):
                       resources=[("spec", "pytorchReplicaSpecs", "*", "template", "spec", "containers", 0,
                                   "resources")])
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> PyTorchJobWorkload:
         spec = mapping(m.obj.get("spec"))
         name = m.name
         specs = replica_specs(spec)
@@ -171,6 +171,10 @@ class PyTorchJobLauncher(Launcher):
 
         groups: list[PodGroup] = []
         offset = 0
+        def ranked(offset: int) -> Callable[[int, str, bool], list[Injected]]:
+            """A replica type's env: pod i is rank i + offset (no env in init containers)."""
+            return lambda i, c, init: [] if init else env(i + offset)
+
         for rtype in order:
             rt = rtype.lower()
             # RANK counts the Master first: a Worker's rank is its index + 1 (only set when a Master exists).
@@ -190,10 +194,10 @@ class PyTorchJobLauncher(Launcher):
                 offset=offset,
                 template=mapping(specs[rtype].get("template")),
                 template_field=f"spec.pytorchReplicaSpecs.{rtype}.template",
-                name=lambda i, rt=rt: f"{name}-{rt}-{i}",
-                hostname=lambda i, rt=rt: f"{name}-{rt}-{i}",
+                name=indexed(f"{name}-{rt}"),
+                hostname=indexed(f"{name}-{rt}"),
                 labels=labels,
-                inject=lambda i, c, init, o=rank_offset: [] if init else env(i + o),
+                inject=ranked(rank_offset),
                 init_containers=(lambda i: [init_container(name)]) if (rtype == WORKER and has_master)
                 else (lambda i: []),
                 container_name=CONTAINER,
@@ -240,7 +244,7 @@ class PyTorchJobLauncher(Launcher):
             if isinstance(rspec.get("template"), dict):
                 yield f"spec.pytorchReplicaSpecs.{rtype}.template", rspec["template"]
 
-    def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
+    def admission(self, w: PyTorchJobWorkload, bundle: Bundle, torchrun: bool) -> list[Check]:
         """pkg/webhooks/pytorch/pytorchjob_webhook.go validatePyTorchJob at v1.9.4 (it runs before the defaulter:
         an omitted Master `replicas` is refused), and what breaks a world the webhook lets through."""
         out: list[Check] = []

@@ -114,7 +114,7 @@ class StatefulSetWorkload(Workload):
     pod_management_policy: Any = "OrderedReady"
 
 
-class StatefulSetLauncher(Launcher):
+class StatefulSetLauncher(Launcher[StatefulSetWorkload]):
     id = "statefulset"
     order = 50
     upstream = "kubernetes/kubernetes v1.36.0"
@@ -124,7 +124,7 @@ class StatefulSetLauncher(Launcher):
     scale = ScaleSpec(pods=[(("spec", "replicas"), 0)], env_container=("spec", "template", "spec", "containers", 0),
                       resources=[("spec", "template", "spec", "containers", 0, "resources")])
 
-    def build(self, m: Manifest, bundle: Bundle) -> Workload:
+    def build(self, m: Manifest, bundle: Bundle) -> StatefulSetWorkload:
         spec = mapping(m.obj.get("spec"))
         name = m.name
         start = start_ordinal(spec)

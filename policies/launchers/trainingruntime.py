@@ -12,7 +12,7 @@ import yaml
 
 from ..kube import as_int, dig, listing, mapping
 from ..model import Manifest
-from .base import Check, Launcher
+from .base import Check, Launcher, Workload
 
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -52,15 +52,15 @@ def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
         return out
     merge_key = MERGE_KEYS.get(key or "")
     if merge_key and isinstance(base, list) and isinstance(patch, list):
-        out = [copy.deepcopy(x) for x in base]
+        items = [copy.deepcopy(x) for x in base]
         for item in patch:
-            at = next((i for i, x in enumerate(out) if isinstance(x, dict) and isinstance(item, dict)
+            at = next((i for i, x in enumerate(items) if isinstance(x, dict) and isinstance(item, dict)
                        and x.get(merge_key) == item.get(merge_key)), None)
             if at is None:
-                out.append(copy.deepcopy(item))
+                items.append(copy.deepcopy(item))
             else:
-                out[at] = strategic_merge(out[at], item)
-        return out
+                items[at] = strategic_merge(items[at], item)
+        return items
     return copy.deepcopy(patch)
 
 
@@ -133,7 +133,7 @@ def gpus_per_node(resources: dict[str, Any]) -> int:
     return count(resources.get("requests")) or count(resources.get("limits"))
 
 
-class RuntimeKind(Launcher):
+class RuntimeKind(Launcher[Workload]):
     """A (Cluster)TrainingRuntime starts no pods itself; its templates are the TrainJob's."""
 
     id = "trainingruntime"

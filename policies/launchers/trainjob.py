@@ -95,7 +95,7 @@ class TrainJobWorkload(Workload):
     runtime_resources: dict[str, Any] = field(default_factory=dict)
 
 
-class TrainJobLauncher(Launcher):
+class TrainJobLauncher(Launcher[TrainJobWorkload]):
     id = "trainjob"
     order = 20
     upstream = "kubeflow/trainer v2.3.0"
@@ -157,7 +157,7 @@ class TrainJobLauncher(Launcher):
         initializer = mapping(spec.get("initializer"))
         for rjob in listing(template.get("replicatedJobs")):
             step = ancestor(mapping(rjob))
-            source = mapping(initializer.get(INITIALIZERS.get(step or ""))) if step in INITIALIZERS else {}
+            source = mapping(initializer.get(INITIALIZERS[step])) if step is not None and step in INITIALIZERS else {}
             if not source:
                 continue
             # builder.go Initializer: the initializer container of that step gets STORAGE_URI, the TrainJob's env
@@ -195,8 +195,8 @@ class TrainJobLauncher(Launcher):
         # jobset.go 419-424 (Build: PodLabels, PodAnnotations): the podGroupPolicy plugin's label or annotation goes
         # on the pod template of every replicated Job, over what the runtime and its patches set.
         group = mapping(rspec.get("podGroupPolicy"))
-        for (source, key), section in ((POD_GROUP_LABEL, "labels"), (POD_GROUP_ANNOTATION, "annotations")):
-            if not isinstance(group.get(source), dict):
+        for (plugin, key), section in ((POD_GROUP_LABEL, "labels"), (POD_GROUP_ANNOTATION, "annotations")):
+            if not isinstance(group.get(plugin), dict):
                 continue
             for rjob in listing(template.get("replicatedJobs")):
                 pod = owned(rjob, "template", "spec", "template")

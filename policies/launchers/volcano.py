@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..kube import as_int, dig, listing, mapping
 from ..model import Manifest
 from .base import MAX_GROUP_PODS, Unreadable, Bundle, Check, Launcher, Workload
-from .pods import Injected, PodGroup
+from .pods import Injected, PodGroup, indexed
 
 GROUP = "batch.volcano.sh"
 KIND = "Job"
@@ -191,6 +191,11 @@ def wait_script(addr: str, port: int, timeout: int) -> str:
 QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
+def _ports(port: int) -> Callable[[str], list[dict[str, Any]]]:
+    """The pytorch plugin's port on every container of its tasks."""
+    return lambda c: [{"name": PORT_NAME, "containerPort": port}]
+
+
 def _qualified(name: str) -> str | None:
     """validation.IsQualifiedName for a name without a prefix: at most 63 characters of [-A-Za-z0-9_.],
     alphanumeric at both ends."""
@@ -212,7 +217,7 @@ class VolcanoWorkload(Workload):
     tasks: list[str] = field(default_factory=list)
 
 
-class VolcanoJobLauncher(Launcher):
+class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
     id = "volcano-job"
     order = 70
     upstream = "volcano-sh/volcano v1.15.1"
@@ -238,7 +243,8 @@ class VolcanoJobLauncher(Launcher):
         counts = [as_int(t.get("replicas"), 0) or 0 for t in ts]
         master_i = names.index(py["master"]) if py and py["master"] in names else -1
         pytorch_on = py is not None and master_i >= 0  # OnPodCreate returns without a change when no master task
-        world_size = sum(c for n, c in zip(names, counts) if py and n in (py["master"], py["worker"]))
+        pt: dict[str, Any] = py or {}  # read only where pytorch_on (py is set)
+        world_size = sum(c for n, c in zip(names, counts) if py and n in (pt["master"], pt["worker"]))
         master_addr = domain(name, ts[master_i], 0) if pytorch_on else None
         host_env = hosts(name, ts) if SVC in plug else {}
         queue = str(spec.get("queue") or DEFAULT_QUEUE)
@@ -247,7 +253,7 @@ class VolcanoJobLauncher(Launcher):
         # The world's order: with the pytorch plugin, RANK's (the master task, then the worker task); otherwise the
         # tasks' order. Other tasks' pods are listed, not ranked.
         if pytorch_on:
-            world = [names.index(py["master"])] + ([names.index(py["worker"])] if py["worker"] in names else [])
+            world = [names.index(pt["master"])] + ([names.index(pt["worker"])] if pt["worker"] in names else [])
         else:
             world = list(range(len(ts)))
         offsets: dict[int, int] = {}
@@ -261,9 +267,9 @@ class VolcanoJobLauncher(Launcher):
             tname = names[ti]
             template = mapping(t.get("template"))
             pspec = mapping(template.get("spec"))
-            is_master = pytorch_on and tname == py["master"]
-            is_worker = pytorch_on and tname == py["worker"]
-            adds_wait = bool(is_worker and py["wait"]) and not any(
+            is_master = pytorch_on and tname == pt["master"]
+            is_worker = pytorch_on and tname == pt["worker"]
+            adds_wait = bool(is_worker and pt["wait"]) and not any(
                 mapping(c).get("name") == WAIT_MASTER for c in listing(pspec.get("initContainers")))
             partition = mapping(t.get("partitionPolicy"))
 
@@ -294,7 +300,7 @@ class VolcanoJobLauncher(Launcher):
                     return []
                 out: list[Injected] = []
                 if pytorch_on and not init:
-                    out += [Injected("MASTER_ADDR", master_addr), Injected("MASTER_PORT", str(py["port"])),
+                    out += [Injected("MASTER_ADDR", master_addr), Injected("MASTER_PORT", str(pt["port"])),
                             Injected("WORLD_SIZE", str(world_size))]
                     if is_worker:
                         out.append(Injected("RANK", str(i + 1)))
@@ -308,25 +314,25 @@ class VolcanoJobLauncher(Launcher):
             def init_containers(i: int, adds_wait: bool = adds_wait) -> list[dict[str, Any]]:
                 if not adds_wait:
                     return []
-                return [{"name": WAIT_MASTER, "image": py["image"],
-                         "command": ["sh", "-c", wait_script(master_addr or "", py["port"], py["timeout"])]}]
+                return [{"name": WAIT_MASTER, "image": pt["image"],
+                         "command": ["sh", "-c", wait_script(master_addr or "", pt["port"], pt["timeout"])]}]
 
-            port = py["port"] if pytorch_on else None
+            port = pt["port"] if pytorch_on else None
             groups.append(PodGroup(
                 role=tname,
                 count=counts[ti],
                 offset=offsets.get(ti, 0),
                 template=template,
                 template_field=f"spec.tasks[{ti}].template",
-                name=lambda i, tname=tname: f"{name}-{tname}-{i}",
+                name=indexed(f"{name}-{tname}"),
                 # svc.go OnPodCreate: hostname = pod name and subdomain = job name where the template sets none.
-                hostname=lambda i, tname=tname: f"{name}-{tname}-{i}",
+                hostname=indexed(f"{name}-{tname}"),
                 subdomain=name if SVC in plug else None,
                 labels=labels,
                 annotations=annotations,
                 inject=inject,
                 init_containers=init_containers,
-                ports=(lambda c, port=port: [{"name": PORT_NAME, "containerPort": port}]) if port else (lambda c: []),
+                ports=_ports(port) if port else (lambda c: []),
                 aux=ti not in offsets,
             ))
         w = VolcanoWorkload(m, self, groups, m.namespace, plugins=plug, pytorch=py, pytorch_on=pytorch_on,

@@ -62,7 +62,13 @@ def _load() -> dict[str, Rule]:
             raise RuntimeError(f"duplicate rule id {rule.id}")
         rules[rule.id] = rule
     order = list(FAMILIES)
-    return dict(sorted(rules.items(), key=lambda kv: (order.index(ID_FORMAT.match(kv[0]).group(1)), kv[0])))
+
+    def family(rule_id: str) -> str:
+        m = ID_FORMAT.match(rule_id)
+        assert m is not None  # every id was checked against ID_FORMAT above
+        return m.group(1)
+
+    return dict(sorted(rules.items(), key=lambda kv: (order.index(family(kv[0])), kv[0])))
 
 
 RULES: dict[str, Rule] = _load()

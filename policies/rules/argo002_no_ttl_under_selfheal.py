@@ -31,7 +31,7 @@ def check(ctx):
             for m in t.manifests:
                 path = launchers.ttl_field(m)
                 ttl = dig(m.obj, *path) if path else None
-                if ttl is None:
+                if ttl is None or path is None:  # (no path: no ttl)
                     continue
                 yield Problem(ID, f"ttlSecondsAfterFinished is {ttl} while {app.label()} syncs this with selfHeal: "
                               "once the finished workload is deleted, Argo CD creates it again and the training "

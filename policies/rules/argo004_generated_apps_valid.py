@@ -14,6 +14,8 @@ Passes: the repository's argocd/applicationset.yaml.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..model import WARNING, Manifest
 from ..rulekit import obj_problem
 
@@ -21,7 +23,7 @@ ID = "ARGO004"
 NAME = "generated-apps-valid"
 # Only Applications (written out or generated) are read: other overlays skip the rule.
 KINDS = ("Application", "ApplicationSet")
-_VALIDATOR = []
+_VALIDATOR: list[Any] = []
 
 
 def _validator():

@@ -129,7 +129,7 @@ def check(ctx):
                 namespaced = (group, kind) not in CLUSTER_SCOPED
                 ok, lst = group_kind_name_permitted(pspec, group, kind, m.name, namespaced)
                 if not ok and not namespaced:
-                    key = (proj.name, rel_source(t.folder), group, kind, m.name)
+                    key: tuple[str, ...] = (proj.name, rel_source(t.folder), group, kind, m.name)
                     if key not in seen:
                         seen.add(key)
                         yield _cluster_problem(app, proj, pspec, t, m, group, kind, lst)

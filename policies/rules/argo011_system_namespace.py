@@ -13,6 +13,8 @@ Passes: the repository's argocd/ folder (one ddp-<env> namespace per environment
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .. import gomatch
 from ..argocd import glob_match, projects
 from ..identity import ARGOCD_NAMESPACE, system_namespace
@@ -50,7 +52,8 @@ def check(ctx):
             yield obj_problem(ID, app.manifest, app.at("spec.destination.namespace"), f"{app.label()} syncs into "
                               f"'{ns}', {why}: every merged change can write there", HINT)
     for project in projects(ctx.bundle.manifests).values():
-        spec = project.obj.get("spec") if isinstance(project.obj.get("spec"), dict) else {}
+        raw_spec = project.obj.get("spec")
+        spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
         home = project.namespace or ARGOCD_NAMESPACE
         for i, dest in enumerate(spec.get("destinations") or []):
             ns = dest.get("namespace") if isinstance(dest, dict) else None

@@ -14,7 +14,7 @@ Passes: every referenced ConfigMap, Secret and claim in the manifests; a file wi
 """
 from __future__ import annotations
 
-from ..model import ERROR, INFO, Problem
+from ..model import ERROR, INFO, Manifest, Problem
 from ..rulekit import obj_problem
 
 ID = "REF001"
@@ -33,9 +33,9 @@ def _needs(ctx):
             yield w, need
 
 
-def references(ctx) -> list[tuple[str, str, str, object, str]]:
+def references(ctx) -> list[tuple[str, str, str, Manifest, str]]:
     """(kind, namespace, name, the object that names it, its field) for every reference a pod template makes."""
-    out: list[tuple[str, str, str, object, str]] = []
+    out: list[tuple[str, str, str, Manifest, str]] = []
     for site in ctx.sites:
         ns = site.manifest.namespace
         for i, vol in enumerate(site.spec.get("volumes") or []):
@@ -83,7 +83,7 @@ def check(ctx):
     have = {(m.kind, m.namespace, m.name) for m in ctx.bundle.manifests}
     # A name without a namespace in the manifests is applied where its reader runs: match on kind and name.
     loose = {(m.kind, m.name) for m in ctx.bundle.manifests if not m.namespace}
-    missing: dict[tuple[str, str, str], tuple[object, str]] = {}
+    missing: dict[tuple[str, str, str], tuple[Manifest, str]] = {}
     for kind, ns, name, m, field in references(ctx):
         if (kind, ns, name) in have or (kind, name) in loose or (not ns and any(
                 k == kind and n == name for k, _, n in have)):

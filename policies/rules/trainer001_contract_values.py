@@ -36,7 +36,7 @@ def _flag_values(args: list[str], fields: list[str]) -> Iterator[tuple[str, str,
 
 
 def check(ctx):
-    seen: set[tuple[str, str, str]] = set()  # a Master and its Workers share one ConfigMap key
+    seen: set[tuple[str, str | None, str]] = set()  # a Master and its Workers share one ConfigMap key
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         args, arg_fields = argv[start:], fields[start:]
         given = contract.flags_given(args)

@@ -112,7 +112,7 @@ def in_force(meant: str, c, refs: set[str], argv: list[str], start: int) -> tupl
 
 
 def check(ctx):
-    seen: set[tuple[str, str, str]] = set()  # a Master and its Workers share one ConfigMap key
+    seen: set[tuple[str, str | None, str]] = set()  # a Master and its Workers share one ConfigMap key
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         refs = _references(c)
         read = set(contract.ENV) | refs | set(TORCHRUN_ENV)

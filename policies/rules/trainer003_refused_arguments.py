@@ -23,7 +23,7 @@ NAME = "trainer-arguments"
 
 
 def check(ctx):
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str | None]] = set()
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         for k, written, why in contract.refused([str(a) for a in argv[start:]]):
             m, f = located(w, fields[start + k])

@@ -168,7 +168,8 @@ def prepared(value: Any, schema: Any) -> Any:
 def _root_view(obj: dict[str, Any]) -> dict[str, Any]:
     """The object as a rule on the root of a CRD's schema sees it (model.WithTypeAndObjectMeta): apiVersion, kind,
     and of metadata only name and generateName."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     out = dict(obj)
     out["metadata"] = {k: meta[k] for k in ("name", "generateName") if isinstance(meta.get(k), str)}
     return out

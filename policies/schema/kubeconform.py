@@ -54,8 +54,8 @@ def kubeconform_message_errors(msg: str) -> list[dict[str, str]]:
             if not deeper:
                 found.append({"path": m.group("path"), "msg": items[m.end():end].strip()})
         return found
-    m = _KC_WRAPPED.search(text)
-    return [{"path": m.group(1), "msg": m.group(2)}] if m else []
+    wrapped = _KC_WRAPPED.search(text)
+    return [{"path": wrapped.group(1), "msg": wrapped.group(2)}] if wrapped else []
 
 
 def _kubeconform_errors(res: dict[str, Any], msg: str) -> list[dict[str, Any]]:

@@ -85,7 +85,7 @@ def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Probl
             continue
         api, kind = obj.get("apiVersion"), obj.get("kind")
         missing = [k for k, v in (("apiVersion", api), ("kind", kind)) if not isinstance(v, str) or not v]
-        if missing:
+        if missing or not isinstance(api, str) or not isinstance(kind, str):  # (the same test, said to mypy)
             problems.append((i, Problem(RULE_INPUT, f"object has no {' and no '.join(missing)}", m.source, obj=m.ref,
                                         hint="every Kubernetes object needs a string apiVersion and kind")))
             continue

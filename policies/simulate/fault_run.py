@@ -139,7 +139,7 @@ class FaultRun:
         e = _EPOCH_END.search(line)
         if e:
             self.epoch = int(e.group(1))
-        paused = bool(m) and line.startswith("[TRAIN]") and int(m.group(1)) in self.pauses and self._paused(sp)
+        paused = m is not None and line.startswith("[TRAIN]") and int(m.group(1)) in self.pauses and self._paused(sp)
         try:
             for f in self.faults:
                 if f.fired or f.when not in ("step", "epoch"):
@@ -336,7 +336,7 @@ class FaultRun:
                 hold = away is not None and not away.fired
                 if hold:  # its node is away: the decision waits for the return fault (then its back-off)
                     sp.held = lambda: self._later(time.monotonic() + delay, action)
-            if hold:
+            if hold and away is not None:  # (hold: away is set)
                 sim.say(f"[sim] pod {sp.name} stays away until {away.text} fires")
             else:
                 self._later(now + delay, action)

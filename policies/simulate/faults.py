@@ -201,7 +201,8 @@ def account(metrics: Path | None) -> Account:
             last_ckpt = max(last_ckpt, step)
         if event == "done":
             acc.finished = True
-            reached = max(reached, rec.get("steps") if isinstance(rec.get("steps"), int) else 0)
+            steps = rec.get("steps")
+            reached = max(reached, steps if isinstance(steps, int) else 0)
     acc.final_step = reached
     for before, at, ckpt in acc.resumes:
         acc.repeated += max(before - at, 0)

@@ -213,11 +213,11 @@ class Layout:
         if tmp not in sp.folders:
             sp.folders.append(tmp)  # (made by write, as the pod starts)
         env: dict[str, str] = {}
-        for k, v in p.env.items():
-            if v is None:
-                v = self._runtime_value(p, k, sp)
-            if v is not None:
-                env[k] = rewrite(str(v).replace("<random>", sp.suffix), mapping)
+        for k, value in p.env.items():
+            if value is None:
+                value = self._runtime_value(p, k, sp)
+            if value is not None:
+                env[k] = rewrite(str(value).replace("<random>", sp.suffix), mapping)
         argv, _ = p.argv()
         sp.argv = [rewrite(t.replace("<random>", sp.suffix), mapping) for t in argv]
         hosts = pod_dir / "hosts"

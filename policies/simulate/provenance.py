@@ -96,7 +96,8 @@ def differences(files: list[Path], repo: Path) -> list[str] | None:
         raise LookupError("not a git checkout, or git is not installed")
     tracked_names = set(_listed(tracked.stdout))
     loose = [p for p in inside if not (repo / p).is_dir() and p not in tracked_names]
-    changed, untracked = [], []
+    changed: list[str] = []
+    untracked: list[str] = []
     for entry in _listed(status.stdout):
         code, name = entry[:2], entry[3:]
         if not name or entry[2:3] != " ":

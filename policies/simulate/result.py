@@ -98,7 +98,7 @@ class Result:
                     for ln in sp.last_words or ["(printed nothing)"]:
                         lines.append(f"  [{sp.name}] {clip(ln, 220)}")
             # The value a rank refused, traced to the manifest setting that gave it (said once for the world).
-            refused = list(dict.fromkeys(r for sp in self.trainers if (r := rejected_setting(sp))))
+            refused = list(dict.fromkeys(said for sp in self.trainers if (said := rejected_setting(sp))))
             lines += [f"  {r}" for r in refused]
             if static_problems:
                 lines.append("  the static checks (make validate) say:")

@@ -171,7 +171,7 @@ class Sharded(Store):
 
         def read() -> None:
             model_sd, optim_sd = get_state_dict(wrapped, optimizer)
-            state = {"model": model_sd, "optim": optim_sd}
+            state: dict[str, Any] = {"model": model_sd, "optim": optim_sd}
             try:
                 dcp.load(state, checkpoint_id=found.path)
             except (Exception, CheckpointException) as e:  # every rank's outcome (a BaseException), a damaged tensor

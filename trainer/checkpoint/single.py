@@ -88,6 +88,7 @@ def read_verified(path: Path, expect_sha: str | None = None, expect_bytes: int |
 
 def rng_state(device: torch.device) -> dict[str, Any]:
     np_state = np.random.get_state()
+    assert isinstance(np_state, tuple)  # the legacy form (MT19937, the global RandomState's generator)
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,

@@ -7,10 +7,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.checkpoint.files import atomic_write, check_writable, remove_temp
 from trainer.errors import TrainerError
+
+if TYPE_CHECKING:  # the formats import torch; what they share does not
+    import torch
+    from torch import nn
 
 LATEST = "latest"
 NAME_RE = re.compile(r"^(epoch-\d{4,}|step-\d{8,})$")
@@ -66,6 +70,22 @@ class Store:
         self.run_dir = run_dir
 
     # ---- per format
+    def save(self, name: str | None, model: nn.Module, wrapped: nn.Module, optimizer: torch.optim.Optimizer,
+             meta: dict[str, Any], is_best: bool) -> int | None:
+        raise NotImplementedError
+
+    def load(self, found: Found, model: nn.Module, wrapped: nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:
+        raise NotImplementedError
+
+    def rng_state(self, device: torch.device) -> Any:
+        raise NotImplementedError
+
+    def set_rng(self, saved: list[Any], rank: int, same_world: bool, device: torch.device) -> None:
+        raise NotImplementedError
+
+    def best_record(self, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+        raise NotImplementedError
+
     def display(self, name: str) -> str:
         raise NotImplementedError
 
