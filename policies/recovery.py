@@ -240,7 +240,7 @@ def etcd_closes(ctx: Any, t: Topology) -> Blocker | None:
         return None
     v = t.first
     shown = f"--max-restarts {mr.value}" + (" (torchrun's default)" if mr.origin == "default" else "")
-    return Blocker("RESTART005", mr.field or v.inv.field,
+    return Blocker("RESTART005", mr.field or (v.inv.field if v.inv is not None else None),
                    f"{restarts[0]} but torchrun has {shown} with the {t.backend} rendezvous: on a peer's failure the "
                    f"other pods' torchrun closes rendezvous '{v.rdzv_id.value}' in etcd, and every restarted pod ends "
                    "with RendezvousClosedError", "use --rdzv-backend=c10d (its state ends with the pods, a restart "
@@ -264,7 +264,8 @@ def shared_store(ctx: Any, t: Topology) -> Blocker | None:
     if all(str(pod.env.get(SHARED_STORE_VAR, "")).strip() == "1" for pod in ctx.distinct_pods(t)):
         return None
     v = t.first
-    return Blocker("RESTART006", launcher_field(t, mr.field or v.inv.field, "max_restarts"),
+    written = mr.field or (v.inv.field if v.inv is not None else None)
+    return Blocker("RESTART006", launcher_field(t, written, "max_restarts"),
                    f"the pods restart ({', '.join(restarts)}) and torchrun restarts its workers (--max-restarts "
                    f"{mr.value}) on the {t.backend} rendezvous with the store shared ({SHARED_STORE_VAR} unset): a pod "
                    "started again waits for the store address that the surviving rank 0 publishes in its first "
