@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from test_docs import _env, blocks, commands, fresh_copy
+from test_docs import _env, blocks, commands, fresh_copy, skip_in_a_fork
 
 URL = "https://git.acme.io/ml/ddp-gitops.git"
 IMAGE = "registry.acme.io/ml/ddp-trainer"
@@ -33,6 +33,7 @@ def make(fork, *args, timeout=900) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def fork(tmp_path_factory):
+    skip_in_a_fork("docs/deploy.md's fork flow")
     root = fresh_copy(tmp_path_factory.mktemp("fork") / "repo", own_venv=True)
     steps = [
         ["make", "init", f"REPO_URL={URL}", f"IMAGE={IMAGE}", "CLUSTERS=gke-t4=prod-gke kind-cpu=dev-kind",
