@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import gitops, gomatch, launchers
-from .paths import CHECKOUT
+from .paths import delivery_folder, repo_root  # noqa: F401 - delivery_folder: read from here too
 from .podspecs import pod_sites
 from .kustomization import kustomization_file
 from .render import render
@@ -227,15 +227,6 @@ def projects(manifests: list[Manifest]) -> dict[str, Manifest]:
 # ---------------------------------------------------------------- where an Application's path leads
 
 
-def repo_root(start: str | Path) -> Path:
-    """The repository a manifest belongs to: the nearest folder above it with gitops.yaml (or .git)."""
-    p = Path(start).resolve()
-    for d in (p, *p.parents):
-        if (d / "gitops.yaml").is_file() or (d / ".git").exists():
-            return d
-    return CHECKOUT or Path.cwd()  # installed: the working folder
-
-
 def repo_url() -> str | None:
     return gitops.argocd_settings().get("repoURL")
 
@@ -269,15 +260,25 @@ def _render(folder: Path) -> tuple[list[Manifest], str | None]:
     return r.manifests, r.error
 
 
-def target(app: App, source: dict[str, Any], start: str) -> Target | None:
-    """Render the folder an Application source names, when it is in this repository (None otherwise)."""
+def source_folder(source: dict[str, Any], start: str) -> tuple[str, Path, bool] | None:
+    """(path, folder, inside) for an Application source that names a path in this repository (None otherwise):
+    the folder it leads to from the repository `start` lies in, and whether that folder is inside it."""
     path = source.get("path")
     if not isinstance(path, str) or not same_repo(source.get("repoURL")):
         return None
     root = repo_root(start if start not in ("<stdin>", "") else ".")
     rel = path.strip().strip("/") or "."
     folder = (root / rel).resolve()
-    if root.resolve() not in (folder, *folder.parents):
+    return path, folder, root.resolve() in (folder, *folder.parents)
+
+
+def target(app: App, source: dict[str, Any], start: str) -> Target | None:
+    """Render the folder an Application source names, when it is in this repository (None otherwise)."""
+    found = source_folder(source, start)
+    if found is None:
+        return None
+    path, folder, inside = found
+    if not inside:
         return Target(path, folder, error="leaves the repository")
     manifests, error = _render(folder)
     return Target(path, folder, list(manifests), error)
@@ -306,6 +307,27 @@ class Delivery:
 def resolve(manifests: list[Manifest], start: str) -> Delivery:
     apps, failed = applications(manifests)
     return Delivery(apps, failed, {id(a): list(targets(a, start)) for a in apps})
+
+
+# ---------------------------------------------------------------- an overlay validated without argocd/
+
+@dataclass
+class Synced:
+    """An overlay validated without its repository's Argo CD folder: each Application of that folder whose source
+    names the overlay's folder (with that source's path), and the folder's AppProjects (ARGO008 reads them)."""
+
+    apps: list[tuple[App, str]] = dc_field(default_factory=list)
+    projects: dict[str, Manifest] = dc_field(default_factory=dict)
+
+
+def synced_by(overlay: str | Path, delivery: list[Manifest]) -> Synced:
+    """The Applications among `delivery` (the rendered Argo CD folder, ApplicationSets expanded as ARGO004 and
+    ARGO008 expand them) whose source path is the overlay's folder, and the folder's AppProjects."""
+    here = Path(overlay).resolve()
+    apps, _ = applications(delivery)
+    found = [(app, named[0]) for app in apps for _, source in app.sources
+             if (named := source_folder(source, str(overlay))) is not None and named[2] and named[1] == here]
+    return Synced(found, projects(delivery) if found else {})
 
 
 def rel_source(folder: Path) -> str:

@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.func is cmd_validate:
             share_renders()
-        prefetch(_paths(args) or [str(DEFAULT_ROOT)])
+        prefetch(_paths(args) or [str(DEFAULT_ROOT)], delivery=args.func is cmd_validate)
     from .schema import ValidatorUnavailable
 
     return guarded(lambda: args.func(args), (InputError, ValidatorUnavailable))

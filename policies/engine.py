@@ -17,7 +17,7 @@ from .files import path_error, read
 from .loader import InputError, NotKubernetes
 from .model import ERROR, INFO, WARNING, Manifest, Problem
 from .kustomization import kustomization_file, overlays_named
-from .render import render_all
+from .render import render, render_all
 from .rulekit import Environment
 from .rules import RULES, Context, Rule
 from .schema import crd_rules
@@ -49,6 +49,9 @@ class Unit:
     recovery: list[tuple[Topology, Any]] = field(default_factory=list)
     # The manifests with the objects controllers make from them (launchers.expand), worked out once.
     expansion: tuple[list[Manifest], list[Child], list[Check]] | None = None
+    # An overlay validated without its repository's Argo CD folder: the Applications that sync it and their
+    # AppProjects (engine.validate sets it; ARGO008 checks the objects against them).
+    synced: argocd.Synced | None = None
 
     def expanded(self) -> tuple[list[Manifest], list[Child], list[Check]]:
         if self.expansion is None:
@@ -196,7 +199,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     ctx = Context(bundle, resolved.topologies, resolved.unresolved, unit.source, unit.environment,
                   workloads=unit.workloads, undetermined=resolved.undetermined, unread=resolved.unread,
                   scripts=resolved.scripts, elsewhere=resolved.elsewhere,
-                  refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA))
+                  refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA),
+                  synced=unit.synced)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
     for m in manifests:
@@ -369,10 +373,31 @@ def _apply_suppressions(unit: Unit, problems: list[Problem]) -> list[Problem]:
     return kept + extra
 
 
+def synced(units: list[Unit]) -> None:
+    """Tell each overlay validated without its repository's Argo CD folder (paths.delivery_folder) which Applications
+    of that folder sync it, so that ARGO008 checks its objects against their AppProject (`make validate
+    PATHS=<overlay>`, the pre-commit hook). Where the folder is validated in the same run, ARGO008 checks the overlay
+    there, once. The folder is rendered once per run (render's cache; prefetched by the command line)."""
+    validated = {Path(u.source).resolve() for u in units if u.kind == "overlay"}
+    delivered: dict[Path, list[Manifest]] = {}
+    for u in units:
+        if u.kind != "overlay" or u.failed_input or not u.manifests:
+            continue
+        folder = argocd.delivery_folder(u.source)
+        if folder is None or folder.resolve() in validated:
+            continue
+        if folder not in delivered:
+            r = render(folder)
+            delivered[folder] = [] if r.error else r.manifests  # one that does not render is validate's to report
+        if delivered[folder]:
+            u.synced = argocd.synced_by(u.source, delivered[folder])
+
+
 def validate(units: list[Unit], validator: Validator | None, timings: Timings | None = None) -> None:
     """Schema-validate then policy-check every unit in place. The schema stage sees every unit at once (kubeconform
     starts once per run, not once per overlay)."""
     t = timings or Timings()
+    synced(units)
     live = [u for u in units if not u.failed_input and u.manifests]
     schema: dict[int, list[Problem]] = {}
     if validator is not None and live:

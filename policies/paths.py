@@ -45,6 +45,37 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ddp-k8s-gitops"
 
 
+def repository(start: str | Path) -> Path | None:
+    """The nearest folder above `start` with gitops.yaml (or .git); None where there is none."""
+    p = Path(start).resolve()
+    for d in (p, *p.parents):
+        if (d / "gitops.yaml").is_file() or (d / ".git").exists():
+            return d
+    return None
+
+
+def repo_root(start: str | Path) -> Path:
+    """The repository a manifest belongs to: the nearest folder above it with gitops.yaml (or .git)."""
+    return repository(start) or CHECKOUT or Path.cwd()  # installed: the working folder
+
+
+# The folder of a repository that holds its Argo CD manifests (the AppProject, the ApplicationSet) beside gitops.yaml:
+# what `make validate` validates with the overlays, and where policies/identity.py, changed.py and new_env.py read them.
+DELIVERY_FOLDER = "argocd"
+
+
+def delivery_folder(start: str | Path) -> Path | None:
+    """The Argo CD folder of the repository `start` lies in (`repository`), when it has a kustomization; None
+    otherwise (a folder in no repository included). Only in a checkout: installed, gitops.yaml's repoURL (which says
+    whether an Application's source is this repository, argocd.same_repo) is the package's own, not the user's, so
+    no Application could be matched to the user's overlay."""
+    from .kustomization import kustomization_file
+
+    root = repository(start) if CHECKOUT is not None and start not in ("<stdin>", "-", "") else None
+    folder = root / DELIVERY_FOLDER if root is not None else None
+    return folder if folder is not None and kustomization_file(folder) is not None else None
+
+
 def overlay_path(raw: str, root: Path | None = None, inside: bool = False) -> str:
     """The path `raw` names: as written when it exists from the working folder, else under `root` or
     `root`/overlays (relative to the working folder where it lies below it). `root` is the checkout, or, installed,

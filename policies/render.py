@@ -24,7 +24,7 @@ from .kustomization import (KUSTOMIZATION_FILES, collect_inputs, inputs, kustomi
 from .files import path_error, rel
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse
 from .model import Manifest
-from .paths import cache_root
+from .paths import cache_root, delivery_folder
 from .transaction import pending
 
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read (allow-listed:
@@ -351,11 +351,13 @@ def _first_line(text: str) -> str:
 _PREFETCHED: dict[str, "Future[Rendered]"] = {}
 
 
-def prefetch(paths: list[str]) -> None:
+def prefetch(paths: list[str], delivery: bool = False) -> None:
     """Start rendering the overlays PATHS names (a folder with a kustomization, else every overlay below a folder,
     as engine.collect finds them) in threads, before the rest of the validator is even imported: the command line
-    calls this first, and render() of the same folder later takes the result. Never raises: whatever goes wrong is
-    met again, and reported, by the render that collect asks for."""
+    calls this first, and render() of the same folder later takes the result. With `delivery` (validate), also the
+    Argo CD folder of their repository where it is not among them (paths.delivery_folder: the engine checks an
+    overlay validated without it against the AppProject that syncs it). Never raises: whatever goes wrong is met
+    again, and reported, by the render that collect asks for."""
     try:
         folders: list[Path] = []
         for raw in paths:
@@ -364,6 +366,10 @@ def prefetch(paths: list[str]) -> None:
                 folders += overlays_named(p)
         if not folders:
             return
+        if delivery:
+            named = {f.resolve() for f in folders}
+            found = {d for d in map(delivery_folder, folders) if d is not None and d.resolve() not in named}
+            folders += sorted(found)
         pool = ThreadPoolExecutor(max_workers=_jobs(len(folders)))
         for folder in folders:
             if os.fspath(folder) not in _PREFETCHED:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field as dc_field
 from typing import Any
 
-from .argocd import Delivery
+from .argocd import Delivery, Synced
 from .launchers import Bundle, Check, Launcher, Pod, Workload, of
 from .launchers.pods import env_from_configmap
 from .model import INFO, Manifest, Problem
@@ -71,6 +71,8 @@ class Context:
     schema_refused: frozenset[str | None] = frozenset()
     # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
     argo: Delivery = dc_field(default_factory=Delivery)
+    # An overlay validated without its repository's Argo CD folder: the Applications that sync it (ARGO008).
+    synced: Synced | None = None
     # Every workload of a modelled controller, training or not (admission checks read them all).
     workloads: list[Workload] = dc_field(default_factory=list)
     _sites: list[PodSite] | None = dc_field(default=None, repr=False)

@@ -13,6 +13,8 @@ of the whole Application. This rule renders each Application's path and checks e
 with Argo CD's own matching, when the project is among the same manifests; with `CreateNamespace=true` it checks the
 destination namespace Argo CD creates (gitops-engine pkg/sync/sync_context.go:1027-1029, 1161-1212: a sync task
 where the namespace does not exist yet, or always with `managedNamespaceMetadata`, controller/sync_namespace.go:14-46).
+An overlay validated without argocd/ (`make validate PATHS=<overlay>`, the pre-commit hook) gets the same check of
+its objects, at its own objects, against the project of each Application of the checkout's argocd/ that syncs it.
 
 Fails: an overlay gains a NetworkPolicy the project does not list; an Application with destination namespace
 `default`; a source repository the project does not name; an overlay that syncs `Namespace kube-system` or
@@ -21,15 +23,17 @@ Passes: the repository's argocd/ folder.
 """
 from __future__ import annotations
 
-from ..argocd import CLUSTER_SCOPED, glob_match, group_kind_name_permitted, projects, rel_source, resource_in_list
+from pathlib import Path
+
+from ..argocd import (CLUSTER_SCOPED, Target, glob_match, group_kind_name_permitted, projects, rel_source,
+                      resource_in_list)
 from ..kube import group_of
 from ..model import ERROR, WARNING, Problem
 from ..rulekit import obj_problem
 
 ID = "ARGO008"
 NAME = "project-permits"
-# Only Applications (written out or generated) are read: other overlays skip the rule.
-KINDS = ("Application", "ApplicationSet")
+# Every unit: an overlay validated without argocd/ is checked against the AppProject that syncs it (engine.synced).
 CREATE_NAMESPACE = "CreateNamespace=true"
 
 
@@ -81,6 +85,46 @@ def _cluster_problem(app, proj, pspec, t, m, group: str, kind: str, lst: str):
                    f"{_refused(proj, group, kind)}", rel_source(t.folder), obj=m.ref, field="metadata.name", hint=hint)
 
 
+def refusal(app, proj, t, m, at_object: bool = False):
+    """What the sync of `app` says of one object `m` its source `t` renders, asked of the AppProject `proj` as Argo
+    CD asks it (validateSyncPermissions): None where the project permits it, else (the key it is reported once
+    under, or None, and the problem). The one check for both ways ARGO008 sees an object: through the Applications
+    of a validated argocd/, and in an overlay validated without it (`at_object`: every problem at the overlay's
+    object, as the AppProject is not among the objects validated)."""
+    pspec = proj.obj.get("spec") or {}
+    dest = app.destination
+    group, kind = group_of(m.api_version), m.kind
+    namespaced = (group, kind) not in CLUSTER_SCOPED
+    ok, lst = group_kind_name_permitted(pspec, group, kind, m.name, namespaced)
+    if not ok and not namespaced:
+        problem = _cluster_problem(app, proj, pspec, t, m, group, kind, lst)
+        if at_object:
+            problem.source = m.source
+        return (proj.name, rel_source(t.folder), group, kind, m.name), problem
+    if not ok:
+        entry = f'{{group: "{group}", kind: {kind}}}'
+        where = f"{proj.ref} spec.{lst}" if at_object else f"spec.{lst}"
+        if lst.endswith("Blacklist"):
+            why = f"is denied by spec.{lst}"
+            fix = f"remove it from {t.path}, or {entry} from {where}"
+        else:
+            why, fix = "is not permitted", f"add {entry} to {where}"
+        message = f"{app.label()} syncs {m.ref} ({t.path}), but kind {_gk(group, kind)} {why}, so the sync fails"
+        problem = (Problem(ID, message, m.source, obj=m.ref, field="kind", hint=fix) if at_object else
+                   obj_problem(ID, proj, f"spec.{lst}", message, fix))
+        return (proj.name, lst, group, kind), problem
+    if namespaced and m.namespace and m.namespace != str(dest.get("namespace") or ""):
+        # validateSyncPermissions checks each namespaced object's own namespace (sync.go:660-669).
+        if not _dest_ok(pspec.get("destinations"), {**dest, "namespace": m.namespace}):
+            return None, Problem(ID, f"{app.label()} syncs {m.ref} ({t.path}) into namespace {m.namespace}, which is "
+                                 f"not among AppProject {proj.name}'s destinations, so the sync fails: \"namespace "
+                                 f"{m.namespace} is not permitted in project '{proj.name}'\"",
+                                 m.source if at_object else rel_source(t.folder),
+                                 obj=m.ref, field="metadata.namespace", hint="remove metadata.namespace, so that the "
+                                 "Application's destination namespace applies")
+    return None
+
+
 def _created_namespace(app, proj, pspec, rendered):
     """The destination namespace Argo CD creates with CreateNamespace=true, when the project does not permit it."""
     ns = str(app.destination.get("namespace") or "")
@@ -125,35 +169,30 @@ def check(ctx):
         for _, _, t in ctx.argo.targets(app):
             rendered += t.manifests
             for m in t.manifests:
-                group, kind = group_of(m.api_version), m.kind
-                namespaced = (group, kind) not in CLUSTER_SCOPED
-                ok, lst = group_kind_name_permitted(pspec, group, kind, m.name, namespaced)
-                if not ok and not namespaced:
-                    key: tuple[str, ...] = (proj.name, rel_source(t.folder), group, kind, m.name)
-                    if key not in seen:
-                        seen.add(key)
-                        yield _cluster_problem(app, proj, pspec, t, m, group, kind, lst)
-                elif not ok:
-                    key = (proj.name, lst, group, kind)
-                    if key not in seen:
-                        seen.add(key)
-                        entry = f'{{group: "{group}", kind: {kind}}}'
-                        if lst.endswith("Blacklist"):
-                            why = f"is denied by spec.{lst}"
-                            fix = f"remove it from {t.path}, or {entry} from spec.{lst}"
-                        else:
-                            why, fix = "is not permitted", f"add {entry} to spec.{lst}"
-                        yield obj_problem(ID, proj, f"spec.{lst}", f"{app.label()} syncs {m.ref} ({t.path}), but kind "
-                                          f"{_gk(group, kind)} {why}, so the sync fails", fix)
-                elif namespaced and m.namespace and m.namespace != str(dest.get("namespace") or ""):
-                    # validateSyncPermissions checks each namespaced object's own namespace (sync.go:660-669).
-                    if not _dest_ok(pspec.get("destinations"), {**dest, "namespace": m.namespace}):
-                        yield Problem(ID, f"{app.label()} syncs {m.ref} ({t.path}) into namespace {m.namespace}, "
-                                      f"which is not among AppProject {proj.name}'s destinations, so the sync fails: "
-                                      f"\"namespace {m.namespace} is not permitted in project '{proj.name}'\"",
-                                      rel_source(t.folder), obj=m.ref, field="metadata.namespace",
-                                      hint="remove metadata.namespace, so that the Application's destination "
-                                      "namespace applies")
+                found = refusal(app, proj, t, m)
+                if found is not None and found[0] not in seen:
+                    if found[0] is not None:
+                        seen.add(found[0])
+                    yield found[1]
         problem = _created_namespace(app, proj, pspec, rendered)
         if problem is not None:
             yield problem
+    if ctx.synced is not None:
+        yield from _overlay(ctx, seen)
+
+
+def _overlay(ctx, seen):
+    """An overlay validated without its repository's argocd/: the objects it renders (not those a controller makes
+    from them), checked against the AppProject of each Application that syncs it (engine.synced)."""
+    rendered = [m for m in ctx.bundle.manifests if m.ref not in ctx.bundle.children]
+    for app, path in ctx.synced.apps:
+        proj = ctx.synced.projects.get(str(app.spec.get("project") or ""))
+        if proj is None:
+            continue  # as above: a project defined elsewhere is not checked here
+        t = Target(path, Path(ctx.source).resolve(), rendered)
+        for m in t.manifests:
+            found = refusal(app, proj, t, m, at_object=True)
+            if found is not None and found[0] not in seen:
+                if found[0] is not None:
+                    seen.add(found[0])
+                yield found[1]
