@@ -128,7 +128,8 @@ def run(cmd: list[str], env_extra: dict[str, str], timeout: float) -> tuple[str,
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-        errors = [ln for ln in lines if "[ERROR]" in ln or "Error" in ln or "error" in ln]
+        errors = ([ln for ln in lines if ln.startswith("[ERROR]")][:1]  # the trainer's own line first
+                  or [ln for ln in lines if "[ERROR]" in ln or "Error" in ln or "error" in ln])
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-6000:])
         raise StepFailed(f"exit {proc.returncode}: {(errors or lines or ['no output'])[-1].strip()}")
     return proc.stdout + proc.stderr, wall
@@ -282,7 +283,10 @@ def lm_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
     common = ["--task", "causal-lm", "--model-local-dir", info["model"], "--data-root", info["data"],
               "--seq-len", str(sizes.lm_seq), "--batch-size", str(sizes.lm_batch), "--strategy", sizes.lm_strategy,
               "--backend", sizes.backend, "--log-interval", "1000000", "--save-epochs", "false",
-              "--run-id", "lm", *amp]
+              "--run-id", "lm", *amp,
+              # a phase that hangs (start-up, model load, first step, checkpoint save, ...) ends the run with one
+              # [ERROR] line naming it before the step's own timeout kills it silently (the H200's LM step, 2026-11-26)
+              "--phase-timeout", f"{max(30.0, timeout / 2):g}"]
     try:
         out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.lm_epochs)], tmp / "out"), {}, timeout)
     except StepFailed as e:

@@ -98,8 +98,9 @@ SLOW_MODULES = {
     "test_init", "test_new_env", "test_remove_env",  # whole-repository copies validated, written, killed, finished
     "test_fork",  # a fork made as docs/deploy.md says, validated, and its own make test-fast
 }
-FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx"}
+FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx", "test_trainer_lm_step", "test_trainer_phases"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
+    "test_trainer_lm_step": {"test_compile_gives_the_eager_losses"},  # inductor compiles a GPT-2 on the CPU, 70 s
     "test_loader_one_pass": {"test_every_yaml_file_in_the_repository_reads_the_same"},  # the CRDs, 10-15 s
     "test_scale": {"test_new_run_renames_the_workload_and_its_run_id", "test_scale_with_a_new_run_in_one_step",
                    "test_every_dependent_field_changes_and_comments_stay", "test_scale_up_then_down_gives_back_the_bytes",

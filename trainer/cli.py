@@ -82,6 +82,13 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
                    help="[AFTER_DONE] once the run is complete (or found complete at start): exit, or wait doing "
                         "nothing until SIGTERM, then exit 0 (for a controller that restarts a container that exits, "
                         "which would run it again: a StatefulSet)")
+    p.add_argument("--compile", type=boolean, nargs="?", const=True, default=env("COMPILE", "false"),
+                   help="[COMPILE] torch.compile the model (a Hugging Face model's transformer blocks one by one) and "
+                        "causal-lm's loss; the first step compiles (minutes for a large model on a GPU)")
+    p.add_argument("--phase-timeout", type=positive_seconds, default=env("PHASE_TIMEOUT", None),
+                   help="[PHASE_TIMEOUT] seconds each phase of the run may take (start-up, model load, compile and "
+                        "first step, each later step, validation, checkpoint save, export) before the process says "
+                        "which phase it was in and exits 3; None: no limit")
     p.add_argument("--record-shards", type=boolean, nargs="?", const=True, default=env("RECORD_SHARDS", "false"),
                    help="[RECORD_SHARDS] every rank writes the indices of its shard per epoch to <run>/shards/ (debug)")
     for task in TASKS.values():

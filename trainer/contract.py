@@ -104,6 +104,8 @@ _VARS = (
     Var("MAX_STEPS", POSITIVE_INT, "--max-steps"),
     Var("AFTER_DONE", CHOICE, "--after-done", AFTER_DONE),
     Var("RECORD_SHARDS", BOOL, "--record-shards"),
+    Var("COMPILE", BOOL, "--compile"),
+    Var("PHASE_TIMEOUT", SECONDS, "--phase-timeout"),
     # tasks/causal_lm.py
     Var("MODEL_LOCAL_DIR", TEXT, "--model-local-dir"),
     Var("TOKENIZER_LOCAL_DIR", TEXT, "--tokenizer-local-dir"),
@@ -195,6 +197,13 @@ def refused(args: list[str]) -> list[tuple[int, str, str]]:
             continue
         if eq or (option in OPTIONAL_VALUE and (i + 1 >= len(args) or str(args[i + 1]).startswith("-"))):
             i += 1
+        elif option in OPTIONAL_VALUE:  # argparse takes the next word as the value, and refuses one not true/false
+            value = str(args[i + 1])
+            why = None if "$" in value else FLAGS[option].refuses(value)
+            if why:
+                out.append((i + 1, value, f"not a value of {option} ({why}), and train.py takes no positional "
+                                          "argument"))
+            i += 2
         else:
             i += 2
     return out

@@ -78,6 +78,24 @@ def keep_hyperparameters(optimizer: torch.optim.Optimizer, load: Callable[[], No
     return changes
 
 
+def compile_model(model: nn.Module) -> str:
+    """--compile: torch.compile in place (`Module.compile`: the state-dict keys, checkpoints and exports stay as they
+    are). A Hugging Face model's transformer blocks (its `_no_split_modules`, the FSDP units of trainer/fsdp.py) are
+    compiled one by one: identical blocks share one compiled graph, and under DDP or FSDP2 each block's gradients are
+    ready, and reduced, as soon as its backward graph ends (one graph for the whole model would hold every reduction
+    until the end of the backward pass); FSDP2's hooks stay outside the compiled code. A model without such blocks
+    (the classification tasks') is compiled whole. Compilation itself happens at the first step. Returns what was
+    compiled, for the [DDP] line."""
+    names = set(getattr(model, "_no_split_modules", None) or [])
+    blocks = [m for m in model.modules() if type(m).__name__ in names]
+    if not blocks:
+        model.compile()
+        return "model"
+    for block in blocks:
+        block.compile()
+    return f"{len(blocks)} blocks"
+
+
 def prepare_model(model: nn.Module, device: torch.device, channels_last: bool) -> nn.Module:
     model = model.to(device)
     # Module.to takes memory_format at run time (torch._C._nn._parse_to); torch's overloads of it leave it out.

@@ -3,6 +3,7 @@
 EXIT_OK = 0
 EXIT_PEER_LOST = 1  # a collective failed because another worker died: torchrun restarts or fails the job
 EXIT_USAGE = 2  # bad flags, environment, data, output folder or checkpoint: same code as argparse
+EXIT_PHASE_TIMEOUT = 3  # a phase of the run took longer than --phase-timeout (trainer/phases.py)
 EXIT_PREEMPTED = 143  # 128 + SIGTERM: stopped on request after saving a checkpoint
 
 

@@ -38,6 +38,7 @@ from trainer import distributed as D
 from trainer import engine
 from trainer import fsdp
 from trainer import telemetry
+from trainer.phases import Watchdog
 from trainer import threads as T
 from trainer.errors import Preempted, TrainerError
 from trainer.metrics import RunLog
@@ -65,8 +66,12 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 class Trainer:
     interval_step: int  # the step of the last log interval (set as training starts)
 
-    def __init__(self, args: argparse.Namespace, denv: D.DistEnv, device: torch.device):
+    def __init__(self, args: argparse.Namespace, denv: D.DistEnv, device: torch.device,
+                 watchdog: Watchdog | None = None):
         self.args = args
+        # --phase-timeout (trainer/phases.py): each phase of the run names itself here
+        self.watchdog = watchdog or Watchdog(None)
+        self.phase = self.watchdog.enter
         self.denv = denv
         self.device = device
         self.task = get_task(args.task)
@@ -122,6 +127,7 @@ class Trainer:
         torch.manual_seed(args.seed)
         np.random.seed(args.seed)
         random.seed(args.seed)
+        self.phase("model load")
         run = self.task.build(Context(args, denv, device, self.run_dir))  # each stage agreed on inside
         for w in run.warnings:
             self.log.warn(w)
@@ -135,6 +141,8 @@ class Trainer:
         engine.configure_device(device)
         run.to(device, self.channels_last)
         model = engine.prepare_model(run.model, device, self.channels_last)
+        # in place, before the FSDP2 units (named by class) are made: compiles at the first step
+        self.compiled = engine.compile_model(model) if getattr(args, "compile", False) else None
         wrapped, units = fsdp.wrap(model, run.strategy, device)
         optimizer = engine.make_optimizer(wrapped, args.lr, device, run.weight_decay)
         self.task_run, self.model, self.wrapped = run, model, wrapped
@@ -142,6 +150,7 @@ class Trainer:
 
         changed: list[str] = []
         failed: tuple[str, Path] | None = None  # the last checkpoint that failed to load, and why
+        self.phase("resume")
         while found is not None:
             try:
                 changed = self.store.load(found, model, wrapped, optimizer)
@@ -177,6 +186,8 @@ class Trainer:
         fields.update(run.start(total))
         if run.strategy == "fsdp":
             fields["fsdp_units"] = units
+        if self.compiled:  # --compile: what was compiled
+            fields["compile"] = self.compiled
         fields.update({"amp": args.amp, "channels_last": self.channels_last if self.task.image else None,
                        "batch_per_rank": args.batch_size, "lr": args.lr, "epochs": args.epochs,
                        "steps_per_epoch": self.steps_per_epoch, "log_interval": self.log_every,
@@ -268,6 +279,7 @@ class Trainer:
         takes the same branch. Returns what the logs call the checkpoint (None when only the best model was kept)."""
         if name is None and not is_best:
             return None
+        self.phase("checkpoint save")
         gathered = D.all_gather_objects({"rng": self.store.rng_state(self.device), "partial": partial})
         meta = {"epoch": progress.epoch, "epoch_step": progress.epoch_step, "step": progress.step,
                 "world_size": self.denv.world_size, "batch_size": self.args.batch_size,
@@ -297,6 +309,7 @@ class Trainer:
         return f"stopped by {self.stop.reason} after saving {where}{note}: run the same command again to resume from it"
 
     def _export(self, name: str, metrics: dict[str, Any]) -> None:
+        self.phase("export")
         self.task_run.export(self.run_dir, name, self.wrapped, {**metrics, "identity": self.identity})
 
     def _pending_exports(self, found: checkpoint.Found) -> None:
@@ -351,6 +364,7 @@ class Trainer:
         args, denv, run = self.args, self.denv, self.task_run
         per_step = args.batch_size * run.accumulation
         train_time = 0.0
+        first_step = True  # of this process
         clock = VoteClock(self.stop_check_s, progress.step)  # the first vote after one step
         self.interval_step = progress.step
         for epoch in range(progress.epoch, args.epochs):
@@ -368,6 +382,12 @@ class Trainer:
             progress.partial = None
             stop_at_epoch_end = False
             for i, sl in engine.batch_slices(shard.numel(), per_step, start_batch):
+                # the clock only (no host sync): which step, for --phase-timeout
+                if first_step:
+                    self.phase("compile and first step" if self.compiled else "first step")
+                    first_step = False
+                else:
+                    self.phase(f"step {progress.step + 1}")
                 t_data = time.perf_counter()
                 batch = run.fetch(shard[sl])
                 t_data = time.perf_counter() - t_data
@@ -410,6 +430,7 @@ class Trainer:
         vote on stopping on the training clock between batches: None when they agree to stop."""
         args, denv, run = self.args, self.denv, self.task_run
         batches = math.ceil(math.ceil(run.val_size / denv.world_size) / args.batch_size)
+        self.phase("validation")
         self.wrapped.eval()
         sums = torch.zeros(3, device=self.device, dtype=torch.float64)
         clock = VoteClock(self.stop_check_s)

@@ -62,6 +62,11 @@ _ALIVE: list[Any] = []
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)  # --help (exit 0) and bad arguments (exit 2) end here, before torch is imported
+    from trainer.phases import Watchdog
+
+    rank = os.environ.get("RANK", "0")
+    watchdog = Watchdog(args.phase_timeout, int(rank) if rank.isdigit() else 0)  # --phase-timeout, if given
+    watchdog.enter("start-up")
     from trainer import distributed as D
     from trainer.loop import Trainer
 
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[ERROR] {e}", file=sys.stderr, flush=True)
         write_error_file(str(e))
         return EXIT_USAGE
-    trainer = Trainer(args, denv, device)
+    trainer = Trainer(args, denv, device, watchdog)
     _ALIVE.append(trainer)
     # How the run ended, for the observers that record it (rank 0's MLflow run): "done", "stopped" (SIGTERM or
     # SIGINT, after saving) or "failed" (a refusal, a lost peer, any other error). Whatever ends run().
@@ -105,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer.tel.end(outcome)
         _hard_exit(code)  # here, inside the handler: os._exit skips the `finally` below and every destructor
     finally:
+        watchdog.stop()
         trainer.tel.end(outcome)
     if code == 0 and args.after_done == "wait":
         wait_after_done(denv)

@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
@@ -125,15 +126,54 @@ def load_model(source: str, local: bool):
 
     token = os.environ.get("HUGGINGFACE_HUB_TOKEN") or None
     try:
-        # float32 master weights: bf16 is autocast's business (--amp bf16), AdamW keeps its moments in float32
-        return AutoModelForCausalLM.from_pretrained(source, local_files_only=local, dtype=torch.float32,
-                                                    token=None if local else token)
+        # float32 master weights: bf16 is autocast's business (--amp bf16), AdamW keeps its moments in float32.
+        # Attention through torch's scaled_dot_product_attention (its flash kernel on a GPU in bf16), where the
+        # model supports it; the [DDP] line says which implementation the model runs (attn=).
+        kwargs = dict(local_files_only=local, dtype=torch.float32, token=None if local else token)
+        try:
+            return AutoModelForCausalLM.from_pretrained(source, attn_implementation="sdpa", **kwargs)
+        except ValueError as e:
+            if "scaled_dot_product_attention" not in str(e) and "sdpa" not in str(e):
+                raise
+        return AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as e:
         raise TrainerError(f"model {source}: {str(e).splitlines()[0][:200]}") from None
     except Exception as e:  # a damaged weights file (safetensors' SafetensorError, a torch unpickling error, ...)
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
         raise TrainerError(f"model {source}: its weights cannot be read ({type(e).__name__}: {first}); copy the "
                            "folder again or write it with save_pretrained") from None
+
+
+CAUSAL_SDPA = "sdpa_causal"
+
+
+def _sdpa_causal(module, query, key, value, attention_mask, **kwargs):
+    """transformers' SDPA attention without a mask: is_causal=True (the flash kernel on a GPU in bf16)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    return sdpa_attention_forward(module, query, key, value, None, **kwargs)
+
+
+def causal_attention(model) -> str:
+    """The attention the model trains with; returns its name (the [DDP] line's attn=).
+
+    The task's blocks are full (packed, never padded), so every layer's mask is the plain causal one. transformers'
+    own `sdpa` builds that mask per forward pass and, without an attention mask, first checks whether the position
+    ids hold packed sequences with `(mask[:, -1] == 0).all()` in Python: a host sync per step (found by
+    tests/test_trainer_lm_step.py). `sdpa_causal` is the same SDPA call with is_causal=True and no mask, registered
+    as an attention of its own, which transformers gives no mask to build. Only for a model whose every layer attends
+    causally to the whole block (no sliding window, no encoder); any other keeps what it loaded with."""
+    from transformers import AttentionInterface
+
+    config = model.config
+    implementation = getattr(config, "_attn_implementation", None)
+    full = all(t == "full_attention" for t in (getattr(config, "layer_types", None) or ["full_attention"]))
+    if (implementation != "sdpa" or not full or getattr(config, "sliding_window", None)
+            or getattr(config, "use_sliding_window", False) or getattr(config, "is_encoder_decoder", False)):
+        return str(implementation)
+    AttentionInterface.register(CAUSAL_SDPA, _sdpa_causal)
+    model.set_attn_implementation(CAUSAL_SDPA)
+    return CAUSAL_SDPA
 
 
 def lr_at(step: int, total: int, warmup: int, base: float, schedule: str, min_ratio: float) -> float:
@@ -179,6 +219,13 @@ def _sync_ctx(model, last: bool):
     return contextlib.nullcontext()
 
 
+def token_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Sum of the next-token losses of a micro-batch (labels -100 excluded), float32: what --compile compiles beside
+    the model (the float32 copy of the logits and the log-softmax fuse into one kernel)."""
+    return F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), y[:, 1:].reshape(-1),
+                           ignore_index=lm_data.IGNORE, reduction="sum")
+
+
 class LMRun:
     """The TaskRun of causal-lm (trainer/tasks/__init__.py)."""
 
@@ -199,6 +246,7 @@ class LMRun:
         self.index_device = torch.device("cpu")  # the blocks are read from the memory-mapped cache per batch
         self.device = torch.device("cpu")
         self.amp = engine.AMP_DTYPES[args.amp]
+        self.loss_fn = torch.compile(token_loss) if getattr(args, "compile", False) else token_loss
         self.warnings: list[str] = []
         self.total = self.warmup = 0
 
@@ -211,6 +259,7 @@ class LMRun:
         self.total = total_steps
         self.warmup = args.warmup_steps if args.warmup_steps is not None else int(0.05 * total_steps)
         return {"strategy": args.strategy, "model": self.source, "model_type": self.model_name,
+                "attn": getattr(self.model.config, "_attn_implementation", None),
                 "params": sum(p.numel() for p in self.model.parameters()),  # a DTensor (FSDP) counts its global size
                 "seq_len": args.seq_len, "grad_accum": args.grad_accum,
                 "tokens_per_step": args.batch_size * args.grad_accum * args.seq_len * self.world,
@@ -223,15 +272,14 @@ class LMRun:
     def fetch(self, window: torch.Tensor) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
         b = self.args.batch_size
         micro = [self.train.batch(window[i:i + b]) for i in range(0, window.numel(), b)]
-        return micro, sum(int((y[:, 1:] != lm_data.IGNORE).sum()) for _, y in micro)
+        # counted on the host in numpy: the labels never leave it here, and the step reads no tensor back
+        return micro, sum(int(np.count_nonzero(y[:, 1:].numpy() != lm_data.IGNORE)) for _, y in micro)
 
     def _forward(self, model, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Sum of the token losses of a micro-batch (labels -100 excluded), float32, and the logits."""
         with engine.autocast(self.device, self.amp):
             logits = model(input_ids=x).logits
-        loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), y[:, 1:].reshape(-1),
-                               ignore_index=lm_data.IGNORE, reduction="sum")
-        return loss, logits
+        return self.loss_fn(logits, y), logits
 
     def train_step(self, model, optimizer: torch.optim.Optimizer, batch, step: int) -> tuple[torch.Tensor, float, int]:
         micro, count = batch
@@ -343,6 +391,7 @@ def build(task: Task, ctx: Context) -> LMRun:
             if not path.is_file():
                 raise TrainerError(f"data file {path} does not exist (JSONL with `text` or `prompt`/`completion`)")
         model = load_model(model_src, local)
+        causal_attention(model)
         embeddings = model.get_input_embeddings().weight.shape[0]
         if embeddings < len(tokenizer):
             raise TrainerError(f"tokenizer {tok_src} has {len(tokenizer)} tokens, more than the {embeddings} "
