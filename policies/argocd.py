@@ -13,7 +13,7 @@ from .paths import delivery_folder, repo_root  # noqa: F401 - delivery_folder: r
 from .podspecs import pod_sites
 from .kustomization import kustomization_file
 from .render import render
-from .kube import dig, group_of, listing
+from .kube import KUEUE_QUEUE_LABEL, dig, group_of, listing
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -423,11 +423,6 @@ def _envs(m: Manifest) -> Iterator[tuple[str, list[Any]]]:
 
 # ---------------------------------------------------------------- fields a controller rewrites: no false drift
 
-# The label Kueue reads a job's LocalQueue from. Kueue v0.19.2 reads the label only:
-# pkg/controller/jobframework/utils.go:180-182 (QueueNameForObject: object.GetLabels()[QueueLabel]); the deprecated
-# annotation of the same key (constants.QueueAnnotation, pkg/controller/constants/constants.go:32 at v0.14.0) is gone
-# since v0.15.0. An object is queued where the label is a non-empty string (utils.go:148, WorkloadShouldBeSuspended).
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # Without it a sync (started by any other change) applies the manifest's value of an ignored field: Argo CD v3.5.1
 # copies the live values of ignored fields into what it applies only under this option (controller/sync.go:236-246,
 # normalizeTargetResources at 421-491).

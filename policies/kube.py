@@ -8,6 +8,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+# The label Kueue reads a job's LocalQueue from. Kueue v0.19.2 reads the label only:
+# pkg/controller/jobframework/utils.go:180-182 (QueueNameForObject: object.GetLabels()[QueueLabel]); the deprecated
+# annotation of the same key (constants.QueueAnnotation, pkg/controller/constants/constants.go:32 at v0.14.0) is gone
+# since v0.15.0. An object is queued where the label is a non-empty string (utils.go:148, WorkloadShouldBeSuspended).
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
 # A DNS-1035 label (k8s.io/apimachinery validation.IsDNS1035Label, with its 63-character limit checked apart): what
 # Service names and the names webhooks check must be.
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

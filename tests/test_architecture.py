@@ -289,15 +289,11 @@ def test_no_module_outside_rules_imports_a_rule():
     assert not rule_imports_outside_rules(), rule_imports_outside_rules()
 
 
-def test_the_rule_import_check_sees_one(tmp_path):
+def test_the_rule_import_check_sees_one(tmp_path, monkeypatch):
     pkg = tmp_path / "policies"
     (pkg / "rules").mkdir(parents=True)
     for name in ("__init__.py", "engine.py", "rules/__init__.py", "rules/restart007_x.py"):
         (pkg / name).write_text("")
     (pkg / "engine.py").write_text("from .rules.restart007_x import survival\n")
-    global ROOT
-    saved, ROOT = ROOT, tmp_path
-    try:
-        assert rule_imports_outside_rules(pkg) == ["engine.py: policies.rules.restart007_x"]
-    finally:
-        ROOT = saved
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)  # module_name reads the module's ROOT
+    assert rule_imports_outside_rules(pkg) == ["engine.py: policies.rules.restart007_x"]

@@ -12,6 +12,7 @@ import pytest
 from conftest import REPO
 from policies import argocd
 from policies.files import read
+from policies.kube import KUEUE_QUEUE_LABEL
 from policies.model import Manifest
 from policies.render import render_all
 
@@ -113,7 +114,7 @@ def _app(ignore: list | None, options: list[str]) -> argocd.App:
     return argocd.App(obj, Manifest(obj, "<test>"), "spec", "spec")
 
 
-QUEUED = {argocd.KUEUE_QUEUE_LABEL: "q"}
+QUEUED = {KUEUE_QUEUE_LABEL: "q"}
 RESPECT = [argocd.RESPECT_IGNORE_DIFFERENCES]
 
 
@@ -121,7 +122,7 @@ def test_only_queued_workloads_with_a_suspend_field_need_an_entry():
     assert [e for _, e in argocd.rewritten_fields([_job(QUEUED)])] == [argocd.IgnoreEntry("batch", "Job",
                                                                                            "/spec/suspend")]
     assert not argocd.rewritten_fields([_job(None)])
-    assert not argocd.rewritten_fields([_job({argocd.KUEUE_QUEUE_LABEL: ""})])  # Kueue: an empty name is no queue
+    assert not argocd.rewritten_fields([_job({KUEUE_QUEUE_LABEL: ""})])  # Kueue: an empty name is no queue
     # Kueue v0.19.2 reads the label only; the old annotation of the same key queues nothing.
     annotated = _job(None)
     annotated.obj["metadata"]["annotations"] = QUEUED

@@ -12,12 +12,13 @@ Passes: the same Job labelled `kueue.x-k8s.io/queue-name: h100`; a 4-pod job.
 """
 from __future__ import annotations
 
+from ..kube import KUEUE_QUEUE_LABEL
 from ..rulekit import not_run, problem
 
 ID = "RES005"
 NAME = "gang-admission"
 NEEDS = "largeJobPods"  # from the environment's declaration
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+QUEUE_LABEL = KUEUE_QUEUE_LABEL
 POD_GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.k8s.io", QUEUE_LABEL)
 POD_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name",)
 
