@@ -13,7 +13,7 @@ from .paths import delivery_folder, repo_root  # noqa: F401 - delivery_folder: r
 from .podspecs import pod_sites
 from .kustomization import kustomization_file
 from .render import render
-from .kube import KUEUE_QUEUE_LABEL, dig, group_of, listing
+from .kube import dig, group_of, kueue_queue, listing
 from .model import Manifest
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -447,13 +447,6 @@ def json_pointer(path: tuple[str, ...]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def kueue_queue(m: Manifest) -> str | None:
-    """The LocalQueue a workload object names (Kueue suspends it at creation and resumes it on admission)."""
-    labels = m.metadata.get("labels")
-    value = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, dict) else None
-    return value if isinstance(value, str) and value else None
-
-
 def rewritten_fields(manifests: list[Manifest], set_only: bool = False) -> list[tuple[Manifest, IgnoreEntry]]:
     """The fields of these rendered objects that a controller rewrites after Argo CD applied them, each with the
     `ignoreDifferences` entry that keeps Argo CD from showing and undoing it: the suspend field (the launcher's
@@ -468,7 +461,7 @@ def rewritten_fields(manifests: list[Manifest], set_only: bool = False) -> list[
     for m in manifests:
         launcher = launchers.of(m) if isinstance(m.obj, dict) else None
         field = launcher.suspend_field if launcher is not None else None
-        if not field or kueue_queue(m) is None:
+        if not field or kueue_queue(m.metadata) is None:
             continue
         if set_only and dig(m.obj, *field) is None:
             continue

@@ -187,7 +187,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     # (every child stays in `children`: its problems, the schema stage's too, are moved to its parent in settle)
     bundle = Bundle.of(manifests, [c for c in children if c.manifest.ref not in malformed])
     broken: list[tuple[Manifest, Exception]] = []
-    unit.workloads = workloads(bundle, broken)
+    env = unit.environment
+    unit.workloads = workloads(bundle, broken, env.kueue_frameworks if env is not None else None)
     resolved = resolve(bundle, unit.workloads, broken)
     # A workload the model could not read drops out of the rules (each needs its pods), said once per object; one
     # whose pods only are unreadable keeps the admission checks its spec gets (TOPO011).

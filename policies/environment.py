@@ -14,6 +14,7 @@ from .files import read_config_text, rel as _rel
 from .loader import InputError
 from .model import ERROR, SEVERITIES, Problem
 from .kube import DNS1123_SUBDOMAIN
+from .launchers.kueue import KUEUE_FRAMEWORKS
 from .kustomization import inputs, kustomization_file
 from .rulekit import Environment
 from .rules import RULES
@@ -46,6 +47,10 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "clusterDomain": ("cluster_domain", str, "the cluster's DNS domain (the kubelet's clusterDomain): pod names end in "
                                              ".svc.<it> (TOPO003's endpoint, TOPO011's setHostnameAsFQDN limit); "
                                              "cluster.local is assumed where undeclared"),
+    "kueueFrameworks": ("kueue_frameworks", list, "Kueue runs in the cluster with these integrations on (its "
+                                                  "Configuration's integrations.frameworks): a workload of one of "
+                                                  "them that names a LocalQueue waits for Kueue's admission "
+                                                  "(make plan, RES005)"),
 }
 
 
@@ -128,6 +133,10 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         if not isinstance(item, str) or item.count("/") != 1 or not item.split("/")[1]:
             problems.append(err(f"spec.allowedClusterKinds lists {item!r}, expected group/Kind (/Namespace for the "
                                 "core group)", _line_of(text, "allowedClusterKinds")))
+    for item in env.kueue_frameworks or []:
+        if item not in KUEUE_FRAMEWORKS:
+            problems.append(err(f"spec.kueueFrameworks lists {item!r}, which is not a Kueue integration",
+                                _line_of(text, "kueueFrameworks"), f"use some of {', '.join(KUEUE_FRAMEWORKS)}"))
     domain = env.cluster_domain
     if domain is not None and (len(domain) > 253 or not DNS1123_SUBDOMAIN.fullmatch(domain)):
         problems.append(err(f"spec.clusterDomain is {domain!r}, expected a DNS-1123 subdomain (at most 253 lowercase "
@@ -159,6 +168,8 @@ def tightened(own: Environment | None, operator: Environment) -> Environment:
     env.require_image_digest = bool(operator.require_image_digest or (own and own.require_image_digest))
     # The operator runs the cluster: its domain, where it declares one, is the one pod names end in.
     env.cluster_domain = operator.cluster_domain or (own.cluster_domain if own else None)
+    env.kueue_frameworks = operator.kueue_frameworks if operator.kueue_frameworks is not None else (
+        own.kueue_frameworks if own else None)
     return env
 
 
@@ -191,4 +202,4 @@ def describe(env: Environment) -> dict[str, Any]:
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
             "requireImageDigest": env.require_image_digest, "podLosses": env.pod_losses,
             "severity": dict(env.severity), "real": env.real,
-            "clusterDomain": env.cluster_domain}
+            "clusterDomain": env.cluster_domain, "kueueFrameworks": env.kueue_frameworks}

@@ -14,6 +14,13 @@ from typing import Any
 # since v0.15.0. An object is queued where the label is a non-empty string (utils.go:148, WorkloadShouldBeSuspended).
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
+
+def kueue_queue(metadata: Any) -> str | None:
+    """The LocalQueue an object's metadata names (KUEUE_QUEUE_LABEL, a non-empty string), or None."""
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    value = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, dict) else None
+    return value if isinstance(value, str) and value else None
+
 # A DNS-1035 label (k8s.io/apimachinery validation.IsDNS1035Label, with its 63-character limit checked apart): what
 # Service names and the names webhooks check must be.
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -84,12 +84,17 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
                            "services": [] if elsewhere else w.launcher.services(w),
                            "training_env": dict(w.pod(0).env) if n > 0 else {},
                            # The pods the controller here creates now, and why none where it creates none.
-                           "pods_now": 0 if (elsewhere or w.suspended) else w.all_pods,
+                           "pods_now": 0 if w.launcher.not_created(w) else w.all_pods,
                            "pods_not_created": w.launcher.not_created(w)}
     if not elsewhere and w.all_pods > MAX_PODS:
         out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
     if w.suspended:
         out["suspended"] = True  # the controller creates these pods only once the workload is resumed
+    if w.queued is not None:
+        out["queued"] = w.queued  # the LocalQueue whose admission it waits for (the environment declares Kueue)
+        gated = w.launcher.gated(w)
+        if gated:
+            out["pods_gated"] = gated
     if elsewhere:
         out["managed_by"] = w.managed_by
     notes = t.notes if t is not None else w.notes  # the workload's, and what its topology adds
@@ -165,6 +170,8 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
                 out += [f"recovery: {t.manifest.ref} {s.words()}: {s.why}" for t, s in u.recovery]
             out += [f"note: {w.manifest.kind}/{w.manifest.name}: 0 pods now: {w.launcher.not_created(w)}"
                     for w in idle]
+            out += [f"note: {w.manifest.kind}/{w.manifest.name}: {w.launcher.gated(w)}"
+                    for w in u.workloads if w.launcher.gated(w)]
             if pods and u.workloads:
                 out.append(pods_text(u))
         out.append("")

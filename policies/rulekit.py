@@ -45,6 +45,9 @@ class Environment:
     # The cluster's DNS domain (the kubelet's clusterDomain; TOPO003, TOPO011); None: not declared (cluster.local is
     # then assumed where only a warning depends on it).
     cluster_domain: str | None = None
+    # The Kueue integrations on in the cluster (its Configuration's integrations.frameworks); None: the environment
+    # declares no Kueue.
+    kueue_frameworks: list[str] | None = None
 
 
 @dataclass

@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 from ..model import Manifest
-from ..kube import group_of
+from ..kube import group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, Need, ScaleSpec, Unreadable, Workload
 from .pods import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup
@@ -117,9 +117,12 @@ def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list
     return (manifests + [c.manifest for c in children] if children else manifests), children, checks
 
 
-def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = None) -> list[Workload]:
+def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = None,
+              kueue: Collection[str] | None = None) -> list[Workload]:
     """Every object in the bundle that starts pods through one of the modelled controllers. With `failed`, an object
-    the model cannot read (a malformed field the schema stage also reports) is listed there instead of raising."""
+    the model cannot read (a malformed field the schema stage also reports) is listed there instead of raising.
+    `kueue`: the Kueue integrations the environment declares on (None: it declares no Kueue); an object of one of
+    them that names a LocalQueue is queued (Workload.queued)."""
     out: list[Workload] = []
     for m in bundle.manifests:
         launcher = of(m)
@@ -136,6 +139,8 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
         w.secrets = bundle.secrets
         w.managed_by = launcher.manager(m)
         w.suspended = launcher.suspended(m)
+        if kueue is not None and launcher.kueue_framework in kueue:
+            w.queued = kueue_queue(m.metadata)
         child = bundle.children.get(m.ref)
         if child is not None:
             w.copies = child.copies

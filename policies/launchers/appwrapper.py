@@ -248,6 +248,9 @@ class AppWrapperLauncher(Launcher[Workload]):
     upstream = "project-codeflare/appwrapper v1.2.1"
     title = "AppWrapper (its components' objects are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
+    # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/appwrapper/appwrapper_controller.go:44)
+    kueue_framework = "workload.codeflare.dev/appwrapper"
     starts_pods = False  # each component's own controller starts them
     # A suspended AppWrapper deploys no components (appwrapper_controller.go:171-173); Kueue suspends a queued one and
     # resumes it on admission (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/appwrapper/appwrapper_controller.go:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Iterator, TypeVar
 
 from ..kube import dig, group_of, listing, mapping
+from .kueue import KUEUE_GATE
 from ..model import Manifest
 from .lifecycle import WAIT, Decision, PodExit, RestartCount
 from .pods import Pod, PodGroup, make_pod
@@ -52,6 +53,9 @@ class Workload:
     copies: int = 1
     # Set when the controller creates no pods until the workload is resumed (spec.suspend, Kueue's admission).
     suspended: bool = False
+    # The LocalQueue whose admission the workload waits for: set where the environment declares Kueue with this
+    # kind's integration on and the object carries the queue label (launchers.workloads).
+    queued: str | None = None
     # The controller its managedBy names where that is not this one (MultiKueue, an external controller): the
     # controller here skips the object and creates none of its pods (Launcher.manager).
     managed_by: str | None = None
@@ -256,6 +260,10 @@ class Launcher(Generic[W]):
     managed_by_source: ClassVar[str] = ""
     suspend_field: ClassVar[tuple[str, ...] | None] = None
     suspend_source: ClassVar[str] = ""
+    # The Kueue integration that queues this kind (its FrameworkName at Kueue v0.19.2, one of kube.KUEUE_FRAMEWORKS),
+    # None where Kueue has none: where an environment declares that integration on (`kueueFrameworks`), an object
+    # labelled with a LocalQueue waits for Kueue's admission (launchers/kueue.py says how).
+    kueue_framework: ClassVar[str | None] = None
 
     def owns(self, m: Manifest) -> bool:
         return (group_of(m.api_version), m.kind) in self.kinds
@@ -291,10 +299,24 @@ class Launcher(Generic[W]):
         if w.managed_by is not None:
             return (f"managedBy '{w.managed_by}' names another controller: the {self.kind} controller "
                     f"skips it and creates no pods here ({self.managed_by_source})")
+        if w.queued is not None and self.suspend_field is not None:
+            return (f"queued: Kueue suspends it at creation ({'.'.join(self.suspend_field)} set true) and resumes it "
+                    f"once LocalQueue '{w.queued}' admits the whole workload; its pods are checked here as they will "
+                    "be (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobframework/defaults.go:36-46, "
+                    f"{self.kueue_framework} integration)")
         if w.suspended:
             return (f"suspended ({'.'.join(self.suspend_field or ())} is true): its pods are created once it is "
                     f"resumed, and are checked here as they will be ({self.suspend_source})")
         return None
+
+    def gated(self, w: W) -> str | None:
+        """Why the workload's pods, once created, wait for Kueue's admission before they are scheduled (a pod-group
+        integration: the pods exist behind a scheduling gate); None where they do not."""
+        if w.queued is None or self.suspend_field is not None:
+            return None
+        return (f"queued: each pod is created behind the scheduling gate {KUEUE_GATE} and scheduled once LocalQueue "
+                f"'{w.queued}' admits the whole group (kubernetes-sigs/kueue v0.19.2 "
+                f"pkg/controller/jobs/pod/pod_webhook.go:109, 176, {self.kueue_framework} integration)")
 
     # --- where a user sets what the controller reads
     def pods_field(self, w: W) -> str:

@@ -213,6 +213,9 @@ class JobLauncher(Launcher[JobWorkload]):
     suspend_field = ("spec", "suspend")
     suspend_source = "kubernetes v1.36.0 pkg/controller/job/job_controller.go manageJob, jobSuspended"
     kinds = (("batch", KIND),)
+    # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/job/job_controller.go:55)
+    kueue_framework = "batch/job"
     immutable = ("spec.template", "spec.selector", "spec.completionMode", "spec.completions")
     ttl_field = ("spec", "ttlSecondsAfterFinished")
     scale = ScaleSpec(pods=[(("spec", "completions"), 0), (("spec", "parallelism"), 0)],

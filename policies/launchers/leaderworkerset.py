@@ -122,6 +122,9 @@ class LeaderWorkerSetLauncher(Launcher[LeaderWorkerSetWorkload]):
     upstream = "kubernetes-sigs/lws v0.10.0"
     title = "LeaderWorkerSet"
     kinds = ((GROUP, KIND),)
+    # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/leaderworkerset/leaderworkerset_controller.go:40)
+    kueue_framework = "leaderworkerset.x-k8s.io/leaderworkerset"
     for_training = False  # counts when a pod starts torchrun or reads env:// (LWS serves inference too)
     managed_dns = True    # the controller's headless Service(s)
     # leaderworkerset_webhook.go ValidateUpdate: subGroupSize can be neither changed, added nor removed.

@@ -115,6 +115,9 @@ class MPIJobLauncher(Launcher[Workload]):
     upstream = "kubeflow/mpi-operator v0.8.0"
     title = "Kubeflow MPI Operator v2 MPIJob (launcher, workers, hostfile)"
     kinds = (("kubeflow.org", KIND),)
+    # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/mpijob/mpijob_controller.go:42)
+    kueue_framework = "kubeflow.org/mpijob"
     for_training = True
     managed_dns = True
     ttl_field = ("spec", "runPolicy", "ttlSecondsAfterFinished")

@@ -120,6 +120,9 @@ class StatefulSetLauncher(Launcher[StatefulSetWorkload]):
     upstream = "kubernetes/kubernetes v1.36.0"
     title = "StatefulSet + headless Service"
     kinds = (("apps", KIND),)
+    # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/statefulset/statefulset_controller.go:39)
+    kueue_framework = "statefulset"
     immutable = ("spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy")
     scale = ScaleSpec(pods=[(("spec", "replicas"), 0)], env_container=("spec", "template", "spec", "containers", 0),
                       resources=[("spec", "template", "spec", "containers", 0, "resources")])

@@ -107,6 +107,9 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
     # the JobSet it builds is suspended with it (pkg/runtime/framework/plugins/jobset/builder.go:176 Suspend)
     suspend_source = "kubeflow/trainer v2.3.0 pkg/controller/trainjob_controller.go:216, plugins/jobset/builder.go:176"
     kinds = (("trainer.kubeflow.org", KIND),)
+    # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/trainjob/trainjob_controller.go:54)
+    kueue_framework = "trainer.kubeflow.org/trainjob"
     for_training = True
     managed_dns = True
     # What cannot change in place (spec.trainer, spec.runtimeRef, ...) is the CRD's own transition rules

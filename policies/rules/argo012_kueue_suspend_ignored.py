@@ -26,8 +26,8 @@ auto-sync.
 """
 from __future__ import annotations
 
-from ..argocd import RESPECT_IGNORE_DIFFERENCES, ignores, kueue_queue, rel_source, unguarded
-from ..kube import dig
+from ..argocd import RESPECT_IGNORE_DIFFERENCES, ignores, rel_source, unguarded
+from ..kube import dig, kueue_queue
 from ..model import Problem
 
 ID = "ARGO012"
@@ -69,7 +69,7 @@ def check(ctx):
                     effect = "the admitted gang is suspended again and its pods deleted"
                 else:
                     effect = "Argo CD and Kueue keep rewriting it"
-                yield Problem(ID, f"{field} is {shown} on a workload in Kueue queue {kueue_queue(m)}, which "
+                yield Problem(ID, f"{field} is {shown} on a workload in Kueue queue {kueue_queue(m.metadata)}, which "
                               f"suspends it until admission and resumes it then; {app.label()} {missing}: "
                               f"{effect}", rel_source(t.folder),
                               obj=m.ref, field=field,

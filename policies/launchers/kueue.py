@@ -1,0 +1,21 @@
+"""What Kueue does to the workloads it queues, as far as the model needs it: the names of its integrations and the
+scheduling gate of its pod groups. Which kind each integration queues is each launcher's `kueue_framework`; the label
+that names the LocalQueue is kube.KUEUE_QUEUE_LABEL."""
+from __future__ import annotations
+
+# The integrations Kueue v0.19.2 knows (each pkg/controller/jobs/<kind>/*_controller.go `FrameworkName`): the names its
+# Configuration's `integrations.frameworks` takes, and so the names an environment's `kueueFrameworks` lists.
+KUEUE_FRAMEWORKS = (
+    "batch/job", "deployment", "jobset.x-k8s.io/jobset", "kubeflow.org/jaxjob", "kubeflow.org/mpijob",
+    "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
+    "leaderworkerset.x-k8s.io/leaderworkerset", "pod", "ray.io/raycluster", "ray.io/rayjob", "ray.io/rayservice",
+    "sparkoperator.k8s.io/sparkapplication", "statefulset", "trainer.kubeflow.org/trainjob",
+    "workload.codeflare.dev/appwrapper")
+# Where a queued object's integration is on: the webhook of a job integration suspends it at creation, whatever the
+# manifest says (pkg/controller/jobframework/defaults.go:36-46 ApplyDefaultForSuspend, for a non-empty queue label
+# utils.go:131-152 WorkloadShouldBeSuspended), and the reconciler resumes it once the whole workload is admitted; the
+# webhook of a pod-group integration (statefulset, leaderworkerset) marks the pod template instead
+# (statefulset_webhook.go:89-105, leaderworkerset_webhook.go:121: SuspendedByParentAnnotation) and the pod webhook
+# adds the scheduling gate `kueue.x-k8s.io/admission` to each pod as it is created (pod/pod_webhook.go:109, 176;
+# pod/constants/constants.go:24), removed on admission.
+KUEUE_GATE = "kueue.x-k8s.io/admission"
