@@ -157,8 +157,8 @@ validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommi
 diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMAT=text|markdown|json]: rendered objects and topology that change
 	@$(PY) -m policies.diff --base=$(call arg,$(BASE)) $(if $(HEAD_REF),--head=$(call arg,$(HEAD_REF))) $(if $(EXPLICIT_OVERLAY),--overlay=$(call arg,$(EXPLICIT_OVERLAY))) --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
-plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json]
-	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(PATHS),$(call arg,$(PATHS)))
+plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json] [POLICY_ENV=<policy.yaml> for files]
+	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)))
 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies render $(if $(PATHS),$(call arg,$(PATHS)))

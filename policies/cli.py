@@ -148,7 +148,7 @@ def _kustomize_banner(banner: Future[str]) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import engine, plan
 
-    units = engine.collect(_paths(args), DEFAULT_ROOT)
+    units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env)
     engine.validate(units, None)
     if args.format == "json":
         print(plan.to_json(units))
@@ -309,6 +309,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (a table per overlay) or json (every workload, pod, container and env)")
     p.add_argument("--pods", action="store_true", help="with text: list every pod, its labels and each container's env")
+    p.add_argument("--env", metavar="POLICY_YAML", help="environment declaration for inputs that bring none (files, "
+                                                        "standard input): what it declares of the cluster (Kueue) "
+                                                        "decides which pods are created now")
     p.set_defaults(func=cmd_plan)
     r = sub.add_parser("render", help="print rendered manifests")
     r.add_argument("paths", nargs="*")

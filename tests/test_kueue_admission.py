@@ -153,3 +153,17 @@ def test_the_repositorys_queued_environment_plans_its_jobs_as_waiting():
     job_doc, sts_doc = (o["workloads"][0] for o in json.loads(proc.stdout)["overlays"])
     assert job_doc["pods_now"] == 0 and job_doc["queued"] == "h100" and job_doc["pod_count"] == 64
     assert sts_doc["pods_now"] == 64 and "kueue.x-k8s.io/admission" in sts_doc["pods_gated"]
+
+
+@pytest.mark.parametrize("path,kind,pods,gated", [
+    ("tests/corpus/job/kueue-sample-job-v0.15.yaml", "Job", 0, False),            # site/static/examples/jobs
+    ("tests/corpus/beside/kueue-sample-statefulset.yaml", "StatefulSet", 3, True),  # .../serving-workloads
+])
+def test_kueues_own_samples_wait_for_user_queue(tmp_path, path, kind, pods, gated):
+    """Kueue's own examples (tests/corpus, copied unchanged) planned where the environment declares Kueue's released
+    integrations: the Job waits suspended for user-queue, the StatefulSet's pods behind the gate."""
+    (tmp_path / "policy.yaml").write_text(DECLARATION + "  kueueFrameworks: [" + ", ".join(RELEASED) + "]\n")
+    proc = run_cli("plan", "--format", "json", "--env", str(tmp_path / "policy.yaml"), path)
+    assert proc.returncode == 0, proc.stderr
+    [doc] = [w for o in json.loads(proc.stdout)["overlays"] for w in o["workloads"] if w["object"].startswith(kind)]
+    assert doc["queued"] == "user-queue" and doc["pods_now"] == pods and ("pods_gated" in doc) is gated
