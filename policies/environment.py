@@ -14,6 +14,7 @@ from .files import read_config_text, rel as _rel
 from .loader import InputError
 from .model import ERROR, SEVERITIES, Problem
 from .kube import DNS1123_SUBDOMAIN
+from .launchers import BY_ID
 from .launchers.kueue import KUEUE_FRAMEWORKS
 from .kustomization import inputs, kustomization_file
 from .rulekit import Environment
@@ -51,6 +52,9 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
                                                   "Configuration's integrations.frameworks): a workload of one of "
                                                   "them that names a LocalQueue waits for Kueue's admission "
                                                   "(make plan, RES005)"),
+    "featureGates": ("feature_gates", dict, "each controller's feature gates as the cluster runs it, by launcher id "
+                                            "(jobset: {RestartJob: true}); unlisted gates at their defaults: what a "
+                                            "gate that is off refuses is an error (TOPO011)"),
 }
 
 
@@ -137,6 +141,15 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         if item not in KUEUE_FRAMEWORKS:
             problems.append(err(f"spec.kueueFrameworks lists {item!r}, which is not a Kueue integration",
                                 _line_of(text, "kueueFrameworks"), f"use some of {', '.join(KUEUE_FRAMEWORKS)}"))
+    for launcher_id, gates in env.feature_gates.items():
+        known = BY_ID[launcher_id].feature_gates if launcher_id in BY_ID else {}
+        if not known:
+            gated = sorted(i for i, launcher in BY_ID.items() if launcher.feature_gates)
+            problems.append(err(f"spec.featureGates names {launcher_id!r}, which has no feature gates modelled here",
+                                _line_of(text, str(launcher_id)), f"use one of {', '.join(gated)}"))
+        elif not isinstance(gates, dict) or not all(g in known and isinstance(v, bool) for g, v in gates.items()):
+            problems.append(err(f"spec.featureGates.{launcher_id} is {gates!r}, expected gate: true|false for gates "
+                                f"among {', '.join(known)}", _line_of(text, str(launcher_id))))
     domain = env.cluster_domain
     if domain is not None and (len(domain) > 253 or not DNS1123_SUBDOMAIN.fullmatch(domain)):
         problems.append(err(f"spec.clusterDomain is {domain!r}, expected a DNS-1123 subdomain (at most 253 lowercase "
@@ -168,6 +181,7 @@ def tightened(own: Environment | None, operator: Environment) -> Environment:
     env.require_image_digest = bool(operator.require_image_digest or (own and own.require_image_digest))
     # The operator runs the cluster: its domain, where it declares one, is the one pod names end in.
     env.cluster_domain = operator.cluster_domain or (own.cluster_domain if own else None)
+    env.feature_gates = {**(own.feature_gates if own else {}), **operator.feature_gates}
     env.kueue_frameworks = operator.kueue_frameworks if operator.kueue_frameworks is not None else (
         own.kueue_frameworks if own else None)
     return env
@@ -202,4 +216,5 @@ def describe(env: Environment) -> dict[str, Any]:
             "gpuCapacity": env.gpu_capacity, "largeJobPods": env.large_job_pods,
             "requireImageDigest": env.require_image_digest, "podLosses": env.pod_losses,
             "severity": dict(env.severity), "real": env.real,
-            "clusterDomain": env.cluster_domain, "kueueFrameworks": env.kueue_frameworks}
+            "clusterDomain": env.cluster_domain, "kueueFrameworks": env.kueue_frameworks,
+            "featureGates": env.feature_gates}

@@ -48,6 +48,9 @@ class Environment:
     # The Kueue integrations on in the cluster (its Configuration's integrations.frameworks); None: the environment
     # declares no Kueue.
     kueue_frameworks: list[str] | None = None
+    # Each controller's feature gates as the cluster runs it (launcher id -> gate -> on), unlisted gates at their
+    # defaults; a controller missing here: not declared.
+    feature_gates: dict[str, dict[str, bool]] = dc_field(default_factory=dict)
 
 
 @dataclass

@@ -202,6 +202,9 @@ class Check:
     obj: Manifest | None = None
     # None: the reporting rule's default severity.
     severity: str | None = None
+    # The controller's feature gate (launcher id, gate) the finding depends on: where the environment declares that
+    # controller's gates (`featureGates`), the gate on drops it and off makes it an error (rules/topo011 decides).
+    gate: tuple[str, str] | None = None
 
 
 @dataclass
@@ -264,6 +267,9 @@ class Launcher(Generic[W]):
     # None where Kueue has none: where an environment declares that integration on (`kueueFrameworks`), an object
     # labelled with a LocalQueue waits for Kueue's admission (launchers/kueue.py says how).
     kueue_framework: ClassVar[str | None] = None
+    # The controller's feature gates the model reads, each with its default (an environment's `featureGates` names
+    # them under the launcher's id).
+    feature_gates: ClassVar[dict[str, bool]] = {}
 
     def owns(self, m: Manifest) -> bool:
         return (group_of(m.api_version), m.kind) in self.kinds

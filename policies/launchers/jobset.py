@@ -210,6 +210,7 @@ class JobSetLauncher(Launcher[Workload]):
     # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
     # pkg/controller/jobs/jobset/jobset_controller.go:44)
     kueue_framework = "jobset.x-k8s.io/jobset"
+    feature_gates = jobset_webhook.FEATURE_GATES
     managed_dns = True
     immutable = ("spec.replicatedJobs",)
     ttl_field = ("spec", "ttlSecondsAfterFinished")

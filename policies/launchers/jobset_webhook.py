@@ -10,6 +10,9 @@ from ..model import WARNING
 from . import job_validation
 from .base import Check
 
+# The controller's feature gates and their defaults: kubernetes-sigs/jobset v0.12.0 pkg/features/features.go:68-76
+# (defaultFeatureGates; InPlaceRestart, RestartJob and ElasticJobSet alpha, TLSOptions beta).
+FEATURE_GATES = {"InPlaceRestart": False, "TLSOptions": True, "RestartJob": False, "ElasticJobSet": False}
 DEFAULT_GROUP = "default"  # a replicated Job's groupName where unset (the controller uses it too)
 MAX_INT32 = 2**31 - 1  # jobset_webhook.go ValidateCreate lines 218-225 at v0.12.0: replicas x parallelism per Job
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -164,8 +167,8 @@ def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix
                                  f"replicatedJob {rjob.get('name')} depends on {target}, which is not listed before "
                                  "it: the JobSet webhook refuses it",
                                  "depend only on a replicated Job listed earlier in spec.replicatedJobs"))
-    # Alpha gates, off by default (pkg/features/features.go lines 69 and 73 at v0.12.0): without them the webhook
-    # refuses these (ValidateCreate lines 169-175, validateFailurePolicy lines 441-444); a cluster may turn them on.
+    # Alpha gates, off by default (FEATURE_GATES): without them the webhook refuses these (ValidateCreate lines
+    # 169-175, validateFailurePolicy lines 441-444); a cluster may turn them on, and an environment say so.
     gated = [(f"{prefix}.failurePolicy.rules[{i}].action", f"action {mapping(rule).get('action')}", "RestartJob")
              for i, rule in enumerate(listing(mapping(spec.get("failurePolicy")).get("rules")))
              if mapping(rule).get("action") in ("RestartJob", "RestartJobAndIgnoreMaxRestarts")]
@@ -174,7 +177,7 @@ def _order_and_targets(spec: dict[str, Any], rjobs: list[dict[str, Any]], prefix
     for where, what, gate in gated:
         out.append(Check(where, f"{what} needs the JobSet feature gate {gate} (alpha, off by default): without it "
                          "the webhook refuses the JobSet", f"run the JobSet controller with --feature-gates={gate}=true, "
-                         "or use RestartJobSet", severity=WARNING))
+                         "or use RestartJobSet", severity=WARNING, gate=("jobset", gate)))
     names = {str(r.get("name")) for r in rjobs}
     targets = [(f"{prefix}.successPolicy.targetReplicatedJobs",
                 listing(mapping(spec.get("successPolicy")).get("targetReplicatedJobs")))]

@@ -26,7 +26,8 @@ short name, is mounted by a container and shares its name with no pod volume, re
 of at most 63 characters, failure-policy rule names are unique, at most 128 characters, start with a letter and
 end with a letter, digit or '_', and `onJobFailureReasons` are Job failure reasons; a warning where a `RestartJob`
 action or `restartStrategy: InPlaceRestart` needs an alpha feature gate (off by default, the webhook refuses them
-without). Job (API server validation at v1.36.0): an Indexed Job states `completions` where it sets `parallelism`
+without), an error where the environment declares the JobSet controller's gates (`featureGates: {jobset: ...}`)
+without that one on, nothing where it turns it on. Job (API server validation at v1.36.0): an Indexed Job states `completions` where it sets `parallelism`
 (both unset default to 1), a parallelism within 100000, `maxFailedIndexes` within completions, the per-index
 backoff fields and a `successPolicy` only in Indexed mode, success rules that count something within completions,
 `podFailurePolicy` rules with one requirement, ordered unique exit codes (no 0 under In) and known container names,
@@ -73,8 +74,8 @@ Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingR
 """
 from __future__ import annotations
 
-from ..launchers import core_validation
-from ..model import Problem
+from ..launchers import BY_ID, core_validation
+from ..model import ERROR, Problem
 
 ID = "TOPO011"
 NAME = "launcher-requirements"
@@ -111,4 +112,10 @@ def check(ctx):
                 found += [c] if c else []
         for c in found:
             m = c.obj or w.manifest
-            yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
+            message, severity = c.message, c.severity or ""
+            if c.gate is not None and ctx.env is not None and c.gate[0] in ctx.env.feature_gates:
+                launcher_id, gate = c.gate
+                if ctx.env.feature_gates[launcher_id].get(gate, BY_ID[launcher_id].feature_gates.get(gate, False)):
+                    continue  # the environment runs the controller with the gate on
+                message, severity = f"{message}; {ctx.env.name}'s featureGates leave {gate} off", ERROR
+            yield Problem(ID, message, m.source, m.ref, c.field, c.hint, severity=severity)
