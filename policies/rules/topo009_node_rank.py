@@ -37,7 +37,7 @@ def check(ctx):
             continue
         if not t.torchrun and not t.first.pod.env.get("MASTER_ADDR"):
             continue
-        label = "--node-rank" if t.torchrun else "RANK"
+        label = ("--node-rank" if t.agent else t.first.inv.flag("node_rank")) if t.torchrun else "RANK"
         for v in _views_to_check(t):
             value = v.node_rank.value
             if "$" in value:

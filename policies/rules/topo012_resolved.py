@@ -51,6 +51,12 @@ def check(ctx):
                       "the manifests is mounted at: the number of machines, the processes and the main process were "
                       "not checked", m.source, m.ref, unread.field or "spec", "mount the config from a ConfigMap, or "
                       "give --num_machines, --num_processes and --main_process_ip on the command line", severity=INFO)
+    for u in ctx.unstated:
+        m = u.workload.manifest
+        yield Problem(ID, f"{u.launcher} is not given {' or '.join(u.missing)} (neither written nor in the "
+                      "env): the world size, the ranks and the address it forms were not checked", m.source, m.ref,
+                      u.field or "spec", f"give {', '.join(u.missing)} (written, or in the env) to have "
+                      "the world checked", severity=INFO)
     for w in ctx.elsewhere:
         m = w.manifest
         yield Problem(ID, f"{w.launcher.not_created(w)}: the checks of its pods and torchrun world (TOPO001-TOPO010, "

@@ -1,0 +1,79 @@
+"""Worlds not started by torchrun: the ImageNet example's own --dist-url flags, mpirun, deepspeed and accelerate launch,
+mapped onto the settings torchrun's are checked by (policies/torchrun.py), and what each leaves unstated said once."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from policies.torchrun import DIST_URL, find_invocation, parse_argv
+
+from conftest import FIXTURES
+from test_rules import problems_of
+
+RULES = FIXTURES / "rules"
+
+
+def fields(argv):
+    return [f"f{i}" for i in range(len(argv))]
+
+
+# --- the PyTorch ImageNet example (pytorch/examples imagenet/main.py) -------------------------------------------
+
+IMAGENET = ["python", "main.py", "-a", "resnet50", "--dist-url", "tcp://ddp-0.ddp:23456", "--dist-backend", "nccl",
+            "--multiprocessing-distributed", "--world-size", "2", "--rank", "1", "/data/imagenet"]
+
+
+def test_imagenet_flags_map_onto_the_world():
+    inv = parse_argv(IMAGENET, fields(IMAGENET))
+    assert inv.launcher == DIST_URL and not inv.reads_pet_env and not inv.elastic_agent
+    assert {k: v for k, (v, _) in inv.flags.items()} == {
+        "nnodes": "2", "node_rank": "1", "master_addr": "ddp-0.ddp", "master_port": "23456", "rdzv_backend": "static",
+        "nproc_per_node": "auto"}  # one process per visible GPU (imagenet/main.py line 119)
+    assert inv.flags["nnodes"][1] == "f10" and inv.flags["master_addr"][1] == "f5"
+    assert inv.flag("nnodes") == "--world-size" and inv.flag("node_rank") == "--rank"
+    assert inv.script == "main.py"
+
+
+def test_imagenet_without_multiprocessing_is_one_process_per_pod():
+    argv = [a for a in IMAGENET if a != "--multiprocessing-distributed"]
+    assert parse_argv(argv, fields(argv)).flags["nproc_per_node"][0] == "1"
+
+
+def test_imagenet_env_url_reads_the_env_and_minus_one_is_unset():
+    argv = ["python3", "-u", "main.py", "--dist-url=env://", "--world-size=-1", "/data"]
+    inv = parse_argv(argv, fields(argv))
+    assert "nnodes" not in inv.flags and "master_addr" not in inv.flags
+    env = {"WORLD_SIZE": "4", "RANK": "2", "MASTER_ADDR": "m", "MASTER_PORT": "1"}
+    assert inv.setting("nnodes", env, {"WORLD_SIZE": "e0"}).value == "4"
+    assert inv.setting("node_rank", env, {}).value == "2" and inv.setting("master_addr", env, {}).origin == "env"
+    assert inv.setting("nnodes", {}, {}).origin == "default"  # unstated: TOPO012 says so
+
+
+@pytest.mark.parametrize("argv", [
+    ["python", "train.py", "--lr", "1"],  # no --dist-url: a plain script (env:// or nothing)
+    ["python", "-c", "import x --dist-url", "--dist-url", "tcp://a:1"],  # code, not a script
+    ["python", "-m", "mod", "--dist-url", "tcp://a:1"],
+])
+def test_not_the_imagenet_shape(argv):
+    assert parse_argv(argv, fields(argv)) is None
+
+
+def test_imagenet_in_a_shell_script():
+    script = "cd /work && exec python main.py --dist-url tcp://job-0.job:23456 --world-size 2 --rank $RANK /data"
+    inv = find_invocation(["bash", "-c", script], ["c0", "c1", "c2"], {"RANK": "1"})
+    assert inv.launcher == DIST_URL and inv.flags["node_rank"][0] == "1" and inv.in_shell
+
+
+def _rules(path: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for p in problems_of(path):
+        found.setdefault(p.rule, []).append(p.severity)
+    return found
+
+
+def test_imagenet_unstated_world_is_one_info_line_and_no_error():
+    problems = problems_of(RULES / "TOPO012" / "fail" / "unstated-dist-url-world-size.yaml")
+    said = [p for p in problems if p.rule == "TOPO012"]
+    assert len(said) == 1 and said[0].severity == "info" and "--world-size" in said[0].message
+    assert not [p for p in problems if p.severity == "error"]
