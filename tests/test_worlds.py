@@ -77,3 +77,36 @@ def test_imagenet_unstated_world_is_one_info_line_and_no_error():
     said = [p for p in problems if p.rule == "TOPO012"]
     assert len(said) == 1 and said[0].severity == "info" and "--world-size" in said[0].message
     assert not [p for p in problems if p.severity == "error"]
+
+
+# --- mpirun (kubeflow/mpi-operator MPIJob; Open MPI mpirun(1)) -----------------------------------------------------
+
+def test_mpirun_reads_hosts_hostfile_and_exports():
+    from policies.launchers.mpijob import find_mpirun
+
+    argv = ["mpirun", "--allow-run-as-root", "-np", "4", "-bind-to", "none", "-mca", "pml", "ob1", "-H",
+            "a.j:2,b.j", "--host=c.j:1", "-x", "MASTER_ADDR=a.j", "-x", "NCCL_DEBUG", "python", "train.py"]
+    run = find_mpirun(argv, fields(argv))
+    assert run.np == 4 and run.hosts == [("a.j", 2), ("b.j", 1), ("c.j", 1)]
+    assert run.exported == {"MASTER_ADDR": "a.j", "NCCL_DEBUG": None}
+    assert run.program == ["python", "train.py"]  # the option values (none, pml ob1) are not taken for it
+    run = find_mpirun(["mpirun", "--hostfile", "/tmp/h", "-np", "2", "python", "t.py"], fields("abcdefg"))
+    assert run.hostfile == "/tmp/h" and run.np == 2
+
+
+@pytest.mark.parametrize("fixture,found", [
+    ("fail/mpijob-master-addr-not-rank-0.yaml", "rank 0 (the first slot mpirun fills) runs on ddp-worker-0"),
+    ("fail/mpijob-hosts-beyond-workers.yaml", "-H lists 2 slots"),
+])
+def test_mpirun_world_checked(fixture, found):
+    problems = [p for p in problems_of(RULES / "TOPO011" / fixture) if p.rule == "TOPO011"]
+    assert any(found in p.message and p.severity == "error" for p in problems), [p.line() for p in problems]
+
+
+def test_mpirun_says_once_what_it_did_not_check():
+    """An MPIJob running mpirun: one TOPO012 info line names mpirun, its ranks and what was left unchecked."""
+    problems = problems_of(RULES / "TOPO011" / "pass" / "mpijob-mpirun-python.yaml")
+    said = [p for p in problems if p.rule == "TOPO012"]
+    assert len(said) == 1 and said[0].severity == "info" and said[0].message.startswith("mpirun starts -np 2 ranks")
+    assert "OMPI_COMM_WORLD_RANK" in said[0].message
+    assert not [p for p in problems if p.severity == "error"]

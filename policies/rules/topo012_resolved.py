@@ -41,6 +41,12 @@ def check(ctx):
         if u.unlinked:  # (TOPO001 reports that its pods form no world together)
             continue
         m = u.workload.manifest
+        other = u.workload.launcher.unmodelled_world(u.workload)
+        if other is not None:
+            yield Problem(ID, f"{other}: the world's shape was not checked as torchrun's (TOPO001-TOPO010)", m.source,
+                          m.ref, "spec", "start the script with torchrun (or a tcp:// --dist-url) to have its world "
+                          "checked", severity=INFO)
+            continue
         yield Problem(ID, "the container starts no torchrun (or accelerate) and gets no MASTER_ADDR or WORLD_SIZE: "
                       "whether the script forms a distributed world cannot be told from the manifest, so the "
                       "topology checks did not run", m.source, m.ref, "spec", "start the script with torchrun if it "
