@@ -339,6 +339,8 @@ class Unstated:
     launcher: str
     missing: list[str]
     field: str | None
+    # Why the launcher's world is not worked out at all (instead of the settings missing), if so.
+    why: str | None = None
 
 
 @dataclass
@@ -432,12 +434,17 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         # The world's shape is in a config file this cannot read: said (TOPO012), not guessed from defaults.
         found.unread.append(UnreadConfig(w, inv.unread_config, inv.accelerate_config[1]))  # type: ignore[index]
         return True
-    if inv is not None and inv.required:
+    if inv is not None and inv.not_modelled and w.pods > 1:
+        found.unstated.append(Unstated(w, inv.launcher, [], inv.field, inv.not_modelled))
+        return True
+    if inv is not None and inv.required and w.pods > 1:
         missing = [inv.env_names.get(name) or inv.flag(name) for name in inv.required
                    if first._s(name).origin == "default"]
         if missing:
             # Not guessed from a default this cannot know (the script's own): said (TOPO012), not checked.
-            label = f"`{inv.script}` (started with --dist-url)" if inv.launcher == DIST_URL else inv.launcher
+            label = {DIST_URL: f"`{inv.script}` (started with --dist-url)",
+                     "accelerate launch": "accelerate launch (no --config_file: its default config file, where the "
+                     "image has one, fills what the command leaves out)"}.get(inv.launcher, inv.launcher)
             found.unstated.append(Unstated(w, label, list(dict.fromkeys(missing)), inv.field))
             return True
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)

@@ -114,6 +114,9 @@ class Invocation:
     # The settings the world cannot be checked without, by name (nnodes, node_rank, master_addr ...): where one is
     # neither written nor in the env, the launcher's own default is not known here and the world is not checked.
     required: tuple[str, ...] = ()
+    # Why, on several pods, the world this launcher forms is not worked out here at all (deepspeed without --no_ssh
+    # starts every node over ssh from a hostfile); None where it is.
+    not_modelled: str | None = None
 
     def flag(self, name: str) -> str:
         return self.spelled.get(name, "--" + name.replace("_", "-"))
@@ -157,12 +160,16 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
         pass
     elif head == "accelerate" and len(argv) > 1 and argv[1] == "launch":
         return parse_accelerate(argv, fields, 2)
+    elif head == "deepspeed":
+        return parse_deepspeed(argv, fields, 1)
     elif head.startswith("python"):
         # python [-u ...] -m torch.distributed.run ...
         while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
             i += 1
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _ACCELERATE_MODULES:
             return parse_accelerate(argv, fields, i + 2)
+        if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _DEEPSPEED_MODULES:
+            return parse_deepspeed(argv, fields, i + 2)
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES:
             i += 2
         elif i < len(argv) and not argv[i].startswith("-"):
@@ -235,6 +242,14 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
     if "config_file" in raw:
         inv.accelerate_config = raw["config_file"]
     _accelerate_settings(inv, raw)
+    if inv.accelerate_config is None:
+        # Without --config_file accelerate still reads its default config file where the image has one
+        # (commands/launch.py _validate_launch_command, at commit 16cb6eb8 line 1212); without that, num_processes
+        # is the GPU count (lines 1306-1323) and num_machines 1 (1341-1343). What the command leaves out is not known.
+        inv.required = ("nnodes", "nproc_per_node", "master_addr")
+        if "nproc_per_node" not in inv.flags:
+            inv.flags["nproc_per_node"] = ("auto", inv.field)
+            inv.required = ("nnodes", "master_addr")
     inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
     return inv
 
@@ -280,6 +295,47 @@ def with_accelerate_config(inv: Invocation, config: Any, where: str) -> None:
             inv.spelled[dest] = f"{key} in {path}"
     if "num_processes" in taken or "num_machines" in taken:
         inv.spelled["nproc_per_node"] = f"num_processes / num_machines (from {path})"
+
+
+# The deepspeed launcher (deepspeed/launcher/runner.py at deepspeedai/DeepSpeed commit edaa7221, parse_args lines
+# 48-227, main lines 436-560): options that take no value (the store_true ones); every other takes one.
+_DEEPSPEED_BOOLEAN = {"module", "no_python", "no_local_rank", "no_ssh", "no_ssh_check", "force_multi", "save_pid",
+                      "elastic_training", "bind_cores_to_rank", "quiet", "q"}
+_DEEPSPEED_MODULES = {"deepspeed.launcher.runner"}
+DEEPSPEED_HOSTFILE = "/job/hostfile"  # runner.py line 36 DLTS_HOSTFILE, the default of -H/--hostfile
+# deepspeed's flag -> the torchrun setting it becomes: deepspeed.launcher.launch gets --master_addr, --master_port
+# and, with --no_ssh, --node_rank (lines 547-553); --num_nodes takes the hostfile's first N hosts (lines 521-527),
+# --num_gpus the first N GPUs of each (529-533). --master_port defaults to 29500 (deepspeed/constants.py line 12).
+_DEEPSPEED_FLAGS = {"num_nodes": "nnodes", "num_gpus": "nproc_per_node", "num_accelerators": "nproc_per_node",
+                    "node_rank": "node_rank", "master_addr": "master_addr", "master_port": "master_port"}
+
+
+def parse_deepspeed(argv: list[str], fields: list[str], i: int) -> Invocation:
+    """`deepspeed [options] script.py ...`. With --no_ssh every node runs deepspeed itself, its node rank given
+    (runner.py lines 157-159, 538-541): mapped onto torchrun's settings as torchrun's are. Without it the first node
+    starts every node over ssh (pdsh by default) from the hostfile: `not_modelled` says so. Without a hostfile
+    deepspeed runs on the local GPUs alone, master 127.0.0.1 (lines 467-477)."""
+    inv = Invocation(field=fields[0] if fields else "", launcher="deepspeed", reads_pet_env=False,
+                     elastic_agent=False)
+    raw, i, inv.open_args = _options(argv, fields, i, _DEEPSPEED_BOOLEAN)
+    if "H" in raw:
+        raw.setdefault("hostfile", raw.pop("H"))
+    for flag, dest in _DEEPSPEED_FLAGS.items():
+        inv.spelled.setdefault(dest, f"--{flag}")
+        if flag in raw and raw[flag][0] != "-1":
+            inv.flags[dest] = raw[flag]
+    inv.flags.setdefault("master_port", ("29500", inv.field))
+    inv.flags["rdzv_backend"] = ("static", inv.field)
+    if "no_ssh" in raw:
+        inv.required = ("nnodes", "nproc_per_node", "node_rank", "master_addr")
+    else:
+        hostfile = raw.get("hostfile", (DEEPSPEED_HOSTFILE, ""))[0]
+        inv.not_modelled = (f"starts every node over ssh ({raw.get('launcher', ('pdsh', ''))[0]}) from the hosts in "
+                            f"{hostfile}, which the manifests do not show")
+        inv.flags.setdefault("node_rank", ("0", inv.field))
+        inv.flags.setdefault("nproc_per_node", ("auto", inv.field))  # every GPU of the node (lines 470-472)
+    inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
+    return inv
 
 
 # A script that forms its world itself from its own flags, the PyTorch ImageNet example's (pytorch/examples

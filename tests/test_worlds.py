@@ -110,3 +110,51 @@ def test_mpirun_says_once_what_it_did_not_check():
     assert len(said) == 1 and said[0].severity == "info" and said[0].message.startswith("mpirun starts -np 2 ranks")
     assert "OMPI_COMM_WORLD_RANK" in said[0].message
     assert not [p for p in problems if p.severity == "error"]
+
+
+# --- deepspeed (deepspeed/launcher/runner.py) ---------------------------------------------------------------------
+
+def test_deepspeed_no_ssh_maps_onto_the_world():
+    argv = ["deepspeed", "--no_ssh", "--num_nodes", "2", "--num_gpus=8", "--node_rank", "1", "--master_addr",
+            "job-0.job", "-H", "/etc/ds/hostfile", "train.py", "--deepspeed_config", "ds.json"]
+    inv = parse_argv(argv, fields(argv))
+    assert inv.launcher == "deepspeed" and not inv.elastic_agent and inv.not_modelled is None
+    assert {k: v for k, (v, _) in inv.flags.items()} == {
+        "nnodes": "2", "nproc_per_node": "8", "node_rank": "1", "master_addr": "job-0.job",
+        "master_port": "29500", "rdzv_backend": "static"}  # runner.py's default port, deepspeed/constants.py
+    assert inv.script == "train.py" and inv.script_args == ["--deepspeed_config", "ds.json"]
+    assert inv.flag("nproc_per_node") == "--num_gpus"
+    argv = ["python", "-m", "deepspeed.launcher.runner", "--no_ssh", "t.py"]
+    assert parse_argv(argv, fields(argv)).script == "t.py"
+
+
+def test_deepspeed_over_ssh_is_not_modelled():
+    argv = ["deepspeed", "--hostfile=/job/hosts", "--num_gpus", "8", "train.py"]
+    inv = parse_argv(argv, fields(argv))
+    assert inv.not_modelled and "/job/hosts" in inv.not_modelled
+
+
+# --- accelerate launch (accelerate/commands/launch.py) --------------------------------------------------------------
+
+def test_accelerate_without_config_file_requires_the_world_on_the_command_line():
+    argv = ["accelerate", "launch", "--machine_rank", "0", "train.py"]
+    inv = parse_argv(argv, fields(argv))
+    assert inv.required == ("nnodes", "master_addr")
+    assert inv.flags["nproc_per_node"][0] == "auto"  # the GPU count (launch.py lines 1306-1323)
+    argv = ["accelerate", "launch", "--config_file", "/etc/a.yaml", "train.py"]
+    assert parse_argv(argv, fields(argv)).required == ()  # the file, read or said unread (UnreadConfig)
+
+
+@pytest.mark.parametrize("fixture,rule,severity", [
+    ("TOPO001/fail/deepspeed-num-nodes-3.yaml", "TOPO001", "error"),
+    ("TOPO003/fail/deepspeed-master-addr-localhost.yaml", "TOPO003", "error"),
+    ("TOPO002/fail/accelerate-multi-gpu-one-process.yaml", "TOPO002", "error"),
+    ("TOPO012/fail/unstated-deepspeed-over-ssh.yaml", "TOPO012", "info"),
+    ("TOPO012/fail/unstated-accelerate-no-num-machines.yaml", "TOPO012", "info"),
+])
+def test_launcher_fixtures(fixture, rule, severity):
+    problems = problems_of(RULES / fixture)
+    said = [p for p in problems if p.rule == rule]
+    assert len(said) == 1 and said[0].severity == severity, [p.line() for p in said]
+    if severity == "info":  # what is not shown is said once, never an error
+        assert not [p for p in problems if p.severity == "error"]

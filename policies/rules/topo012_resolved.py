@@ -59,6 +59,12 @@ def check(ctx):
                       "give --num_machines, --num_processes and --main_process_ip on the command line", severity=INFO)
     for u in ctx.unstated:
         m = u.workload.manifest
+        if u.why:
+            yield Problem(ID, f"{u.launcher} {u.why}: the world size, the ranks and the address it forms were not "
+                          "checked", m.source, m.ref, u.field or "spec", "run it on every pod with --no_ssh, "
+                          "--num_nodes, --num_gpus, --node_rank and --master_addr to have the world checked",
+                          severity=INFO)
+            continue
         yield Problem(ID, f"{u.launcher} is not given {' or '.join(u.missing)} (neither written nor in the "
                       "env): the world size, the ranks and the address it forms were not checked", m.source, m.ref,
                       u.field or "spec", f"give {', '.join(u.missing)} (written, or in the env) to have "
