@@ -402,8 +402,9 @@ def _rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str) -> l
         return []
     host = address[0].rsplit(":", 1)[0] if address[1] == "--dist-url" else address[0]
     ns = w.manifest.namespace
-    ok = re.fullmatch(re.escape(f"{first_host}.{w.manifest.name}") + (rf"(\.{re.escape(ns)}" if ns else r"(\.[a-z0-9-]+")
-                      + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?", host)
+    namespace = rf"(\.{re.escape(ns)}" if ns else r"(\.[a-z0-9-]+"
+    ok = re.fullmatch(re.escape(f"{first_host}.{w.manifest.name}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
+                      host)
     if ok:
         return []
     return [Check(run.field, f"{address[1]} names '{host}', but rank 0 (the first slot mpirun fills) runs on "

@@ -9,6 +9,14 @@ ConfigMap or Secret in the manifests is mounted at PATH; a file from the image c
 command line does not give the number of machines, the processes and the main process itself, an info line says
 the world was not checked (no error: the file may well be right).
 
+A launcher other than torchrun whose own default this cannot know is not guessed at: on several pods, a script
+given the ImageNet example's `--dist-url` without `--world-size`, `--rank` or a `tcp://` address (or, with
+`env://`, without WORLD_SIZE, RANK, MASTER_ADDR in the env), `deepspeed --no_ssh` without its node count, GPUs,
+node rank or master address, `accelerate launch` without `--config_file` and without its number of machines or main
+process (its default config file may be in the image), and `deepspeed` without `--no_ssh` (it starts every node
+over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun
+gets one info line saying what mpirun starts and what was not checked (TOPO011 checks its ranks and hosts).
+
 A shell script (`sh -c`, read by policies/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
 loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
 names the settings and the checks they hide. A `$VAR` that neither the container's env nor the script sets may come
