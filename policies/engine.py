@@ -199,7 +199,7 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     unit.topologies = resolved.topologies
     ctx = Context(bundle, resolved.topologies, resolved.unresolved, unit.source, unit.environment,
                   workloads=unit.workloads, undetermined=resolved.undetermined, unread=resolved.unread,
-                  scripts=resolved.scripts, elsewhere=resolved.elsewhere,
+                  scripts=resolved.scripts, unstated=resolved.unstated, elsewhere=resolved.elsewhere,
                   refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA),
                   synced=unit.synced)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):

@@ -12,7 +12,7 @@ from .launchers import Bundle, Check, Launcher, Pod, Workload, of
 from .launchers.pods import env_from_configmap
 from .model import INFO, Manifest, Problem
 from .podspecs import ContainerSite, PodSite, container_sites, pod_sites
-from .topology import Topology, Undetermined, UnreadConfig, UnreadScript
+from .topology import Topology, Undetermined, UnreadConfig, UnreadScript, Unstated
 from .trainer_contract import contract
 
 # A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
@@ -69,6 +69,8 @@ class Context:
     unread: list[UnreadConfig] = dc_field(default_factory=list)
     # Workloads whose container runs a shell script that could not be read.
     scripts: list[UnreadScript] = dc_field(default_factory=list)
+    # Workloads whose launcher is not given a setting the world's shape depends on (its default unknown here).
+    unstated: list[Unstated] = dc_field(default_factory=list)
     # Workloads another controller manages (managedBy): none of their pods are created here.
     elsewhere: list[Workload] = dc_field(default_factory=list)
     # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.

@@ -15,8 +15,8 @@ from .launchers.base import MAX_GROUP_PODS
 from .launchers.pods import container_resources
 from .model import Manifest
 from .shell import RUN_TIME, ShellError
-from .torchrun import (DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python, split_endpoint,
-                       split_nnodes, with_accelerate_config)
+from .torchrun import (DIST_URL, DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python,
+                       split_endpoint, split_nnodes, with_accelerate_config)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 # What a script that starts distributed training shows in its text (an unreadable one is said unread only then).
@@ -145,6 +145,13 @@ class Topology:
         return out
 
     @property
+    def agent(self) -> bool:
+        """Whether torch's elastic agent starts the workers (torchrun, `accelerate launch`): it sets their WORLD_SIZE
+        and RANK, reads --rdzv-conf and PET_*, exits 1 on SIGTERM. A script that forms its world from its own flags
+        (`--dist-url`) is a launcher too (`torchrun` is true) but none of that holds."""
+        return self.first_view.inv is not None and self.first_view.inv.elastic_agent
+
+    @property
     def launcher_id(self) -> str:
         return self.workload.launcher_id
 
@@ -227,7 +234,7 @@ def describe_rank_source(v: PodView, workload: Workload) -> str:
     if setting.origin == "flag":
         names = [setting.var] if setting.var else referenced_vars(_raw_at(v.pod, setting.field or ""))
     else:
-        names = ["PET_NODE_RANK"] if v.inv is not None else ["RANK"]
+        names = [v.inv.env_names.get("node_rank", "PET_NODE_RANK")] if v.inv is not None else ["RANK"]
     for name in names:
         if name in v.pod.injected:
             if name == "JOB_COMPLETION_INDEX":
@@ -271,11 +278,14 @@ def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:
     """The process-group backend the training script will use, where the manifest states it."""
     # Without a launcher, every token: with no `command` the program comes from the image and args start at once.
     args = inv.script_args if inv is not None else pod.argv()[0]
+    # The ImageNet example's script takes it as --dist-backend (imagenet/main.py lines 68-69).
+    names = ("--backend", "--dist-backend", "--dist_backend") if inv is not None and inv.launcher == DIST_URL \
+        else ("--backend",)
     if args:
         for i, tok in enumerate(args):
-            if tok.startswith("--backend="):
+            if tok.split("=", 1)[0] in names and "=" in tok:
                 return tok.split("=", 1)[1], inv.field if inv else pod.container_field
-            if tok == "--backend" and i + 1 < len(args):
+            if tok in names and i + 1 < len(args):
                 return args[i + 1], inv.field if inv else pod.container_field
     for name in ("DIST_BACKEND", "TORCH_DISTRIBUTED_BACKEND", "PG_BACKEND"):
         if pod.env.get(name):
@@ -321,6 +331,19 @@ class UnreadConfig:
 
 
 @dataclass
+class Unstated:
+    """A workload whose launcher (a script's own --dist-url flags, deepspeed, mpirun ...) is not given, on its command
+    line or in the env, a setting the world's shape depends on: the launcher's default for it is not known here."""
+
+    workload: Workload
+    launcher: str
+    missing: list[str]
+    field: str | None
+    # Why the launcher's world is not worked out at all (instead of the settings missing), if so.
+    why: str | None = None
+
+
+@dataclass
 class UnreadScript:
     """A workload whose container runs a shell script that could not be read (shell.ShellError): whether it starts
     a launcher, and the world it forms, are not known."""
@@ -341,6 +364,7 @@ class Resolution:
     undetermined: list[Undetermined] = field(default_factory=list)
     unread: list[UnreadConfig] = field(default_factory=list)
     scripts: list[UnreadScript] = field(default_factory=list)
+    unstated: list[Unstated] = field(default_factory=list)
     # Workloads whose managedBy names another controller: no pods here, so no topology to check.
     elsewhere: list[Workload] = field(default_factory=list)
 
@@ -410,6 +434,19 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         # The world's shape is in a config file this cannot read: said (TOPO012), not guessed from defaults.
         found.unread.append(UnreadConfig(w, inv.unread_config, inv.accelerate_config[1]))  # type: ignore[index]
         return True
+    if inv is not None and inv.not_modelled and w.pods > 1:
+        found.unstated.append(Unstated(w, inv.launcher, [], inv.field, inv.not_modelled))
+        return True
+    if inv is not None and inv.required and w.pods > 1:
+        missing = [inv.env_names.get(name) or inv.flag(name) for name in inv.required
+                   if first._s(name).origin == "default"]
+        if missing:
+            # Not guessed from a default this cannot know (the script's own): said (TOPO012), not checked.
+            label = {DIST_URL: f"`{inv.script}` (started with --dist-url)",
+                     "accelerate launch": "accelerate launch (no --config_file: its default config file, where the "
+                     "image has one, fills what the command leaves out)"}.get(inv.launcher, inv.launcher)
+            found.unstated.append(Unstated(w, label, list(dict.fromkeys(missing)), inv.field))
+            return True
     mn, mx = split_nnodes(first.nnodes.value) if first.inv is not None else (None, None)
     if first.inv is None:
         mn = mx = None
@@ -420,6 +457,8 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         nproc = as_int(first.nproc.value)
         if nproc is None and first.nproc.value in ("auto", "gpu") and gpus:
             nproc = gpus  # torchrun counts the GPUs the device plugin exposes: the pod's GPU limit
+        elif nproc is None and first.nproc.value == "auto" and first.inv.launcher == DIST_URL:
+            nproc = 1  # imagenet/main.py lines 118-123: ngpus_per_node is 1 where no GPU is visible
         world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
     host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
     subdomain = first.pod.subdomain

@@ -105,6 +105,18 @@ class Invocation:
     # An unquoted word among the launcher's options whose words only the running shell knows (`torchrun $ARGS`):
     # the word, and why; every setting no flag gives may come from it.
     open_args: str | None = None
+    # The env variable a launcher other than torchrun reads a setting from where no flag gives it (the ImageNet
+    # example's `--dist-url env://` reads WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT), by torchrun setting.
+    env_names: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Whether the launcher is torch's elastic agent (torchrun, `accelerate launch`): it sets WORLD_SIZE, RANK ... for
+    # its workers, exits 1 on SIGTERM and reads --rdzv-conf; a script that starts its own processes does none of that.
+    elastic_agent: bool = True
+    # The settings the world cannot be checked without, by name (nnodes, node_rank, master_addr ...): where one is
+    # neither written nor in the env, the launcher's own default is not known here and the world is not checked.
+    required: tuple[str, ...] = ()
+    # Why, on several pods, the world this launcher forms is not worked out here at all (deepspeed without --no_ssh
+    # starts every node over ssh from a hostfile); None where it is.
+    not_modelled: str | None = None
 
     def flag(self, name: str) -> str:
         return self.spelled.get(name, "--" + name.replace("_", "-"))
@@ -116,6 +128,13 @@ class Invocation:
             return _setting(value, "flag", where)
         if self.open_args is not None:
             return _setting(self.open_args, "default", None)
+        var = self.env_names.get(name)
+        if var is not None:
+            own = self.env.get(var)
+            if own is not None and own is not env.get(var):  # set by the script itself
+                return _setting(own, "env", self.field)
+            if env.get(var) is not None:
+                return Setting(str(env[var]), "env", env_fields.get(var))
         pet = "PET_" + name.upper()
         if self.reads_pet_env:
             own = self.env.get(pet)
@@ -141,14 +160,20 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
         pass
     elif head == "accelerate" and len(argv) > 1 and argv[1] == "launch":
         return parse_accelerate(argv, fields, 2)
+    elif head == "deepspeed":
+        return parse_deepspeed(argv, fields, 1)
     elif head.startswith("python"):
         # python [-u ...] -m torch.distributed.run ...
         while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
             i += 1
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _ACCELERATE_MODULES:
             return parse_accelerate(argv, fields, i + 2)
+        if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _DEEPSPEED_MODULES:
+            return parse_deepspeed(argv, fields, i + 2)
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES:
             i += 2
+        elif i < len(argv) and not argv[i].startswith("-"):
+            return parse_dist_url(argv, fields, i)
         else:
             return None
     else:
@@ -217,6 +242,14 @@ def parse_accelerate(argv: list[str], fields: list[str], i: int) -> Invocation:
     if "config_file" in raw:
         inv.accelerate_config = raw["config_file"]
     _accelerate_settings(inv, raw)
+    if inv.accelerate_config is None:
+        # Without --config_file accelerate still reads its default config file where the image has one
+        # (commands/launch.py _validate_launch_command, at commit 16cb6eb8 line 1212); without that, num_processes
+        # is the GPU count (lines 1306-1323) and num_machines 1 (1341-1343). What the command leaves out is not known.
+        inv.required = ("nnodes", "nproc_per_node", "master_addr")
+        if "nproc_per_node" not in inv.flags:
+            inv.flags["nproc_per_node"] = ("auto", inv.field)
+            inv.required = ("nnodes", "master_addr")
     inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
     return inv
 
@@ -262,6 +295,117 @@ def with_accelerate_config(inv: Invocation, config: Any, where: str) -> None:
             inv.spelled[dest] = f"{key} in {path}"
     if "num_processes" in taken or "num_machines" in taken:
         inv.spelled["nproc_per_node"] = f"num_processes / num_machines (from {path})"
+
+
+# The deepspeed launcher (deepspeed/launcher/runner.py at deepspeedai/DeepSpeed commit edaa7221, parse_args lines
+# 48-227, main lines 436-560): options that take no value (the store_true ones); every other takes one.
+_DEEPSPEED_BOOLEAN = {"module", "no_python", "no_local_rank", "no_ssh", "no_ssh_check", "force_multi", "save_pid",
+                      "elastic_training", "bind_cores_to_rank", "quiet", "q"}
+_DEEPSPEED_MODULES = {"deepspeed.launcher.runner"}
+DEEPSPEED_HOSTFILE = "/job/hostfile"  # runner.py line 36 DLTS_HOSTFILE, the default of -H/--hostfile
+# deepspeed's flag -> the torchrun setting it becomes: deepspeed.launcher.launch gets --master_addr, --master_port
+# and, with --no_ssh, --node_rank (lines 547-553); --num_nodes takes the hostfile's first N hosts (lines 521-527),
+# --num_gpus the first N GPUs of each (529-533). --master_port defaults to 29500 (deepspeed/constants.py line 12).
+_DEEPSPEED_FLAGS = {"num_nodes": "nnodes", "num_gpus": "nproc_per_node", "num_accelerators": "nproc_per_node",
+                    "node_rank": "node_rank", "master_addr": "master_addr", "master_port": "master_port"}
+
+
+def parse_deepspeed(argv: list[str], fields: list[str], i: int) -> Invocation:
+    """`deepspeed [options] script.py ...`. With --no_ssh every node runs deepspeed itself, its node rank given
+    (runner.py lines 157-159, 538-541): mapped onto torchrun's settings as torchrun's are. Without it the first node
+    starts every node over ssh (pdsh by default) from the hostfile: `not_modelled` says so. Without a hostfile
+    deepspeed runs on the local GPUs alone, master 127.0.0.1 (lines 467-477)."""
+    inv = Invocation(field=fields[0] if fields else "", launcher="deepspeed", reads_pet_env=False,
+                     elastic_agent=False)
+    raw, i, inv.open_args = _options(argv, fields, i, _DEEPSPEED_BOOLEAN)
+    if "H" in raw:
+        raw.setdefault("hostfile", raw.pop("H"))
+    for flag, dest in _DEEPSPEED_FLAGS.items():
+        inv.spelled.setdefault(dest, f"--{flag}")
+        if flag in raw and raw[flag][0] != "-1":
+            inv.flags[dest] = raw[flag]
+    inv.flags.setdefault("master_port", ("29500", inv.field))
+    inv.flags["rdzv_backend"] = ("static", inv.field)
+    if "no_ssh" in raw:
+        inv.required = ("nnodes", "nproc_per_node", "node_rank", "master_addr")
+    else:
+        hostfile = raw.get("hostfile", (DEEPSPEED_HOSTFILE, ""))[0]
+        inv.not_modelled = (f"starts every node over ssh ({raw.get('launcher', ('pdsh', ''))[0]}) from the hosts in "
+                            f"{hostfile}, which the manifests do not show")
+        inv.flags.setdefault("node_rank", ("0", inv.field))
+        inv.flags.setdefault("nproc_per_node", ("auto", inv.field))  # every GPU of the node (lines 470-472)
+    inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
+    return inv
+
+
+# A script that forms its world itself from its own flags, the PyTorch ImageNet example's (pytorch/examples
+# imagenet/main.py at commit 77f55b91): `--world-size` (default -1, lines 62-63: the number of nodes), `--rank` (default
+# -1, lines 64-65: the node rank), `--dist-url` (lines 66-67, the init_method: `tcp://HOST:PORT`, rank 0 hosting the
+# store, or `env://`), `--dist-backend` (lines 68-69) and `--multiprocessing-distributed` (lines 76-80). With
+# `env://` a world size or rank left at -1 is read from WORLD_SIZE (lines 104-105) and RANK (lines 151-152). With
+# --multiprocessing-distributed the script spawns one process per visible GPU (ngpus_per_node =
+# torch.accelerator.device_count() on CUDA, else 1: lines 118-123), the world is ngpus_per_node x --world-size
+# (line 128) and process `gpu` takes rank --rank x ngpus_per_node + gpu (line 156); without it one process per pod
+# whose --rank is its global rank (line 134). The convention is the example's: scripts derived from it (MoCo, DINO,
+# many others) take the same flags.
+DIST_URL = "the script's --dist-url"
+_DIST_URL_FLAGS = {"dist_url": "master_addr", "world_size": "nnodes", "rank": "node_rank"}
+_DIST_URL_BOOLEAN = {"multiprocessing_distributed"}
+_DIST_URL_VALUES = {"dist_url", "world_size", "rank", "dist_backend"}
+
+
+def parse_dist_url(argv: list[str], fields: list[str], i: int) -> Invocation | None:
+    """`python [options] script.py ... --dist-url URL --world-size N --rank R [--multiprocessing-distributed]`: the
+    ImageNet example's flags, mapped onto torchrun's settings (nnodes = --world-size, node rank = --rank, master
+    address and port = the tcp:// URL's, processes per pod = the GPUs with --multiprocessing-distributed, else 1).
+    None where the script is not given --dist-url (or python runs `-c` code or a module)."""
+    if any(tok in ("-c", "-m") for tok in argv[1:i]) or i >= len(argv):
+        return None
+    raw: dict[str, tuple[str, str]] = {}
+    j = i + 1
+    while j < len(argv):
+        tok = argv[j]
+        name, eq, value = tok.partition("=")
+        dest = name[2:].replace("-", "_") if name.startswith("--") else ""
+        if dest in _DIST_URL_BOOLEAN and not eq:
+            raw[dest] = ("true", fields[j])
+        elif dest in _DIST_URL_VALUES:
+            if eq:
+                if isinstance(tok, shell.Unknown):
+                    value = shell.Unknown(value, tok.why, tok.kind)
+                raw[dest] = (value, fields[j])
+            elif j + 1 < len(argv):
+                raw[dest] = (argv[j + 1], fields[j + 1])
+                j += 1
+        j += 1
+    if "dist_url" not in raw:
+        return None
+    inv = Invocation(field=fields[0] if fields else "", launcher=DIST_URL, reads_pet_env=False, elastic_agent=False,
+                     required=("nnodes", "node_rank", "master_addr"))
+    inv.script, inv.script_args = argv[i], argv[i + 1:]
+    url, url_field = raw["dist_url"]
+    inv.spelled.update(nnodes="--world-size", node_rank="--rank", master_addr="--dist-url",
+                       master_port="--dist-url",
+                       nproc_per_node="--multiprocessing-distributed (one process per GPU)"
+                       if "multiprocessing_distributed" in raw else "one process per pod (no "
+                       "--multiprocessing-distributed)")
+    for flag, dest in _DIST_URL_FLAGS.items():
+        if flag in raw and flag != "dist_url" and raw[flag][0] != "-1":
+            inv.flags[dest] = raw[flag]
+    if url.startswith("tcp://"):
+        host, port = split_endpoint(url[len("tcp://"):].rstrip("/"), "")
+        inv.flags["master_addr"] = (shell.Unknown(host, url.why, url.kind) if isinstance(url, shell.Unknown) else host,
+                                    url_field)
+        inv.flags["master_port"] = (shell.Unknown(port, url.why, url.kind) if isinstance(url, shell.Unknown) else port,
+                                    url_field)
+    elif url == "env://":
+        # init_method env:// reads MASTER_ADDR and MASTER_PORT (torch/distributed/rendezvous.py _env_rendezvous_handler)
+        inv.env_names.update(master_addr="MASTER_ADDR", master_port="MASTER_PORT", nnodes="WORLD_SIZE",
+                             node_rank="RANK")
+    inv.flags["rdzv_backend"] = ("static", url_field)
+    mp = raw.get("multiprocessing_distributed")
+    inv.flags["nproc_per_node"] = ("auto", mp[1]) if mp else ("1", inv.field)
+    return inv
 
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

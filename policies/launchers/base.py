@@ -428,6 +428,12 @@ class Launcher(Generic[W]):
         other controllers (a runtime, an Experiment); each Check's `obj` set to it."""
         return []
 
+    def unmodelled_world(self, w: W) -> str | None:
+        """For a workload whose training container starts no launcher this model maps onto torchrun's settings: what
+        starts its processes instead and what of its world is checked elsewhere, in words (said in TOPO012's one info
+        line); None where nothing is known."""
+        return None
+
     def unlinked(self, w: W) -> Check | None:
         """For a workload whose training container starts no launcher and gets no env:// variables: why its pods
         form no world together, where the controller's settings show it (a TrainJob of several nodes, whose PET_*

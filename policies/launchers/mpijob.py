@@ -70,6 +70,10 @@ class MpiRun:
     oversubscribe: bool
     program: list[str]
     field: str
+    # -H/--host `host[:slots],...` (a host without `:slots` has one), --hostfile/--machinefile, and `-x NAME=VALUE`.
+    hosts: list[tuple[str, int | None]] | None = None
+    hostfile: str | None = None
+    exported: dict[str, str | None] | None = None
 
 
 def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
@@ -84,9 +88,34 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
             continue
         np = None
         over = False
+        hosts: list[tuple[str, int | None]] | None = None
+        hostfile: str | None = None
+        exported: dict[str, str | None] = {}
         j = i + 1
         while j < len(words):
             word = words[j][0]
+            name, eq, value = word.partition("=")
+            if name in _HOST or name in _HOSTFILE or name == "-x":
+                if not eq:
+                    if j + 1 >= len(words):
+                        break
+                    value = words[j + 1][0]
+                    j += 1
+                if name in _HOST:
+                    hosts = (hosts or []) + [_host_slots(h) for h in value.split(",") if h]
+                elif name in _HOSTFILE:
+                    hostfile = value
+                else:
+                    var, has, val = value.partition("=")
+                    exported[var] = val if has else None  # `-x NAME`: the launcher's own value
+                j += 1
+                continue
+            if name in _VALUES or name in _TWO_VALUES:
+                if name in ("--map-by", "-map-by") and "OVERSUBSCRIBE" in (value if eq else words[min(j + 1, len(
+                        words) - 1)][0]).upper():
+                    over = True
+                j += 1 + (0 if eq else 1) + (1 if name in _TWO_VALUES else 0)
+                continue
             joined = _NP_JOINED.match(word)
             if _NP.match(word) and j + 1 < len(words):
                 np = as_int(words[j + 1][0])
@@ -105,8 +134,24 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
             if x in ("&&", ";", "||", "|"):
                 program = program[:end]
                 break
-        return MpiRun(np, over, program, where)
+        return MpiRun(np, over, program, where, hosts, hostfile, exported)
     return None
+
+
+# Open MPI mpirun(1): `-H, --host <host1,host2,...>` (`host:N` for N slots) and `--hostfile, --machinefile <file>`;
+# MPICH and Intel MPI's hydra take `-hosts` and `-f`/`-hostfile`/`-machinefile`.
+_HOST = ("-H", "--host", "-host", "-hosts", "--hosts")
+# Options that take one value (two for the MCA ones), so that their value is not taken for the program.
+_VALUES = ("--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-rank-by", "-wdir", "--wdir", "-npernode",
+           "--npernode", "-N", "-ppn", "-envlist", "--output-filename", "-output-filename",
+           "--prefix", "-prefix", "-iface", "-bootstrap")
+_TWO_VALUES = ("-mca", "--mca", "-gmca", "--gmca", "-genv")
+_HOSTFILE = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile")
+
+
+def _host_slots(text: str) -> tuple[str, int | None]:
+    host, _, slots = text.partition(":")
+    return host, (as_int(slots) if slots else 1)
 
 
 class MPIJobLauncher(Launcher[Workload]):
@@ -236,6 +281,29 @@ class MPIJobLauncher(Launcher[Workload]):
     def gang_scheduler(self, w: Workload) -> str | None:
         return "schedulingPolicy" if mapping(dig(w.manifest.obj, "spec", "runPolicy")).get("schedulingPolicy") else None
 
+    def unmodelled_world(self, w: Workload) -> str | None:
+        run = self._mpirun(w)
+        if run is None:
+            return None
+        np = f"-np {run.np}" if run.np is not None else "the slots' number of"
+        program = " ".join(run.program[:2]) or "its program"
+        if run.hostfile is not None and run.hostfile != HOSTFILE:
+            where = (f"its hosts come from {run.hostfile}, not the operator's {HOSTFILE}: the slots and the host of "
+                     "rank 0 were not checked")
+        else:
+            where = "-np and -H are checked against the workers' slots (TOPO011)"
+        impl = str(mapping(w.manifest.obj.get("spec")).get("mpiImplementation") or OPEN_MPI)
+        rank = "OMPI_COMM_WORLD_RANK" if impl == OPEN_MPI else "PMI_RANK"
+        return (f"mpirun starts {np} ranks of `{program}`, each taking its rank from {rank}; {where}; "
+                "the rendezvous the script joins is checked only where -x MASTER_ADDR or a tcp:// --dist-url shows it")
+
+    def _mpirun(self, w: Workload) -> MpiRun | None:
+        launcher = next((g for g in w.groups if g.role == LAUNCHER), None)
+        if launcher is None:
+            return None
+        pod = w._make_pod(launcher, 0, -1)
+        return find_mpirun(*pod.argv(pod.containers[0])) if pod.containers else None
+
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         spec = mapping(w.manifest.obj.get("spec"))
         return refused(w.manifest.name, spec) + self._ranks(w, spec)
@@ -260,7 +328,14 @@ class MPIJobLauncher(Launcher[Workload]):
             if worker and listing(dig(worker.template, "spec", "containers")) else 0
         if run is None:
             return out
-        if run.np is not None and run.np > total and impl == OPEN_MPI and not run.oversubscribe:
+        if run.hostfile is not None and run.hostfile != HOSTFILE:
+            return out  # (another hostfile: TOPO012 says its slots were not checked)
+        names = [f"{w.manifest.name}-launcher"] if launcher_as_worker(spec) else []
+        names += [f"{w.manifest.name}-worker-{i}" for i in range(worker.count if worker else 0)]
+        if run.hosts is not None:
+            out += self._hosts(w, run, names, impl)
+            names = [h.split(".")[0] for h, _ in run.hosts]
+        elif run.np is not None and run.np > total and impl == OPEN_MPI and not run.oversubscribe:
             out.append(Check(run.field, f"mpirun -np {run.np} but the hostfile has {total} slots ({hosts} hosts x "
                              f"slotsPerWorker {slots}): Open MPI refuses to start (not enough slots available)",
                              f"set -np {total}, raise Worker replicas or slotsPerWorker, or add --oversubscribe"))
@@ -284,7 +359,60 @@ class MPIJobLauncher(Launcher[Workload]):
                 out.append(Check(run.field, "torchrun runs under mpirun: one torchrun agent per rank; its --nnodes, "
                                  "--node-rank and rendezvous come from its own flags or the script, which mpirun does "
                                  "not set", "check torchrun's flags against the hosts", severity=INFO))
+        elif names:
+            out += _rank_zero_address(w, run, pod, names[0])
         return out
+
+    def _hosts(self, w: Workload, run: MpiRun, names: list[str], impl: str) -> list[Check]:
+        """`mpirun -H host:slots,...`: every host one of the job's pods, and -np within the slots listed."""
+        out: list[Check] = []
+        hosts = run.hosts or []
+        for host, _ in hosts:
+            first = host.split(".")[0]
+            if re.fullmatch(re.escape(w.manifest.name) + r"-(worker-\d+|launcher)", first) and first not in names:
+                out.append(Check(run.field, f"mpirun -H names {host}, which is not a pod of this MPIJob (its hosts: "
+                                 f"{', '.join(names) or 'none'}): ssh cannot reach it and mpirun fails",
+                                 f"list only {names[0]}..{names[-1]}" if names else "add Worker replicas"))
+        slots = [n for _, n in hosts]
+        if run.np is not None and None not in slots and impl == OPEN_MPI and not run.oversubscribe:
+            total = sum(n for n in slots if n is not None)
+            if run.np > total:
+                out.append(Check(run.field, f"mpirun -np {run.np} but -H lists {total} slots: Open MPI refuses to "
+                                 "start (not enough slots available)", f"set -np {total}, add slots to -H, or add "
+                                 "--oversubscribe"))
+        return out
+
+
+# The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's
+# --dist-url (policies/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
+# the store every other rank connects to.
+def _rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str) -> list[Check]:
+    program = run.program
+    if not any(x.rsplit("/", 1)[-1].startswith("python") for x in program):
+        return []
+    address: tuple[str, str] | None = None
+    for k, x in enumerate(program):
+        if x.startswith("--dist-url=tcp://") or x.startswith("--dist_url=tcp://"):
+            address = (x.split("://", 1)[1], "--dist-url")
+        elif x in ("--dist-url", "--dist_url") and k + 1 < len(program) and program[k + 1].startswith("tcp://"):
+            address = (program[k + 1].split("://", 1)[1], "--dist-url")
+    if address is None and run.exported is not None and "MASTER_ADDR" in run.exported:
+        value = run.exported["MASTER_ADDR"]
+        value = value if value is not None else pod.env.get("MASTER_ADDR")
+        if value is not None:
+            address = (str(value), "-x MASTER_ADDR")
+    if address is None or "$" in address[0]:
+        return []
+    host = address[0].rsplit(":", 1)[0] if address[1] == "--dist-url" else address[0]
+    ns = w.manifest.namespace
+    namespace = rf"(\.{re.escape(ns)}" if ns else r"(\.[a-z0-9-]+"
+    ok = re.fullmatch(re.escape(f"{first_host}.{w.manifest.name}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
+                      host)
+    if ok:
+        return []
+    return [Check(run.field, f"{address[1]} names '{host}', but rank 0 (the first slot mpirun fills) runs on "
+                  f"{first_host}: the other ranks wait for a store that is not there",
+                  f"point it at {first_host}.{w.manifest.name}")]
 
 
 def _with_restart(rspec: dict[str, Any], role: str) -> dict[str, Any]:

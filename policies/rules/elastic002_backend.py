@@ -17,7 +17,7 @@ NAME = "elastic-dynamic-backend"
 
 def check(ctx):
     for t in ctx.topologies:
-        if not t.torchrun:
+        if not t.agent:
             continue
         policy = t.workload.elastic_range is not None
         if not (t.elastic or policy) or t.backend != "static":

@@ -23,7 +23,7 @@ KINDS = (pytorchjob.KIND,)
 
 def check(ctx):
     for t in ctx.topologies:
-        if t.workload.elastic_range is None or not t.torchrun:
+        if t.workload.elastic_range is None or not t.agent:
             continue
         s = t.first.nnodes
         if s.origin == "flag" and t.nnodes_min is not None and t.nnodes_min == t.nnodes_max:

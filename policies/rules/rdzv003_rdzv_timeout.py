@@ -33,7 +33,7 @@ def parse_conf(value: str) -> dict[str, str]:
 def check(ctx):
     large = ctx.env.large_job_pods if ctx.env and ctx.env.large_job_pods is not None else DEFAULT_LARGE
     for t in ctx.topologies:
-        if not t.torchrun or t.pods <= large or t.backend.startswith("c10d (standalone)"):
+        if not t.agent or t.pods <= large or t.backend.startswith("c10d (standalone)"):
             continue
         v = t.first
         s = v.inv.setting("rdzv_conf", v.pod.env, v.pod.env_fields)

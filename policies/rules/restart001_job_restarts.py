@@ -53,7 +53,7 @@ def check(ctx):
         owner, sites, default_policy = jobs
         done.add(owner.ref)
         for field, js in sites:
-            if t.torchrun:
+            if t.agent:
                 yield from sigterm_codes(owner, field, js)
             pod_spec = ((js.get("template") or {}).get("spec")) or {}
             backoff = js.get("backoffLimit")

@@ -4,8 +4,10 @@ torchrun waits until `--nnodes` agents have joined. With fewer pods than that th
 (every GPU idles until the join timeout); with more, the extra pods form worlds of their own or fail. A torchrun
 given no `--nnodes` (or `PET_NNODES`) defaults to `1:1`: each pod trains alone, which looks like training but is not
 distributed at all. An elastic range `MIN:MAX` must contain the pod count. The same holds for `accelerate launch`
-(`--num_machines`). A script that initialises the `mpi` process group without `mpirun` is an MPI world of one in
-every pod, whatever WORLD_SIZE says. A TrainJob of several nodes on a torch runtime whose command is written out and
+(`--num_machines`), `deepspeed --no_ssh` (`--num_nodes`) and a script given the PyTorch ImageNet example's
+`--dist-url` (`--world-size`, nodes with `--multiprocessing-distributed`, else processes, one per pod). A script
+that initialises the `mpi` process group without `mpirun` is an MPI world of one in every pod, whatever WORLD_SIZE
+says. A TrainJob of several nodes on a torch runtime whose command is written out and
 starts no torchrun, with no WORLD_SIZE, RANK or MASTER_ADDR set: the Trainer injects only `PET_*`, which torchrun
 alone reads, so the nodes form no world together (each trains alone, or `init_process_group` fails). Code written
 in the manifest (`python -c`) that never touches torch.distributed is not a world and is left alone.
@@ -13,6 +15,7 @@ in the manifest (`python -c`) that never touches torch.distributed is not a worl
 Fails: a Job with `completions: 4` whose container runs `torchrun --nnodes=2 ...`, or JobSet's resnet example,
 4 pods whose torchrun has no `--nnodes`; 2 pods running `python train.py --backend mpi`; a TrainJob of 2 nodes
 running `python3 mnist.py` (Katib's trainjob-pytorch example).
+Also fails: `python main.py --dist-url tcp://... --world-size 3` on 2 pods; `deepspeed --no_ssh --num_nodes 3` on 2.
 Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator sets `PET_NNODES` to its replicas.
 """
 from __future__ import annotations

@@ -9,7 +9,10 @@ warnings; with no CPU limit or request the check cannot run and says so (a warni
 
 `gpu` on a pod that requests no GPU stops torchrun before any worker starts ("Cuda is not available."): an error.
 
-Fails: `nvidia.com/gpu: 1` with `--nproc-per-node=2` (error); `--nproc-per-node=gpu` without a GPU (error); `nvidia.com/gpu: 8` with 4 processes, `auto` on a CPU
+`accelerate launch --multi_gpu` with fewer than 2 processes in all stops at start: an error.
+
+Fails: `nvidia.com/gpu: 1` with `--nproc-per-node=2` (error); `accelerate launch --multi_gpu --num_processes 1`
+(error); `--nproc-per-node=gpu` without a GPU (error); `nvidia.com/gpu: 8` with 4 processes, `auto` on a CPU
 pod, 4 processes in a pod limited to 2 CPUs (warnings).
 Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8` or `auto`; 2 processes with `cpu: "2"`.
 """
@@ -31,6 +34,15 @@ def check(ctx):
             continue
         s = t.first.nproc
         where = launcher_field(t, s.field or t.first.inv.field, "nproc")
+        acc = t.first.inv.accelerate
+        total = acc.get("num_processes", ("", ""))[0]
+        if "multi_gpu" in acc and total.isdigit() and int(total) < 2:
+            # accelerate commands/launch.py _validate_launch_command (commit 16cb6eb8 lines 1202-1203)
+            yield problem(ID, t, acc["num_processes"][1], f"accelerate launch --multi_gpu with --num_processes "
+                          f"{total}: accelerate stops at start (You need to use at least 2 processes to use "
+                          "`--multi_gpu`)", "drop --multi_gpu, or give --num_processes the total of all machines' "
+                          "processes", severity=ERROR)
+            continue
         if "$" in s.value:
             continue  # TOPO012 reports what could not be resolved
         if t.nproc is None and s.value in NEEDS_DEVICE and not t.gpus:

@@ -1,5 +1,8 @@
 """The rendezvous endpoint (MASTER_ADDR or --rdzv-endpoint) is pod 0's DNS name.
 
+The same holds for the address other launchers are given: `accelerate launch --main_process_ip`, `deepspeed
+--master_addr`, a script's `--dist-url tcp://HOST:PORT` (the PyTorch ImageNet example's, rank 0 hosting the store).
+
 With static rendezvous, node rank 0 hosts the store at MASTER_ADDR:MASTER_PORT; with c10d the endpoint's host runs
 it. Either way every pod must reach one fixed pod: pod 0, named `<hostname>.<subdomain>` (optionally followed by
 `.<namespace>`, `.svc`, `.svc.<cluster domain>`: the environment's `clusterDomain`, cluster.local where it declares

@@ -18,7 +18,7 @@ NAME = "no-contradicting-world-size"
 
 def check(ctx):
     for t in ctx.topologies:
-        if not t.torchrun or t.world_size is None:
+        if not t.agent or t.world_size is None:
             continue
         pod = t.first.pod
         if "WORLD_SIZE" in pod.injected:

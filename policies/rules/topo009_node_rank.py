@@ -5,6 +5,9 @@ rank 0 both try to host the store and the world never forms; a pod 0 whose rank 
 hosts. The rank must come from something per pod: the completion index, the pod-index label, the operator.
 c10d and etcd rendezvous assign ranks themselves and are exempt.
 
+The same holds for `accelerate launch --machine_rank`, `deepspeed --no_ssh --node_rank` and the ImageNet example's
+`--rank` (its node rank, global rank without `--multiprocessing-distributed`).
+
 With c10d or etcd a given `--node-rank` must still be an integer: torchrun parses it before the rendezvous.
 
 Fails: `--node-rank=0` written into a Job's template; `RANK` from `metadata.name` (not a number).
@@ -37,7 +40,7 @@ def check(ctx):
             continue
         if not t.torchrun and not t.first.pod.env.get("MASTER_ADDR"):
             continue
-        label = "--node-rank" if t.torchrun else "RANK"
+        label = ("--node-rank" if t.agent else t.first.inv.flag("node_rank")) if t.torchrun else "RANK"
         for v in _views_to_check(t):
             value = v.node_rank.value
             if "$" in value:

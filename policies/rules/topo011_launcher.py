@@ -1,5 +1,10 @@
 """The controller admits the workload: what its webhook (or the API server) refuses, and what it needs first.
 
+MPIJob (mpi-operator v0.8.0): mpirun's `-np` within the slots of the operator's hostfile (workers x
+slotsPerWorker) or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe), every `-H` host one of the
+job's pods, and the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming
+the host of the first slot, where rank 0 runs.
+
 Each launcher module says what its admission refuses, from the upstream source at the pinned tag, for every
 workload whether it trains or not. PyTorchJob (training-operator v1.9.4 webhook): a DNS-1035 name, replica types
 Master and Worker only, exactly one Master (`replicas` written: the webhook runs before the defaulter), a container

@@ -9,6 +9,14 @@ ConfigMap or Secret in the manifests is mounted at PATH; a file from the image c
 command line does not give the number of machines, the processes and the main process itself, an info line says
 the world was not checked (no error: the file may well be right).
 
+A launcher other than torchrun whose own default this cannot know is not guessed at: on several pods, a script
+given the ImageNet example's `--dist-url` without `--world-size`, `--rank` or a `tcp://` address (or, with
+`env://`, without WORLD_SIZE, RANK, MASTER_ADDR in the env), `deepspeed --no_ssh` without its node count, GPUs,
+node rank or master address, `accelerate launch` without `--config_file` and without its number of machines or main
+process (its default config file may be in the image), and `deepspeed` without `--no_ssh` (it starts every node
+over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun
+gets one info line saying what mpirun starts and what was not checked (TOPO011 checks its ranks and hosts).
+
 A shell script (`sh -c`, read by policies/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
 loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
 names the settings and the checks they hide. A `$VAR` that neither the container's env nor the script sets may come
@@ -41,6 +49,12 @@ def check(ctx):
         if u.unlinked:  # (TOPO001 reports that its pods form no world together)
             continue
         m = u.workload.manifest
+        other = u.workload.launcher.unmodelled_world(u.workload)
+        if other is not None:
+            yield Problem(ID, f"{other}: the world's shape was not checked as torchrun's (TOPO001-TOPO010)", m.source,
+                          m.ref, "spec", "start the script with torchrun (or a tcp:// --dist-url) to have its world "
+                          "checked", severity=INFO)
+            continue
         yield Problem(ID, "the container starts no torchrun (or accelerate) and gets no MASTER_ADDR or WORLD_SIZE: "
                       "whether the script forms a distributed world cannot be told from the manifest, so the "
                       "topology checks did not run", m.source, m.ref, "spec", "start the script with torchrun if it "
@@ -51,6 +65,18 @@ def check(ctx):
                       "the manifests is mounted at: the number of machines, the processes and the main process were "
                       "not checked", m.source, m.ref, unread.field or "spec", "mount the config from a ConfigMap, or "
                       "give --num_machines, --num_processes and --main_process_ip on the command line", severity=INFO)
+    for u in ctx.unstated:
+        m = u.workload.manifest
+        if u.why:
+            yield Problem(ID, f"{u.launcher} {u.why}: the world size, the ranks and the address it forms were not "
+                          "checked", m.source, m.ref, u.field or "spec", "run it on every pod with --no_ssh, "
+                          "--num_nodes, --num_gpus, --node_rank and --master_addr to have the world checked",
+                          severity=INFO)
+            continue
+        yield Problem(ID, f"{u.launcher} is not given {' or '.join(u.missing)} (neither written nor in the "
+                      "env): the world size, the ranks and the address it forms were not checked", m.source, m.ref,
+                      u.field or "spec", f"give {', '.join(u.missing)} (written, or in the env) to have "
+                      "the world checked", severity=INFO)
     for w in ctx.elsewhere:
         m = w.manifest
         yield Problem(ID, f"{w.launcher.not_created(w)}: the checks of its pods and torchrun world (TOPO001-TOPO010, "
