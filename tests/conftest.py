@@ -98,7 +98,8 @@ SLOW_MODULES = {
     "test_init", "test_new_env", "test_remove_env",  # whole-repository copies validated, written, killed, finished
     "test_fork",  # a fork made as docs/deploy.md says, validated, and its own make test-fast
 }
-FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx", "test_trainer_lm_step", "test_trainer_phases"}
+FAST_TRAINER_MODULES = {"test_trainer_units", "test_trainer_idx", "test_trainer_lm_step", "test_trainer_phases",
+                        "test_trainer_state"}
 SLOW_TESTS = {  # module: test functions (every parametrisation), each several seconds or more
     "test_trainer_lm_step": {"test_compile_gives_the_eager_losses"},  # inductor compiles a GPT-2 on the CPU, 70 s
     "test_loader_one_pass": {"test_every_yaml_file_in_the_repository_reads_the_same"},  # the CRDs, 10-15 s

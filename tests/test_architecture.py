@@ -297,3 +297,54 @@ def test_the_rule_import_check_sees_one(tmp_path, monkeypatch):
     (pkg / "engine.py").write_text("from .rules.restart007_x import survival\n")
     monkeypatch.setitem(globals(), "ROOT", tmp_path)  # module_name reads the module's ROOT
     assert rule_imports_outside_rules(pkg) == ["engine.py: policies.rules.restart007_x"]
+
+
+def attributes_set_outside_init(source: str, cls: str) -> tuple[set[str], list[str]]:
+    """Class `cls` of `source`: the attributes its __init__ assigns (self.X = / self.X: T = / self.X += ..., tuple
+    targets too), and `method: X` for every attribute another method assigns that __init__ does not, or that the
+    class body declares without a value (an attribute that exists only once some method has run)."""
+
+    def targets(node: ast.AST) -> list[str]:
+        names = []
+        for n in ast.walk(node):
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                    for e in ast.walk(t):
+                        if (isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self"
+                                and isinstance(e.ctx, ast.Store)):
+                            names.append(e.attr)
+        return names
+
+    (klass,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == cls]
+    methods = [n for n in klass.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    (init,) = [m for m in methods if m.name == "__init__"]
+    in_init = set(targets(init))
+    late = [f"{m.name}: {a}" for m in methods if m is not init for a in targets(m) if a not in in_init]
+    late += [f"class body: {n.target.id}" for n in klass.body
+             if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name)]
+    return in_init, late
+
+
+def test_every_attribute_of_the_trainer_is_set_in_its_init():
+    """The Trainer's state is what its __init__ says (issue 34 item 5): no attribute first appears in run() or in a
+    method of the loop. What run() builds is None until then (trainer/loop.py `Built`)."""
+    in_init, late = attributes_set_outside_init((TRAINER / "loop.py").read_text(), "Trainer")
+    assert not late, late
+    assert {"config", "store", "built", "identity", "steps_per_epoch", "val_idx", "interval_step"} <= in_init
+
+
+def test_the_trainer_attribute_check_sees_a_late_one():
+    source = ("class Trainer:\n    later: int\n    def __init__(self):\n        self.a, self.b = 1, 2\n"
+              "    def run(self):\n        self.a = 3\n        self.c: int = 4\n        (self.b, self.d) = (5, 6)\n"
+              "        self.e += 1\n        x = self.f\n")
+    in_init, late = attributes_set_outside_init(source, "Trainer")
+    assert in_init == {"a", "b"} and late == ["run: c", "run: d", "run: e", "class body: later"]
+
+
+def test_the_trainer_reads_its_configuration_never_a_namespace():
+    """The run's flags become a RunConfig in one place, trainer/cli.py (trainer/config.py builds it from argparse's
+    Namespace); no other module of the training side takes or passes a Namespace."""
+    allowed = {"cli.py", "config.py", "report.py", "launch.py"}  # report and torchrun's launcher: CLIs of their own
+    found = [str(p.relative_to(TRAINER)) for p in modules(TRAINER)
+             if p.name not in allowed and "Namespace" in p.read_text()]
+    assert not found, found

@@ -122,7 +122,7 @@ def save(folder, st, name, is_best):
 
 def find_resume(folder, rejected=frozenset()):
     found, warnings = single.SingleFile(folder).find(rejected)
-    return (found.path, {**found.meta, **found.state}, warnings) if found else (None, None, warnings)
+    return (found.path, {**found.train.state_dict(), **found.state}, warnings) if found else (None, None, warnings)
 
 
 IDENTITY = {"task": "synthetic", "model": "MLP", "params": "p", "data": {"n": 1}}

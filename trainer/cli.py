@@ -1,6 +1,7 @@
 """The trainer's command line: every flag, its environment variable and its default, and the checks argparse does
-not do. Torch-free, so that the validation layer can read a manifest's trainer arguments with the trainer's own
-defaults without importing torch (`build_parser(environ=...)`).
+not do; `parse_args` returns the run's configuration (trainer/config.py RunConfig). Torch-free, so that the
+validation layer can read a manifest's trainer arguments with the trainer's own defaults without importing torch
+(`build_parser(environ=...)`).
 
 Each task adds the flags of its own (the registry's `add_arguments`, trainer/tasks/__init__.py).
 """
@@ -12,6 +13,7 @@ import os
 from typing import Mapping
 
 from trainer import contract
+from trainer.config import RunConfig
 from trainer.contract import AFTER_DONE, AMP, BACKENDS, RUN_ID as RUN_ID_RE
 from trainer.flags import boolean, non_negative_int, positive, positive_seconds
 from trainer.tasks import TASKS
@@ -97,7 +99,9 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
     return p
 
 
-def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> RunConfig:
+    """The run's configuration: argparse's Namespace, checked and completed with the task's defaults, turned into
+    the frozen RunConfig here, the one place a Namespace becomes the configuration the trainer reads."""
     parser = build_parser(environ)
     args = parser.parse_args(argv)
     # argparse does not apply `choices` to defaults, which here come from the environment: check them
@@ -112,7 +116,7 @@ def parse_args(argv: list[str] | None = None, environ: Mapping[str, str] | None 
         args.lr = TASKS[args.task].default_lr
     if args.batch_size is None:
         args.batch_size = TASKS[args.task].default_batch_size
-    return args
+    return RunConfig.from_namespace(args)
 
 
 def log_interval(requested: int | None, total_steps: int) -> int:

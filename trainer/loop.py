@@ -17,7 +17,7 @@ checkpoint lists them and the resumed run writes them from the same weights befo
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -40,11 +40,12 @@ from trainer import fsdp
 from trainer import telemetry
 from trainer.phases import Watchdog
 from trainer import threads as T
+from trainer.config import RunConfig
 from trainer.errors import Preempted, TrainerError
 from trainer.metrics import RunLog
 from trainer.sharding import digest, eval_indices, shard_indices
 from trainer.stop import PAUSE_ENV, StopFlag, VoteClock, fits, pause_steps, stop_check_seconds
-from trainer.tasks import Context, get as get_task
+from trainer.tasks import Context, TaskRun, get as get_task
 from trainer.tracker import Meter, Progress, merge_partials
 
 
@@ -59,35 +60,72 @@ def model_signature(model: torch.nn.Module) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _config(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, type(None)))}
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """What `Trainer.run` builds before it resumes: the task's run, its model on the device, that model wrapped (DDP or
+    FSDP2) and its optimiser."""
+
+    task_run: TaskRun
+    model: torch.nn.Module
+    wrapped: torch.nn.Module
+    optimizer: torch.optim.Optimizer
 
 
 class Trainer:
-    interval_step: int  # the step of the last log interval (set as training starts)
+    """One run of the training loop on this rank. Every attribute is set here; what `run` builds (the model and its
+    optimiser) is None until then, read through the properties below."""
 
-    def __init__(self, args: argparse.Namespace, denv: D.DistEnv, device: torch.device,
+    def __init__(self, config: RunConfig, denv: D.DistEnv, device: torch.device,
                  watchdog: Watchdog | None = None):
-        self.args = args
+        # the run's flags; `_resume` replaces it once, with the checkpoint's data seed
+        self.config = config
         # --phase-timeout (trainer/phases.py): each phase of the run names itself here
         self.watchdog = watchdog or Watchdog(None)
         self.phase = self.watchdog.enter
         self.denv = denv
         self.device = device
-        self.task = get_task(args.task)
-        self.run_dir = Path(args.out_dir) / args.run_id
+        self.task = get_task(config.task)
+        self.run_dir = Path(config.out_dir) / config.run_id
         self.log = RunLog(denv.is_main, self.run_dir)
         self.stop = StopFlag()
-        self.channels_last = bool(args.channels_last) and self.task.image
-        self.stop_check_s = stop_check_seconds(args.grace_period)
+        self.channels_last = bool(config.channels_last) and self.task.image
+        self.stop_check_s = stop_check_seconds(config.grace_period)
         self.store = checkpoint.open_store(self.task.checkpoint, self.run_dir)
         self.threads, self.threads_why = T.choose_threads(os.environ, denv.local_world_size)
         if self.threads is not None:
             torch.set_num_threads(self.threads)
-        self.tel = telemetry.Telemetry.from_trainer(args, denv, device)
+        self.tel = telemetry.Telemetry.from_trainer(config, denv, device)
         self.pause_at = pause_steps(os.environ.get(PAUSE_ENV, ""))
         self.val_seconds: float | None = None  # the last validation pass of this process
-        self.log_every = args.log_interval or cli.DEFAULT_LOG_INTERVAL
+        self.log_every = config.log_interval or cli.DEFAULT_LOG_INTERVAL  # `run` sets it from the run's steps
+        # set by `run`, once the model is built
+        self.built: Built | None = None
+        self.compiled: str | None = None  # --compile: what was compiled
+        self.identity: dict[str, Any] = {}  # task, model, params and data of this run (the checkpoints' identity)
+        self.steps_per_epoch = 0
+        self.val_idx = torch.empty(0, dtype=torch.long)  # this rank's validation rows
+        self.interval_step = 0  # the step of the last log interval (set as training starts)
+
+    def _ready(self) -> Built:
+        if self.built is None:
+            raise RuntimeError("the trainer's model is built by run()")
+        return self.built
+
+    @property
+    def task_run(self) -> TaskRun:
+        return self._ready().task_run
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return self._ready().model
+
+    @property
+    def wrapped(self) -> torch.nn.Module:
+        return self._ready().wrapped
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        return self._ready().optimizer
 
     def _hook(self, point: str) -> None:
         if os.environ.get(HOOK) != point:
@@ -100,7 +138,7 @@ class Trainer:
     # ---- set-up: every precondition is checked on every rank, then agreed on (no rank left waiting)
     def _prepare_folder(self) -> list[str]:
         warnings = self.store.prepare() if self.denv.is_main else []
-        if self.args.record_shards:
+        if self.config.record_shards:
             checkpoint.check_writable(self.run_dir / "shards")
         return warnings
 
@@ -113,22 +151,22 @@ class Trainer:
                 return None
             found, warnings = self.store.find(rejected)
             if found is not None:
-                checkpoint.check_identity(found.meta, identity, found.path)
+                checkpoint.check_identities(found.train.identity, identity, found.path)
             record, more = self.store.best_record(identity)
             return found, warnings + more, record
 
         return D.broadcast_object(D.agree(find))
 
     def run(self) -> int:
-        args, denv, device = self.args, self.denv, self.device
+        cfg, denv, device = self.config, self.denv, self.device
         self.stop.install()
         for w in D.agree(self._prepare_folder):
             self.log.warn(w)
-        torch.manual_seed(args.seed)
-        np.random.seed(args.seed)
-        random.seed(args.seed)
+        torch.manual_seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        random.seed(cfg.seed)
         self.phase("model load")
-        run = self.task.build(Context(args, denv, device, self.run_dir))  # each stage agreed on inside
+        run = self.task.build(Context(cfg, denv, device, self.run_dir))  # each stage agreed on inside
         for w in run.warnings:
             self.log.warn(w)
         identity = {"task": self.task.name, "model": run.model_name, "params": model_signature(run.model),
@@ -142,11 +180,11 @@ class Trainer:
         run.to(device, self.channels_last)
         model = engine.prepare_model(run.model, device, self.channels_last)
         # in place, before the FSDP2 units (named by class) are made: compiles at the first step
-        self.compiled = engine.compile_model(model) if getattr(args, "compile", False) else None
+        self.compiled = engine.compile_model(model) if cfg.compile else None
         wrapped, units = fsdp.wrap(model, run.strategy, device)
-        optimizer = engine.make_optimizer(wrapped, args.lr, device, run.weight_decay)
-        self.task_run, self.model, self.wrapped = run, model, wrapped
-        self.optimizer, self.identity = optimizer, identity
+        optimizer = engine.make_optimizer(wrapped, cfg.lr, device, run.weight_decay)
+        self.built = Built(run, model, wrapped, optimizer)
+        self.identity = identity
 
         changed: list[str] = []
         failed: tuple[str, Path] | None = None  # the last checkpoint that failed to load, and why
@@ -167,18 +205,19 @@ class Trainer:
             raise TrainerError(f"{failed[0]}, and no other checkpoint of {self.run_dir} loads: remove {failed[1]} "
                                "or pass another --run-id")
         progress = self._resume(found, changed) if found is not None else Progress()
+        cfg = self.config  # with the checkpoint's data seed
         self._keep_best(progress, best_record, found is None)
         if found is not None:
             self._pending_exports(found)
             if self._already_complete(progress, found):
                 return 0
 
-        per_step = args.batch_size * run.accumulation
+        per_step = cfg.batch_size * run.accumulation
         self.steps_per_epoch = math.ceil(math.ceil(run.train_size / denv.world_size) / per_step)
-        total = self.steps_per_epoch * args.epochs
-        if args.max_steps:
-            total = min(total, args.max_steps)
-        self.log_every = cli.log_interval(args.log_interval, total)
+        total = self.steps_per_epoch * cfg.epochs
+        if cfg.max_steps:
+            total = min(total, cfg.max_steps)
+        self.log_every = cli.log_interval(cfg.log_interval, total)
         fields: dict[str, Any] = {
             "world": denv.world_size, "backend": denv.backend if D.active() else "none", "device": str(device),
             "local_world": denv.local_world_size, "host": socket.gethostname(), "restart": denv.restart_count,
@@ -188,21 +227,20 @@ class Trainer:
             fields["fsdp_units"] = units
         if self.compiled:  # --compile: what was compiled
             fields["compile"] = self.compiled
-        fields.update({"amp": args.amp, "channels_last": self.channels_last if self.task.image else None,
-                       "batch_per_rank": args.batch_size, "lr": args.lr, "epochs": args.epochs,
+        fields.update({"amp": cfg.amp, "channels_last": self.channels_last if self.task.image else None,
+                       "batch_per_rank": cfg.batch_size, "lr": cfg.lr, "epochs": cfg.epochs,
                        "steps_per_epoch": self.steps_per_epoch, "log_interval": self.log_every,
                        "threads": torch.get_num_threads(), "threads_from": self.threads_why,
-                       "stop_check_s": self.stop_check_s, "grace_s": args.grace_period,
-                       "pg_timeout_s": args.pg_timeout if D.active() else None, "run_dir": str(self.run_dir)})
+                       "stop_check_s": self.stop_check_s, "grace_s": cfg.grace_period,
+                       "pg_timeout_s": cfg.pg_timeout if D.active() else None, "run_dir": str(self.run_dir)})
         self.log.emit("DDP", "start", **fields)
-        self.tel.start(vars(args), {"world_size": denv.world_size, "local_world_size": denv.local_world_size,
+        self.tel.start(cfg.to_dict(), {"world_size": denv.world_size, "local_world_size": denv.local_world_size,
                                     "backend": denv.backend if D.active() else "none", "device": device.type,
-                                    "restart": denv.restart_count}, args.epochs)
+                                    "restart": denv.restart_count}, cfg.epochs)
         if found is not None:
-            meta = found.meta
             self.log.emit("DDP", "resume", resumed_from=str(found.path), epoch=progress.epoch,
-                          epoch_step=progress.epoch_step, step=progress.step, saved_world=meta.get("world_size"),
-                          data_seed=args.seed, kept=self.store.kept, changed=", ".join(changed) or "nothing")
+                          epoch_step=progress.epoch_step, step=progress.step, saved_world=found.train.world_size,
+                          data_seed=cfg.seed, kept=self.store.kept, changed=", ".join(changed) or "nothing")
 
         self.val_idx = eval_indices(run.val_size, denv.rank, denv.world_size).to(run.index_device)
         started = time.perf_counter()
@@ -212,25 +250,24 @@ class Trainer:
 
     def _resume(self, found: checkpoint.Found, changed: list[str]) -> Progress:
         """The position, RNG and data seed of the checkpoint; `changed` gains what this run's flags change."""
-        args, denv, meta = self.args, self.denv, found.meta
+        cfg, denv, train = self.config, self.denv, found.train
         if getattr(self.task_run, "schedules_lr", False):  # the saved lr is the schedule's at that step, not a flag
             changed[:] = [c for c in changed if not c.startswith("lr ")]
-            old = (meta.get("config") or {}).get("lr")
-            if isinstance(old, float) and old != args.lr:
-                changed.insert(0, f"lr {engine._show(old)}->{engine._show(args.lr)}")
-        self.store.set_rng(meta.get("rng") or [], denv.rank, meta.get("world_size") == denv.world_size, self.device)
-        progress = Progress(meta["epoch"], meta["epoch_step"], meta["step"], dict(meta.get("best") or {}),
-                            meta.get("epoch_partial"))
+            old = train.config.get("lr")
+            if isinstance(old, float) and old != cfg.lr:
+                changed.insert(0, f"lr {engine._show(old)}->{engine._show(cfg.lr)}")
+        self.store.set_rng(train.rng, denv.rank, train.world_size == denv.world_size, self.device)
+        progress = Progress(train.epoch, train.epoch_step, train.step, dict(train.best), train.epoch_partial)
         # The data order belongs to the run: a resumed run shuffles with the checkpoint's seed, whatever --seed says,
         # so that the epoch in progress neither repeats nor skips samples.
-        saved_seed = meta.get("data_seed", (meta.get("config") or {}).get("seed"))
-        if saved_seed is not None and saved_seed != args.seed:
-            self.log.warn(f"--seed {args.seed} ignored: this run shuffles its data with seed {saved_seed}, "
+        saved_seed = train.data_seed
+        if saved_seed is not None and saved_seed != cfg.seed:
+            self.log.warn(f"--seed {cfg.seed} ignored: this run shuffles its data with seed {saved_seed}, "
                           f"the seed of its checkpoint (a new seed would repeat some samples and skip others); "
                           f"use another --run-id for another seed")
-            args.seed = int(saved_seed)
-        saved = (meta.get("world_size"), meta.get("batch_size"), meta.get("grad_accum", 1))
-        now = (denv.world_size, args.batch_size, self.task_run.accumulation)
+            self.config = dataclasses.replace(cfg, seed=saved_seed)
+        saved = (train.world_size, train.batch_size, train.grad_accum)
+        now = (denv.world_size, cfg.batch_size, self.task_run.accumulation)
         if progress.epoch_step and saved != now:
             self.log.warn(f"checkpoint was taken mid-epoch with world x batch x accumulation "
                           f"{' x '.join(map(str, saved))}; now {' x '.join(map(str, now))}: epoch {progress.epoch + 1} "
@@ -254,17 +291,17 @@ class Trainer:
 
     def _already_complete(self, progress: Progress, found: checkpoint.Found) -> bool:
         """A finished run started again trains nothing: say so, and how to train more or start anew."""
-        args = self.args
-        if progress.epoch < args.epochs and not (args.max_steps and progress.step >= args.max_steps):
+        cfg = self.config
+        if progress.epoch < cfg.epochs and not (cfg.max_steps and progress.step >= cfg.max_steps):
             return False
-        limit = (f"reached --max-steps {args.max_steps}" if progress.epoch < args.epochs
-                 else f"finished {progress.epoch} of {args.epochs} epochs")
+        limit = (f"reached --max-steps {cfg.max_steps}" if progress.epoch < cfg.epochs
+                 else f"finished {progress.epoch} of {cfg.epochs} epochs")
         best, key = progress.best, self.task.headline
         if best:
             limit += f"; best {key}={best.get(key, float('nan')):.4f} at epoch {best.get('epoch')} in {self.store.best_path}"
         if self.denv.is_main:
             print(f"[DONE] run {self.run_dir} is already complete ({limit}): nothing to train. To train it "
-                  f"further raise --epochs{' or --max-steps' if args.max_steps else ''}; to start a new run "
+                  f"further raise --epochs{' or --max-steps' if cfg.max_steps else ''}; to start a new run "
                   f"pass another --run-id (or --out-dir).", flush=True)
         self.log.event("done", already_complete=True, epochs=progress.epoch, steps=progress.step,
                        best_val_loss=best.get("val_loss"), **{f"best_{key}": best.get(key)},
@@ -281,15 +318,15 @@ class Trainer:
             return None
         self.phase("checkpoint save")
         gathered = D.all_gather_objects({"rng": self.store.rng_state(self.device), "partial": partial})
-        meta = {"epoch": progress.epoch, "epoch_step": progress.epoch_step, "step": progress.step,
-                "world_size": self.denv.world_size, "batch_size": self.args.batch_size,
-                "grad_accum": self.task_run.accumulation, "rng": [g["rng"] for g in gathered],
-                "data_seed": self.args.seed,
-                "epoch_partial": merge_partials([g["partial"] for g in gathered if g["partial"] is not None]),
-                "identity": self.identity, "config": _config(self.args), "best": progress.best, "metrics": metrics,
-                "exports": exports or []}
+        train = checkpoint.TrainState(
+            epoch=progress.epoch, epoch_step=progress.epoch_step, step=progress.step, world_size=self.denv.world_size,
+            batch_size=self.config.batch_size, grad_accum=self.task_run.accumulation,
+            rng=[g["rng"] for g in gathered], data_seed=self.config.seed,
+            epoch_partial=merge_partials([g["partial"] for g in gathered if g["partial"] is not None]),
+            identity=self.identity, config=self.config.scalars(), best=progress.best, metrics=metrics,
+            exports=exports or [])
         started = time.perf_counter()
-        nbytes = self.store.save(name, self.model, self.wrapped, self.optimizer, meta, is_best)
+        nbytes = self.store.save(name, self.model, self.wrapped, self.optimizer, train, is_best)
         if self.denv.is_main:
             self.tel.checkpoint(nbytes, time.perf_counter() - started)
         return self.store.display(name) if name else None
@@ -315,13 +352,13 @@ class Trainer:
     def _pending_exports(self, found: checkpoint.Found) -> None:
         """Exports the checkpoint's run did not finish (stopped, or killed, after the checkpoint): written now from the
         same weights."""
-        meta = found.meta
-        for name in meta.get("exports") or []:
+        train = found.train
+        for name in train.exports:
             held = self.task_run.exported_step(self.run_dir, name)
-            if held is None or held < meta["step"]:  # a later step's export is a later run's: left alone
-                self.log.warn(f"writing {self.run_dir / name} of step {meta['step']}, which the run that saved "
+            if held is None or held < train.step:  # a later step's export is a later run's: left alone
+                self.log.warn(f"writing {self.run_dir / name} of step {train.step}, which the run that saved "
                               f"{found.path} did not finish")
-                self._export(name, meta.get("metrics") or {})
+                self._export(name, train.metrics)
 
     # ---- the loop
     def _vote(self, progress: Progress, epoch: int, epoch_step: int, clock: VoteClock, meter: Meter,
@@ -354,26 +391,26 @@ class Trainer:
                           **{f"{unit}_per_s": count / seconds})
             self.log.event("ranks", epoch=epoch + 1, step=progress.step, step_s=per_rank[:denv.world_size],
                            data_s=per_rank[denv.world_size:])
-            self.tel.interval(progress.step, epoch + 1, self.args.epochs, epoch_step, self.steps_per_epoch, loss,
+            self.tel.interval(progress.step, epoch + 1, self.config.epochs, epoch_step, self.steps_per_epoch, loss,
                               samples / seconds, count / seconds if unit == "tokens" else None)
             self.interval_step = progress.step
             meter.close_interval(now)
         return bool(reduced[0])
 
     def _train(self, progress: Progress) -> float:
-        args, denv, run = self.args, self.denv, self.task_run
-        per_step = args.batch_size * run.accumulation
+        cfg, denv, run = self.config, self.denv, self.task_run
+        per_step = cfg.batch_size * run.accumulation
         train_time = 0.0
         first_step = True  # of this process
         clock = VoteClock(self.stop_check_s, progress.step)  # the first vote after one step
         self.interval_step = progress.step
-        for epoch in range(progress.epoch, args.epochs):
-            if args.max_steps and progress.step >= args.max_steps:
+        for epoch in range(progress.epoch, cfg.epochs):
+            if cfg.max_steps and progress.step >= cfg.max_steps:
                 break
-            shard_cpu = shard_indices(run.train_size, denv.rank, denv.world_size, epoch, args.seed)
+            shard_cpu = shard_indices(run.train_size, denv.rank, denv.world_size, epoch, cfg.seed)
             shard = shard_cpu.to(run.index_device)
             start_batch = progress.epoch_step
-            if args.record_shards:
+            if cfg.record_shards:
                 self._record_shard(epoch, shard_cpu, start_batch)
             self.wrapped.train()
             meter = Meter(self.device, progress.partial if start_batch else None, denv.is_main)
@@ -397,7 +434,7 @@ class Trainer:
                 progress.epoch_step = i + 1
                 if progress.epoch_step == self.steps_per_epoch:
                     self._hook("last-step")
-                at_max = bool(args.max_steps) and progress.step >= args.max_steps
+                at_max = cfg.max_steps is not None and progress.step >= cfg.max_steps
                 log_due = progress.step % self.log_every == 0
                 if (log_due or clock.due(progress.step)) and self._vote(progress, epoch, i + 1, clock, meter, log_due):
                     if progress.epoch_step == self.steps_per_epoch:
@@ -407,7 +444,7 @@ class Trainer:
                     self._preempt(progress, meter.partial())
                 if progress.step in self.pause_at:
                     os.kill(os.getpid(), signal.SIGSTOP)
-                if (args.checkpoint_steps and progress.step % args.checkpoint_steps == 0
+                if (cfg.checkpoint_steps and progress.step % cfg.checkpoint_steps == 0
                         and progress.epoch_step < self.steps_per_epoch and not at_max):
                     name = self._save(progress, checkpoint.step_name(progress.step), False, {"reason": "interval"},
                                       meter.partial())
@@ -428,8 +465,8 @@ class Trainer:
     def _validate(self, vote: bool) -> torch.Tensor | None:
         """This rank's validation sums [loss, correct, count]; every rank runs as many batches. With `vote`, the ranks
         vote on stopping on the training clock between batches: None when they agree to stop."""
-        args, denv, run = self.args, self.denv, self.task_run
-        batches = math.ceil(math.ceil(run.val_size / denv.world_size) / args.batch_size)
+        cfg, denv, run = self.config, self.denv, self.task_run
+        batches = math.ceil(math.ceil(run.val_size / denv.world_size) / cfg.batch_size)
         self.phase("validation")
         self.wrapped.eval()
         sums = torch.zeros(3, device=self.device, dtype=torch.float64)
@@ -437,7 +474,7 @@ class Trainer:
         started = time.perf_counter()
         try:
             for b in range(batches):
-                sums += run.val_step(self.model, self.val_idx[b * args.batch_size:(b + 1) * args.batch_size])
+                sums += run.val_step(self.model, self.val_idx[b * cfg.batch_size:(b + 1) * cfg.batch_size])
                 if b == 0:
                     self._hook("validation")
                 if vote and clock.due(b + 1) and b + 1 < batches:
@@ -454,9 +491,9 @@ class Trainer:
 
     def _end_epoch(self, progress: Progress, epoch: int, complete: bool, meter: Meter, stop_agreed: bool) -> None:
         """Validation over all ranks, checkpoint, [EPOCH] line, the stop vote at the epoch's end, the task's exports."""
-        args, device = self.args, self.device
+        cfg, device = self.config, self.device
         meter.close_interval()
-        if stop_agreed and not fits(self.val_seconds, args.grace_period):
+        if stop_agreed and not fits(self.val_seconds, cfg.grace_period):
             self._preempt(progress, meter.partial(), note=" (the resumed run validates this epoch)")
         val = self._validate(vote=not stop_agreed)
         if val is None:
@@ -483,15 +520,15 @@ class Trainer:
                              "epoch": epoch + 1, "step": progress.step}
         if complete:
             progress.epoch, progress.epoch_step = epoch + 1, 0
-            due = (epoch + 1) % args.checkpoint_every == 0 or epoch + 1 == args.epochs or stop
+            due = (epoch + 1) % cfg.checkpoint_every == 0 or epoch + 1 == cfg.epochs or stop
             name = checkpoint.epoch_name(epoch + 1) if due else None
         else:  # --max-steps ended the run inside this epoch
             name = checkpoint.step_name(progress.step)
         exports = self.task_run.exports(epoch + 1, complete and name is not None, is_best)
         saved = self._save(progress, name, is_best, metrics, meter.partial() if not complete else None,
                            exports if name is not None else [])
-        self.tel.epoch(metrics, args.epochs)
-        self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=args.epochs, step=progress.step,
+        self.tel.epoch(metrics, cfg.epochs)
+        self.log.emit("EPOCH", "epoch", epoch=epoch + 1, epochs=cfg.epochs, step=progress.step,
                       **{k: v for k, v in metrics.items() if k not in ("epoch", "step", "samples_per_s")
                          or (k == "samples_per_s" and unit == "samples")},
                       checkpoint=saved, best=is_best)

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trainer.config import RunConfig
 from trainer.metrics import warn
 
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -105,7 +106,7 @@ class MlflowRun:
         self.client.set_terminated(self.run_id, RunStatus.to_string(status))
 
 
-def from_env(args: Any, denv: Any) -> MlflowRun | None:
+def from_env(args: RunConfig, denv: Any) -> MlflowRun | None:
     uri = (os.environ.get(TRACKING_URI_ENV) or "").strip()
     if not uri:
         return None

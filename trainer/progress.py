@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from trainer.config import RunConfig
 from trainer.metrics import warn
 
 URL_ENV = "KUBEFLOW_TRAINER_SERVER_URL"
@@ -96,7 +97,7 @@ class TrainerProgress:
         pass  # the TrainJob's own status says how its pods ended
 
 
-def from_env(args: Any) -> TrainerProgress | None:
+def from_env(args: RunConfig) -> TrainerProgress | None:
     url = (os.environ.get(URL_ENV) or "").strip()
     if not url:
         return None

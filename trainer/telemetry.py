@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 import torch
 
+from trainer.config import RunConfig
 from trainer.metrics import warn
 
 METRICS_PORT_ENV = "METRICS_PORT"
@@ -127,7 +128,7 @@ class Telemetry:
             self.endpoint.set("restarts", restarts)
 
     @classmethod
-    def from_trainer(cls, args: Any, denv: Any, device: torch.device) -> "Telemetry":
+    def from_trainer(cls, args: RunConfig, denv: Any, device: torch.device) -> "Telemetry":
         tel = cls(args.run_id, args.task, denv.rank, denv.local_rank, denv.world_size, denv.restart_count, device)
         if denv.is_main:
             from trainer import mlflow_log, progress

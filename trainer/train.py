@@ -61,23 +61,24 @@ _ALIVE: list[Any] = []
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)  # --help (exit 0) and bad arguments (exit 2) end here, before torch is imported
+    config = parse_args(argv)  # --help (exit 0) and bad arguments (exit 2) end here, before torch is imported
+    # (the run's configuration, trainer/config.py)
     from trainer.phases import Watchdog
 
     rank = os.environ.get("RANK", "0")
-    watchdog = Watchdog(args.phase_timeout, int(rank) if rank.isdigit() else 0)  # --phase-timeout, if given
+    watchdog = Watchdog(config.phase_timeout, int(rank) if rank.isdigit() else 0)  # --phase-timeout, if given
     watchdog.enter("start-up")
     from trainer import distributed as D
     from trainer.loop import Trainer
 
     denv = None
     try:
-        denv, device = D.init(args.backend, args.pg_timeout)
+        denv, device = D.init(config.backend, config.pg_timeout)
     except TrainerError as e:  # environment problem found before any collective: every rank says it
         print(f"[ERROR] {e}", file=sys.stderr, flush=True)
         write_error_file(str(e))
         return EXIT_USAGE
-    trainer = Trainer(args, denv, device, watchdog)
+    trainer = Trainer(config, denv, device, watchdog)
     _ALIVE.append(trainer)
     # How the run ended, for the observers that record it (rank 0's MLflow run): "done", "stopped" (SIGTERM or
     # SIGINT, after saving) or "failed" (a refusal, a lost peer, any other error). Whatever ends run().
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         watchdog.stop()
         trainer.tel.end(outcome)
-    if code == 0 and args.after_done == "wait":
+    if code == 0 and config.after_done == "wait":
         wait_after_done(denv)
     D.shutdown()
     return code

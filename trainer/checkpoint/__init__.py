@@ -7,7 +7,8 @@
 
 Both keep the same things in the same places: a checkpoint per epoch (kept) and mid-epoch ones (removed once a newer
 one exists), a ``latest`` pointer moved only when a checkpoint is complete, the progress and identity of the run in
-every checkpoint (`meta`), and the same answers to the trainer's three questions: save this state, where does this run
+every checkpoint (`TrainState`, trainer/checkpoint/state.py: the store writes its `state_dict()` and reads it back
+with `load_state_dict`), and the same answers to the trainer's three questions: save this state, where does this run
 resume (`Store.find`: `latest` when it verifies, else the furthest checkpoint that does, never one that was rejected),
 and was this checkpoint written by this run's task, model and data (`check_identity`).
 """
@@ -17,8 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainer.checkpoint.files import atomic_write, check_writable  # noqa: F401  (the API: files written whole)
-from trainer.checkpoint.store import (LATEST, NAME_RE, Found, Store, check_identity, epoch_name,  # noqa: F401
-                                      step_name)
+from trainer.checkpoint.state import TrainState  # noqa: F401  (what a checkpoint records of the run)
+from trainer.checkpoint.store import (LATEST, NAME_RE, Found, Store, check_identities, check_identity,  # noqa: F401
+                                      epoch_name, step_name)
 
 
 def open_store(kind: str, run_dir: Path) -> Store:

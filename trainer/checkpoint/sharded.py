@@ -33,6 +33,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from trainer import distributed as D
 from trainer import engine
 from trainer.checkpoint import files
+from trainer.checkpoint.state import TrainState
 from trainer.checkpoint.store import NAME_RE, Found, Store, check_identity
 from trainer.errors import TrainerError
 
@@ -117,10 +118,10 @@ class Sharded(Store):
                                f"{meta.get('format') if isinstance(meta, dict) else None!r}, expected {FORMAT!r})")
         verify(folder)
         meta["identity"] = _identity(meta)
-        return Found(name, folder, meta)
+        return Found(name, folder, self.train_state(meta, folder))
 
     def save(self, name: str | None, model: nn.Module, wrapped: nn.Module, optimizer: torch.optim.Optimizer,
-             meta: dict[str, Any], is_best: bool) -> int | None:
+             train: TrainState, is_best: bool) -> int | None:
         """Collective: every rank writes its shards of model and optimiser; rank 0 then writes the metadata, renames
         the folder into place and moves `latest`. Older mid-epoch checkpoints are removed. The best model is the
         task's export, not a copy of this state. Returns the checkpoint's bytes."""
@@ -128,7 +129,7 @@ class Sharded(Store):
             return None
         folder = self.run_dir / CHECKPOINTS
         tmp = folder / f"{files.TMP_PREFIX}{name}"
-        meta = {**meta, "format": FORMAT}
+        meta = {**train.state_dict(), "format": FORMAT}
 
         def clear() -> None:
             if D.is_main():
@@ -153,12 +154,12 @@ class Sharded(Store):
                     shutil.rmtree(target)
                 os.replace(tmp, target)
                 files.fsync_dir(folder)
-                self.write_latest(name, meta)
+                self.write_latest(name, train)
                 written.append(files.size(target))
             except OSError as e:
                 raise TrainerError(f"cannot write checkpoint {target}: {e.strerror or e}") from None
             for p in folder.glob("step-*"):
-                if p.name != name and NAME_RE.match(p.name) and int(p.name.split("-")[1]) < meta["step"]:
+                if p.name != name and NAME_RE.match(p.name) and int(p.name.split("-")[1]) < train.step:
                     shutil.rmtree(p, ignore_errors=True)
 
         D.agree(publish)

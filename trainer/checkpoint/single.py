@@ -27,6 +27,7 @@ from torch import nn
 from trainer import distributed as D
 from trainer import engine
 from trainer.checkpoint import files
+from trainer.checkpoint.state import TrainState
 from trainer.checkpoint.store import LATEST, NAME_RE, Found, Store, check_identity
 from trainer.errors import TrainerError
 
@@ -138,15 +139,16 @@ class SingleFile(Store):
         pointer = pointer or {}
         state = read_verified(path, pointer.get("sha256"), pointer.get("bytes"))
         meta = {k: v for k, v in state.items() if k not in ("model", "optimizer")}
-        return Found(name, path, meta, {"model": state["model"], "optimizer": state["optimizer"]})
+        return Found(name, path, self.train_state(meta, path),
+                     {"model": state["model"], "optimizer": state["optimizer"]})
 
     def save(self, name: str | None, model: nn.Module, wrapped: nn.Module, optimizer: torch.optim.Optimizer,
-             meta: dict[str, Any], is_best: bool) -> int | None:
+             train: TrainState, is_best: bool) -> int | None:
         """Collective (rank 0 writes, every rank learns whether it worked): checkpoint `name` and `latest`, best.pt
         when `is_best`. The bytes of the file."""
         if name is None and not is_best:
             return None
-        state = {**meta, "format": FORMAT, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+        state = {**train.state_dict(), "format": FORMAT, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
         written: list[int] = []
 
         def run() -> None:

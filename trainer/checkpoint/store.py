@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.checkpoint.files import atomic_write, check_writable, remove_temp
+from trainer.checkpoint.state import TrainState
 from trainer.errors import TrainerError
 
 if TYPE_CHECKING:  # the formats import torch; what they share does not
@@ -32,19 +33,25 @@ def step_name(step: int) -> str:
 @dataclass
 class Found:
     """A checkpoint to resume from: its name (epoch-0002, step-00000450), file or folder, and what it records of the
-    run (`meta`: progress, best, identity, seed, world, RNG, flags). `state` holds the model and optimiser state when
-    the format reads them whole on rank 0 (single); a sharded checkpoint's every rank reads its own."""
+    run (`train`, trainer/checkpoint/state.py: progress, best, identity, seed, world, RNG, flags). `state` holds the
+    model and optimiser state when the format reads them whole on rank 0 (single); a sharded checkpoint's every rank
+    reads its own."""
 
     name: str
     path: Path
-    meta: dict[str, Any]
+    train: TrainState
     state: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
 
 
 def check_identity(meta: dict[str, Any], identity: dict[str, Any], where: Path) -> None:
-    """Refuse a checkpoint written for another task, model or data set, saying which differs."""
-    theirs = meta.get("identity") or {}
+    """Refuse a checkpoint (a record with an `identity`) written for another task, model or data set, saying which
+    differs."""
+    check_identities(meta.get("identity") or {}, identity, where)
+
+
+def check_identities(theirs: dict[str, Any], identity: dict[str, Any], where: Path) -> None:
+    """`check_identity` of a checkpoint's identity itself."""
     if theirs.get("task") != identity["task"]:
         raise TrainerError(f"checkpoint {where} was written by task {theirs.get('task')!r} (model {theirs.get('model')}), "
                            f"this run is task {identity['task']!r} (model {identity['model']}): {FIX}")
@@ -71,7 +78,9 @@ class Store:
 
     # ---- per format
     def save(self, name: str | None, model: nn.Module, wrapped: nn.Module, optimizer: torch.optim.Optimizer,
-             meta: dict[str, Any], is_best: bool) -> int | None:
+             train: TrainState, is_best: bool) -> int | None:
+        """Collective: checkpoint `name` of the model, the optimiser and `train` (its `state_dict()`, the on-disk
+        layout), and the best model when `is_best`. The bytes written."""
         raise NotImplementedError
 
     def load(self, found: Found, model: nn.Module, wrapped: nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:
@@ -103,6 +112,16 @@ class Store:
         """The checkpoint `name`, verified (against `pointer`'s record of it when given); TrainerError when unusable."""
         raise NotImplementedError
 
+    @staticmethod
+    def train_state(saved: dict[str, Any], where: Path) -> TrainState:
+        """The trainer state of a checkpoint's record (this trainer's layout or an older one's); TrainerError when it
+        has none."""
+        try:
+            return TrainState.from_state_dict(saved)
+        except (KeyError, TypeError, ValueError) as e:
+            raise TrainerError(f"checkpoint {where} records no trainer state of this trainer ({type(e).__name__}: "
+                               f"{e})") from None
+
     def pointer_name(self, pointer: dict[str, Any]) -> str:
         raise NotImplementedError
 
@@ -118,8 +137,8 @@ class Store:
             return []
         return [f"removed {len(removed)} leftover temporary file(s) of an interrupted write: " + ", ".join(removed[:5])]
 
-    def write_latest(self, name: str, meta: dict[str, Any], **extra: Any) -> None:
-        pointer = {**self.pointer_fields(name), "epoch": meta["epoch"], "step": meta["step"], **extra}
+    def write_latest(self, name: str, train: TrainState, **extra: Any) -> None:
+        pointer = {**self.pointer_fields(name), "epoch": train.epoch, "step": train.step, **extra}
         atomic_write(self.run_dir / LATEST, (json.dumps(pointer, sort_keys=True) + "\n").encode())
 
     def pointer_fields(self, name: str) -> dict[str, Any]:
@@ -155,7 +174,7 @@ class Store:
             except TrainerError as e:
                 warnings.append(f"skipping {e}")
                 continue
-            rank = (found.meta["step"], name.startswith("epoch-"))
-            if best is None or rank > (best.meta["step"], best.name.startswith("epoch-")):
+            rank = (found.train.step, name.startswith("epoch-"))
+            if best is None or rank > (best.train.step, best.name.startswith("epoch-")):
                 best = found
         return best, warnings

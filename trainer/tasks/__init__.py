@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from trainer.config import RunConfig
 from trainer.errors import TrainerError
 from trainer.tasks import causal_lm_flags
 
@@ -24,7 +25,7 @@ from trainer.tasks import causal_lm_flags
 class Context:
     """What a task's `build` gets from the trainer."""
 
-    args: argparse.Namespace
+    config: RunConfig  # the run's flags (trainer/config.py)
     denv: Any  # trainer.distributed.DistEnv
     device: Any  # torch.device
     run_dir: Path

@@ -14,7 +14,6 @@ its checkpoints are the sharded format (trainer/checkpoint/sharded.py), under `d
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -33,6 +32,7 @@ from trainer import distributed as D
 from trainer import engine
 from trainer import lm_data
 from trainer.checkpoint import files
+from trainer.config import RunConfig
 from trainer.errors import TrainerError
 from trainer.tasks import Context, Task
 
@@ -55,7 +55,7 @@ def quiet_transformers() -> None:
     warnings.filterwarnings("ignore", message="torch.distributed is disabled, unavailable or uninitialized")
 
 
-def _offline(args: argparse.Namespace) -> bool:
+def _offline(args: RunConfig) -> bool:
     return bool(args.local_files_only) or any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes", "on")
                                               for k in ("TRANSFORMERS_OFFLINE", "HF_HUB_OFFLINE"))
 
@@ -71,7 +71,7 @@ def check_model_dir(folder: Path, what: str = "--model-local-dir") -> None:
         raise TrainerError(f"{what} {folder}: no weights ({', '.join(WEIGHT_FILES)})")
 
 
-def resolve_sources(args: argparse.Namespace) -> tuple[str, str, bool]:
+def resolve_sources(args: RunConfig) -> tuple[str, str, bool]:
     """(model source, tokenizer source, local_files_only)."""
     if args.model_local_dir:
         model_dir = Path(args.model_local_dir)
@@ -232,7 +232,7 @@ class LMRun:
     unit = "tokens"
     schedules_lr = True  # the step sets the learning rate: a saved optimiser's lr is the schedule's, not a flag
 
-    def __init__(self, args: argparse.Namespace, world: int, model, tokenizer, source: str, train: lm_data.TokenFile,
+    def __init__(self, args: RunConfig, world: int, model, tokenizer, source: str, train: lm_data.TokenFile,
                  val: lm_data.TokenFile, train_path: Path, val_path: Path, tokenizer_key: str):
         self.args, self.world, self.model, self.tokenizer, self.source = args, world, model, tokenizer, source
         self.train, self.val = train, val
@@ -364,7 +364,7 @@ class LMRun:
 def build(task: Task, ctx: Context) -> LMRun:
     """Each stage agreed on by every rank: check and load model and tokenizer, tokenise (one process per node), open
     the token caches."""
-    args, denv = ctx.args, ctx.denv
+    args, denv = ctx.config, ctx.denv
     data_root = Path(args.data_root)
     train_path = Path(args.train_file or data_root / "train.jsonl")
     val_path = Path(args.val_file or data_root / "val.jsonl")

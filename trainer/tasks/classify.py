@@ -87,7 +87,7 @@ class ClassifyRun:
 
 def build(task: Task, ctx: Context, load: Callable[[Any], Data], model: Callable[[Data], nn.Module]) -> ClassifyRun:
     """Every rank loads the data and builds the model (seeded by the trainer), then the ranks agree."""
-    args = ctx.args
+    args = ctx.config
 
     def make() -> ClassifyRun:
         data = load(args)

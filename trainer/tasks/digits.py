@@ -6,11 +6,10 @@ No download and no data volume: `sklearn.datasets.load_digits` reads the copy in
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import torch
 
+from trainer.config import RunConfig
 from trainer.errors import TrainerError
 from trainer.tasks import Context, Task, classify
 from trainer.tasks.classify import Data
@@ -20,7 +19,7 @@ HOLDOUT = 0.2
 SPLIT_SEED = 0
 
 
-def load(args: argparse.Namespace) -> Data:
+def load(args: RunConfig) -> Data:
     try:
         from sklearn.datasets import load_digits
     except ImportError:

@@ -8,12 +8,12 @@ and ``<data-root>`` itself. The t10k files are the validation set.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from trainer.config import RunConfig
 from trainer.errors import TrainerError
 from trainer.idx import IdxError, read_idx
 from trainer.tasks import Context, Task, classify
@@ -86,7 +86,7 @@ def from_arrays(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val
 
 
 def loader(task: str):
-    def load(args: argparse.Namespace) -> Data:
+    def load(args: RunConfig) -> Data:
         files = find_files(Path(args.data_root), task)
         train_x, train_y = _images_labels(files["train_x"], files["train_y"])
         val_x, val_y = _images_labels(files["val_x"], files["val_y"])

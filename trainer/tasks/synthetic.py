@@ -7,10 +7,9 @@ samples are a quarter as many, drawn after the training samples from the same ge
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 
+from trainer.config import RunConfig
 from trainer.errors import TrainerError
 from trainer.tasks import Context, Task, classify
 from trainer.tasks.classify import Data
@@ -37,7 +36,7 @@ def make(samples: int, features: int, classes: int, seed: int) -> Data:
     )
 
 
-def load(args: argparse.Namespace) -> Data:
+def load(args: RunConfig) -> Data:
     return make(args.samples, args.features, args.classes, args.seed)
 
 
