@@ -1,5 +1,8 @@
-"""All-or-nothing writes of several files of one overlay (make scale, make new-run): a lock per overlay, a journal
-that makes an interrupted write finish on the next run, and scratch folders that a killed run cannot leave behind.
+"""All-or-nothing writes of several files of one folder (an overlay for make scale and make new-run, the repository
+root for make init, make new-env and make remove-env, components/ for the image pinning): a lock per folder, a
+journal that makes an interrupted write finish on the next run, and scratch folders that a killed run cannot leave
+behind. The edit commands reach it through the one edit pipeline, policies/edit.py, the only caller of `commit`
+(tests/test_architecture.py).
 
 The write (`commit`): every new file is written beside its target as `.<name>.<random>.scale-tmp` and fsynced; then
 the journal `.scale-journal` (the targets, their temporary files and the sha256 of each target's old and new bytes)
