@@ -3,7 +3,8 @@ make the template yours. Rewrites the identity in gitops.yaml (the repository UR
 image's repository, each environment's Argo CD cluster and namespace) and every file that repeats it: the
 ApplicationSet's template and elements, the AppProject's source repository and destinations, the `images:` entries
 of the components, the bases' images and the Makefile's IMAGE. Round-trip edits keep comments and layout; the
-result is validated on a copy (policies/repo_edit.py) and written in one transaction, every file or none."""
+result goes through the one edit pipeline (policies/edit.py): validated on a copy of the repository
+(policies/repo_edit.py) and written in one transaction, every file or none."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap
 
-from . import identity, repo_edit, transaction
+from . import edit, identity, repo_edit, transaction
 from .entry import guarded
 from .identity import Identity, Place
 from .scale import REPO
@@ -204,21 +205,8 @@ def sidecar_image(image: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
-    with repo_edit.locked(root, "init", args.dry_run):
-        ident = identity.load(root)
-        clusters = pairs(args.clusters, "CLUSTERS", ident.environments)
-        namespaces = pairs(args.namespaces, "NAMESPACES", ident.environments)
-        repo_url, image = args.repo_url or None, args.image or None
-        check_inputs(ident, repo_url, image, clusters, namespaces, identity.argocd_namespace(root))
-        before = identity.disagreements(root, ident)
-        if before:
-            raise repo_edit.EditError("the repository already disagrees with gitops.yaml's identity, so it cannot be "
-                                      f"rewritten from it: {before[0]}" + (f" (and {len(before) - 1} more; "
-                                      "`python -m policies.identity` lists them)" if len(before) > 1 else ""))
-        places = {env: Place(clusters.get(env, p.cluster), namespaces.get(env, p.namespace))
-                  for env, p in ident.environments.items()}
-        changes = plan(root, ident, repo_url or ident.repo_url, image or ident.image, places)
-        rc = repo_edit.apply(root, changes, args.dry_run, "make init")
+    rc = edit.apply(repo_edit.scope(root, "init"), lambda _session: plan_from(root, args),
+                    lambda c: repo_edit.validate(root, c), args.dry_run)
     if rc == 0 and not args.dry_run:
         now = identity.load(root)
         if identity.is_example_repo(now.repo_url) or identity.is_example_image(now.image):
@@ -227,6 +215,24 @@ def run(args: argparse.Namespace) -> int:
                   + "; give REPO_URL= and IMAGE= before an environment declares itself real", file=sys.stderr)
         print("next: commit, push, build and pin the image, bootstrap Argo CD (docs/deploy.md)", file=sys.stderr)
     return rc
+
+
+def plan_from(root: Path, args: argparse.Namespace) -> dict[Path, str]:
+    """make init's plan (run under the repository's lock, after any recovery): the inputs checked, then the new text
+    of every file that repeats the identity."""
+    ident = identity.load(root)
+    clusters = pairs(args.clusters, "CLUSTERS", ident.environments)
+    namespaces = pairs(args.namespaces, "NAMESPACES", ident.environments)
+    repo_url, image = args.repo_url or None, args.image or None
+    check_inputs(ident, repo_url, image, clusters, namespaces, identity.argocd_namespace(root))
+    before = identity.disagreements(root, ident)
+    if before:
+        raise repo_edit.EditError("the repository already disagrees with gitops.yaml's identity, so it cannot be "
+                                  f"rewritten from it: {before[0]}" + (f" (and {len(before) - 1} more; "
+                                  "`python -m policies.identity` lists them)" if len(before) > 1 else ""))
+    places = {env: Place(clusters.get(env, p.cluster), namespaces.get(env, p.namespace))
+              for env, p in ident.environments.items()}
+    return plan(root, ident, repo_url or ident.repo_url, image or ident.image, places)
 
 
 def parser() -> argparse.ArgumentParser:

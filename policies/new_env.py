@@ -7,8 +7,9 @@ overlays/<ENV>/<launcher>; resizes each to NODES x GPUS_PER_NODE (pods, processe
 /dev/shm that follow from them, as `make scale` does); sets the accelerator node label, the toleration and the GPU
 resource name where given; rewrites the environment's name, the hardware's name and the sizes in comments and
 descriptions; writes the environment's declaration (`policy.yaml`: GPUs per node, capacity, `real: true`), its
-entry in gitops.yaml's identity, its ApplicationSet element and its AppProject destination. The whole result is
-validated on a copy (policies/repo_edit.py) and written in one transaction, or nothing is. See docs/environments.md.
+entry in gitops.yaml's identity, its ApplicationSet element and its AppProject destination. The whole result goes
+through the one edit pipeline (policies/edit.py): validated on a copy of the repository (policies/repo_edit.py)
+and written in one transaction, or nothing is. See docs/environments.md.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from . import identity, launchers, repo_edit, scale, scale_edits, transaction
+from . import edit, identity, launchers, repo_edit, scale, scale_edits, transaction
 from .entry import guarded
 from .identity import Identity
 from .new_env_text import Request, Source, Words, component_patch, policy_text
@@ -380,30 +381,39 @@ def run(args: argparse.Namespace) -> int:
                   scale.positive("PROCS_PER_NODE", args.procs_per_node), args.gpu or None, label,
                   parse_toleration(args.toleration), args.gpu_resource or None, args.cluster or None,
                   args.namespace or None, args.launcher or None)
-    with repo_edit.locked(root, "new-env", args.dry_run) as finished:
-        if any(root / "overlays" / req.env in p.parents for p in finished):
-            print(f"{req.env}: the interrupted make new-env that began it is finished", file=sys.stderr)
-            return 0
-        ident = identity.load(root)
-        check_request(req, ident, root)  # what was asked for first, then whether the repository is ready
-        before = identity.disagreements(root, ident)
-        if before:
-            raise EditError(f"the repository disagrees with gitops.yaml's identity: {before[0]}; fix that first "
-                            "(`python -m policies.identity` lists every disagreement)")
-        example = [w for w, yes in (("repository", identity.is_example_repo(ident.repo_url)),
-                                    ("registry", identity.is_example_image(ident.image))) if yes]
-        if example:
-            raise EditError(f"the repository still names the template's example {' and '.join(example)}, and a new "
-                            "environment is a real cluster (real: true): run `make init REPO_URL=<your repository> "
-                            "IMAGE=<your registry>/ddp-trainer` first (docs/deploy.md)")
-        res = make(root, req, ident)
-        print(f"{req.env}: {req.nodes} nodes from {req.source}" + (f", {req.gpus} GPUs per node" if req.gpus else ""),
-              file=sys.stderr)
-        rc = repo_edit.apply(root, res.changes, args.dry_run, "make new-env")
+    notes: list[str] = []
+    rc = edit.apply(repo_edit.scope(root, "new-env"), lambda session: plan(root, req, session.finished, notes),
+                    lambda c: repo_edit.validate(root, c), args.dry_run)
     if rc == 0:
-        for note in res.notes:
+        for note in notes:
             print(f"note: {note}", file=sys.stderr)
     return rc
+
+
+def plan(root: Path, req: Request, finished: list[Path], notes: list[str]) -> dict[Path, str] | None:
+    """make new-env's plan (run under the repository's lock, after any recovery): the request and the repository
+    checked, then the new environment's files; None when the recovery finished the make new-env that began it.
+    What to tell the user once it is written is added to `notes`."""
+    if any(root / "overlays" / req.env in p.parents for p in finished):
+        print(f"{req.env}: the interrupted make new-env that began it is finished", file=sys.stderr)
+        return None
+    ident = identity.load(root)
+    check_request(req, ident, root)  # what was asked for first, then whether the repository is ready
+    before = identity.disagreements(root, ident)
+    if before:
+        raise EditError(f"the repository disagrees with gitops.yaml's identity: {before[0]}; fix that first "
+                        "(`python -m policies.identity` lists every disagreement)")
+    example = [w for w, yes in (("repository", identity.is_example_repo(ident.repo_url)),
+                                ("registry", identity.is_example_image(ident.image))) if yes]
+    if example:
+        raise EditError(f"the repository still names the template's example {' and '.join(example)}, and a new "
+                        "environment is a real cluster (real: true): run `make init REPO_URL=<your repository> "
+                        "IMAGE=<your registry>/ddp-trainer` first (docs/deploy.md)")
+    res = make(root, req, ident)
+    print(f"{req.env}: {req.nodes} nodes from {req.source}" + (f", {req.gpus} GPUs per node" if req.gpus else ""),
+          file=sys.stderr)
+    notes += res.notes
+    return res.changes
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,18 +1,20 @@
 """Pin a released trainer image in every environment (`images:` in components/<env>/kustomization.yaml, for each
 <env> that has an overlays/<env>/ folder; feature components such as monitoring are left alone), with the same
 round-trip editing as `make scale` (yamledit.py); the image workflow runs it on a tag and opens a pull request. Every environment
-is pinned or none: the files are written as one transaction (policies/transaction.py) under a lock on components/,
-and a run interrupted part way is finished by the next run before its own change."""
+is pinned or none: the change goes through the one edit pipeline (policies/edit.py) with components/ as its scope,
+written as one transaction (policies/transaction.py) under a lock on components/, and a run interrupted part way is
+finished by the next run before its own change."""
 from __future__ import annotations
 
 import argparse
 import re
 import sys
 from pathlib import Path
+from typing import Callable
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from . import identity, transaction
+from . import edit, identity, transaction
 from .entry import guarded
 from .yamledit import EditError, YamlFile, rel
 
@@ -96,24 +98,26 @@ def apply(args: argparse.Namespace) -> int:
     folder = root / "components"
     if not folder.is_dir():
         raise EditError(f"{rel(folder)}: no such folder")
-    with transaction.locked(folder, say=lambda m: print(m, file=sys.stderr), who="pin_image", what="folder"):
-        if args.dry_run:
-            if (folder / transaction.JOURNAL).exists():
-                raise EditError(f"{rel(folder)}: an interrupted pin_image left the environments half pinned "
-                                 f"({transaction.JOURNAL}); run it again without --dry-run to finish it")
-        else:
-            finished = transaction.recover(folder)
-            if finished:
-                print(f"{rel(folder)}: finished the pinning an interrupted run began: wrote "
-                      f"{', '.join(rel(p) for p in finished)}", file=sys.stderr)
-        changes = pin(root, args.tag, args.digest, args.cpu_digest, args.name)
-        if changes and not args.dry_run:
-            transaction.commit(folder, changes)  # every environment or none
-        for path in changes:
-            print(f"would change {rel(path)}" if args.dry_run else f"pinned {args.tag} in {rel(path)}")
-    if not changes:
-        print(f"every environment already runs {args.tag}")
-    return 0
+    return edit.apply(scope(folder, args.tag),
+                      lambda _session: pin(root, args.tag, args.digest, args.cpu_digest, args.name),
+                      None, args.dry_run)
+
+
+def scope(folder: Path, tag: str, shown: Callable[[Path], str] = rel) -> edit.Scope:
+    """components/ as the scope of one edit (policies/edit.py): locked against make init, make new-env and make
+    remove-env (which lock it too, and finish an interrupted pin first), its journal finished by the next run;
+    nothing validated beyond what `pin` checks (a pin changes no topology), and the lines the image workflow
+    knows."""
+    name = shown(folder)
+    return edit.Scope(
+        folder=folder, locks=(edit.Lock(folder, "pin_image", "folder"),), name=name,
+        half_written=lambda: (f"{name}: an interrupted pin_image left the environments half pinned "
+                              f"({transaction.JOURNAL}); run it again without --dry-run to finish it"),
+        shown=shown,
+        words=edit.Words(finished_prefix=f"{name}: ", finished_noun="pinning", finished_verb_per_file=False,
+                         nothing=f"every environment already runs {tag}",
+                         would_change=lambda path: f"would change {path}",
+                         written=lambda path: f"pinned {tag} in {path}"))
 
 
 if __name__ == "__main__":

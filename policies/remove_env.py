@@ -4,8 +4,9 @@ Deletes components/<ENV>/ and overlays/<ENV>/, and removes the environment's ent
 ApplicationSet element(s) and, where no other environment syncs there, its AppProject destination and its Namespace
 in the project's clusterResourceWhitelist. Each entry is taken out as the lines it is written on (found by ruamel,
 the result checked to hold exactly the other entries), so every other line, comment and blank line of those files
-stays byte for byte. The result is validated on a copy and written in one transaction with the deletions, or
-nothing is (policies/repo_edit.py); a killed run is finished, or refused, by the next edit command.
+stays byte for byte. The result goes through the one edit pipeline (policies/edit.py): validated on a copy of the
+repository (policies/repo_edit.py) and written in one transaction with the deletions, or nothing is; a killed run
+is finished, or refused, by the next edit command.
 
 Refused, with one line and nothing written: an ENV that is no environment (the environments are named), the last
 environment, a folder of ENV that a kustomization elsewhere reads, a file in the folders that git does not hold as
@@ -16,7 +17,6 @@ docs/environments.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import subprocess
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from . import identity, repo_edit, transaction
+from . import edit, identity, repo_edit, transaction
 from .entry import guarded
 from .kustomization import KUSTOMIZATION_FILES, kustomization_file, references
 from .yamledit import YamlFile, edit_relative_to
@@ -376,27 +376,36 @@ def run(args: argparse.Namespace) -> int:
     edit_relative_to(root)
     env = args.env or ""
     check_name(env)
-    with repo_edit.locked(root, "remove-env", args.dry_run) as finished, contextlib.ExitStack() as stack:
-        ident = identity.load(root)
-        tree = identity.environments_in_tree(root)
-        names = known(root, ident)
-        mine = [root / "components" / env, root / "overlays" / env]
-        if env not in names and any(d in p.parents for p in finished for d in mine):
-            print(f"{env}: the interrupted make remove-env that removed it is finished", file=sys.stderr)
-            return 0
-        check_known(env, names, tree)
-        # The environment's overlays, locked against a make scale or make new-run on them while they are deleted.
-        for kfile in sorted((root / "overlays" / env).glob("*/kustomization.yaml")):
-            stack.enter_context(transaction.locked(kfile.parent, say=lambda m: print(m, file=sys.stderr)))
-        changes, notes = make(root, env, ident)
-        gone = [d for d in (root / "components" / env, root / "overlays" / env) if d.is_dir()]
-        print(f"{env}: removing " + (" and ".join(f"{_rel(root, d)}/ ({len(files_in(d))} files)" for d in gone)
-                                     or "its entries") + ", its identity and Argo CD entries", file=sys.stderr)
-        rc = repo_edit.apply(root, changes, args.dry_run, "make remove-env")
+    notes: list[str] = []
+    rc = edit.apply(repo_edit.scope(root, "remove-env"), lambda session: plan(root, env, session, notes),
+                    lambda c: repo_edit.validate(root, c), args.dry_run)
     if rc == 0:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     return rc
+
+
+def plan(root: Path, env: str, session: edit.Session, notes: list[str]) -> dict[Path, str | None] | None:
+    """make remove-env's plan (run under the repository's lock, after any recovery): the environment checked and
+    its overlays locked, then the edits and deletions; None when the recovery finished the make remove-env that
+    removed it. What to tell the user once it is written is added to `notes`."""
+    ident = identity.load(root)
+    tree = identity.environments_in_tree(root)
+    names = known(root, ident)
+    mine = [root / "components" / env, root / "overlays" / env]
+    if env not in names and any(d in p.parents for p in session.finished for d in mine):
+        print(f"{env}: the interrupted make remove-env that removed it is finished", file=sys.stderr)
+        return None
+    check_known(env, names, tree)
+    # The environment's overlays, locked against a make scale or make new-run on them while they are deleted.
+    for kfile in sorted((root / "overlays" / env).glob("*/kustomization.yaml")):
+        session.hold(edit.Lock(kfile.parent))
+    out, said = make(root, env, ident)
+    gone = [d for d in (root / "components" / env, root / "overlays" / env) if d.is_dir()]
+    print(f"{env}: removing " + (" and ".join(f"{_rel(root, d)}/ ({len(files_in(d))} files)" for d in gone)
+                                 or "its entries") + ", its identity and Argo CD entries", file=sys.stderr)
+    notes += said
+    return out
 
 
 def parser() -> argparse.ArgumentParser:

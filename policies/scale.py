@@ -1,22 +1,20 @@
 """`make scale` and `make new-run`: change every topology field of one overlay (or its run id) in one step, with
-round-trip YAML editing that keeps comments, order and quoting (yamledit.py), validated on a copy before anything is
-written."""
+round-trip YAML editing that keeps comments, order and quoting (yamledit.py). The change goes through the one edit
+pipeline (policies/edit.py) with the overlay as its scope: validated on a copy before anything is written, then
+every file written or none (policies/transaction.py); `make recover` is the pipeline's recovery alone."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import difflib
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from . import transaction
+from . import edit, transaction
 from .entry import guarded
 from .paths import overlay_path
 from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
@@ -153,12 +151,23 @@ def plan(ov: Overlay, cur: Current, nodes: int, gpus: int | None, procs: int | N
     return Plan(nodes, nproc, 0, Fraction(nproc, cur.nproc))
 
 
-# ---------------------------------------------------------------- validate on a copy, then write atomically
+# ---------------------------------------------------------------- the overlay as the scope of one edit
 
 
-def validate_copy(ov: Overlay, changes: dict[Path, str], root: Path) -> list[str]:
-    """Render and validate the overlay from a temporary copy of the repository's base/, components/ and
-    overlays/ with the changes applied; the error lines (empty when it is clean)."""
+def scope(ov: Overlay) -> edit.Scope:
+    """The overlay as the scope of one edit (policies/edit.py): its own lock and journal, so a second make scale on it
+    waits for the first, then reads what it wrote, and make scale on another overlay runs alongside."""
+    name = rel(ov.folder)
+    return edit.Scope(folder=ov.folder, locks=(edit.Lock(ov.folder),), name=name,
+                      half_written=lambda: transaction.pending(ov.folder) or "", shown=rel, error=ScaleError,
+                      words=edit.Words(line_per_file=False, interrupted_names_files=True, finished_prefix=f"{name}: ",
+                                       finished_verb_per_file=False))
+
+
+def validate_copy(ov: Overlay, changes: dict[Path, str | None], root: Path) -> list[str]:
+    """make scale's and make new-run's validator: render and validate the overlay from a temporary copy of the
+    repository's base/, components/ and overlays/ with the changes applied; the error lines (empty when it is
+    clean)."""
     from .engine import collect, validate
     from .model import ERROR
     from .schema import make_validator
@@ -171,7 +180,11 @@ def validate_copy(ov: Overlay, changes: dict[Path, str], root: Path) -> list[str
                 shutil.copytree(root / d, copy / d, symlinks=True,
                                 ignore=shutil.ignore_patterns(f"*{transaction.TMP_SUFFIX}", transaction.JOURNAL))
         for path, text in changes.items():
-            (copy / path.resolve().relative_to(root.resolve())).write_text(text, encoding="utf-8")
+            target = copy / path.resolve().relative_to(root.resolve())
+            if text is None:
+                target.unlink(missing_ok=True)
+            else:
+                target.write_text(text, encoding="utf-8")
         target = copy / ov.folder.resolve().relative_to(root.resolve())
         units = collect([str(target)], target)
         validate(units, make_validator("auto"))
@@ -179,80 +192,10 @@ def validate_copy(ov: Overlay, changes: dict[Path, str], root: Path) -> list[str
         return [p.line().replace(prefix, "") for u in units for p in u.problems if p.severity == ERROR]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def unified(changes: dict[Path, str]) -> str:
-    out: list[str] = []
-    for path, text in changes.items():
-        old = path.read_text(encoding="utf-8")
-        name = rel(path)
-        out += difflib.unified_diff(old.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{name}",
-                                    f"b/{name}")
-    return "".join(out)
-
-
-def apply(ov: Overlay, changes: dict[Path, str], root: Path, dry_run: bool) -> int:
-    changes = {p: t for p, t in changes.items() if p.read_text(encoding="utf-8") != t}
-    if not changes:
-        print(f"{rel(ov.folder)}: nothing to change")
-        return 0
-    errors = validate_copy(ov, changes, root)
-    if errors:
-        print(f"error: {rel(ov.folder)}: the result does not validate, so nothing was written:", file=sys.stderr)
-        for line in errors:
-            print(f"  {line}", file=sys.stderr)
-        return 1
-    if dry_run:
-        sys.stdout.write(unified(changes))
-        print(f"dry run: nothing was written ({len(changes)} file{'s' if len(changes) != 1 else ''} would change)",
-              file=sys.stderr)
-        return 0
-    try:
-        transaction.commit(ov.folder, changes)  # every file or none, under the overlay's lock
-    except KeyboardInterrupt:
-        # Ctrl-C waits for the renames: say whether they had begun (then every file is written) or not (none is).
-        done = all(p.read_text(encoding="utf-8") == t for p, t in changes.items())
-        print(f"interrupted: {'wrote ' + ', '.join(rel(p) for p in changes) if done else 'nothing was written'}",
-              file=sys.stderr)
-        raise
-    print(f"wrote {', '.join(rel(p) for p in changes)}")
-    return 0
-
-
-def overlay_locked(raw: str, root: Path, dry_run: bool) -> Any:
-    """Hold the overlay's lock (a second make scale on it waits for the first, then reads what it wrote) and finish
-    what an interrupted run left there first; a dry run finishes nothing, so it refuses a half-written overlay."""
-    ov = find_overlay(raw, root)
-    transaction.sweep_scratch()
-    stack = contextlib.ExitStack()
-    stack.enter_context(transaction.locked(ov.folder, say=lambda m: print(m, file=sys.stderr)))
-    try:
-        if dry_run:
-            half_written = transaction.pending(ov.folder)
-            if half_written:
-                raise ScaleError(half_written)
-        else:
-            finished = transaction.recover(ov.folder)
-            if finished:
-                print(f"{rel(ov.folder)}: finished the change an interrupted run began: wrote "
-                      f"{', '.join(rel(p) for p in finished)}", file=sys.stderr)
-    except BaseException:
-        stack.close()
-        raise
-    return ov, stack
+def edit_overlay(ov: Overlay, root: Path, plan: edit.Plan | None, dry_run: bool) -> int:
+    """One edit of the overlay through the pipeline: locked, recovered (or refused on a dry run), planned, validated
+    on a copy, then the diff or every file written or none."""
+    return edit.apply(scope(ov), plan, lambda changes: validate_copy(ov, changes, root), dry_run)
 
 
 def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
@@ -291,14 +234,20 @@ def cmd_scale(args: argparse.Namespace) -> int:
         raise ScaleError("NODES is required, e.g. NODES=8")
     gpus = positive("GPUS_PER_NODE", args.gpus_per_node, allow_zero=True)
     procs = positive("PROCS_PER_NODE", args.procs_per_node)
-    ov, lock = overlay_locked(args.overlay, root, args.dry_run)
-    with lock:
-        return _scale(ov, args, root, nodes, gpus, procs)
+    ov = find_overlay(args.overlay, root)
+    planned: list[Current] = []
+    rc = edit_overlay(ov, root, lambda _session: _scale(ov, args, root, nodes, gpus, procs, planned), args.dry_run)
+    if rc == 0 and planned and not args.new_run and ov.run_file.is_file():
+        _run_note(ov, args, planned[0])
+    return rc
 
 
 def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: int | None,
-           procs: int | None) -> int:
+           procs: int | None, planned: list[Current]) -> dict[Path, str]:
+    """make scale's plan (run under the overlay's lock, after any recovery); the overlay's topology before it is
+    added to `planned`."""
     cur = current(ov)
+    planned.append(cur)
     p = plan(ov, cur, nodes, gpus, procs)
     changes: dict[Path, str] = {}
     topo = YamlFile.load(ov.topology_file)
@@ -319,43 +268,48 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
     print(f"{rel(ov.folder)}: {cur.pods} -> {p.nodes} pods, {cur.nproc} -> {p.nproc} processes per pod"
           + (f", {cur.gpus} -> {p.gpus} GPUs per pod" if cur.gpus else "")
           + f", world size {cur.world} -> {p.nodes * p.nproc}{run_note}", file=sys.stderr)
-    rc = apply(ov, changes, root, args.dry_run)
-    if rc == 0 and not args.new_run and ov.run_file.is_file():
-        committed = committed_run_file(ov, args.base)
-        here = ov.run_file.read_text(encoding="utf-8")
-        if committed is not None and committed[1] is None:
-            print(f"note: {rel(ov.folder)} is not on {committed[0]} yet: {cur.workload} is not deployed, so it may "
-                  "change", file=sys.stderr)
-        elif committed is not None and committed[1] is not None and committed[1] != here:  # (None: the branch above)
-            print(f"note: {cur.workload} is a new run not committed to {committed[0]} yet ({run_ids(committed[1])} "
-                  f"there, {run_ids(here)} here): changing it before it is deployed is fine", file=sys.stderr)
-        else:
-            print(f"note: {cur.workload} cannot be changed in place under Argo CD; start the change as a new run: "
-                  f"make new-run OVERLAY={rel(ov.folder).removeprefix('overlays/')} (or pass NEW_RUN=1)",
-                  file=sys.stderr)
-    return rc
+    return changes
+
+
+def _run_note(ov: Overlay, args: argparse.Namespace, cur: Current) -> None:
+    """After make scale without a new run: whether its workload may change in place (not deployed yet) or not."""
+    committed = committed_run_file(ov, args.base)
+    here = ov.run_file.read_text(encoding="utf-8")
+    if committed is not None and committed[1] is None:
+        print(f"note: {rel(ov.folder)} is not on {committed[0]} yet: {cur.workload} is not deployed, so it may "
+              "change", file=sys.stderr)
+    elif committed is not None and committed[1] is not None and committed[1] != here:  # (None: the branch above)
+        print(f"note: {cur.workload} is a new run not committed to {committed[0]} yet ({run_ids(committed[1])} "
+              f"there, {run_ids(here)} here): changing it before it is deployed is fine", file=sys.stderr)
+    else:
+        print(f"note: {cur.workload} cannot be changed in place under Argo CD; start the change as a new run: "
+              f"make new-run OVERLAY={rel(ov.folder).removeprefix('overlays/')} (or pass NEW_RUN=1)",
+              file=sys.stderr)
 
 
 def cmd_new_run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     edit_relative_to(root)
-    ov, lock = overlay_locked(args.overlay, root, args.dry_run)
-    with lock:
+    ov = find_overlay(args.overlay, root)
+
+    def new_run(_session: edit.Session) -> dict[Path, str]:
         if not ov.run_file.is_file():
             raise ScaleError(f"{rel(ov.folder)}: has no patches/set-run-id.yaml")
         run = YamlFile.load(ov.run_file)
         old, new = bump_run(run, args.run_id)
         print(f"{rel(ov.folder)}: run id {old} -> {new}", file=sys.stderr)
-        return apply(ov, {ov.run_file: run.dump()}, root, args.dry_run)
+        return {ov.run_file: run.dump()}
+
+    return edit_overlay(ov, root, new_run, args.dry_run)
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    """Finish (or clear away) what an interrupted make scale or make new-run left in one overlay."""
+    """Finish (or clear away) what an interrupted make scale or make new-run left in one overlay: the pipeline's
+    first steps alone (lock, recover, say what it finished)."""
     root = Path(args.root).resolve()
     edit_relative_to(root)
-    ov, lock = overlay_locked(args.overlay, root, dry_run=False)
-    with lock:
-        pass  # overlay_locked has finished any pending change and said so
+    ov = find_overlay(args.overlay, root)
+    edit_overlay(ov, root, None, dry_run=False)
     print(f"{rel(ov.folder)}: no change is pending", file=sys.stderr)
     return 0
 

@@ -1,5 +1,8 @@
-"""All-or-nothing writes of several files of one overlay (make scale, make new-run): a lock per overlay, a journal
-that makes an interrupted write finish on the next run, and scratch folders that a killed run cannot leave behind.
+"""All-or-nothing writes of several files of one folder (an overlay for make scale and make new-run, the repository
+root for make init, make new-env and make remove-env, components/ for the image pinning): a lock per folder, a
+journal that makes an interrupted write finish on the next run, and scratch folders that a killed run cannot leave
+behind. The edit commands reach it through the one edit pipeline, policies/edit.py, the only caller of `commit`
+(tests/test_architecture.py).
 
 The write (`commit`): every new file is written beside its target as `.<name>.<random>.scale-tmp` and fsynced; then
 the journal `.scale-journal` (the targets, their temporary files and the sha256 of each target's old and new bytes)
@@ -129,11 +132,23 @@ def locked(folder: Path, wait: float = 60.0, say=None, who: str = "make scale or
 # ---------------------------------------------------------------- recovery
 
 
-def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None) -> list[Path]:
+def journal_temps(folder: Path) -> set[Path]:
+    """The temporary files the journal in `folder` names (resolved; none without a readable journal)."""
+    try:
+        entries = json.loads((Path(folder) / JOURNAL).read_text(encoding="utf-8"))["files"]
+        return {(Path(folder) / e["tmp"]).resolve() for e in entries if not e.get("delete")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None,
+            keep: Iterable[Path] = ()) -> list[Path]:
     """Finish what an interrupted run left in `folder` (the caller holds the lock): with a journal, rename its
     remaining temporary files over their targets (rolled forward); without one, delete stray temporary files
     (rolled back; `strays` lists them where `folder` holds more than the caller's files, as the repository root
-    does for make init). Returns the files rolled forward. A target changed by hand since refuses, naming it."""
+    does for make init), except those in `keep` (resolved: named by another pending journal, as make new-env's at
+    the root names files under components/, pin_image's folder). Returns the files rolled forward. A target
+    changed by hand since refuses, naming it."""
     folder = Path(folder)
     journal = folder / JOURNAL
     done: list[Path] = []
@@ -179,8 +194,10 @@ def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None) ->
                 _fsync_dir(d)
             journal.unlink()
             _fsync_dir(folder)
+    kept = set(keep)
     for stray in (strays() if strays is not None else _strays(folder)):
-        stray.unlink(missing_ok=True)
+        if stray.resolve() not in kept:
+            stray.unlink(missing_ok=True)
     return done
 
 

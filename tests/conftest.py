@@ -144,8 +144,9 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
 }
 
 
-# A command stopped between two steps of a transaction (policies/transaction.py's DDP_SCALE_TEST_HOOK): make scale,
-# make new-run and pin_image print `hook: <step>` on standard error, then sleep.
+# A command stopped between two steps of a transaction (policies/transaction.py's DDP_SCALE_TEST_HOOK): every edit
+# command (make scale, new-run, init, new-env, remove-env, pin_image: policies/edit.py) prints `hook: <step>` on
+# standard error, then sleeps.
 def wait_for_hook(proc, step, timeout=120):
     """Read the child's standard error until it says it stopped at `step` (the line the test hook prints)."""
     deadline = time.monotonic() + timeout

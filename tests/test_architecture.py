@@ -348,3 +348,62 @@ def test_the_trainer_reads_its_configuration_never_a_namespace():
     found = [str(p.relative_to(TRAINER)) for p in modules(TRAINER)
              if p.name not in allowed and "Namespace" in p.read_text()]
     assert not found, found
+
+
+# Writers that replace a file by renaming a temporary one over it, outside the transaction: neither edits the user's
+# files (a cache entry, a compiled helper library), and a half-written one is never read.
+RENAMES_ALLOWED = {"render.py": "the render cache (policies/render.py _write_atomic)",
+                   "simulate/host.py": "the simulator's compiled serial-port library under .sim/"}
+
+
+def commit_callers(package: Path = POLICIES) -> list[str]:
+    """Modules of `package` that call transaction.commit (or import it by name), policies/edit.py aside."""
+    found = []
+    for path in modules(package):
+        name = str(path.relative_to(package))
+        if name in ("edit.py", "transaction.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr == "commit" and isinstance(node.value, ast.Name)
+                    and node.value.id == "transaction"):
+                found.append(f"{name}:{node.lineno}: transaction.commit")
+            elif (isinstance(node, ast.ImportFrom) and (node.module or "").endswith("transaction")
+                  and any(a.name == "commit" for a in node.names)):
+                found.append(f"{name}:{node.lineno}: imports commit")
+    return found
+
+
+def hand_written_renames(package: Path = POLICIES) -> list[str]:
+    """Calls of os.replace, os.rename and tempfile.mkstemp / NamedTemporaryFile outside policies/transaction.py
+    (and the writers RENAMES_ALLOWED names): a file of the user's replaced by hand, outside the journal."""
+    found = []
+    for path in modules(package):
+        name = str(path.relative_to(package))
+        if name == "transaction.py" or name in RENAMES_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and (node.value.id, node.attr) in {("os", "replace"), ("os", "rename"), ("tempfile", "mkstemp"),
+                                                       ("tempfile", "NamedTemporaryFile")}):
+                found.append(f"{name}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_only_the_edit_pipeline_commits():
+    """Every edit command (make scale, new-run, recover, init, new-env, remove-env, the image pinning) writes through
+    the one pipeline, policies/edit.py, so the journal, recovery and held signals hold for all alike (issue 34 item
+    3, issue 32 item 5); nothing else replaces a file by hand."""
+    assert not commit_callers(), commit_callers()
+    assert not hand_written_renames(), hand_written_renames()
+
+
+def test_the_pipeline_checks_see_a_second_writer(tmp_path, monkeypatch):
+    pkg = tmp_path / "policies"
+    pkg.mkdir()
+    (pkg / "edit.py").write_text("from . import transaction\ntransaction.commit(1, 2)\n")
+    (pkg / "scale.py").write_text("from . import transaction\ntransaction.commit(1, 2)\n")
+    (pkg / "pin.py").write_text("from .transaction import commit\n")
+    (pkg / "init.py").write_text("import os\nos.replace('a', 'b')\n")
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    assert commit_callers(pkg) == ["pin.py:1: imports commit", "scale.py:2: transaction.commit"]
+    assert hand_written_renames(pkg) == ["init.py:2: os.replace"]

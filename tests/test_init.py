@@ -219,3 +219,26 @@ def test_an_init_killed_before_its_journal_changes_nothing(repo):
     again = init(repo, "--repo-url", URL, "--image", IMAGE)
     assert again.returncode == 0, again.stderr
     assert not list(repo.rglob(".*.scale-tmp")) and example_mentions(repo) == []
+
+
+def test_an_interrupted_pin_is_finished_before_init_changes_the_repository(repo):
+    """The image pinning locks components/ alone and keeps its journal there; make init holds that lock too, so the
+    one pipeline (policies/edit.py) finishes a killed pin first instead of deleting its temporary files as strays
+    (which left components/ half pinned for good)."""
+    env = {**os.environ, "DDP_SCALE_TEST_HOOK": "renamed-1"}
+    proc = subprocess.Popen([sys.executable, "-m", "policies.pin_image", "--tag", "0.2.0", "--digest",
+                             "sha256:" + "a" * 64, "--cpu-digest", "sha256:" + "b" * 64, "--root", str(repo)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for_hook(proc, "renamed-1")
+    stop(proc, signal.SIGKILL)
+    assert (repo / "components/.scale-journal").is_file()
+    dry = init(repo, "--repo-url", URL, "--image", IMAGE, "--dry-run")
+    assert dry.returncode == 2 and "half pinned" in dry.stderr.splitlines()[-1], dry.stderr
+    again = init(repo, "--repo-url", URL, "--image", IMAGE)
+    assert again.returncode == 0, again.stderr
+    assert "components: finished the pinning an interrupted run began: wrote " in again.stderr
+    assert not list(repo.rglob(".scale-journal")) and not list(repo.rglob(".*.scale-tmp"))
+    tags = {env: str(e.get("newTag")) for env in identity.environments_in_tree(repo)
+            for e in yaml.safe_load((repo / f"components/{env}/kustomization.yaml").read_text())["images"]}
+    assert all(t.removesuffix("-cpu") == "0.2.0" for t in tags.values()), tags
+    assert identity.disagreements(repo) == [] and example_mentions(repo) == []

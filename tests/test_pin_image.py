@@ -145,3 +145,15 @@ def test_a_tree_without_environments_is_one_line_not_a_silent_pass(repo):
     proc = pin(repo, "--tag", "0.2.0")
     assert proc.returncode == 2 and "no environment folder" in proc.stderr.splitlines()[-1], proc.stderr
     assert "already runs" not in proc.stdout
+
+
+def test_sigint_between_two_renames_waits_until_every_environment_is_pinned(repo):
+    """The pinning goes through the one edit pipeline (policies/edit.py), so Ctrl-C waits for the renames as it
+    does for make scale: exit 130, every environment pinned, no journal left, and it says so."""
+    proc = _start(repo, "--tag", "0.2.0", hook="renamed-1:2")
+    wait_for_hook(proc, "renamed-1")
+    _, err = stop(proc, signal.SIGINT)
+    assert proc.returncode == 130, err
+    assert "interrupted: wrote every file" in err
+    assert _tags(repo) == released("0.2.0")
+    assert not (repo / "components/.scale-journal").exists() and not list(repo.rglob(".*.scale-tmp"))
