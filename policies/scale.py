@@ -18,6 +18,7 @@ from typing import Any
 
 from . import transaction
 from .entry import guarded
+from .git import GitError, run as run_git
 from .paths import overlay_path
 from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
                           edit_topology, matches, pod_losses)
@@ -262,8 +263,8 @@ def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
 
     def git(*args: str) -> subprocess.CompletedProcess | None:
         try:
-            return subprocess.run(["git", "-C", str(path.parent), *args], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
+            return run_git(path.parent, *args, timeout=60)
+        except GitError:
             return None
 
     # A branch this clone has only as origin/<branch> (a clone of another branch has no local main) is read there,
