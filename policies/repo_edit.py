@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from . import transaction
+from .files import rel
 from .render import cache_dir
 from .yamledit import EditError  # noqa: F401 - the one error of every edit command, raised here too
 
@@ -33,13 +34,6 @@ HERE = Path(__file__).resolve().parent.parent
 # Folders whose stray temporary files belong to these commands (never an overlay's own: make scale's, which holds
 # that overlay's lock and not this one, may be writing there).
 OWN_FOLDERS = ("argocd", "base", "components", "docs")  # docs/: make init rewrites docs/install.md
-
-
-def rel(root: Path, path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path(root).resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _environment_folders(root: Path) -> set[str]:
@@ -94,7 +88,7 @@ def locked(root: Path, who: str, dry_run: bool) -> Iterator[list[Path]]:
             _prune_empty(root)
             if finished:
                 print(f"finished the change an interrupted run began: "
-                      f"{', '.join(('wrote ' if p.exists() else 'deleted ') + rel(root, p) for p in finished)}",
+                      f"{', '.join(('wrote ' if p.exists() else 'deleted ') + rel(p, root) for p in finished)}",
                       file=sys.stderr)
         yield finished
 
@@ -167,7 +161,7 @@ def unified(root: Path, changes: dict[Path, str | None]) -> str:
     out: list[str] = []
     for path, text in changes.items():
         old = path.read_text(encoding="utf-8") if path.exists() else ""
-        name = rel(root, path)
+        name = rel(path, root)
         out += difflib.unified_diff(old.splitlines(keepends=True), (text or "").splitlines(keepends=True),
                                     f"a/{name}" if path.exists() else "/dev/null",
                                     "/dev/null" if text is None else f"b/{name}")
@@ -228,5 +222,5 @@ def apply(root: Path, changes: Mapping[Path, str | None], dry_run: bool, what: s
         print(f"interrupted: {'wrote every file' if done else 'nothing was written'}", file=sys.stderr)
         raise
     for path, text in changes.items():
-        print(f"{'deleted' if text is None else 'wrote'} {rel(root, path)}")
+        print(f"{'deleted' if text is None else 'wrote'} {rel(path, root)}")
     return 0

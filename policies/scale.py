@@ -310,7 +310,7 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
         shm = YamlFile.load(ov.shm_file)
         edit_shm(shm, p)
         changes[ov.shm_file] = shm.dump()
-    changes.update(edit_restart_budget(ov.folder, ov.launcher, p.nodes, pod_losses(root, ov.env)))
+    changes.update(edit_restart_budget(ov.folder, ov.launcher, p.nodes, pod_losses(ov.folder)))
     run_note = ""
     if args.new_run:
         run = YamlFile.load(ov.run_file)
