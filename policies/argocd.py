@@ -330,13 +330,6 @@ def synced_by(overlay: str | Path, delivery: list[Manifest]) -> Synced:
     return Synced(found, projects(delivery) if found else {})
 
 
-def rel_source(folder: Path) -> str:
-    try:
-        return str(folder.relative_to(Path.cwd()))
-    except ValueError:
-        return str(folder)
-
-
 def _entries(value: Any) -> list[dict[str, Any]] | None:
     """A resource list as Go reads it: None where absent or null (a nil slice), else its mapping entries."""
     if value is None:

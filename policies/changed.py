@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import git
 from .entry import guarded
 from .loader import InputError
 from .engine import MANIFEST_SUFFIXES, plain_manifests
@@ -86,15 +87,14 @@ def _resolved(path: Path) -> Path:
 
 def git_changed(root: Path, staged: bool) -> list[str]:
     args = ["diff", "--name-only", "--cached"] if staged else ["diff", "--name-only", "HEAD"]
-    names = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout.split()
+    names = git.run(root, *args).stdout.split()
     if not staged:
-        names += subprocess.run(["git", "-C", str(root), "ls-files", "--others", "--exclude-standard"],
-                                capture_output=True, text=True).stdout.split()
+        names += git.run(root, "ls-files", "--others", "--exclude-standard").stdout.split()
     return names
 
 
 def main(argv: list[str] | None = None) -> int:
-    return guarded(lambda: _main(argv), (InputError,))
+    return guarded(lambda: _main(argv), (InputError, git.GitError))
 
 
 def _main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,7 @@ import yaml
 
 from . import engine
 from .entry import guarded
+from .files import rel
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO / "overlays"
@@ -42,19 +43,12 @@ class Finding:
     reason: str | None  # the skip's reason; None for a failed check
 
     def line(self) -> str:
-        where = f"{_rel(self.source)}: {self.resource}"
+        where = f"{rel(self.source)}: {self.resource}"
         if self.reason is None:
             return (f"error CHECKOV {where}: {self.check_id} {self.check_name} (fix: change the object, or where the "
                     f"design says otherwise add the annotation checkov.io/skip<N>: \"{self.check_id}=<reason>\")")
         return (f"error CHECKOV {where}: {self.check_id} skipped without a reason (fix: write the annotation as "
                 f"checkov.io/skip<N>: \"{self.check_id}=<reason>\")")
-
-
-def _rel(source: str) -> str:
-    try:
-        return str(Path(source).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return source
 
 
 def find_checkov() -> str | None:

@@ -8,7 +8,6 @@ import difflib
 import io
 import json
 import os
-import subprocess
 import sys
 import tarfile
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from . import launchers
+from . import git, launchers
 from .entry import guarded
 from .kube import group_of
 from .schema.cel import has_transition_rules, transition_problems
@@ -36,17 +35,8 @@ class DiffError(Exception):
 # ---------------------------------------------------------------- trees
 
 
-def git(root: Path, *args: str, binary: bool = False) -> Any:
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=not binary, timeout=120)
-    if proc.returncode != 0:
-        err = proc.stderr if not binary else proc.stderr.decode(errors="replace")
-        raise DiffError(f"git {' '.join(args)}: {' '.join(err.split()) or 'failed'}")
-    return proc.stdout
-
-
 def _rev(root: Path, ref: str) -> str:
-    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True, timeout=60)
+    proc = git.run(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", timeout=60)
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
@@ -63,7 +53,7 @@ def resolve(root: Path, ref: str, what: str) -> str:
         raise DiffError(f"{what} is empty: give a git ref, e.g. {what}=main")
     sha = _rev(root, ref)
     if not sha:
-        if subprocess.run(["git", "-C", str(root), "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
+        if git.run(root, "rev-parse", "--git-dir").returncode != 0:
             raise DiffError(f"{root} is not a git repository, so {what}={ref} cannot be read")
         raise DiffError(f"{what}={ref} is not a commit in this repository (try `git fetch`, or a branch, tag or sha)")
     return sha
@@ -71,7 +61,7 @@ def resolve(root: Path, ref: str, what: str) -> str:
 
 def export(root: Path, sha: str, dest: Path) -> Path:
     """The tree of a commit, unpacked under dest (git archive: no worktree, nothing in .git changes)."""
-    data = git(root, "archive", "--format=tar", sha, binary=True)
+    data = git.output(root, "archive", "--format=tar", sha, binary=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(dest, filter="data")
     return dest
@@ -492,7 +482,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--output", help="also write the result to this file")
     ap.add_argument("--overlay", help="only this folder (<env>/<launcher>, overlays/<env>/<launcher> or argocd)")
     args = ap.parse_args(list(argv) if argv is not None else None)
-    return guarded(lambda: report(args), (DiffError,), prefix="make diff: ")
+    return guarded(lambda: report(args), (DiffError, git.GitError), prefix="make diff: ")
 
 
 def report(args: argparse.Namespace) -> int:

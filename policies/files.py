@@ -87,13 +87,27 @@ def read_text(path: str | Path) -> str:
     return text
 
 
-def rel(path: str | Path) -> str:
-    """The path relative to the working directory where it is below it, else as given; never fails (a symlink loop
-    or a missing file is shown as written)."""
+# The repository an edit command works on (its --root, yamledit.edit_relative_to): its messages say paths relative
+# to it first.
+EDITED: list[Path] = []
+
+
+def rel(path: str | Path, *bases: str | Path, edited: bool = False) -> str:
+    """A path as the user would write it: relative to the first of `bases` it lies below (by default the working
+    folder, after the repository being edited where `edited`), both resolved; else as given. Never fails (a symlink
+    loop, a missing file or a vanished working folder is shown as written). The one such function: every message,
+    report and edit says its paths through it."""
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except (ValueError, OSError, RuntimeError):  # RuntimeError: pathlib's "Symlink loop" before Python 3.13
+        target = Path(path).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: pathlib's "Symlink loop" before Python 3.13
         return str(path)
+    within: tuple[str | Path | None, ...] = bases or (*(EDITED if edited else ()), None)  # None: the working folder
+    for base in within:
+        try:
+            return str(target.relative_to(Path.cwd() if base is None else Path(base).resolve()))
+        except (ValueError, OSError, RuntimeError):
+            continue
+    return str(path)
 
 
 def read(path: str) -> list[Manifest]:

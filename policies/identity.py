@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .files import read_config
+from .files import read_config, rel
 from .loader import InputError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,24 +176,16 @@ def environments_in_tree(root: Path = REPO) -> list[str]:
 
 def real_environment(folder: Path) -> str | None:
     """The name of the environment an overlay folder belongs to where its declaration (the `policy.yaml` beside a
-    kustomization it reads) says `real: true`; None otherwise (an example environment, none, or unreadable)."""
-    from .render import inputs, kustomization_file
+    kustomization it reads) says `real: true`; None otherwise (an example environment, none, or one the loader
+    refuses: validation says why). Read by environment.for_overlay, as validation reads it."""
+    from .environment import for_overlay
+    from .render import kustomization_file
 
     folder = Path(folder)
     if not folder.is_dir() or kustomization_file(folder) is None:
         return None
-    _, files = inputs(folder)
-    for f in files:
-        declared = f.parent / "policy.yaml"
-        if kustomization_file(f.parent) == f and declared.is_file():
-            try:
-                doc = read_config(declared)
-            except (InputError, yaml.YAMLError):
-                return None
-            spec = doc.get("spec") if isinstance(doc, dict) else None
-            if isinstance(spec, dict) and spec.get("real") is True:
-                return str((doc.get("metadata") or {}).get("name") or f.parent.name)
-    return None
+    env, _ = for_overlay(folder)
+    return env.name if env is not None and env.real else None
 
 
 # ---------------------------------------------------------------- every repetition, checked against it
@@ -217,7 +209,7 @@ def disagreements(root: Path = REPO, ident: Identity | None = None) -> list[str]
     root = Path(root)
     ident = ident or load(root)
     out: list[str] = []
-    cfg = _rel(root, ident.source)
+    cfg = rel(ident.source, root)
     tree = environments_in_tree(root)
     for env in tree:
         if env not in ident.environments:
@@ -239,13 +231,6 @@ def disagreements(root: Path = REPO, ident: Identity | None = None) -> list[str]
     return out
 
 
-def _rel(root: Path, path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path(root).resolve()))
-    except ValueError:
-        return str(path)
-
-
 def _argocd(root: Path, ident: Identity) -> list[str]:
     from .argocd import ExpandError, expand
     from .model import Manifest
@@ -254,45 +239,45 @@ def _argocd(root: Path, ident: Identity) -> list[str]:
     appset = root / "argocd" / "applicationset.yaml"
     if appset.is_file():
         text, doc = _yaml(appset)
-        rel = _rel(root, appset)
+        where = rel(appset, root)
         try:
             apps = list(expand(Manifest(doc, str(appset)))) if isinstance(doc, dict) else []
         except ExpandError as exc:
-            return [f"{rel}:1: cannot be expanded to check it against the identity: {exc}"]
+            return [f"{where}:1: cannot be expanded to check it against the identity: {exc}"]
         seen = set()
         for app in apps:
             env = (app.element or {}).get("env")
             seen.add(env)
             line = _line(text, f"env: {env}")
             if env not in ident.environments:
-                out.append(f"{rel}:{line}: element env {env} is not declared in gitops.yaml identity.environments")
+                out.append(f"{where}:{line}: element env {env} is not declared in gitops.yaml identity.environments")
                 continue
             place = ident.environments[env]
             dest = app.destination
             if dest.get("name") != place.cluster or dest.get("namespace") != place.namespace:
-                out.append(f"{rel}:{line}: {env} syncs to cluster {dest.get('name')!r}, namespace "
+                out.append(f"{where}:{line}: {env} syncs to cluster {dest.get('name')!r}, namespace "
                            f"{dest.get('namespace')!r}; gitops.yaml identity says {place.cluster!r}, "
                            f"{place.namespace!r}")
             for _, source in app.sources:
                 if not same_url(source.get("repoURL"), ident.repo_url):
-                    out.append(f"{rel}:{_line(text, 'repoURL')}: {env} clones {source.get('repoURL')}, but "
+                    out.append(f"{where}:{_line(text, 'repoURL')}: {env} clones {source.get('repoURL')}, but "
                                f"gitops.yaml argocd.repoURL is {ident.repo_url}")
         for env in ident.environments:
             if env not in seen:
-                out.append(f"{rel}:1: no element for environment {env} (declared in gitops.yaml identity)")
+                out.append(f"{where}:1: no element for environment {env} (declared in gitops.yaml identity)")
     project = root / "argocd" / "appproject.yaml"
     if project.is_file():
         text, doc = _yaml(project)
-        rel = _rel(root, project)
+        where = rel(project, root)
         spec = (doc or {}).get("spec") or {} if isinstance(doc, dict) else {}
         repos = spec.get("sourceRepos") or []
         if not any(same_url(r, ident.repo_url) for r in repos):
-            out.append(f"{rel}:{_line(text, 'sourceRepos')}: sourceRepos {repos} lack gitops.yaml argocd.repoURL "
+            out.append(f"{where}:{_line(text, 'sourceRepos')}: sourceRepos {repos} lack gitops.yaml argocd.repoURL "
                        f"{ident.repo_url}")
         dests = {(d.get("name"), d.get("namespace")) for d in spec.get("destinations") or [] if isinstance(d, dict)}
         for env, place in ident.environments.items():
             if (place.cluster, place.namespace) not in dests:
-                out.append(f"{rel}:{_line(text, 'destinations')}: destinations lack {{name: {place.cluster}, "
+                out.append(f"{where}:{_line(text, 'destinations')}: destinations lack {{name: {place.cluster}, "
                            f"namespace: {place.namespace}}} (environment {env} in gitops.yaml identity)")
     return out
 
@@ -307,7 +292,7 @@ def _images(root: Path, ident: Identity) -> list[str]:
         for m in _IMAGE_LINE.finditer(text):
             if image_repository(m.group(1)) != ident.image:
                 line = text.count("\n", 0, m.start(1)) + 1
-                out.append(f"{_rel(root, path)}:{line}: image {m.group(1)} is not gitops.yaml identity.image "
+                out.append(f"{rel(path, root)}:{line}: image {m.group(1)} is not gitops.yaml identity.image "
                            f"{ident.image}")
     for env in environments_in_tree(root):
         kfile = root / "components" / env / "kustomization.yaml"
@@ -317,7 +302,7 @@ def _images(root: Path, ident: Identity) -> list[str]:
         for entry in (doc or {}).get("images") or [] if isinstance(doc, dict) else []:
             name = entry.get("name") if isinstance(entry, dict) else None
             if name != ident.image:
-                out.append(f"{_rel(root, kfile)}:{_line(text, f'name: {name}')}: images entry {name} is not "
+                out.append(f"{rel(kfile, root)}:{_line(text, f'name: {name}')}: images entry {name} is not "
                            f"gitops.yaml identity.image {ident.image}: it would not replace the bases' image")
     return out
 

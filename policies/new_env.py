@@ -22,8 +22,9 @@ from pathlib import Path
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from . import edit, identity, launchers, repo_edit, scale, scale_edits, transaction
+from . import edit, environment, identity, launchers, repo_edit, scale, scale_edits, transaction
 from .entry import guarded
+from .files import rel
 from .identity import Identity
 from .new_env_text import Request, Source, Words, component_patch, policy_text
 from .yamledit import edit_relative_to
@@ -165,7 +166,6 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
 
     # Overlays: make scale's edits on copies of FROM's files, then the names and sizes of every comment.
     quantities: dict[str, str] = {}
-    losses = scale_edits.pod_losses(root, req.source)  # the new environment's declaration is FROM's, copied
     new_overlays: dict[Path, dict[Path, str]] = {}
     for ov in src.overlays:
         cur = src.current[ov.folder]
@@ -185,6 +185,8 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
             shm = scale.YamlFile.load(ov.shm_file)
             scale.edit_shm(shm, p)
             files[ov.shm_file] = shm.dump()
+        # The new environment's declaration is FROM's, copied: its podLosses is the one FROM's overlay reads.
+        losses = scale_edits.pod_losses(ov.folder)
         files.update(scale_edits.edit_restart_budget(ov.folder, ov.launcher, p.nodes, losses))
         for path in sorted(ov.folder.rglob("*")):
             if path.is_file() and path not in files and not path.name.endswith(transaction.TMP_SUFFIX):
@@ -192,11 +194,16 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         files[ov.kustomization] = scale.edit_header(files[ov.kustomization], p)
         new_overlays[dest] = {dest / path.relative_to(ov.folder): text for path, text in files.items()}
     words = Words(req, src, gpu, quantities)
+    # GPU_RESOURCE: FROM's GPU resource, whichever of the ones the validator counts it is, becomes the one asked for.
+    asked = req.resource or ""
+    others = [g for g in launchers.GPU_RESOURCES if g != asked] if asked else []
+    renamed = False
     for dest, files in new_overlays.items():
         for path, text in files.items():
-            text = words.file(text, p0, repo_edit.rel(root, path))
-            if req.resource and req.resource != scale_edits.GPU:
-                text = re.sub(rf"(?<=[\s{{,]){re.escape(scale_edits.GPU)}(?=\s*:)", req.resource, text)
+            text = words.file(text, p0, rel(path, root))
+            if others:
+                text, n = re.subn(rf"(?<=[\s{{,])(?:{'|'.join(map(re.escape, others))})(?=\s*:)", asked, text)
+                renamed = renamed or n > 0
             res.changes[path] = text
     for folder in src.skipped:
         res.notes.append(f"{scale.rel(folder)} was not copied: a variant without patches/set-topology.yaml, which "
@@ -209,7 +216,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         if not path.is_file() or path.name.endswith(transaction.TMP_SUFFIX) or path.name == transaction.JOURNAL:
             continue
         target = comp / path.relative_to(comp_src)
-        if path.name == "policy.yaml":
+        if path.name == environment.FILE_NAME:
             text = policy_text(path.read_text(encoding="utf-8"), req, src, p0, gpu)
         elif path.suffix in (".yaml", ".yml") and path.parent.name == "patches":
             text = component_patch(path, path.read_text(encoding="utf-8"), req, p0, res.notes,
@@ -221,11 +228,11 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         if req.label is None:  # no node selector: the comments that said where the pods were pinned no longer hold
             text = re.sub(r"(?im)^(\s*#.*?)\bpin the pods to [\w.-]+ nodes, (\w)",
                           lambda m: m.group(1) + m.group(2).upper(), text)
-        res.changes[target] = words.file(text, p0, repo_edit.rel(root, target))
+        res.changes[target] = words.file(text, p0, rel(target, root))
     if req.toleration is None and p0.gpus:
         res.notes.append(f"the GPU toleration is {req.source}'s; give TOLERATION=<key>[=<value>]:<effect> if your "
                          "nodes' taint differs")
-    if req.resource and req.resource != scale_edits.GPU:
+    if renamed:
         res.notes.append(f"resources ask for {req.resource}; check the toleration's key matches your nodes' taint")
 
     # Argo CD and the identity.
@@ -249,7 +256,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
                 if (other_hardware and re.search(rf"(?i)(?<![A-Za-z0-9]){re.escape(src.word or '')}(?![A-Za-z0-9])",
                                                    line)) or re.search(rf"(?<![\w-]){re.escape(req.source)}(?![\w-])",
                                                                        line):
-                    left.append(f"{repo_edit.rel(root, path)}:{i}: {line.strip()}")
+                    left.append(f"{rel(path, root)}:{i}: {line.strip()}")
     if left:
         raise EditError(f"the new environment would still name {req.source} or {src.word}: {left[0]}"
                         + (f" (and {len(left) - 1} more)" if len(left) > 1 else "") + "; nothing was written")
@@ -351,7 +358,7 @@ def _add_element(root: Path, appset: Path, element: dict[str, str]) -> str:
     items = [i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- ")] if start is not None \
         else []
     if not items:
-        raise EditError(f"{repo_edit.rel(root, appset)}: has no list generator with block elements to add "
+        raise EditError(f"{rel(appset, root)}: has no list generator with block elements to add "
                         f"{element['env']} to")
     assert start is not None  # items is empty without it
     dash = indent(lines[items[0]])

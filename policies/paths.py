@@ -83,6 +83,8 @@ def overlay_path(raw: str, root: Path | None = None, inside: bool = False) -> st
     way). With `inside`, only a path inside `root` counts (make scale edits that repository, whatever the working
     folder). `-` (standard input), an empty word and a path found nowhere come back as given, so the caller's own
     error names what the user wrote."""
+    from .files import rel
+
     if raw in ("", "-"):
         return raw
     if root is None:
@@ -96,10 +98,7 @@ def overlay_path(raw: str, root: Path | None = None, inside: bool = False) -> st
             continue
         if cand == cands[0]:
             return trimmed
-        try:
-            return str(cand.resolve().relative_to(Path.cwd().resolve()))
-        except ValueError:
-            return str(cand)
+        return rel(cand)
     return raw
 
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from . import edit, identity, repo_edit, transaction
+from . import edit, git, identity, repo_edit, transaction
 from .entry import guarded
+from .files import rel
 from .kustomization import KUSTOMIZATION_FILES, kustomization_file, references
 from .yamledit import YamlFile, edit_relative_to
 
@@ -42,10 +42,6 @@ PROJECT = Path("argocd") / "appproject.yaml"
 # listed after a removal (the Lua checks' testdata under argocd/ are fixtures, not deployed).
 KUSTOMIZE_ROOTS = ("base", "components", "overlays", "argocd")
 MENTIONS = ("gitops.yaml", "Makefile", "base", "components", "overlays", "argocd")
-
-
-def _rel(root: Path, path: Path) -> str:
-    return repo_edit.rel(root, path)
 
 
 # ---------------------------------------------------------------- what the repository says about its environments
@@ -116,7 +112,7 @@ def check_pending(root: Path, gone: list[Path]) -> None:
     """An overlay of the environment that an interrupted make scale or make new-run left half written."""
     for folder in gone:
         for journal in sorted(folder.rglob(transaction.JOURNAL)):
-            raise EditError(transaction.pending(journal.parent) or f"{_rel(root, journal)}: an interrupted change")
+            raise EditError(transaction.pending(journal.parent) or f"{rel(journal, root)}: an interrupted change")
 
 
 def check_references(root: Path, env: str, gone: list[Path]) -> None:
@@ -143,7 +139,7 @@ def check_references(root: Path, env: str, gone: list[Path]) -> None:
                 except (OSError, RuntimeError, ValueError):
                     continue
                 if inside(target):
-                    raise EditError(f"{_rel(root, kfile)}: {field} '{ref}' reads {_rel(root, target)}, which "
+                    raise EditError(f"{rel(kfile, root)}: {field} '{ref}' reads {rel(target, root)}, which "
                                     f"make remove-env ENV={env} would delete: change that kustomization first")
 
 
@@ -152,10 +148,9 @@ def check_committed(root: Path, gone: list[Path]) -> None:
     if not gone:
         return
     try:
-        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EditError(f"git cannot be run ({exc}): make remove-env deletes only files git holds committed, and "
+        top = git.run(root, "rev-parse", "--show-toplevel", timeout=60)
+    except git.GitError as exc:
+        raise EditError(f"{exc}: make remove-env deletes only files git holds committed, and "
                         "cannot check that here; nothing was written") from None
     if top.returncode != 0 and "not a git repository" not in top.stderr:
         raise EditError(f"git cannot read {root}: {(top.stderr.strip().splitlines() or ['?'])[-1]}; make remove-env "
@@ -163,10 +158,10 @@ def check_committed(root: Path, gone: list[Path]) -> None:
     if top.returncode != 0:
         raise EditError(f"{root} is not a git checkout: make remove-env deletes only files git holds committed "
                         f"(so that git can give them back), and cannot check that here; delete "
-                        f"{' and '.join(_rel(root, d) + '/' for d in gone)} by hand if you mean it")
+                        f"{' and '.join(rel(d, root) + '/' for d in gone)} by hand if you mean it")
     specs = [str(d.relative_to(root)) for d in gone]
-    proc = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v1", "-z", "--ignored=matching",
-                           "--untracked-files=all", "--", *specs], capture_output=True, timeout=300)
+    proc = git.run(root, "status", "--porcelain=v1", "-z", "--ignored=matching", "--untracked-files=all", "--", *specs,
+                   binary=True, timeout=300)
     if proc.returncode != 0:
         raise EditError(f"git status failed: {proc.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
     base = Path(top.stdout.strip())
@@ -190,7 +185,7 @@ def check_committed(root: Path, gone: list[Path]) -> None:
         what = {"??": "untracked", "!!": "ignored by git"}
         code, path = dirty[0]
         more = f" (and {len(dirty) - 1} more)" if len(dirty) > 1 else ""
-        raise EditError(f"{_rel(root, path)} is {what.get(code, 'changed and not committed')}{more}: make remove-env "
+        raise EditError(f"{rel(path, root)} is {what.get(code, 'changed and not committed')}{more}: make remove-env "
                         "deletes only what git holds committed; commit or stash it (git stash -u), or move it out "
                         "of the folder, then run this again")
 
@@ -225,7 +220,7 @@ def _drop(root: Path, path: Path, f: YamlFile, starts: list[int], expected: Any,
         a, b = _span(lines, start)
         above = lines[a - 1] if a > 0 else ""
         if above.lstrip().startswith("#") and _indent(above) == _indent(lines[a]):
-            notes.append(f"{_rel(root, path)}:{a}: the comment above the {what} removed stays; check it still says "
+            notes.append(f"{rel(path, root)}:{a}: the comment above the {what} removed stays; check it still says "
                          f"something true: {above.strip()}")
         del lines[a:b]
     text = "".join(lines)
@@ -234,7 +229,7 @@ def _drop(root: Path, path: Path, f: YamlFile, starts: list[int], expected: Any,
     except yaml.YAMLError:
         ok = False
     if not ok:
-        raise EditError(f"{_rel(root, path)}: the {what} cannot be taken out line by line without changing anything "
+        raise EditError(f"{rel(path, root)}: the {what} cannot be taken out line by line without changing anything "
                         "else (written in a style this command does not edit); remove it by hand")
     return text
 
@@ -322,7 +317,7 @@ def mentions(root: Path, env: str, changes: dict[Path, str | None]) -> list[str]
                 text = known if known is not None else p.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            out += [f"{_rel(root, p)}:{i}: {ln.strip()}" for i, ln in enumerate(text.splitlines(), 1)
+            out += [f"{rel(p, root)}:{i}: {ln.strip()}" for i, ln in enumerate(text.splitlines(), 1)
                     if word.search(ln)]
     return out
 
@@ -402,7 +397,7 @@ def plan(root: Path, env: str, session: edit.Session, notes: list[str]) -> dict[
         session.hold(edit.Lock(kfile.parent))
     out, said = make(root, env, ident)
     gone = [d for d in (root / "components" / env, root / "overlays" / env) if d.is_dir()]
-    print(f"{env}: removing " + (" and ".join(f"{_rel(root, d)}/ ({len(files_in(d))} files)" for d in gone)
+    print(f"{env}: removing " + (" and ".join(f"{rel(d, root)}/ ({len(files_in(d))} files)" for d in gone)
                                  or "its entries") + ", its identity and Argo CD entries", file=sys.stderr)
     notes += said
     return out
@@ -419,7 +414,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return guarded(lambda: run(args), (EditError, identity.IdentityError, transaction.TransactionError))
+    return guarded(lambda: run(args), (EditError, git.GitError, identity.IdentityError, transaction.TransactionError))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from . import edit, pin_image, transaction
+from .files import rel
 from .render import cache_dir
 from .yamledit import EditError  # noqa: F401 - the one error of every edit command, raised here too
 
@@ -30,13 +31,6 @@ HERE = Path(__file__).resolve().parent.parent
 # Folders whose stray temporary files belong to these commands (never an overlay's own: make scale's, which holds
 # that overlay's lock and not this one, may be writing there).
 OWN_FOLDERS = ("argocd", "base", "components", "docs")  # docs/: make init rewrites docs/install.md
-
-
-def rel(root: Path, path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path(root).resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _environment_folders(root: Path) -> set[str]:
@@ -83,10 +77,10 @@ def scope(root: Path, command: str) -> edit.Scope:
         half_written=lambda: (f"an interrupted make init, make new-env or make remove-env left the repository half "
                               f"written ({transaction.JOURNAL}); run `make {command}` again without DRY_RUN to "
                               f"finish it"),
-        shown=lambda p: rel(root, p),
+        shown=lambda p: rel(p, root),
         strays=lambda: _strays(root),
         after_recovery=lambda: _prune_empty(root),
-        inner=(pin_image.scope(root / "components", "", shown=lambda p: rel(root, p)),))
+        inner=(pin_image.scope(root / "components", "", shown=lambda p: rel(p, root)),))
 
 
 def validate(root: Path, changes: dict[Path, str | None]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from . import edit, transaction
 from .entry import guarded
+from .git import GitError, run as run_git
 from .paths import overlay_path
 from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
                           edit_topology, matches, pod_losses)
@@ -205,8 +206,8 @@ def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
 
     def git(*args: str) -> subprocess.CompletedProcess | None:
         try:
-            return subprocess.run(["git", "-C", str(path.parent), *args], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
+            return run_git(path.parent, *args, timeout=60)
+        except GitError:
             return None
 
     # A branch this clone has only as origin/<branch> (a clone of another branch has no local main) is read there,
@@ -258,7 +259,7 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
         shm = YamlFile.load(ov.shm_file)
         edit_shm(shm, p)
         changes[ov.shm_file] = shm.dump()
-    changes.update(edit_restart_budget(ov.folder, ov.launcher, p.nodes, pod_losses(root, ov.env)))
+    changes.update(edit_restart_budget(ov.folder, ov.launcher, p.nodes, pod_losses(ov.folder)))
     run_note = ""
     if args.new_run:
         run = YamlFile.load(ov.run_file)

@@ -12,11 +12,10 @@ from typing import Any, Callable
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from . import launchers
+from . import environment, launchers
 from .kube import SUFFIX_FACTORS, dig, parse_quantity
 from .yamledit import EditError, YamlFile, rel, set_scalar
 
-GPU = "nvidia.com/gpu"
 # The launchers make scale can edit: those whose module says where a patch holds the topology.
 LAUNCHERS = {launcher.id: launcher for launcher in launchers.LAUNCHERS if launcher.scale is not None}
 RUN_ID = re.compile(r"run-(\d+)")
@@ -77,15 +76,17 @@ def _need(node: Any, what: str, path: Path, *keys: Any) -> Any:
 
 
 def _resources(res: Any, p: Plan, path: Path) -> None:
-    """requests/limits: GPUs set, CPU and memory scaled by the per-GPU (or per-process) ratio."""
+    """requests/limits: GPUs set (under the resource name the patch already uses), CPU and memory scaled by the
+    per-GPU (or per-process) ratio."""
     if not isinstance(res, dict):
         raise ScaleError(f"{rel(path)}: resources is not a mapping")
     for section in ("requests", "limits"):
         block = res.get(section)
         if not isinstance(block, dict):
             continue
+        gpus = launchers.gpu_resources(block)
         for key in list(block):
-            if key == GPU:
+            if key in gpus:
                 set_scalar(block, key, p.gpus)
             elif key in ("cpu", "memory", "ephemeral-storage") and p.ratio != 1:
                 set_scalar(block, key, scale_qty(block[key], p.ratio))
@@ -242,15 +243,16 @@ def matches(pointer: str, path: tuple[Any, ...]) -> bool:
     return len(parts) == len(path) and all(p == "*" or str(p) == q for p, q in zip(path, parts))
 
 
-def pod_losses(root: Path, env: str) -> int:
-    """The pod losses the environment asks every training workload to survive (its declaration's podLosses; 0
-    where it declares none or cannot be read: the validation that follows every edit reports that)."""
-    try:
-        doc = YamlFile.load(root / "components" / env / "policy.yaml").docs[0]
-    except (EditError, OSError, IndexError):
-        return 0
-    value = dig(doc, "spec", "podLosses")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def pod_losses(folder: Path) -> int:
+    """The pod losses the overlay's environment asks every training workload to survive (its declaration's
+    podLosses, read by environment.for_overlay as validation reads it; 0 where there is no declaration or it declares
+    none). A declaration the loader refuses is its first error, one line: nothing is written."""
+    env, problems = environment.for_overlay(folder)
+    if problems:
+        first = problems[0]
+        where = f"{rel(Path(first.location[0]))}:{first.location[1]}" if first.location else rel(Path(first.source))
+        raise ScaleError(f"{where}: {first.message}" + (f" (fix: {first.hint})" if first.hint else ""))
+    return (env.pod_losses or 0) if env is not None else 0
 
 
 def edit_restart_budget(folder: Path, launcher: str, pods: int, losses: int) -> dict[Path, str]:

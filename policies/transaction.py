@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from .files import rel
+
 JOURNAL = ".scale-journal"
 TMP_SUFFIX = ".scale-tmp"
 SCRATCH_PREFIX = "ddp-scale-"
@@ -84,17 +86,9 @@ def pending(folder: Path) -> str | None:
     """One line when an interrupted write left `folder` half changed (a journal), else None."""
     if not (Path(folder) / JOURNAL).exists():
         return None
-    shown = _shown(folder)
+    shown = rel(folder)
     return (f"{shown}: an interrupted make scale or make new-run left this overlay half written ({JOURNAL}); "
             f"run `make recover OVERLAY={shown}` to finish it")
-
-
-def _shown(path: Path) -> str:
-    """A path as the user would write it: relative to the working folder where it lies below it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 # ---------------------------------------------------------------- the lock
@@ -118,10 +112,10 @@ def locked(folder: Path, wait: float = 60.0, say=None, who: str = "make scale or
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise
             if time.monotonic() >= deadline:
-                raise TransactionError(f"{_shown(folder)}: another {who} is changing this {what} and did not "
+                raise TransactionError(f"{rel(folder)}: another {who} is changing this {what} and did not "
                                        f"finish within {wait:.0f} s; nothing was written")
             if not told and say is not None:
-                say(f"{_shown(folder)}: waiting for another {who} on this {what} to finish")
+                say(f"{rel(folder)}: waiting for another {who} on this {what} to finish")
                 told = True
             time.sleep(0.1)
         yield
@@ -161,25 +155,25 @@ def recover(folder: Path, strays: Callable[[], Iterable[Path]] | None = None,
             if any(not tmp.name.endswith(TMP_SUFFIX) for _, tmp, _, _ in plan):
                 raise ValueError(f"a temporary file not named *{TMP_SUFFIX}")
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TransactionError(f"{_shown(journal)}: unreadable ({exc}); compare the overlay with git, fix it by "
+            raise TransactionError(f"{rel(journal)}: unreadable ({exc}); compare the overlay with git, fix it by "
                                    f"hand and delete {JOURNAL}") from None
         for target, tmp, old, new in plan:
             # A target the change creates (make new-env) did not exist: its old bytes are the empty ones.
             current = _sha(target.read_bytes() if target.exists() else b"")
             if tmp.exists():
                 if current not in (old, new):
-                    raise TransactionError(f"{_shown(target)}: changed since an interrupted make scale (or pin) "
+                    raise TransactionError(f"{rel(target)}: changed since an interrupted make scale (or pin) "
                                            f"began to write it; compare it with {tmp.name}, keep what you want and "
                                            f"delete {JOURNAL}")
                 if _sha(tmp.read_bytes()) != new:
-                    raise TransactionError(f"{_shown(tmp)}: not the bytes {JOURNAL} promised; compare it with "
+                    raise TransactionError(f"{rel(tmp)}: not the bytes {JOURNAL} promised; compare it with "
                                            f"{target.name}, keep what you want and delete {JOURNAL}")
             elif current != new:
-                raise TransactionError(f"{_shown(target)}: neither its old nor its new bytes and {tmp.name} is "
+                raise TransactionError(f"{rel(target)}: neither its old nor its new bytes and {tmp.name} is "
                                        f"gone; fix it by hand and delete {JOURNAL}")
         for target, old in gone:
             if os.path.lexists(target) and _sha(_held(target)) != old:
-                raise TransactionError(f"{_shown(target)}: changed since an interrupted make remove-env began to "
+                raise TransactionError(f"{rel(target)}: changed since an interrupted make remove-env began to "
                                        f"delete it; keep what you want (git shows what it held) and delete {JOURNAL}")
         with _signals_held():
             for target, tmp, _old, _new in plan:

@@ -3,6 +3,7 @@ keeps its comments, order, quoting and indentation (`make scale`, `make new-run`
 reproduced is refused rather than reformatted."""
 from __future__ import annotations
 
+import functools
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,27 +12,20 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
+from . import files
+
 
 class EditError(Exception):
     """Bad input or a file these commands cannot edit: one line, nothing written."""
 
 
-_ROOTS: list[Path] = []  # the repository being edited (--root), for messages relative to it
-
-
-def rel(path: Path) -> str:
-    """A path as the user would write it: relative to the repository being edited, else to the working folder."""
-    for base in (*_ROOTS, Path.cwd()):
-        try:
-            return str(Path(path).resolve().relative_to(base.resolve()))
-        except ValueError:
-            continue
-    return str(path)
+# A path as the user would write it: relative to the repository being edited, else to the working folder.
+rel = functools.partial(files.rel, edited=True)
 
 
 def edit_relative_to(root: Path) -> None:
     """Say paths relative to `root` (the repository being edited) from now on."""
-    _ROOTS[:] = [root]
+    files.EDITED[:] = [root]
 
 
 @dataclass

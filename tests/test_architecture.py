@@ -407,3 +407,81 @@ def test_the_pipeline_checks_see_a_second_writer(tmp_path, monkeypatch):
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
     assert commit_callers(pkg) == ["pin.py:1: imports commit", "scale.py:2: transaction.commit"]
     assert hand_written_renames(pkg) == ["init.py:2: os.replace"]
+
+
+# ---------------------------------------------------------------- one reading per fact (issue 34 item 4)
+
+# Who reads each fact, and the modules allowed to name its table (relative to policies/).
+GPU_OWNER = "launchers/pods.py"  # GPU_RESOURCES, container_resources, gpu_resources, drop_gpus
+GPU_TABLE_USERS = {"launchers/__init__.py",  # re-exports the table
+                   "new_env.py"}  # checks GPU_RESOURCE against it and renames FROM's resource to the one asked for
+GIT_OWNER = "git.py"
+REL_OWNER = "files.py"
+ENVIRONMENT_OWNER = "environment.py"
+ENVIRONMENT_WRITERS = {"new_env_text.py"}  # make new-env writes the new environment's declaration, line by line
+
+
+def _code_strings(tree: ast.AST) -> list[ast.Constant]:
+    docs = _docstrings(tree)
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def second_readings(package: Path = POLICIES) -> list[str]:
+    """Places outside a fact's owner that read it again: a GPU resource name (or the table of them), a git process, a
+    function that says a path relative to a folder, an environment declaration's file or keys."""
+    gpu_names = set(launchers.GPU_RESOURCES)
+    env_words = {"policy.yaml", "podLosses", "gpusPerNode", "gpuCapacity", "largeJobPods"}
+    found = []
+    for path in modules(package):
+        rel = path.relative_to(package).as_posix()
+        tree = ast.parse(path.read_text())
+        for node in _code_strings(tree):
+            if rel != GPU_OWNER and node.value in gpu_names:
+                found.append(f"{rel}:{node.lineno}: GPU resource {node.value!r} (read GPUs through {GPU_OWNER})")
+            if rel != ENVIRONMENT_OWNER and rel not in ENVIRONMENT_WRITERS and node.value in env_words \
+                    and not rel.startswith("rules/"):
+                found.append(f"{rel}:{node.lineno}: environment declaration {node.value!r} (read it through "
+                             f"{ENVIRONMENT_OWNER}'s load or for_overlay)")
+        for node in ast.walk(tree):
+            name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+                node.name if isinstance(node, ast.alias) else None
+            if name == "GPU_RESOURCES" and rel not in (GPU_OWNER, *GPU_TABLE_USERS):
+                found.append(f"{rel}:{getattr(node, 'lineno', 0)}: GPU_RESOURCES (ask {GPU_OWNER}'s readers)")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and rel != REL_OWNER and \
+                    node.name.lstrip("_") in ("rel", "rel_source", "relative_path"):
+                found.append(f"{rel}:{node.lineno}: def {node.name} (say paths with {REL_OWNER}'s rel)")
+            if isinstance(node, ast.Call) and rel != REL_OWNER and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "relative_to" and "cwd()" in ast.unparse(node):
+                found.append(f"{rel}:{node.lineno}: a path relative to the working folder (say it with "
+                             f"{REL_OWNER}'s rel)")
+            if isinstance(node, ast.Call) and rel != GIT_OWNER and any(
+                    isinstance(a, (ast.List, ast.Tuple)) and a.elts and isinstance(a.elts[0], ast.Constant)
+                    and a.elts[0].value == "git" for a in node.args):
+                found.append(f"{rel}:{node.lineno}: runs git itself (run it through {GIT_OWNER})")
+    return found
+
+
+def test_each_fact_has_one_reader():
+    """GPUs are read in policies/launchers/pods.py alone (the resource names it knows, every counter and make scale's
+    writer asking it), git runs through policies/git.py (one-line errors, bounded time), paths are said relative
+    to a folder by files.rel alone, and an environment's declaration is read by environment.py alone (make scale's
+    podLosses and ARGO010's `real` included): no module reads one of them a second way."""
+    assert not second_readings(), "a fact read outside its owner:\n" + "\n".join(second_readings())
+
+
+def test_the_one_reader_check_sees_each_second_reading(tmp_path):
+    pkg = tmp_path / "policies"
+    (pkg / "launchers").mkdir(parents=True)
+    (pkg / "scale_edits.py").write_text('GPU = "nvidia.com/gpu"\n\ndef losses(d):\n    return d / "policy.yaml"\n')
+    (pkg / "diff.py").write_text('import subprocess\n\ndef head(root):\n'
+                                 '    return subprocess.run(["git", "-C", root, "rev-parse", "HEAD"])\n')
+    (pkg / "repo_edit.py").write_text('def rel(root, path):\n    """A path relative to nvidia.com/gpu."""\n'
+                                      '    return str(path)\n')
+    (pkg / "trainjob.py").write_text("from .launchers.pods import GPU_RESOURCES\n")
+    (pkg / "transaction.py").write_text("from pathlib import Path\n\ndef shown(p):\n"
+                                        "    return str(p.resolve().relative_to(Path.cwd().resolve()))\n")
+    found = [line.split(" (")[0] for line in second_readings(pkg)]
+    assert found == ["diff.py:4: runs git itself", "repo_edit.py:1: def rel",
+                     "scale_edits.py:1: GPU resource 'nvidia.com/gpu'",
+                     "scale_edits.py:4: environment declaration 'policy.yaml'",
+                     "trainjob.py:1: GPU_RESOURCES", "transaction.py:4: a path relative to the working folder"], found

@@ -259,3 +259,29 @@ def test_the_restart_budget_follows_the_pod_count(repo):
     assert proc.returncode == 0, proc.stderr
     assert {k for k, v in snapshot(repo).items() if before.get(k) != v} <= {
         "overlays/kind-cpu/pytorchjob/patches/set-topology.yaml", "overlays/kind-cpu/pytorchjob/kustomization.yaml"}
+
+
+def test_the_gpu_count_is_written_under_the_resource_name_the_patch_uses(repo):
+    """make scale reads GPUs as validation does (policies/launchers/pods.py knows every GPU resource name) and writes
+    the new count under the name the patch already uses: an AMD overlay keeps amd.com/gpu, no nvidia.com/gpu added."""
+    topo = repo / "overlays/64x8-h100/pytorchjob/patches/set-topology.yaml"
+    topo.write_text(topo.read_text().replace("nvidia.com/gpu:", "amd.com/gpu:"))
+    proc = scale(repo, "scale", "64x8-h100/pytorchjob", "--nodes", "32", "--gpus-per-node", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "8 -> 4 GPUs per pod" in proc.stderr
+    text = topo.read_text()
+    assert "nvidia.com/gpu:" not in text and text.count("amd.com/gpu: 4") == text.count("amd.com/gpu:") > 0, text
+
+
+def test_a_malformed_environment_is_the_loaders_one_line_error(repo):
+    """The restart budget follows the environment's podLosses, read by policies/environment.py as validation reads
+    it: a declaration the loader refuses stops make scale with its error, one line, nothing written (never a silent
+    podLosses 0)."""
+    policy = repo / "components/64x8-h100/policy.yaml"
+    policy.write_text(policy.read_text().replace("podLosses: 1", "podLosses: one"))
+    before = snapshot(repo)
+    proc = scale(repo, "scale", "64x8-h100/pytorchjob", "--nodes", "32")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: components/64x8-h100/policy.yaml:") and \
+        "spec.podLosses is 'one', expected a whole number" in proc.stderr, proc.stderr
+    assert snapshot(repo) == before

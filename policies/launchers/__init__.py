@@ -20,7 +20,8 @@ from ..model import Manifest
 from ..kube import group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, Need, ScaleSpec, Unreadable, Workload
-from .pods import COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup
+from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources, drop_gpus,
+                   gpu_resources)
 
 
 
@@ -150,6 +151,6 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
 
 
 __all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
-           "ContainerEnv", "Launcher", "Pod", "PodGroup", "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
+           "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup", "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
            "pod_templates", "ttl_field", "run_kinds"]

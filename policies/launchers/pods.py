@@ -400,6 +400,37 @@ def pick_container(containers: list[Any], preferred: str | None) -> int:
     return 0
 
 
+def gpu_resources(section: Any) -> list[str]:
+    """The GPU resource names (GPU_RESOURCES) a `requests` or `limits` mapping holds, in the table's order: the one
+    place that knows which extended resources are GPUs (every reader, make scale's writer and the simulator's
+    scale-down ask here)."""
+    return [key for key in GPU_RESOURCES if key in mapping(section)]
+
+
+def drop_gpus(resources: Any) -> list[str]:
+    """Remove every GPU resource from a container's `resources` (requests and limits), in place: `section.name` of
+    each one removed that had a value."""
+    removed = []
+    for section in ("limits", "requests"):
+        block = mapping(mapping(resources).get(section))
+        for key in gpu_resources(block):
+            if block.pop(key) is not None:
+                removed.append(f"{section}.{key}")
+    return removed
+
+
+def trainer_gpus_per_node(resources: dict[str, Any]) -> int:
+    """The Trainer's own reading (kubeflow/trainer pkg/runtime runtime.GetNumGPUPerNode): the requests of the first
+    resource whose name contains "gpu", else its limits. It decides what `numProcPerNode: auto` becomes, so it is
+    modelled as the Trainer reads it, not as the table above."""
+    def count(section: Any) -> int:
+        for name, q in mapping(section).items():
+            if "gpu" in str(name).lower():
+                return as_int(q, 0) or 0
+        return 0
+    return count(resources.get("requests")) or count(resources.get("limits"))
+
+
 def container_resources(container: dict[str, Any]) -> tuple[int, int | None, float | None, float | None]:
     """(GPUs, GPU request, CPU limit, CPU request) of a container: its GPU limit (a request alone still claims the
     devices: extended resources cannot overcommit), and its CPU in cores."""
@@ -408,11 +439,10 @@ def container_resources(container: dict[str, Any]) -> tuple[int, int | None, flo
     requests = res.get("requests") or {}
     gpus = 0
     gpu_req = None
-    for key in GPU_RESOURCES:
-        if key in limits:
-            gpus = as_int(limits.get(key), 0) or 0
-        if key in requests:
-            gpu_req = as_int(requests.get(key))
+    for key in gpu_resources(limits):
+        gpus = as_int(limits.get(key), 0) or 0
+    for key in gpu_resources(requests):
+        gpu_req = as_int(requests.get(key))
     if not gpus and gpu_req:
         gpus = gpu_req
     return gpus, gpu_req, quantity_cpu(limits.get("cpu")), quantity_cpu(requests.get("cpu"))

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..kube import as_int, listing, mapping
 from .base import Check
-from .trainingruntime import gpus_per_node
+from .pods import trainer_gpus_per_node
 
 TORCHTUNE_ENTRYPOINT = ["tune", "run"]
 # constants.go (kubeflow/trainer v2.3.0): the pretrained models the torchtune runtimes serve (the model is read from
@@ -71,7 +71,7 @@ def torchtune_checks(trainer: dict[str, Any], runtime_name: str, runtime_resourc
                          f"{TORCHTUNE_MULTINODE_MODEL} (here {model})", "set numNodes: 1"))
     res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None else \
         runtime_resources
-    lora, qlora, config = torchtune_config(trainer, model, gpus_per_node(res))
+    lora, qlora, config = torchtune_config(trainer, model, trainer_gpus_per_node(res))
     if "_qlora" in config:
         if model == TORCHTUNE_NO_QLORA:
             out.append(Check("spec.runtimeRef.name", f"{refused} QLoRA for {model}", "drop model.quantize_base"))

@@ -123,16 +123,6 @@ def runtime_job_specs(m: Manifest, trainer_only: bool = False) -> Iterator[tuple
             yield f"spec.template.spec.replicatedJobs[{i}].template.spec", js
 
 
-def gpus_per_node(resources: dict[str, Any]) -> int:
-    """runtime.GetNumGPUPerNode: requests of the first resource whose name contains "gpu", else its limits."""
-    def count(section: Any) -> int:
-        for name, q in mapping(section).items():
-            if "gpu" in str(name).lower():
-                return as_int(q, 0) or 0
-        return 0
-    return count(resources.get("requests")) or count(resources.get("limits"))
-
-
 class RuntimeKind(Launcher[Workload]):
     """A (Cluster)TrainingRuntime starts no pods itself; its templates are the TrainJob's."""
 

@@ -13,9 +13,9 @@ from ..model import INFO, WARNING, Manifest
 from . import jobset
 from .base import Bundle, Check, Launcher, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
-from .pods import GPU_RESOURCES, Injected
+from .pods import Injected, drop_gpus, trainer_gpus_per_node
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
-from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, gpus_per_node,
+from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches,
                               is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
 KIND = "TrainJob"
@@ -45,7 +45,7 @@ def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) ->
     if trainer.get("numProcPerNode") is not None:
         return str(trainer["numProcPerNode"])
     res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None else runtime_resources
-    if gpus_per_node(res):
+    if trainer_gpus_per_node(res):
         return "auto"
     cpu = quantity_value(mapping(res.get("requests")).get("cpu"))
     if not cpu:
@@ -474,9 +474,7 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:
         tr = m.obj.setdefault("spec", {}).setdefault("trainer", {})
         tr["numNodes"], tr["numProcPerNode"] = nodes, 1
-        for key in ("limits", "requests"):
-            for g in GPU_RESOURCES:
-                mapping(mapping(tr.get("resourcesPerNode")).get(key)).pop(g, None)
+        drop_gpus(tr.get("resourcesPerNode"))
         for v in listing(tr.get("env")):
             if mapping(v).get("name") == "DIST_BACKEND":
                 v["value"] = "gloo"

@@ -12,7 +12,8 @@ Passes: `path: overlays/gke-t4/indexed-job`, which renders.
 """
 from __future__ import annotations
 
-from ..argocd import rel_source, repo_url, same_repo
+from ..argocd import repo_url, same_repo
+from ..files import rel
 from ..model import WARNING
 from ..rulekit import obj_problem
 
@@ -39,5 +40,5 @@ def check(ctx):
                                   f"point it at an overlay folder that `make validate PATHS={t.path}` renders")
             elif not t.manifests:
                 yield obj_problem(ID, app.manifest, where, f"{app.label()}: path '{t.path}' renders no objects "
-                                  f"({rel_source(t.folder)}); with prune it would delete everything it synced",
+                                  f"({rel(t.folder)}); with prune it would delete everything it synced",
                                   "point it at an overlay that renders the environment's objects")

@@ -12,7 +12,7 @@ Passes: the same Job without the TTL; a TTL under an Application without selfHea
 from __future__ import annotations
 
 from .. import launchers
-from ..argocd import rel_source
+from ..files import rel
 from ..kube import dig
 from ..model import Problem
 
@@ -35,6 +35,6 @@ def check(ctx):
                     continue
                 yield Problem(ID, f"ttlSecondsAfterFinished is {ttl} while {app.label()} syncs this with selfHeal: "
                               "once the finished workload is deleted, Argo CD creates it again and the training "
-                              "runs again", rel_source(t.folder), obj=m.ref, field=".".join(path),
+                              "runs again", rel(t.folder), obj=m.ref, field=".".join(path),
                               hint="remove the TTL; start the next run under a new run id (make new-run), and "
                                    "prune removes the finished one")

@@ -15,7 +15,8 @@ Passes: `ddp-train-run-001` with `RUN_ID=run-001`; a Job `ddp-train` annotated `
 """
 from __future__ import annotations
 
-from ..argocd import WORKLOAD_KINDS, rel_source, replace_opt_in, run_id_of
+from ..argocd import WORKLOAD_KINDS, replace_opt_in, run_id_of
+from ..files import rel
 from ..model import Problem
 
 ID = "ARGO006"
@@ -31,7 +32,7 @@ def check(ctx):
         if app.automated is None:
             continue
         for _, _, t in ctx.argo.targets(app):
-            source = rel_source(t.folder)
+            source = rel(t.folder)
             for m in t.manifests:
                 if m.kind not in WORKLOAD_KINDS or (source, m.ref) in done or replace_opt_in(m):
                     continue

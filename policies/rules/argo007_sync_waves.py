@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 
-from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, rel_source, sync_wave
+from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, sync_wave
+from ..files import rel
 from ..model import WARNING, Problem
 
 ID = "ARGO007"
@@ -40,7 +41,7 @@ def check(ctx):
     done: set[str] = set()
     for app in apps:
         for _, _, t in ctx.argo.targets(app):
-            source = rel_source(t.folder)
+            source = rel(t.folder)
             if source in done:
                 continue
             done.add(source)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..argocd import (CLUSTER_SCOPED, Target, glob_match, group_kind_name_permitted, projects, rel_source,
+from ..argocd import (CLUSTER_SCOPED, Target, glob_match, group_kind_name_permitted, projects,
                       resource_in_list)
+from ..files import rel
 from ..kube import group_of
 from ..model import ERROR, WARNING, Problem
 from ..rulekit import obj_problem
@@ -82,7 +83,7 @@ def _cluster_problem(app, proj, pspec, t, m, group: str, kind: str, lst: str):
     # At the rendered object, in its Application's folder (ARGO006's way): the overlay is what the change touched.
     why = _why_cluster(pspec, proj, group, kind, lst)
     return Problem(ID, f"{app.label()} syncs {kind} {m.name} ({t.path}), but {why}, so the sync fails: "
-                   f"{_refused(proj, group, kind)}", rel_source(t.folder), obj=m.ref, field="metadata.name", hint=hint)
+                   f"{_refused(proj, group, kind)}", rel(t.folder), obj=m.ref, field="metadata.name", hint=hint)
 
 
 def refusal(app, proj, t, m, at_object: bool = False):
@@ -100,7 +101,7 @@ def refusal(app, proj, t, m, at_object: bool = False):
         problem = _cluster_problem(app, proj, pspec, t, m, group, kind, lst)
         if at_object:
             problem.source = m.source
-        return (proj.name, rel_source(t.folder), group, kind, m.name), problem
+        return (proj.name, rel(t.folder), group, kind, m.name), problem
     if not ok:
         entry = f'{{group: "{group}", kind: {kind}}}'
         where = f"{proj.ref} spec.{lst}" if at_object else f"spec.{lst}"
@@ -119,7 +120,7 @@ def refusal(app, proj, t, m, at_object: bool = False):
             return None, Problem(ID, f"{app.label()} syncs {m.ref} ({t.path}) into namespace {m.namespace}, which is "
                                  f"not among AppProject {proj.name}'s destinations, so the sync fails: \"namespace "
                                  f"{m.namespace} is not permitted in project '{proj.name}'\"",
-                                 m.source if at_object else rel_source(t.folder),
+                                 m.source if at_object else rel(t.folder),
                                  obj=m.ref, field="metadata.namespace", hint="remove metadata.namespace, so that the "
                                  "Application's destination namespace applies")
     return None

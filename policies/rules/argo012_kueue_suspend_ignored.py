@@ -26,7 +26,8 @@ auto-sync.
 """
 from __future__ import annotations
 
-from ..argocd import RESPECT_IGNORE_DIFFERENCES, ignores, rel_source, unguarded
+from ..argocd import RESPECT_IGNORE_DIFFERENCES, ignores, unguarded
+from ..files import rel
 from ..kube import dig, kueue_queue
 from ..model import Problem
 
@@ -46,7 +47,7 @@ def check(ctx):
         where = f"{app.manifest.ref} {app.spec_field}"
         for _, _, t in ctx.argo.targets(app):
             for m, entry in unguarded(app, t.manifests, set_only=True):
-                key = (app.name, rel_source(t.folder), m.ref, entry.pointer)
+                key = (app.name, rel(t.folder), m.ref, entry.pointer)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -71,7 +72,7 @@ def check(ctx):
                     effect = "Argo CD and Kueue keep rewriting it"
                 yield Problem(ID, f"{field} is {shown} on a workload in Kueue queue {kueue_queue(m.metadata)}, which "
                               f"suspends it until admission and resumes it then; {app.label()} {missing}: "
-                              f"{effect}", rel_source(t.folder),
+                              f"{effect}", rel(t.folder),
                               obj=m.ref, field=field,
                               hint=f"remove {field} from the manifest (Kueue suspends a queued workload itself), "
                                    f"or {fix}")

@@ -10,7 +10,7 @@ Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.
 from __future__ import annotations
 
 from ..kube import as_int
-from ..launchers import GPU_RESOURCES
+from ..launchers import gpu_resources
 from ..rulekit import obj_problem
 
 ID = "RES002"
@@ -22,9 +22,7 @@ def _check(m, field, resources):
         return
     requests = resources.get("requests") or {}
     limits = resources.get("limits") or {}
-    for key in GPU_RESOURCES:
-        if key not in requests:
-            continue
+    for key in gpu_resources(requests):
         if key not in limits:
             yield obj_problem(ID, m, f"{field}.requests", f"{key} request {requests[key]} has no limit: the API "
                               "server rejects it", f"set limits.{key} to {requests[key]}")

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..git import GitError, run as run_git
 from ..kustomization import inputs, kustomization_file
 
 # The image's code (Dockerfile: COPY trainer/ /app/trainer/).
@@ -27,9 +28,9 @@ _APP_PATH = re.compile(r"(?<![\w.\-/])/app(/[^\s'\";:,=$()]+)")
 
 def git(repo: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     try:
-        return subprocess.run(["git", "--literal-pathspecs", "-C", str(repo), *args], capture_output=True, text=True, timeout=30,
-                              env={"GIT_OPTIONAL_LOCKS": "0", "PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"})
-    except (OSError, subprocess.TimeoutExpired):
+        return run_git(repo, "--literal-pathspecs", *args, timeout=30,
+                       env={"GIT_OPTIONAL_LOCKS": "0", "PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"})
+    except GitError:
         return None
 
 

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from .. import launchers
-from ..launchers import Bundle
+from ..launchers import Bundle, drop_gpus
 from ..model import Manifest
 from ..topology import compute
 
@@ -45,10 +45,7 @@ def scale_down(manifests: list[Manifest], nodes: int) -> tuple[list[Manifest], l
         if launcher is not None:
             changes += launcher.scale_down(m, nodes)
         for c in _containers(m.obj):
-            for key in ("limits", "requests"):
-                for g in launchers.GPU_RESOURCES:
-                    if ((c.get("resources") or {}).get(key) or {}).pop(g, None) is not None:
-                        changes.append(f"{m.ref}: container {c.get('name')} {key}.{g} removed")
+            changes += [f"{m.ref}: container {c.get('name')} {gone} removed" for gone in drop_gpus(c.get("resources"))]
             for v in c.get("env") or []:
                 if v.get("name") == "NNODES" and "value" in v:
                     v["value"] = str(nodes)
