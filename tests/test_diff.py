@@ -238,7 +238,8 @@ def test_a_killed_diff_leaves_no_copy_behind_the_next(repo, tmp_path):
 def test_the_topology_of_a_katib_experiment_counts_its_trials_at_once():
     """A Katib Experiment starts no pods itself: its trial job does, parallelTrialCount at a time (launchers/katib.py,
     as make validate and make plan model it). The corpus Experiment runs 3 trials of a 2-pod PyTorchJob."""
-    from policies.diff import key, world_of
+    from policies.diff.objects import world_of
+    from policies.diff.trees import key
     from policies.files import read
 
     objs = {key(m): m for m in read(str(REPO / "tests/corpus/katib/katib-pytorchjob-mnist.yaml"))}

@@ -278,7 +278,7 @@ def _slug(heading: str) -> str:
 def test_every_relative_link_and_anchor_in_the_docs_resolves():
     """README.md and docs/*.md link each other by path and heading: a renamed heading or file breaks no link."""
     broken = []
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+    for doc in [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]:
         for link in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
             if link.startswith(("http://", "https://", "mailto:")):
                 continue
