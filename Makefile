@@ -148,7 +148,7 @@ scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NO
 new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
 	@$(PY) -m policies.scale new-run $(call arg,$(EXPLICIT_OVERLAY)) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run)
 
-recover: $(PY) ## OVERLAY=<env>/<launcher>: finish the change an interrupted make scale or make new-run left
+recover: $(PY) ## [OVERLAY=<env>/<launcher>]: finish the change an interrupted make scale or make new-run left there; without OVERLAY, an interrupted make init, new-env, remove-env or image pinning
 	@$(PY) -m policies.scale recover $(call arg,$(EXPLICIT_OVERLAY))
 
 validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommitted changes touch: the pre-commit hook

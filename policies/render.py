@@ -25,7 +25,7 @@ from .files import path_error, rel
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse
 from .model import Manifest
 from .paths import cache_root, delivery_folder
-from .transaction import pending
+from .transaction import pending_around
 
 # The build options Argo CD uses too: gitops.yaml `kustomize.buildOptions`, the one place both read (allow-listed:
 # policies/offline.py). A gitops.yaml that cannot be used is every render's one-line error, not an import failure.
@@ -144,7 +144,8 @@ def _render(folder: Path, options: list[str] | None = None) -> Rendered:
                 if (folder / name).is_symlink() or exc.errno != errno.ENOENT:
                     return Rendered(source, [], str(path_error(folder / name, exc)))
         return Rendered(source, [], f"{source}: no kustomization.yaml in this folder")
-    half_written = pending(folder)  # an interrupted make scale: neither the old overlay nor the new one
+    # An interrupted edit (make scale here, make init or the pinning around it): neither the old inputs nor the new.
+    half_written = pending_around(folder)
     if half_written:
         return Rendered(source, [], half_written)
     if options is None and _FLAGS_ERROR:

@@ -309,6 +309,13 @@ def cmd_recover(args: argparse.Namespace) -> int:
     first steps alone (lock, recover, say what it finished)."""
     root = Path(args.root).resolve()
     edit_relative_to(root)
+    if not args.overlay.strip():  # the repository's own journal (and the image pinning's in components/)
+        from . import repo_edit
+
+        edit.apply(repo_edit.scope(root, "recover"), None, None, dry_run=False)
+        print("the repository: no change is pending (make recover OVERLAY=<env>/<launcher> finishes an overlay's)",
+              file=sys.stderr)
+        return 0
     ov = find_overlay(args.overlay, root)
     edit_overlay(ov, root, None, dry_run=False)
     print(f"{rel(ov.folder)}: no change is pending", file=sys.stderr)
@@ -334,7 +341,9 @@ def parser() -> argparse.ArgumentParser:
     n.set_defaults(func=cmd_new_run)
     s.add_argument("--base", default="main", help="the git ref Argo CD deploys, to tell a run id not merged yet from "
                    "the running one (default: main, else HEAD)")
-    r = sub.add_parser("recover", help="finish the change an interrupted scale or new-run left in one overlay")
+    r = sub.add_parser("recover", help="finish the change an interrupted scale or new-run left in one overlay; "
+                                       "without one, what an interrupted init, new-env, remove-env or image pinning "
+                                       "left in the repository")
     r.add_argument("overlay", nargs="?", default="")
     r.set_defaults(func=cmd_recover)
     for p in (s, n, r):

@@ -242,3 +242,32 @@ def test_an_interrupted_pin_is_finished_before_init_changes_the_repository(repo)
             for e in yaml.safe_load((repo / f"components/{env}/kustomization.yaml").read_text())["images"]}
     assert all(t.removesuffix("-cpu") == "0.2.0" for t in tags.values()), tags
     assert identity.disagreements(repo) == [] and example_mentions(repo) == []
+
+
+@pytest.mark.parametrize("command,hook", [
+    (["policies.init", "--repo-url", URL, "--image", IMAGE], "renamed-2"),
+    (["policies.pin_image", "--tag", "0.2.0", "--digest", "sha256:" + "a" * 64, "--cpu-digest", "sha256:" + "b" * 64],
+     "renamed-1"),
+], ids=["init", "pin_image"])
+def test_a_half_written_repository_does_not_validate_until_make_recover_finishes_it(repo, command, hook):
+    """Issue 32 item 5: killed between its renames, make init (journal at the root) or the image pinning (journal
+    in components/) leaves every overlay's inputs half written: validation refuses each overlay in one line naming
+    `make recover` (it said OK before), and `make recover` without OVERLAY finishes the change."""
+    proc = subprocess.Popen([sys.executable, "-m", *command, "--root", str(repo)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "DDP_SCALE_TEST_HOOK": hook})
+    wait_for_hook(proc, hook)
+    stop(proc, signal.SIGKILL)
+    assert list(repo.rglob(".scale-journal"))
+    validate = [sys.executable, "-m", "policies.cli", "validate", "--format", "text", str(repo / "overlays")]
+    refused = subprocess.run(validate, cwd=REPO, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in refused.stdout.splitlines() if "half written" in ln]
+    assert refused.returncode == 1 and len(lines) == len(list(repo.glob("overlays/*/*/kustomization.yaml"))), \
+        refused.stdout[-2000:]
+    assert all("run `make recover` to finish it" in ln and "\n" not in ln for ln in lines)
+    recover = subprocess.run([sys.executable, "-m", "policies.scale", "recover", "", "--root", str(repo)], cwd=REPO,
+                             capture_output=True, text=True, timeout=600)
+    assert recover.returncode == 0, recover.stderr
+    assert "finished the" in recover.stderr and "the repository: no change is pending" in recover.stderr
+    assert not list(repo.rglob(".scale-journal")) and not list(repo.rglob(".*.scale-tmp"))
+    again = subprocess.run(validate, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert "half written" not in again.stdout, again.stdout[-2000:]
