@@ -363,3 +363,21 @@ spec:
         return p.severity
     assert notice("[python, train.py]") == INFO
     assert notice("[torchrun, --nproc-per-node=1, train.py]") == WARNING
+
+
+def test_the_mpijob_launchers_pod_carries_its_jobs_name_labels():
+    """Issue 33 item 4: the launcher pod is a batch Job's (mpi-operator v0.8.0 newLauncherJob, named <name>-launcher),
+    so the API server labels it job-name and batch.kubernetes.io/job-name (what a Service or NetworkPolicy selecting
+    the launcher by its Job can use); the workers are the operator's own pods and get neither."""
+    from policies.launchers import Bundle, workloads
+    from policies.model import Manifest
+    tmpl = {"spec": {"containers": [{"name": "c", "image": "mpioperator/mpi-pi:openmpi"}]}}
+    obj = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "pi"},
+           "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": tmpl},
+                                        "Worker": {"replicas": 2, "template": tmpl}}}}
+    [w] = workloads(Bundle.of([Manifest(obj, "t.yaml", 0)]))
+    pods = {p.labels["training.kubeflow.org/job-role"]: p for p in w.every_pod(10)}
+    launcher, worker = pods["launcher"], pods["worker"]
+    assert launcher.labels["batch.kubernetes.io/job-name"] == launcher.labels["job-name"] == "pi-launcher"
+    assert launcher.labels["training.kubeflow.org/job-role"] == "launcher"
+    assert "job-name" not in worker.labels and "batch.kubernetes.io/job-name" not in worker.labels

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from ..kube import DNS1035, as_int, dig, listing, mapping
 from ..model import INFO, WARNING, Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .job_validation import JOB_NAME_LABELS
 from .pods import Injected, PodGroup, container_resources
 
 KIND = "MPIJob"
@@ -216,6 +217,12 @@ class MPIJobLauncher(Launcher[Workload]):
             out = {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: name, JOB_ROLE_LABEL: role}
             if index is not None:
                 out[REPLICA_INDEX_LABEL] = index
+            if role == "launcher":
+                # The launcher pod is a batch Job's (newLauncherJob, mpi_job_controller.go:1528-1546 at v0.8.0: named
+                # <name>-launcher, launcherSuffix at line 84; not Indexed): the API server labels its template with
+                # the Job's name (kubernetes v1.36.0 pkg/registry/batch/job/strategy.go generateSelector; the
+                # controller-uid labels too, whose value only the cluster knows).
+                out.update({label: f"{name}-launcher" for label in JOB_NAME_LABELS})
             return out
 
         groups: list[PodGroup] = []
