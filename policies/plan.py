@@ -67,7 +67,11 @@ def pod_doc(p: Pod) -> dict[str, Any]:
 
 
 def topology_doc(t: Topology) -> dict[str, Any]:
-    return {"pods": t.pods, "torchrun": t.torchrun, "nnodes": _nnodes(t) if t.torchrun else t.first.nnodes.value,
+    inv = t.first_view.inv
+    return {"pods": t.pods, "torchrun": t.torchrun,
+            # The program that starts the world (torchrun, accelerate launch, deepspeed, a --dist-url script) and
+            # whether torch's elastic agent runs the workers (torchrun, accelerate): `torchrun` says a launcher was found.
+            "launch": inv.launcher if inv is not None else None, "elastic_agent": t.agent, "nnodes": _nnodes(t) if t.torchrun else t.first.nnodes.value,
             "nproc_per_node": str(t.nproc) if t.nproc is not None else t.first.nproc.value,
             "world_size": t.world_size, "gpus_per_pod": t.gpus, "rank_source": t.rank_source,
             "rendezvous": {"backend": t.backend,

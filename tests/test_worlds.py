@@ -158,3 +158,19 @@ def test_launcher_fixtures(fixture, rule, severity):
     assert len(said) == 1 and said[0].severity == severity, [p.line() for p in said]
     if severity == "info":  # what is not shown is said once, never an error
         assert not [p for p in problems if p.severity == "error"]
+
+
+@pytest.mark.parametrize("fixture,launch,agent", [
+    ("TOPO001/pass/imagenet-dist-url.yaml", DIST_URL, False),
+    ("TOPO001/pass/deepspeed-no-ssh.yaml", "deepspeed", False),
+])
+def test_plan_names_the_program_that_starts_the_world(fixture, launch, agent):
+    """make plan FORMAT=json: `torchrun` says a launcher was found; `launch` names it and `elastic_agent` says whether
+    torch's agent runs the workers (what TOPO008, RDZV003 and RESTART001 assume)."""
+    import json
+
+    from conftest import run_cli
+    proc = run_cli("plan", "--format", "json", str(RULES / fixture))
+    assert proc.returncode == 0, proc.stderr
+    [topology] = [w["topology"] for o in json.loads(proc.stdout)["overlays"] for w in o["workloads"] if w["topology"]]
+    assert topology["torchrun"] is True and topology["launch"] == launch and topology["elastic_agent"] is agent
