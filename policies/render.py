@@ -1,7 +1,9 @@
 """Find overlays and render them with the pinned kubectl's kustomize, several at a time."""
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import hashlib
 import marshal
 import os
@@ -10,10 +12,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -46,6 +49,12 @@ KUSTOMIZE_TIMEOUT_S = 120
 # 13 overlays and argocd/, 14 `kubectl kustomize` runs: 25-30 % less CPU in total (bench/bench_validate.py prints
 # the figure). A GOGC or GOMEMLIMIT the user set is kept.
 KUSTOMIZE_GO_ENV = {"GOGC": "off", "GOMEMLIMIT": f"{KUSTOMIZE_MEMORY_BYTES // 2 // (1024 * 1024)}MiB"}
+# The most kustomize runs at once on this machine, across processes (the Argo CD plugin's sidecar sets it: Argo CD
+# runs several generates at once in one sidecar, each kustomize may take KUSTOMIZE_MEMORY_BYTES, so the sidecar's
+# memory limit holds slots x that plus the checks): each run holds one of that many flock'd slot files under the
+# temporary folder, waiting up to KUSTOMIZE_TIMEOUT_S for one. Unset: no limit beyond render_all's threads.
+SLOTS_ENV = "DDP_KUSTOMIZE_SLOTS"
+MAX_SLOTS = 64
 
 
 @dataclass
@@ -221,7 +230,54 @@ def _limited(cmd: list[str]) -> list[str]:
     return ["/bin/sh", "-c", f'ulimit -d {KUSTOMIZE_MEMORY_BYTES // 1024} 2>/dev/null; exec "$@"', "kustomize", *cmd]
 
 
+class NoSlot(Exception):
+    """No kustomize slot could be had (SLOTS_ENV): one line."""
+
+
+def _slot_folder() -> Path:
+    return Path(tempfile.gettempdir()) / f"ddp-kustomize-slots-{os.getuid()}"
+
+
+@contextlib.contextmanager
+def _slot(wait: float = KUSTOMIZE_TIMEOUT_S) -> Iterator[None]:
+    raw = os.environ.get(SLOTS_ENV, "").strip()
+    if not raw:
+        yield
+        return
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_SLOTS:
+        raise NoSlot(f"{SLOTS_ENV} is {raw!r}, expected a whole number from 1 to {MAX_SLOTS}")
+    folder = _slot_folder()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    deadline = time.monotonic() + wait
+    while True:
+        for i in range(int(raw)):
+            fd = os.open(folder / f"slot-{i}", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield
+                return
+            finally:
+                os.close(fd)  # releases the lock, also when the process dies
+        if time.monotonic() > deadline:
+            raise NoSlot(f"no kustomize slot came free within {wait:g} s ({SLOTS_ENV}={raw} runs at once on this "
+                         "machine): too many renders at once")
+        time.sleep(0.05)
+
+
 def run_bounded(cmd: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S) -> Run:
+    """`_run_bounded` in one of the machine's kustomize slots (SLOTS_ENV), if it sets any."""
+    try:
+        with _slot():
+            return _run_bounded(cmd, timeout)
+    except NoSlot as exc:
+        return Run(-1, b"", "", str(exc))
+
+
+def _run_bounded(cmd: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S) -> Run:
     """Run kustomize (or any command, named by its absolute path) within the bounds above: memory, time, and at
     most MAX_INPUT_BYTES of output kept (1 MiB of standard error); a broken bound is `failure`, one line, never a Go
     stack dump. It runs offline (policies/offline.py): no network where the machine allows a namespace, no program
