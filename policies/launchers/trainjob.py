@@ -13,9 +13,10 @@ from ..model import INFO, WARNING, Manifest
 from . import jobset
 from .base import Bundle, Check, Launcher, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
-from .mpijob import find_mpirun
 from .pods import GPU_RESOURCES, Injected
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
+from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count,
+                                  mpi_node_job_trainer, mpi_note, mpi_slots, no_torch_notice, plugin_env, policy_kind)
 from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, gpus_per_node,
                               is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
@@ -37,47 +38,6 @@ RESERVED_ENV = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER
 # the TrainJob's name): coscheduling.go 81-91 a label, volcano.go 130-139 an annotation (kubeflow/trainer v2.3.0).
 POD_GROUP_LABEL = ("coscheduling", "scheduling.x-k8s.io/pod-group")
 POD_GROUP_ANNOTATION = ("volcano", "scheduling.k8s.io/group-name")
-# The MPI plugin (plugins/mpi/mpi.go, constants.go 88-92 and 132-187, kubeflow/trainer v2.3.0): the launcher's
-# replicated Job, the hostfile ConfigMap and SSH Secret suffixes, and the Open MPI env it gives the launcher's `node`
-# container (mpi.go 208-224); constants.go 306 MPIReservedEnvNames are refused in spec.trainer.env (mpi.go 95-107).
-MPI_LAUNCHER = "launcher"
-MPI_HOSTFILE_DIR, MPI_HOSTFILE_NAME = "/etc/mpi", "hostfile"
-MPI_HOSTFILE_SUFFIX, MPI_SSH_SUFFIX = "-mpi-hostfile", "-mpi-ssh-auth"
-MPI_RSH_ARGS = "-o ConnectionAttempts=10"  # OpenMPIEnvDefaultValueRSHArgs
-MPI_RESERVED_ENV = ("OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",
-                    "OMPI_MCA_orte_set_default_slots")
-# constants.go 265-303: the XGBoost plugin's DMLC_* env (xgboost.go 120-139), refused in spec.trainer.env (53-71).
-XGBOOST_RESERVED_ENV = ("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER")
-# What each mlPolicy source's plugin injects into the trainer, for the admission line of a runtime without torch.
-POLICY_ENV = {"mpi": "OMPI_* env and an /etc/mpi/hostfile for mpirun (mpi.go)", "jax": "JAX_* env (jax.go)",
-              "xgboost": "DMLC_* env (xgboost.go)"}
-# mlPolicy sources the Trainer has a plugin for (pkg/runtime/framework/plugins/registry.go 37-47, v2.3.0); flux's
-# (plugins/flux) is not modelled here.
-MODELLED_POLICIES = ("torch", "mpi", "jax", "xgboost")
-
-
-def policy_kind(ml: dict[str, Any] | None) -> str:
-    """The runtime's mlPolicy source: torch, mpi, jax, xgboost, another source's key (flux), or "" (plain ML)."""
-    for key in (*MODELLED_POLICIES, *sorted(k for k in mapping(ml) if k != "numNodes")):
-        if isinstance(mapping(ml).get(key), dict):
-            return str(key)
-    return ""
-
-
-def mpi_slots(mpi: dict[str, Any], trainer: dict[str, Any], runtime_resources: dict[str, Any]) -> int:
-    """mpi.go EnforceMLPolicy 128-139 (v2.3.0): the TrainJob's numProcPerNode; else the runtime's (CRD default 1),
-    which, where it is 1, becomes the node's GPU count when that is more than 1 (the TrainJob's resourcesPerNode,
-    else the runtime's node container)."""
-    if trainer.get("numProcPerNode") is not None:
-        return as_int(trainer["numProcPerNode"], 1) or 0
-    slots = as_int(mpi.get("numProcPerNode"), 1) or 0
-    if slots == 1:
-        res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None \
-            else runtime_resources
-        gpus = gpus_per_node(res)
-        if gpus > 1:
-            slots = gpus
-    return slots
 
 
 def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) -> str:
@@ -244,11 +204,7 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
             if trainer_step and policy != "mpi":
                 count = as_int(trainer.get("numNodes"), count) or 0
             if policy == "mpi" and rjob.get("name") == NODE and trainer.get("numNodes") is not None:
-                # mpi.go EnforceMLPolicy 116-126 (v2.3.0): the `node` Job runs spec.trainer.numNodes pods, one
-                # fewer (at least 1) with runLauncherAsNode, where the launcher counts as a node; the launcher keeps
-                # its count (no plugin gives it spec.trainer.numNodes: plainml.go 47-53 skips MPI runtimes).
-                n = as_int(trainer.get("numNodes"), 1) or 0
-                count = max(n - 1, 1) if launcher_as_node else n
+                count = mpi_node_count(trainer, launcher_as_node)
             if trainer_step:
                 nodes = count if nodes is None else nodes
             js["parallelism"] = js["completions"] = count
@@ -287,19 +243,7 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         for j, rjob in enumerate(listing(template.get("replicatedJobs"))):
             if not is_trainer_step(mapping(rjob)):
                 if launcher_as_node and mapping(rjob).get("name") == NODE and trainer_set:
-                    # builder.go Trainer 142-155 and trainingruntime.go 199-203 (v2.3.0): with runLauncherAsNode the
-                    # `node` Job's `node` container gets spec.trainer.env and resourcesPerNode too (not the image,
-                    # command or args, which are the launcher's).
-                    nc = listing(dig(rjob, "template", "spec", "template", "spec", "containers"))
-                    for k, c in enumerate(nc):
-                        if mapping(c).get("name") != NODE:
-                            continue
-                        c = dict(mapping(c))
-                        if trainer.get("env"):
-                            c["env"] = upsert_env(listing(c.get("env")), listing(trainer.get("env")))
-                        if isinstance(trainer.get("resourcesPerNode"), dict):
-                            c["resources"] = merge_resources(mapping(c.get("resources")), trainer["resourcesPerNode"])
-                        nc[k] = c
+                    mpi_node_job_trainer(rjob, trainer, upsert_env, merge_resources)
                 continue
             pod_spec = mapping(dig(rjob, "template", "spec", "template", "spec"))
             containers = listing(pod_spec.get("containers"))
@@ -330,30 +274,12 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         targets = {(str(mapping(t).get("jobName")), str(c)) for t in listing(mapping(
             mapping(torch_policy).get("envInjection")).get("targets")) for c in listing(mapping(t).get("containerNames"))}
 
-        # The trainer step's pod count (the first trainer-step Job's: FindPodSetByAncestor), which JAX_NUM_PROCESSES
-        # and DMLC_NUM_WORKER count.
-        trainer_count = next((as_int(dig(r, "template", "spec", "parallelism"), 1) or 0
+        trainer_count = next((as_int(dig(r, "template", "spec", "parallelism"), 1) or 0  # FindPodSetByAncestor
                               for r in listing(template.get("replicatedJobs")) if is_trainer_step(mapping(r))), 1)
         slots = mpi_slots(mpi, trainer, runtime_resources) if policy == "mpi" else 0
-        coordinator = f"{name}-{NODE}-0-0.{name}"
-        framework_env: list[Injected] = []
-        if policy == "jax":
-            # jax.go EnforceMLPolicy 69-100 (v2.3.0): one JAX process per node, its id the Job completion index.
-            framework_env = [Injected("JAX_NUM_PROCESSES", str(trainer_count)),
-                             Injected("JAX_PROCESS_ID", field_ref=NODE_RANK_FIELD),
-                             Injected("JAX_COORDINATOR_ADDRESS", f"{coordinator}:{MASTER_PORT}")]
-        elif policy == "xgboost":
-            # xgboost.go EnforceMLPolicy 92-144 (v2.3.0): one worker per GPU of resourcesPerNode (the TrainJob's,
-            # else the runtime's node container), else one per node; rank-0's pod runs the tracker.
-            res = mapping(trainer.get("resourcesPerNode")) if trainer.get("resourcesPerNode") is not None \
-                else runtime_resources
-            framework_env = [Injected("DMLC_TRACKER_URI", coordinator), Injected("DMLC_TRACKER_PORT", str(MASTER_PORT)),
-                             Injected("DMLC_TASK_ID", field_ref=NODE_RANK_FIELD),
-                             Injected("DMLC_NUM_WORKER", str(trainer_count * (gpus_per_node(res) or 1)))]
-        mpi_env = [Injected("OMPI_MCA_orte_default_hostfile", f"{MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME}"),
-                   Injected("OMPI_MCA_orte_keep_fqdn_hostnames", "true"),
-                   Injected("OMPI_MCA_orte_set_default_slots", str(slots)),
-                   Injected("OMPI_MCA_plm_rsh_args", MPI_RSH_ARGS)]
+        framework_env = plugin_env(policy, f"{name}-{NODE}-0-0.{name}", MASTER_PORT, NODE_RANK_FIELD, trainer_count,
+                                   trainer, runtime_resources)
+        ompi_env = mpi_env(slots)
 
         def inject(rjob: str, j: int, i: int, container: str, init: bool) -> list[Injected]:
             """torch.go EnforceMLPolicy: PET_* (and, unless the command is torchtune's, the master address) into the
@@ -362,7 +288,7 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
             `node` container (spec.trainer set or not); jax.go, xgboost.go: their env into the trainer step's `node`
             container when spec.trainer is set."""
             if policy == "mpi":
-                return list(mpi_env) if rjob == MPI_LAUNCHER and container == NODE and not init else []
+                return list(ompi_env) if rjob == MPI_LAUNCHER and container == NODE and not init else []
             if framework_env:
                 return list(framework_env) if trainer_set and not init and container == NODE and \
                     rjob == first_trainer_job else []
@@ -379,9 +305,7 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
                         if is_trainer_step(mapping(r))}
         first_trainer_job = next((str(mapping(r).get("name")) for r in listing(template.get("replicatedJobs"))
                                   if is_trainer_step(mapping(r))), None)
-        # An MPI runtime's `node` and `launcher` Jobs are one world (mpirun on the launcher reaches the nodes over
-        # ssh), whichever carries the trainer step's label.
-        mpi_jobs = (NODE, MPI_LAUNCHER) if policy == "mpi" else ()
+        mpi_jobs = (NODE, MPI_LAUNCHER) if policy == "mpi" else ()  # one world (mpirun reaches the nodes by ssh)
         groups = jobset.child_groups(template, name, m.namespace, "(runtime) spec.template.spec",
                                      aux=lambda rjob: not is_trainer_step(rjob) and rjob.get("name") not in mpi_jobs,
                                      inject=inject,
@@ -401,23 +325,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         w.groups = groups
         w.policy = policy
         if policy == "mpi":
-            # mpi.go buildHostFileConfigMap 316-346 and jobset.go IdentifyPodNetwork 273-299 (v2.3.0): one line
-            # `<trainjob>-<job>-<replica>-<pod>.<subdomain> slots=<numProcPerNode>` per pod of the `node` Job, and
-            # of the `launcher` Job with runLauncherAsNode, in the runtime's order; the SSH Secret holds the key pair
-            # both mount at mlPolicy.mpi.sshAuthMountPath.
-            subdomain = str(mapping(template.get("network")).get("subdomain") or name)
-            hosts = [f"{name}-{r['name']}-{ri}-{p}.{subdomain}" for r in map(mapping, listing(template.get("replicatedJobs")))
-                     if r.get("name") == NODE or (launcher_as_node and r.get("name") == MPI_LAUNCHER)
-                     for ri in range(as_int(r.get("replicas"), 1) or 0)
-                     for p in range(as_int(dig(r, "template", "spec", "parallelism"), 1) or 0)]
-            w.mpi_hosts, w.mpi_slots = hosts, slots
-            shown = ", ".join(hosts[:2]) + (f", ... {hosts[-1]}" if len(hosts) > 3 else
-                                             (f", {hosts[2]}" if len(hosts) == 3 else ""))
-            w.notes.append(f"MPI: hostfile {MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME} (ConfigMap {name}"
-                           f"{MPI_HOSTFILE_SUFFIX}) lists {len(hosts)} host{'s' if len(hosts) != 1 else ''} x "
-                           f"slots={slots} = {len(hosts) * slots} ranks for mpirun ({shown or 'none'}); SSH keys "
-                           f"from Secret {name}{MPI_SSH_SUFFIX} at {mpi.get('sshAuthMountPath') or '/root/.ssh'}"
-                           + ("; the launcher runs as a node" if launcher_as_node else ""))
+            w.mpi_hosts, w.mpi_slots = mpi_hosts(template, name, launcher_as_node), slots
+            w.notes.append(mpi_note(name, w.mpi_hosts, slots, mpi, launcher_as_node))
         elif policy and policy not in MODELLED_POLICIES:
             w.notes.append(f"runtime '{rname}' has mlPolicy.{policy}: what the Trainer's {policy} plugin injects is "
                            "not modelled here")
@@ -457,17 +366,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         if w.runtime_obj is None:  # applied from elsewhere: nothing of it can be checked here (REF001 says so)
             return out
         if not w.torch_policy:
-            # Admitted upstream (a plain-ML, MPI, JAX or XGBoost runtime is valid): not an error by itself. A torchrun
-            # that reads no PET_* then runs with its own flags and defaults, which the topology rules check.
-            injects = POLICY_ENV.get(w.policy, f"what its {w.policy} plugin sets (not modelled here)" if w.policy
-                                     else "nothing but spec.trainer's own env (plainml.go)")
-            out.append(Check("spec.runtimeRef", f"runtime '{w.runtime_name}' has "
-                             + (f"mlPolicy.{w.policy}" if w.policy else "no mlPolicy source") + ", not mlPolicy.torch: "
-                             f"the Trainer injects {injects}, no PET_* env"
-                             + (", so torchrun reads only its own flags" if torchrun else ""),
-                             "use a torch runtime" if torchrun else "nothing to do if the command reads that env",
-                             severity=WARNING if torchrun else INFO))
-        out += self._framework_checks(w)
+            out.append(no_torch_notice(w.runtime_name, w.policy, torchrun))
+        out += framework_checks(w, w.policy, w.runtime_obj, w.template, w.mpi_hosts, w.mpi_slots)
         runtime_obj = w.runtime_obj or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
         # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is
@@ -555,57 +455,6 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
                 out.append(Check(f"spec.trainer.env[{i}]", f"{var.get('name')} is set by hand; the Trainer sets it "
                                  "itself and its webhook rejects this",
                                  "use spec.trainer.numNodes / numProcPerNode instead"))
-        return out
-
-    def _framework_checks(self, w: TrainJobWorkload) -> list[Check]:
-        """What the MPI and XGBoost plugins' Validate refuse (mpi.go 82-109, xgboost.go 53-71, kubeflow/trainer
-        v2.3.0), and mpirun's -np on the MPI launcher against the hostfile's slots."""
-        out: list[Check] = []
-        trainer = dig(w.manifest.obj, "spec", "trainer")
-        if not isinstance(trainer, dict):
-            return out
-        env = listing(trainer.get("env"))
-        if w.policy == "xgboost":
-            for i, var in enumerate(env):
-                if str(mapping(var).get("name", "")) in XGBOOST_RESERVED_ENV:
-                    out.append(Check(f"spec.trainer.env[{i}]", f"{mapping(var).get('name')} is reserved for the "
-                                     "XGBoost runtime: the Trainer's webhook refuses the TrainJob",
-                                     "drop it: the Trainer sets the DMLC_* env itself"))
-        if w.policy != "mpi":
-            return out
-        mpi = mapping(dig(w.runtime_obj or {}, "spec", "mlPolicy", "mpi"))
-        jobs = {str(mapping(r).get("name")) for r in listing(mapping(w.template).get("replicatedJobs"))}
-        if (as_int(trainer.get("numNodes"), 1) or 0) >= 2 and mpi.get("runLauncherAsNode") is True and \
-                not {NODE, MPI_LAUNCHER} <= jobs:
-            out.append(Check("spec.trainer.numNodes", f"numNodes is {trainer.get('numNodes')} but MPI runtime "
-                             f"'{w.runtime_name}' runs the launcher as a node and lacks a '"
-                             + ("' and '".join(sorted({NODE, MPI_LAUNCHER} - jobs))) + "' Job: the Trainer's webhook "
-                             "refuses it (must have 1)", "set numNodes: 1, or use a runtime with both a 'launcher' "
-                             "and a 'node' Job"))
-        reserved = sorted({str(mapping(v).get("name")) for v in env} & set(MPI_RESERVED_ENV))
-        if reserved:
-            out.append(Check("spec.trainer.env", f"{', '.join(reserved)} set by hand: the Trainer's webhook refuses "
-                             "reserved MPI env (the MPI plugin sets it on the launcher)", "drop it from spec.trainer.env"))
-        launcher = next((g for g in w.groups if g.role == MPI_LAUNCHER), None)
-        if launcher is None or launcher.count == 0 or not w.mpi_hosts:
-            return out
-        pod = w._make_pod(launcher, 0, -1)
-        container = next((c for c in pod.containers if c.name == NODE), None)
-        if container is None:
-            return out
-        argv, fields = pod.argv(container)
-        run = find_mpirun(argv, fields)
-        total = len(w.mpi_hosts) * w.mpi_slots
-        if run is None:
-            return out
-        if run.np is not None and run.np > total and not run.oversubscribe:
-            out.append(Check(run.field, f"mpirun -np {run.np} but the Trainer's hostfile has {total} slots "
-                             f"({len(w.mpi_hosts)} hosts x slots={w.mpi_slots}): Open MPI refuses to start (not enough "
-                             "slots available)", f"set -np {total}, or raise numNodes or numProcPerNode"))
-        elif run.np is not None and run.np < total:
-            out.append(Check(run.field, f"mpirun -np {run.np} starts {run.np} ranks of the {total} slots the "
-                             f"hostfile gives ({len(w.mpi_hosts)} hosts x slots={w.mpi_slots})",
-                             f"set -np {total}, or drop -np (mpirun fills the hostfile's slots)", severity=WARNING))
         return out
 
     def unlinked(self, w: TrainJobWorkload) -> Check | None:
