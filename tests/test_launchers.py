@@ -404,3 +404,17 @@ def test_an_mpi_trainjob_has_its_hostfile_world_and_mpirun_is_checked_against_it
     assert [p.severity for p in fewer.problems if "mpirun -np 8" in p.message] == [WARNING]
     exact = mpi_unit("{numNodes: 3, numProcPerNode: 4, command: [mpirun, -np, '12', python, train.py]}")
     assert not [p for p in exact.problems if "mpirun -np" in p.message]
+
+
+def test_an_empty_mpi_implementation_is_admitted_but_never_reconciled():
+    """The CRD's enum admits mpiImplementation "" (its default fills only an unset field); mpi.go EnforceMLPolicy
+    208-226 (v2.3.0) returns an error for anything but OpenMPI, so the TrainJob never gets its JobSet."""
+    from policies import engine
+    from policies.model import ERROR
+    runtime = yaml.safe_load(DEEPSPEED_RUNTIME.read_text())
+    runtime["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] = ""
+    job = yaml.safe_load("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ds}\n"
+                         "spec: {runtimeRef: {name: deepspeed-distributed}}")
+    unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate([runtime, job])])
+    engine.check_policies(unit)
+    assert ["mpiImplementation is" in p.message for p in unit.problems if p.severity == ERROR] == [True]

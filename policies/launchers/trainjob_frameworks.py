@@ -152,6 +152,14 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
     """What the MPI and XGBoost plugins' Validate refuse (mpi.go 82-109, xgboost.go 53-71), and mpirun's -np on the
     MPI launcher against the hostfile's slots (Open MPI refuses more ranks than slots without --oversubscribe)."""
     out: list[Check] = []
+    mpi = mapping(dig(runtime_obj or {}, "spec", "mlPolicy", "mpi"))
+    if policy == "mpi" and mpi.get("mpiImplementation") == "" and any(
+            mapping(r).get("name") == MPI_LAUNCHER and any(mapping(c).get("name") == NODE for c in listing(
+                dig(r, "template", "spec", "template", "spec", "containers"))) for r in listing(template.get("replicatedJobs"))):
+        # The CRD admits "" (its enum) and defaults only an unset field; mpi.go 208-226 knows only OpenMPI.
+        out.append(Check("spec.runtimeRef", "the runtime's mlPolicy.mpi.mpiImplementation is \"\": the Trainer's MPI "
+                         "plugin knows only OpenMPI and fails every reconcile (\"MPI implementation for ... doesn't "
+                         "supported\"), so no JobSet is built", "set mpiImplementation: OpenMPI, or leave it unset"))
     trainer = dig(w.manifest.obj, "spec", "trainer")
     if not isinstance(trainer, dict):
         return out
@@ -164,7 +172,6 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
                                  "drop it: the Trainer sets the DMLC_* env itself"))
     if policy != "mpi":
         return out
-    mpi = mapping(dig(runtime_obj or {}, "spec", "mlPolicy", "mpi"))
     jobs = {str(mapping(r).get("name")) for r in listing(mapping(template).get("replicatedJobs"))}
     if (as_int(trainer.get("numNodes"), 1) or 0) >= 2 and mpi.get("runLauncherAsNode") is True and \
             not {NODE, MPI_LAUNCHER} <= jobs:
