@@ -174,6 +174,11 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
                 out += [f"recovery: {t.manifest.ref} {s.words()}: {s.why}" for t, s in u.recovery]
             out += [f"note: {w.manifest.kind}/{w.manifest.name}: 0 pods now: {w.launcher.not_created(w)}"
                     for w in idle]
+            # A workload that is no torchrun world (an MPI TrainJob's mpirun, an MPIJob) still says what its
+            # controller gives it (its hostfile), with its pod count.
+            worlds = {id(t.workload) for t in u.topologies}
+            out += [f"note: {w.manifest.kind}/{w.manifest.name} ({w.all_pods} pods): {n}" for w in u.workloads
+                    if id(w) not in worlds and w not in idle and w.managed_by is None for n in w.notes]
             out += [f"note: {w.manifest.kind}/{w.manifest.name}: {w.launcher.gated(w)}"
                     for w in u.workloads if w.launcher.gated(w)]
             if pods and u.workloads:

@@ -1,6 +1,8 @@
 """The launcher model: the pods, names, labels and env each controller gives them (DESIGN.md section 1)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import yaml
@@ -359,7 +361,8 @@ spec:
         unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate(objs)])
         engine.check_policies(unit)
         assert not [p.line() for p in unit.problems if p.severity == ERROR]
-        (p,) = [p for p in unit.problems if "has no mlPolicy.torch" in p.message]
+        (p,) = [p for p in unit.problems if "not mlPolicy.torch" in p.message]
+        assert "has no mlPolicy source" in p.message and "nothing but spec.trainer's own env" in p.message
         return p.severity
     assert notice("[python, train.py]") == INFO
     assert notice("[torchrun, --nproc-per-node=1, train.py]") == WARNING
@@ -381,3 +384,55 @@ def test_the_mpijob_launchers_pod_carries_its_jobs_name_labels():
     assert launcher.labels["batch.kubernetes.io/job-name"] == launcher.labels["job-name"] == "pi-launcher"
     assert launcher.labels["training.kubeflow.org/job-role"] == "launcher"
     assert "job-name" not in worker.labels and "batch.kubernetes.io/job-name" not in worker.labels
+
+
+DEEPSPEED_RUNTIME = Path(__file__).parent / "corpus" / "trainjob" / "runtime-deepspeed_distributed.yaml"
+
+
+def mpi_unit(trainer: str):
+    from policies import engine
+    objs = [yaml.safe_load(DEEPSPEED_RUNTIME.read_text()), yaml.safe_load(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ds}\nspec:\n"
+        "  runtimeRef: {name: deepspeed-distributed}\n  trainer: " + trainer)]
+    unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate(objs)])
+    engine.check_policies(unit)
+    return unit
+
+
+def test_an_mpi_trainjob_has_its_hostfile_world_and_mpirun_is_checked_against_it():
+    """mpi.go (kubeflow/trainer v2.3.0): with runLauncherAsNode numNodes 3 is 2 node pods and the launcher; the
+    hostfile lists the 3 hosts with slots = numProcPerNode, 12 ranks; mpirun -np above that cannot start, below it
+    leaves slots idle; the runtime's notice names the MPI plugin's env, not PET_*."""
+    from policies import plan
+    from policies.model import ERROR, INFO, WARNING
+
+    unit = mpi_unit("{numNodes: 3, numProcPerNode: 4, command: [mpirun, -np, '16', python, train.py]}")
+    (w,) = [w for w in plan.unit_doc(unit)["workloads"] if w["object"] == "TrainJob/ds"]
+    assert w["pod_count"] == 3
+    errors = [p for p in unit.problems if p.severity == ERROR]
+    assert [p.field for p in errors] == ["spec.trainer.command[0]"], [p.line() for p in unit.problems]
+    assert "mpirun -np 16 but the Trainer's hostfile has 12 slots (3 hosts x slots=4)" in errors[0].message
+    (notice,) = [p for p in unit.problems if "not mlPolicy.torch" in p.message]
+    assert notice.severity == INFO and "mlPolicy.mpi" in notice.message and "OMPI_*" in notice.message
+    (tw,) = [x for x in unit.workloads if x.manifest.kind == "TrainJob"]
+    assert tw.mpi_hosts == ["ds-node-0-0.ds", "ds-node-0-1.ds", "ds-launcher-0-0.ds"]
+    assert any("3 hosts x slots=4 = 12 ranks" in n for n in tw.notes)
+    assert "note: TrainJob/ds (3 pods): MPI: hostfile /etc/mpi/hostfile" in plan.text([unit])[0]
+    fewer = mpi_unit("{numNodes: 3, numProcPerNode: 4, command: [mpirun, -np, '8', python, train.py]}")
+    assert [p.severity for p in fewer.problems if "mpirun -np 8" in p.message] == [WARNING]
+    exact = mpi_unit("{numNodes: 3, numProcPerNode: 4, command: [mpirun, -np, '12', python, train.py]}")
+    assert not [p for p in exact.problems if "mpirun -np" in p.message]
+
+
+def test_an_empty_mpi_implementation_is_admitted_but_never_reconciled():
+    """The CRD's enum admits mpiImplementation "" (its default fills only an unset field); mpi.go EnforceMLPolicy
+    208-226 (v2.3.0) returns an error for anything but OpenMPI, so the TrainJob never gets its JobSet."""
+    from policies import engine
+    from policies.model import ERROR
+    runtime = yaml.safe_load(DEEPSPEED_RUNTIME.read_text())
+    runtime["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] = ""
+    job = yaml.safe_load("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ds}\n"
+                         "spec: {runtimeRef: {name: deepspeed-distributed}}")
+    unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate([runtime, job])])
+    engine.check_policies(unit)
+    assert ["mpiImplementation is" in p.message for p in unit.problems if p.severity == ERROR] == [True]

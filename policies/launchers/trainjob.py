@@ -15,6 +15,8 @@ from .base import Bundle, Check, Launcher, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
 from .pods import Injected, drop_gpus, trainer_gpus_per_node
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
+from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count,
+                                  mpi_node_job_trainer, mpi_note, mpi_slots, no_torch_notice, plugin_env, policy_kind)
 from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches,
                               is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
@@ -93,6 +95,10 @@ class TrainJobWorkload(Workload):
     # The runtime's JobSet template after the TrainJob's runtime patches, and its `node` container's resources.
     template: dict[str, Any] = field(default_factory=dict)
     runtime_resources: dict[str, Any] = field(default_factory=dict)
+    # The runtime's mlPolicy source (policy_kind); for MPI the hostfile's hosts and slots per host.
+    policy: str = ""
+    mpi_hosts: list[str] = field(default_factory=list)
+    mpi_slots: int = 0
 
 
 class TrainJobLauncher(Launcher[TrainJobWorkload]):
@@ -155,6 +161,10 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         rspec = mapping(runtime_obj.get("spec"))
         ml = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
         torch_policy = mapping(ml).get("torch") if ml is not None else None
+        policy = policy_kind(ml)
+        mpi = mapping(mapping(ml).get("mpi"))
+        # mpi.go: runLauncherAsNode (CRD default false).
+        launcher_as_node = policy == "mpi" and mpi.get("runLauncherAsNode") is True
         template = apply_runtime_patches(owned_template(mapping(dig(rspec, "template", "spec"))),
                                          listing(spec.get("runtimePatches")))
         initializer = mapping(spec.get("initializer"))
@@ -191,8 +201,11 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
             if trainer_step and ml is not None:
                 count = as_int(mapping(ml).get("numNodes"), 1)
             count = max(count or 0, 1)
-            if trainer_step:
+            if trainer_step and policy != "mpi":
                 count = as_int(trainer.get("numNodes"), count) or 0
+            if policy == "mpi" and rjob.get("name") == NODE and trainer.get("numNodes") is not None:
+                count = mpi_node_count(trainer, launcher_as_node)
+            if trainer_step:
                 nodes = count if nodes is None else nodes
             js["parallelism"] = js["completions"] = count
         # jobset.go 419-424 (Build: PodLabels, PodAnnotations): the podGroupPolicy plugin's label or annotation goes
@@ -229,6 +242,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         key_fields: dict[int, dict[str, str]] = {}
         for j, rjob in enumerate(listing(template.get("replicatedJobs"))):
             if not is_trainer_step(mapping(rjob)):
+                if launcher_as_node and mapping(rjob).get("name") == NODE and trainer_set:
+                    mpi_node_job_trainer(rjob, trainer, upsert_env, merge_resources)
                 continue
             pod_spec = mapping(dig(rjob, "template", "spec", "template", "spec"))
             containers = listing(pod_spec.get("containers"))
@@ -259,10 +274,24 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         targets = {(str(mapping(t).get("jobName")), str(c)) for t in listing(mapping(
             mapping(torch_policy).get("envInjection")).get("targets")) for c in listing(mapping(t).get("containerNames"))}
 
+        trainer_count = next((as_int(dig(r, "template", "spec", "parallelism"), 1) or 0  # FindPodSetByAncestor
+                              for r in listing(template.get("replicatedJobs")) if is_trainer_step(mapping(r))), 1)
+        slots = mpi_slots(mpi, trainer, runtime_resources) if policy == "mpi" else 0
+        framework_env = plugin_env(policy, f"{name}-{NODE}-0-0.{name}", MASTER_PORT, NODE_RANK_FIELD, trainer_count,
+                                   trainer, runtime_resources)
+        ompi_env = mpi_env(slots)
+
         def inject(rjob: str, j: int, i: int, container: str, init: bool) -> list[Injected]:
             """torch.go EnforceMLPolicy: PET_* (and, unless the command is torchtune's, the master address) into the
             trainer step's `node` container when spec.trainer is set; PET_* and the master into every envInjection
-            target container, init containers included."""
+            target container, init containers included. mpi.go 189-224: the Open MPI env into the `launcher` Job's
+            `node` container (spec.trainer set or not); jax.go, xgboost.go: their env into the trainer step's `node`
+            container when spec.trainer is set."""
+            if policy == "mpi":
+                return list(ompi_env) if rjob == MPI_LAUNCHER and container == NODE and not init else []
+            if framework_env:
+                return list(framework_env) if trainer_set and not init and container == NODE and \
+                    rjob == first_trainer_job else []
             if torch_policy is None:
                 return []
             out: list[Injected] = []
@@ -274,8 +303,12 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
 
         trainer_jobs = {str(mapping(r).get("name")) for r in listing(template.get("replicatedJobs"))
                         if is_trainer_step(mapping(r))}
+        first_trainer_job = next((str(mapping(r).get("name")) for r in listing(template.get("replicatedJobs"))
+                                  if is_trainer_step(mapping(r))), None)
+        mpi_jobs = (NODE, MPI_LAUNCHER) if policy == "mpi" else ()  # one world (mpirun reaches the nodes by ssh)
         groups = jobset.child_groups(template, name, m.namespace, "(runtime) spec.template.spec",
-                                     aux=lambda rjob: not is_trainer_step(rjob), inject=inject,
+                                     aux=lambda rjob: not is_trainer_step(rjob) and rjob.get("name") not in mpi_jobs,
+                                     inject=inject,
                                      replicas=lambda rjob: 1 if ancestor(rjob) in ANCESTORS else
                                      (as_int(rjob.get("replicas"), 1) or 0),
                                      priorities=jobset.priority_classes(bundle))
@@ -286,9 +319,17 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
             g.containers = listing(dig(g.template, "spec", "containers"))
             g.container_fields = dict(fields)
             g.container_key_fields = {k: dict(v) for k, v in key_fields.items()}
-            if torch_policy is not None and trainer_set:
+            if (torch_policy is not None or framework_env) and trainer_set and \
+                    (torch_policy is not None or g.role == first_trainer_job):
                 g.ports = lambda c: [{"containerPort": MASTER_PORT}] if c == NODE else []
         w.groups = groups
+        w.policy = policy
+        if policy == "mpi":
+            w.mpi_hosts, w.mpi_slots = mpi_hosts(template, name, launcher_as_node), slots
+            w.notes.append(mpi_note(name, w.mpi_hosts, slots, mpi, launcher_as_node))
+        elif policy and policy not in MODELLED_POLICIES:
+            w.notes.append(f"runtime '{rname}' has mlPolicy.{policy}: what the Trainer's {policy} plugin injects is "
+                           "not modelled here")
         if torchtune:
             w.notes.append("the command is torchtune's `tune run`: the Trainer adds the rendezvous endpoint and the "
                            "recipe to it (not modelled here) instead of PET_MASTER_ADDR/PORT")
@@ -325,12 +366,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         if w.runtime_obj is None:  # applied from elsewhere: nothing of it can be checked here (REF001 says so)
             return out
         if not w.torch_policy:
-            # Admitted upstream (a plain-ML or MPI runtime is valid): not an error by itself. A torchrun that reads
-            # no PET_* then runs with its own flags and defaults, which the topology rules check (TOPO001 ...).
-            out.append(Check("spec.runtimeRef", f"runtime '{w.runtime_name}' has no mlPolicy.torch: the "
-                             "Trainer injects no PET_* env" + (", so torchrun reads only its own flags" if torchrun
-                                                               else ""),
-                             "use a torch runtime", severity=WARNING if torchrun else INFO))
+            out.append(no_torch_notice(w.runtime_name, w.policy, torchrun))
+        out += framework_checks(w, w.policy, w.runtime_obj, w.template, w.mpi_hosts, w.mpi_slots)
         runtime_obj = w.runtime_obj or {}
         template = mapping(dig(runtime_obj, "spec", "template", "spec"))
         # clustertrainingruntime.go 110-116 (v2.3.0): a ClusterTrainingRuntime labelled support=deprecated is
@@ -413,7 +450,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
             out += torchtune_checks(trainer, str(mapping(dig(w.manifest.obj, "spec", "runtimeRef")).get("name", "")),
                                     w.runtime_resources)
         for i, var in enumerate(listing(dig(w.manifest.obj, "spec", "trainer", "env"))):
-            if str(mapping(var).get("name", "")) in RESERVED_ENV:
+            # torch.go Validate 58-77 (v2.3.0): only a torch runtime's TrainJob is checked for PET_* names.
+            if w.torch_policy and str(mapping(var).get("name", "")) in RESERVED_ENV:
                 out.append(Check(f"spec.trainer.env[{i}]", f"{var.get('name')} is set by hand; the Trainer sets it "
                                  "itself and its webhook rejects this",
                                  "use spec.trainer.numNodes / numProcPerNode instead"))

@@ -12,8 +12,14 @@ named `pytorch` with an image in every replica type, an `elasticPolicy` only wit
 `nprocPerNode` fields, a known `managedBy`; and torchrun whenever `nprocPerNode` is above 1 (the operator counts
 WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
 manifests (or is upstream's `torch-distributed`; a runtime without an `mlPolicy.torch` is admitted and injects no
-PET_* env: a warning where the trainer starts torchrun, else an info line); the five
-reserved PET_* variables are not set by hand, `envInjection` names existing containers, runtime patches reach only
+PET_* env, and the line says what its policy's plugin injects instead (MPI's OMPI_* env and hostfile, JAX_*,
+DMLC_*, nothing for plain ML): a warning where the trainer starts torchrun, else an info line); on a torch runtime
+the five reserved PET_* variables are not set by hand, on an MPI runtime the four reserved OMPI_MCA_* ones, on an
+XGBoost runtime the four DMLC_* ones; an MPI runtime that runs the launcher as a node has both a `launcher` and a
+`node` Job where numNodes is 2 or more; the MPI launcher's `mpirun -np` fits the hostfile's slots (nodes x
+numProcPerNode: more is an error without --oversubscribe, fewer a warning), and its `mpiImplementation` is not
+`""` (the plugin knows only OpenMPI and never builds the JobSet); `envInjection` names existing
+containers, runtime patches reach only
 the runtime's Jobs and containers, set no env on `node` or the initializers and name a domain-prefixed
 `manager` (acme.io/foo), and an initializer the TrainJob
 configures has the runtime's Job of its name with a container of that name mounting the volume `initializer`;
