@@ -5,7 +5,17 @@ job_controller_actions.go syncJob, pkg/controllers/job/plugins/, pkg/webhooks/ad
 
 A Volcano Job can run any mix of tasks. With the `pytorch` plugin the torchrun world is its `--master` and
 `--worker` tasks (WORLD_SIZE counts only those), pod 0 is master 0 and the other tasks' pods are listed, not ranked.
-Without it, every task's pods make the world, as JobSet's replicated Jobs do."""
+Without it, every task's pods make the world, as JobSet's replicated Jobs do.
+
+`admission()` is the job webhook's validateJobCreate (pkg/webhooks/admission/jobs/validate/admit_job.go, util.go):
+tasks, names, minAvailable, plugins and the mpi master task; the job's and each task's lifecycle `policies` (an
+event or an exitCode, allowed events and actions, no event twice, `*` alone, no exit code 0 or twice); `volumes`
+(mountPath, claims); a dependsOn DAG; each task's pod template (core validation), topologyPolicy (whole CPUs) and
+partitionPolicy; networkTopology. The webhook's queue checks (the queue exists, is Open, is not `root`, is a leaf)
+need the cluster's Queue objects and are not made here; negative counts are the CRD schema's (SCHEMA rules), and
+the optional ValidatingAdmissionPolicy (installer/helm/chart/volcano/policy/jobs-validating.yaml, `vap_enable:
+false` in the chart's values) is not modelled (it also refuses a RestartPartition action and task names that are
+no DNS-1123 label)."""
 from __future__ import annotations
 
 import re
