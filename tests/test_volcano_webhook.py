@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from policies.launchers import volcano
+from policies.launchers import volcano, volcano_webhook
 from policies.launchers.base import Bundle, Check
 from policies.model import Manifest
 
@@ -34,7 +34,7 @@ def test_fixture_through_admission(path: Path) -> None:
     if expect.get("rejected"):
         reason = expect["reason"].strip(" ;")
         assert any(reason in c.message for c in checks), (reason, [c.message for c in checks])
-        assert all(c.message.endswith(volcano.REFUSED) for c in checks if reason in c.message)
+        assert all(c.message.endswith(volcano_webhook.REFUSED) for c in checks if reason in c.message)
     else:
         assert not checks, [c.message for c in checks]
 
@@ -47,7 +47,7 @@ def job(**spec: Any) -> dict[str, Any]:
 
 
 def fields(checks: list[Check]) -> list[tuple[str, str]]:
-    return [(c.field, c.message.removesuffix(": " + volcano.REFUSED)) for c in checks]
+    return [(c.field, c.message.removesuffix(": " + volcano_webhook.REFUSED)) for c in checks]
 
 
 def test_policy_event_repeated_names_the_second_field() -> None:
@@ -145,7 +145,7 @@ def test_task_template_core_validation() -> None:
     tasks[0]["template"]["spec"]["restartPolicy"] = "Sometimes"
     got = admission(job(tasks=tasks))
     assert [c.field for c in got] == ["spec.tasks[0].template.spec.restartPolicy"]
-    assert got[0].message.endswith(volcano.REFUSED)
+    assert got[0].message.endswith(volcano_webhook.REFUSED)
 
 
 def test_mpi_default_master() -> None:
