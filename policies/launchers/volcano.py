@@ -5,7 +5,11 @@ job_controller_actions.go syncJob, pkg/controllers/job/plugins/, pkg/webhooks/ad
 
 A Volcano Job can run any mix of tasks. With the `pytorch` plugin the torchrun world is its `--master` and
 `--worker` tasks (WORLD_SIZE counts only those), pod 0 is master 0 and the other tasks' pods are listed, not ranked.
-Without it, every task's pods make the world, as JobSet's replicated Jobs do."""
+Without it, every task's pods make the world, as JobSet's replicated Jobs do.
+
+`admission()` is the job webhook's validateJobCreate, in its order (its policy, volume, DAG and partition checks
+are volcano_webhook.py); the queue checks need the cluster's Queue objects and are not made, negative counts are
+the CRD schema's (SCHEMA rules), and the chart's optional ValidatingAdmissionPolicy (off by default) is not modelled."""
 from __future__ import annotations
 
 import re
@@ -14,6 +18,9 @@ from typing import Any, Callable, Iterator
 
 from ..kube import as_int, dig, listing, mapping
 from ..model import Manifest
+from . import core_validation
+from .volcano_webhook import (REFUSED, dag_checks, io_checks, numa_checks, partition_checks,
+                              policy_checks, topology_checks)
 from .base import MAX_GROUP_PODS, Unreadable, Bundle, Check, Launcher, Workload
 from .pods import Injected, PodGroup, indexed
 
@@ -64,6 +71,10 @@ PORT_NAME = "pytorchjob-port"
 WAIT_MASTER = "wait-for-master"
 DEFAULT_WAIT_IMAGE = "busybox:1.36.1"
 DEFAULT_WAIT_TIMEOUT = 300
+
+# plugins/distributed-framework/mpi/mpi.go addFlags: DefaultMaster.
+MPI = "mpi"
+MPI_DEFAULT_MASTER = "master"
 
 # plugins/env/const.go, plugins/svc/const.go
 ENV = "env"
@@ -381,47 +392,73 @@ class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
                 yield f"spec.tasks[{ti}].template", tmpl
 
     def admission(self, w: VolcanoWorkload, bundle: Bundle, torchrun: bool) -> list[Check]:
-        """pkg/webhooks/admission/jobs/validate/admit_job.go validateJobCreate at v1.15.1 (after the mutating
-        webhook: unnamed tasks named, svc added), and a pytorch plugin that finds no master task."""
+        """pkg/webhooks/admission/jobs/validate/admit_job.go validateJobCreate (lines 121-242) at v1.15.1, after the
+        mutating webhook (unnamed tasks named, svc added), in its order: at least one task (130-133); the mpi
+        plugin's master task (135-142); the job's networkTopology (144); per task (146-176) minAvailable within
+        replicas, a unique name (the loop stops at a repeat), its policies, the pod name, the pod template (core
+        validation) and topologyPolicy's whole CPUs, the partitionPolicy; the job name (178), minAvailable within the
+        replicas (180-182), the job's policies (183-186), known plugins (189-195), the volumes (197-199) and a
+        dependsOn DAG (230-235); and a pytorch plugin that finds no master task. Not checked: the queue (201-228:
+        it exists, is Open, is not `root` and has no child queues), which needs the cluster's Queue objects; and
+        what the CRD schema refuses first (negative replicas and minAvailable, an empty mountPath, an event outside
+        the CRD's enum), which the SCHEMA rules report."""
         out: list[Check] = []
         m = w.manifest
         spec = mapping(m.obj.get("spec"))
         ts = tasks(spec)
         if not ts:
-            return [Check("spec.tasks", "No task specified in job spec: the Volcano webhook refuses it",
-                          "add a task")]
+            return [Check("spec.tasks", f"No task specified in job spec: {REFUSED}", "add a task")]
+        raw_plugins = mapping(spec.get("plugins"))
+        if MPI in raw_plugins:
+            mpi_master = go_flags([str(a) for a in listing(raw_plugins[MPI])],
+                                  {"master": str, "worker": str, "port": int}).get("master", MPI_DEFAULT_MASTER)
+            if mpi_master not in [str(t.get("name")) for t in ts]:
+                # The webhook answers with this message alone.
+                return [Check("spec.plugins.mpi", f"The specified mpi master task was not found: {REFUSED}",
+                              f"name a task {mpi_master}, or pass --master=<task> to the mpi plugin")]
+        out += topology_checks(spec.get("networkTopology"), "spec.networkTopology")
         seen: set[str] = set()
         total = 0
+        reached = len(ts)
         for ti, t in enumerate(ts):
             tname = str(t.get("name"))
             replicas = as_int(t.get("replicas"), 0) or 0
             min_av = as_int(t.get("minAvailable"))
             if min_av is not None and min_av > replicas:
                 out.append(Check(f"spec.tasks[{ti}].minAvailable", f"'minAvailable' is greater than 'replicas' in "
-                                 f"task: {tname}, job: {m.name}: the Volcano webhook refuses it",
+                                 f"task: {tname}, job: {m.name}: {REFUSED}",
                                  "set minAvailable to at most replicas"))
             total += replicas
             if tname in seen:
-                out.append(Check(f"spec.tasks[{ti}].name", f"duplicated task name {tname}: the Volcano webhook "
-                                 "refuses it", "give every task its own name"))
+                out.append(Check(f"spec.tasks[{ti}].name", f"duplicated task name {tname}: {REFUSED}",
+                                 "give every task its own name"))
+                reached = ti + 1
                 break
             seen.add(tname)
+            out += policy_checks(t.get("policies"), f"spec.tasks[{ti}].policies", "spec.tasks.policies")
             why = _qualified(f"{m.name}-{tname}-{ti}")
             if why:
-                out.append(Check(f"spec.tasks[{ti}].name", f"create pod with name {why}: the Volcano webhook "
-                                 "refuses it", "shorten the job or task name"))
+                out.append(Check(f"spec.tasks[{ti}].name", f"create pod with name {why}: {REFUSED}",
+                                 "shorten the job or task name"))
+            # validateTaskTemplate (339-368): ValidatePodTemplate, then (only where it passes) the topologyPolicy.
+            template = core_validation.pod_template(t.get("template"), f"spec.tasks[{ti}].template",
+                                                    refused=REFUSED)
+            out += template or numa_checks(t, ti)
+            out += partition_checks(t, ti, m.name)
         why = _qualified(m.name)
         if why:
-            out.append(Check("metadata.name", f"create job with name {why}: the Volcano webhook refuses it",
-                             "shorten the job name"))
+            out.append(Check("metadata.name", f"create job with name {why}: {REFUSED}", "shorten the job name"))
         min_job = as_int(spec.get("minAvailable"), 0) or 0
         if total < min_job:
             out.append(Check("spec.minAvailable", "job 'minAvailable' should not be greater than total replicas in "
-                             "tasks: the Volcano webhook refuses it", f"set minAvailable to at most {total}"))
-        for p in sorted(mapping(spec.get("plugins"))):
+                             f"tasks: {REFUSED}", f"set minAvailable to at most {total}"))
+        out += policy_checks(spec.get("policies"), "spec.policies", "spec.policies")
+        for p in sorted(raw_plugins):
             if p not in PLUGINS:
-                out.append(Check(f"spec.plugins.{p}", f"unable to find job plugin: {p}: the Volcano webhook "
-                                 "refuses it", f"use one of {', '.join(PLUGINS)}"))
+                out.append(Check(f"spec.plugins.{p}", f"unable to find job plugin: {p}: {REFUSED}",
+                                 f"use one of {', '.join(PLUGINS)}"))
+        out += io_checks(spec.get("volumes"))
+        out += dag_checks(ts, reached)
         py = w.pytorch
         if py is not None and not w.pytorch_on and (torchrun or w.pods > 1):
             out.append(Check("spec.plugins.pytorch", f"the pytorch plugin's master task '{py['master']}' is not "

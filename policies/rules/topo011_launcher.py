@@ -61,7 +61,15 @@ ConfigMaps and Secrets (core validation): keys of alphanumerics, '-', '_' and '.
 StatefulSet (API server validation at v1.36.0): a DNS-1123 label name, `restartPolicy` Always, a selector that
 selects the template's labels, known update strategy and pod management policy (no `rollingUpdate` with OnDelete,
 `maxUnavailable` from 1 to 100%), no negative partition, replicas or `ordinals.start`, no `activeDeadlineSeconds`.
-Volcano Job (v1.15.1 webhook): at least one task, unique task names, task and job `minAvailable` within the replicas, known plugins, job and pod names within 63 characters; and a
+Volcano Job (v1.15.1 webhook): at least one task, unique task names, task and job `minAvailable` within the
+replicas, known plugins, job and pod names within 63 characters, the `mpi` plugin's master task among the tasks;
+lifecycle `policies` (the job's and each task's) with an event or an exitCode but not both, only the events and
+actions the webhook allows (an event policy names its action), no event in two policies of a list, `*` alone, no
+exitCode 0 and none twice; `volumes` with a mountPath used once and a volumeClaim or a volumeClaimName (a DNS-1123
+subdomain), not both; `dependsOn` forming a DAG of the job's own tasks; each task's pod template (core validation,
+as for Jobs), whole CPUs in every container with a `topologyPolicy`, a `partitionPolicy` with replicas =
+totalPartitions x partitionSize (and minAvailable = minPartitions x partitionSize); `networkTopology` without both
+highestTierAllowed and highestTierName (the queue checks need the cluster's Queue objects: not made); and a
 `pytorch` plugin whose master task exists (else it injects nothing). LeaderWorkerSet (v0.10.0 webhook): a DNS-1035
 name, replicas within 0..1000000, a size of at least 1, a `subGroupSize` that divides size or size - 1 (and no
 subgroup-exclusive-topology annotation without one), rolling update `maxUnavailable`/`maxSurge` whole numbers or
