@@ -361,3 +361,39 @@ def test_kustomize_runs_without_go_collecting_until_its_memory_limit(monkeypatch
     assert render.run_bounded(show).stdout.decode().split() == ["off", "512MiB"]
     monkeypatch.setenv("GOGC", "100")
     assert render.run_bounded(show).stdout.decode().split() == ["100"]
+
+
+# ---------------------------------------------------------------- counts a manifest states, not pods anyone lists
+
+HUGE = 2_147_483_647  # int32's maximum, what the CRDs allow for replicas
+MPIJOB = f"""apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {{name: pi}}
+spec:
+  slotsPerWorker: 1
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: l
+            image: mpioperator/mpi-pi:openmpi
+            command: [mpirun, -np, "4", -H, "pi-worker-0:1,pi-worker-7:1", python, train.py]
+    Worker:
+      replicas: {HUGE}
+      template:
+        spec:
+          containers: [{{name: w, image: mpioperator/mpi-pi:openmpi}}]
+"""
+
+
+def test_a_huge_worker_count_is_never_listed_host_by_host(tmp_path):
+    """mpirun's hosts were once every worker's name in a list: 2**31-1 workers (a mutation in test_no_internal_error)
+    took the test run past 24 GB and the machine's OOM killer ended CI. Bounded memory, and the hosts still read."""
+    path = tmp_path / "mpijob.yaml"
+    path.write_text(MPIJOB)
+    proc = limited_cli("validate", "--schema", "builtin", str(path), timeout=300)
+    problem_lines(proc)
+    assert "INTERNAL" not in proc.stdout and "MemoryError" not in proc.stdout, proc.stdout[-2000:]
+    assert "pi-worker-7" not in proc.stdout  # a pod of this job: not reported as a stranger

@@ -5,8 +5,9 @@ finds), a Child (an object a controller makes from another) and a ScaleSpec (whe
 modelled in pods.py, what happens after one ends in lifecycle.py."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Iterator, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar, overload
 
 from ..kube import dig, group_of, listing, mapping
 from .kueue import KUEUE_GATE
@@ -189,6 +190,49 @@ class Bundle:
 
     def find(self, kind: str, name: str) -> Manifest | None:
         return self.by_kind.get((kind, name))
+
+
+class Names(Sequence[str]):
+    """Pod or host names in order, segment by segment (how many, and the name of the i-th), never all made at once:
+    a count is whatever the manifest says (2**31 workers), so only the names read are made. `member` answers `in`
+    without walking them (else `in` walks them)."""
+
+    def __init__(self, segments: list[tuple[int, Callable[[int], str]]],
+                 member: Callable[[str], bool] | None = None) -> None:
+        self.segments = [(max(count, 0), name) for count, name in segments]
+        self.member = member
+
+    def __len__(self) -> int:
+        return sum(count for count, _ in self.segments)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            return [self[j] for j in range(start, stop, step)]
+        j = i + len(self) if i < 0 else i
+        for count, name in self.segments:
+            if 0 <= j < count:
+                return name(j)
+            j -= count
+        raise IndexError(i)
+
+    def __contains__(self, value: object) -> bool:
+        if self.member is not None:
+            return isinstance(value, str) and self.member(value)
+        return super().__contains__(value)
+
+    def shown(self, most: int = 4) -> str:
+        """The names joined by commas, the middle left out past `most`."""
+        n = len(self)
+        if n <= most:
+            return ", ".join(self)
+        return ", ".join(self[:most - 1]) + f", ... {self[-1]} ({n} in all)"
 
 
 @dataclass

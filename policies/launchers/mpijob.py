@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Iterator
 
 from ..kube import DNS1035, as_int, dig, listing, mapping
 from ..model import INFO, WARNING, Manifest
-from .base import Bundle, Check, Launcher, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
 from .pods import Injected, PodGroup, container_resources
 
@@ -337,10 +338,10 @@ class MPIJobLauncher(Launcher[Workload]):
             return out
         if run.hostfile is not None and run.hostfile != HOSTFILE:
             return out  # (another hostfile: TOPO012 says its slots were not checked)
-        names = [f"{w.manifest.name}-launcher"] if launcher_as_worker(spec) else []
-        names += [f"{w.manifest.name}-worker-{i}" for i in range(worker.count if worker else 0)]
+        pods = _hostnames(w.manifest.name, worker.count if worker else 0, launcher_as_worker(spec))
+        names: Sequence[str] = pods
         if run.hosts is not None:
-            out += self._hosts(w, run, names, impl)
+            out += self._hosts(w, run, pods, impl)
             names = [h.split(".")[0] for h, _ in run.hosts]
         elif run.np is not None and run.np > total and impl == OPEN_MPI and not run.oversubscribe:
             out.append(Check(run.field, f"mpirun -np {run.np} but the hostfile has {total} slots ({hosts} hosts x "
@@ -370,7 +371,7 @@ class MPIJobLauncher(Launcher[Workload]):
             out += _rank_zero_address(w, run, pod, names[0])
         return out
 
-    def _hosts(self, w: Workload, run: MpiRun, names: list[str], impl: str) -> list[Check]:
+    def _hosts(self, w: Workload, run: MpiRun, names: Names, impl: str) -> list[Check]:
         """`mpirun -H host:slots,...`: every host one of the job's pods, and -np within the slots listed."""
         out: list[Check] = []
         hosts = run.hosts or []
@@ -378,7 +379,7 @@ class MPIJobLauncher(Launcher[Workload]):
             first = host.split(".")[0]
             if re.fullmatch(re.escape(w.manifest.name) + r"-(worker-\d+|launcher)", first) and first not in names:
                 out.append(Check(run.field, f"mpirun -H names {host}, which is not a pod of this MPIJob (its hosts: "
-                                 f"{', '.join(names) or 'none'}): ssh cannot reach it and mpirun fails",
+                                 f"{names.shown() or 'none'}): ssh cannot reach it and mpirun fails",
                                  f"list only {names[0]}..{names[-1]}" if names else "add Worker replicas"))
         slots = [n for _, n in hosts]
         if run.np is not None and None not in slots and impl == OPEN_MPI and not run.oversubscribe:
@@ -504,3 +505,14 @@ def refused(name: str, spec: dict[str, Any]) -> list[Check]:
 
 
 LAUNCHER_MODEL = MPIJobLauncher()
+
+
+def _hostnames(job: str, workers: int, launcher: bool) -> Names:
+    """The hostfile's hosts by pod name (the launcher first where it runs as a worker, then worker-0..N-1), however
+    many workers the manifest asks for; `in` reads a name instead of listing them."""
+    def member(host: str) -> bool:
+        if launcher and host == f"{job}-launcher":
+            return True
+        m = re.fullmatch(re.escape(job) + r"-worker-(0|[1-9]\d*)", host)
+        return m is not None and int(m.group(1)) < workers
+    return Names([(1 if launcher else 0, lambda i: f"{job}-launcher"), (workers, lambda i: f"{job}-worker-{i}")], member)

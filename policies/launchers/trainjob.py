@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, quantity_value
 from ..model import INFO, WARNING, Manifest
 from . import jobset
-from .base import Bundle, Check, Launcher, Need, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, Names, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
 from .pods import Injected, drop_gpus, trainer_gpus_per_node
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
@@ -97,7 +97,7 @@ class TrainJobWorkload(Workload):
     runtime_resources: dict[str, Any] = field(default_factory=dict)
     # The runtime's mlPolicy source (policy_kind); for MPI the hostfile's hosts and slots per host.
     policy: str = ""
-    mpi_hosts: list[str] = field(default_factory=list)
+    mpi_hosts: Names = field(default_factory=lambda: Names([]))
     mpi_slots: int = 0
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from ..kube import as_int, dig, listing, mapping
 from ..model import INFO, WARNING
-from .base import Check, Workload
+from .base import Check, Names, Workload
 from .mpijob import find_mpirun
 from .pods import Injected, trainer_gpus_per_node
 
@@ -123,19 +123,27 @@ def plugin_env(policy: str, coordinator: str, port: int, rank_field: str, traine
     return []
 
 
-def mpi_hosts(template: dict[str, Any], name: str, launcher_as_node: bool) -> list[str]:
+def _host_of(name: str, job: str, per: int, subdomain: str) -> Callable[[int], str]:
+    return lambda i: f"{name}-{job}-{i // per}-{i % per}.{subdomain}"
+
+
+def mpi_hosts(template: dict[str, Any], name: str, launcher_as_node: bool) -> Names:
     """mpi.go buildHostFileConfigMap 316-346 and jobset.go IdentifyPodNetwork 273-299: one host
     `<trainjob>-<job>-<replica>-<pod>.<subdomain>` per pod of the `node` Job, and of the `launcher` Job with
     runLauncherAsNode, in the runtime's order (the template after the counts are set)."""
     subdomain = str(mapping(template.get("network")).get("subdomain") or name)
-    return [f"{name}-{r['name']}-{ri}-{p}.{subdomain}"
-            for r in map(mapping, listing(template.get("replicatedJobs")))
-            if r.get("name") == NODE or (launcher_as_node and r.get("name") == MPI_LAUNCHER)
-            for ri in range(as_int(r.get("replicas"), 1) or 0)
-            for p in range(as_int(dig(r, "template", "spec", "parallelism"), 1) or 0)]
+    segments: list[tuple[int, Callable[[int], str]]] = []
+    for r in map(mapping, listing(template.get("replicatedJobs"))):
+        if not (r.get("name") == NODE or (launcher_as_node and r.get("name") == MPI_LAUNCHER)):
+            continue
+        per = max(as_int(dig(r, "template", "spec", "parallelism"), 1) or 0, 0)
+        replicas = max(as_int(r.get("replicas"), 1) or 0, 0)
+        if per:  # pod p of replica ri of the Job, in that order
+            segments.append((replicas * per, _host_of(name, str(r["name"]), per, subdomain)))
+    return Names(segments)
 
 
-def mpi_note(name: str, hosts: list[str], slots: int, mpi: dict[str, Any], launcher_as_node: bool) -> str:
+def mpi_note(name: str, hosts: Names, slots: int, mpi: dict[str, Any], launcher_as_node: bool) -> str:
     """The hostfile (`<host> slots=<slots>` a line) and the SSH Secret both Jobs mount, as `make plan` says them."""
     shown = ", ".join(hosts[:2]) + (f", ... {hosts[-1]}" if len(hosts) > 3 else
                                      (f", {hosts[2]}" if len(hosts) == 3 else ""))
@@ -147,7 +155,7 @@ def mpi_note(name: str, hosts: list[str], slots: int, mpi: dict[str, Any], launc
 
 
 def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | None, template: dict[str, Any],
-                     hosts: list[str], slots: int) -> list[Check]:
+                     hosts: Names, slots: int) -> list[Check]:
     """What the MPI and XGBoost plugins' Validate refuse (mpi.go 82-109, xgboost.go 53-71), and mpirun's -np on the
     MPI launcher against the hostfile's slots (Open MPI refuses more ranks than slots without --oversubscribe)."""
     out: list[Check] = []
