@@ -415,7 +415,7 @@ def test_an_mpi_trainjob_has_its_hostfile_world_and_mpirun_is_checked_against_it
     (notice,) = [p for p in unit.problems if "not mlPolicy.torch" in p.message]
     assert notice.severity == INFO and "mlPolicy.mpi" in notice.message and "OMPI_*" in notice.message
     (tw,) = [x for x in unit.workloads if x.manifest.kind == "TrainJob"]
-    assert tw.mpi_hosts == ["ds-node-0-0.ds", "ds-node-0-1.ds", "ds-launcher-0-0.ds"]
+    assert list(tw.mpi_hosts) == ["ds-node-0-0.ds", "ds-node-0-1.ds", "ds-launcher-0-0.ds"]
     assert any("3 hosts x slots=4 = 12 ranks" in n for n in tw.notes)
     assert "note: TrainJob/ds (3 pods): MPI: hostfile /etc/mpi/hostfile" in plan.text([unit])[0]
     fewer = mpi_unit("{numNodes: 3, numProcPerNode: 4, command: [mpirun, -np, '8', python, train.py]}")
