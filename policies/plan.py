@@ -70,8 +70,10 @@ def topology_doc(t: Topology) -> dict[str, Any]:
     inv = t.first_view.inv
     return {"pods": t.pods, "torchrun": t.torchrun,
             # The program that starts the world (torchrun, accelerate launch, deepspeed, a --dist-url script) and
-            # whether torch's elastic agent runs the workers (torchrun, accelerate): `torchrun` says a launcher was found.
-            "launch": inv.launcher if inv is not None else None, "elastic_agent": t.agent, "nnodes": _nnodes(t) if t.torchrun else t.first.nnodes.value,
+            # whether torch's elastic agent runs the workers (torchrun, accelerate): `torchrun` says a launcher was
+            # found.
+            "launch": inv.launcher if inv is not None else None, "elastic_agent": t.agent,
+            "nnodes": _nnodes(t) if t.torchrun else t.first.nnodes.value,
             "nproc_per_node": str(t.nproc) if t.nproc is not None else t.first.nproc.value,
             "world_size": t.world_size, "gpus_per_pod": t.gpus, "rank_source": t.rank_source,
             "rendezvous": {"backend": t.backend,
@@ -82,14 +84,15 @@ def topology_doc(t: Topology) -> dict[str, Any]:
 def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
     elsewhere = w.managed_by is not None  # its pods are never created here: none listed
     n = 0 if elsewhere else w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
+    not_created = w.launcher.not_created(w)
     out: dict[str, Any] = {"object": f"{w.manifest.kind}/{w.manifest.name}", "namespace": w.manifest.namespace or None,
                            "launcher": w.launcher_id, "topology": topology_doc(t) if t else None,
                            "pod_count": n, "pods": [] if elsewhere else [pod_doc(p) for p in w.every_pod(MAX_PODS)],
                            "services": [] if elsewhere else w.launcher.services(w),
                            "training_env": dict(w.pod(0).env) if n > 0 else {},
                            # The pods the controller here creates now, and why none where it creates none.
-                           "pods_now": 0 if w.launcher.not_created(w) else w.all_pods,
-                           "pods_not_created": w.launcher.not_created(w)}
+                           "pods_now": 0 if not_created else w.all_pods,
+                           "pods_not_created": not_created}
     if not elsewhere and w.all_pods > MAX_PODS:
         out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
     if w.suspended:
@@ -179,8 +182,8 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
             worlds = {id(t.workload) for t in u.topologies}
             out += [f"note: {w.manifest.kind}/{w.manifest.name} ({w.all_pods} pods): {n}" for w in u.workloads
                     if id(w) not in worlds and w not in idle and w.managed_by is None for n in w.notes]
-            out += [f"note: {w.manifest.kind}/{w.manifest.name}: {w.launcher.gated(w)}"
-                    for w in u.workloads if w.launcher.gated(w)]
+            out += [f"note: {w.manifest.kind}/{w.manifest.name}: {gated}"
+                    for w in u.workloads if (gated := w.launcher.gated(w))]
             if pods and u.workloads:
                 out.append(pods_text(u))
         out.append("")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .files import rel
+from .paths import repository
 
 JOURNAL = ".scale-journal"
 TMP_SUFFIX = ".scale-tmp"
@@ -92,20 +93,18 @@ def pending(folder: Path) -> str | None:
 
 
 def pending_around(folder: Path) -> str | None:
-    """`pending(folder)`, else the same for the repository around it (the nearest folder above holding gitops.yaml):
+    """`pending(folder)`, else the same for the repository around it (paths.repository):
     a journal at its root (make init, make new-env, make remove-env) or in its components/ (the image pinning) leaves
     what every overlay reads half written, until `make recover` (no OVERLAY) finishes it."""
     own = pending(folder)
-    if own is not None:
+    root = repository(folder)
+    if own is not None or root is None:
         return own
-    for parent in Path(folder).resolve().parents:
-        if (parent / "gitops.yaml").is_file():
-            for where, who in ((parent, "make init, make new-env or make remove-env"),
-                               (parent / "components", "image pinning (pin_image)")):
-                if (where / JOURNAL).exists():
-                    return (f"{rel(where / JOURNAL)}: an interrupted {who} left the repository half written; run "
-                            "`make recover` to finish it")
-            return None
+    for where, who in ((root, "make init, make new-env or make remove-env"),
+                       (root / "components", "image pinning (pin_image)")):
+        if (where / JOURNAL).exists():
+            return (f"{rel(where / JOURNAL)}: an interrupted {who} left the repository half written; run "
+                    "`make recover` to finish it")
     return None
 
 

@@ -3,6 +3,7 @@ several generates at once in one sidecar and each kustomize may take render.KUST
 at most N run at once, across processes, and the sidecar's memory limit holds N times that plus the checks."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,7 @@ def test_a_bad_slot_count_is_one_line_for_every_render(monkeypatch, value):
                                                  f"to {render.MAX_SLOTS}")
     proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "overlays/kind-cpu/indexed-job"],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, render.SLOTS_ENV: value, "POLICIES_NO_CACHE": "1"})
+                          env={**os.environ, render.SLOTS_ENV: value, "POLICIES_NO_CACHE": "1"})
     assert proc.returncode != 0 and f"{render.SLOTS_ENV} is {value!r}" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
 

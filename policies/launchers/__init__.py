@@ -151,6 +151,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
 
 
 __all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
-           "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup", "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
+           "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
+           "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
            "pod_templates", "ttl_field", "run_kinds"]
