@@ -14,7 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from . import edit, transaction
+from . import edit, repo_edit, transaction
 from .entry import guarded
 from .git import GitError, run as run_git
 from .paths import overlay_path
@@ -68,9 +68,6 @@ def find_overlay(raw: str, root: Path = REPO) -> Overlay:
                          f"{', '.join(sorted(l.kind for l in LAUNCHERS.values()))})")
     return Overlay(folder, env, launcher)
 
-
-def _pointer(path: tuple[Any, ...]) -> str:
-    return "/" + "/".join(str(k) for k in path)
 
 
 def _launcher_of(patch: Path) -> str | None:
@@ -310,8 +307,6 @@ def cmd_recover(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     edit_relative_to(root)
     if not args.overlay.strip():  # the repository's own journal (and the image pinning's in components/)
-        from . import repo_edit
-
         edit.apply(repo_edit.scope(root, "recover"), None, None, dry_run=False)
         print("the repository: no change is pending (make recover OVERLAY=<env>/<launcher> finishes an overlay's)",
               file=sys.stderr)

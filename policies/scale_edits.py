@@ -68,12 +68,6 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
 
-def _need(node: Any, what: str, path: Path, *keys: Any) -> Any:
-    found = dig(node, *keys)
-    if found is None:
-        raise ScaleError(f"{rel(path)}: has no {what}; make scale edits the layout the repository's overlays use")
-    return found
-
 
 def _resources(res: Any, p: Plan, path: Path) -> None:
     """requests/limits: GPUs set (under the resource name the patch already uses), CPU and memory scaled by the
