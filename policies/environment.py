@@ -18,7 +18,6 @@ from .launchers import BY_ID
 from .launchers.kueue import KUEUE_FRAMEWORKS
 from .kustomization import inputs, kustomization_file
 from .rulekit import Environment
-from .rules import RULES
 
 FILE_NAME = "policy.yaml"
 # What a pod may reach of its node beyond its container (SEC008, SEC002): an environment's allowedHostAccess.
@@ -121,6 +120,8 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
             problems.append(err(f"spec.{key} is {value!r}, expected a {typ.__name__}", _line_of(text, key)))
             continue
         setattr(env, attr, value)
+    from .rules import RULES  # here, not at the top: a rule (ARGO010) reads real_environment
+
     for rule_id, level in list(env.severity.items()):
         if rule_id not in RULES:
             problems.append(err(f"severity for unknown rule {rule_id}", _line_of(text, str(rule_id)),
@@ -218,3 +219,14 @@ def describe(env: Environment) -> dict[str, Any]:
             "severity": dict(env.severity), "real": env.real,
             "clusterDomain": env.cluster_domain, "kueueFrameworks": env.kueue_frameworks,
             "featureGates": env.feature_gates}
+
+
+def real_environment(folder: Path) -> str | None:
+    """The name of the environment an overlay folder belongs to where its declaration (the `policy.yaml` beside a
+    kustomization it reads) says `real: true`; None otherwise (an example environment, none, or one the loader
+    refuses: validation says why). Read by for_overlay, as validation reads it."""
+    folder = Path(folder)
+    if not folder.is_dir() or kustomization_file(folder) is None:
+        return None
+    env, _ = for_overlay(folder)
+    return env.name if env is not None and env.real else None

@@ -174,20 +174,6 @@ def environments_in_tree(root: Path = REPO) -> list[str]:
                   if d.is_dir() and any(p.is_file() for p in d.glob("*/kustomization.yaml")))
 
 
-def real_environment(folder: Path) -> str | None:
-    """The name of the environment an overlay folder belongs to where its declaration (the `policy.yaml` beside a
-    kustomization it reads) says `real: true`; None otherwise (an example environment, none, or one the loader
-    refuses: validation says why). Read by environment.for_overlay, as validation reads it."""
-    from .environment import for_overlay
-    from .render import kustomization_file
-
-    folder = Path(folder)
-    if not folder.is_dir() or kustomization_file(folder) is None:
-        return None
-    env, _ = for_overlay(folder)
-    return env.name if env is not None and env.real else None
-
-
 # ---------------------------------------------------------------- every repetition, checked against it
 
 

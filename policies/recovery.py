@@ -21,8 +21,7 @@ from typing import Any
 from .kube import as_int
 from .launchers import Bundle
 from .launchers.lifecycle import FAIL, RECREATE_ALL, SUCCEEDED, WAIT, Decision, PodExit, RestartCount
-from .rulekit import launcher_field, restarts_and_max_restarts
-from .topology import Topology
+from .topology import Topology, launcher_field
 
 # The container killed in place (exit 137), the pod deleted (an eviction: DisruptionTarget), its node lost, one of its
 # workers crashed (its torchrun exits 1, unless it restarts its workers itself).
@@ -217,6 +216,20 @@ _BASE_AFTER_EXIT = _base_after_exit()
 
 
 # ---------------------------------------------------------------- what keeps a restarted world from re-forming
+
+
+def restarts_and_max_restarts(ctx: Any, topo: Topology) -> tuple[list[str], Any]:
+    """What restarts the workload's pods (the controller's and kubelet's reasons, empty if nothing does) and
+    torchrun's `--max-restarts` setting on its first pod (value, origin, field; None without torchrun): what the
+    restart rules weigh, worked out once per topology."""
+    cache = ctx.memo.setdefault("restarts", {})
+    found = cache.get(id(topo))
+    if found is None:
+        restarts = topo.workload.launcher.restarts(topo.workload, ctx.bundle)
+        first = topo.first
+        mr = first.inv.setting("max_restarts", first.pod.env, first.pod.env_fields) if first.inv is not None else None
+        found = cache[id(topo)] = (restarts, mr)
+    return found
 
 
 @dataclass(frozen=True)

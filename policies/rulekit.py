@@ -88,7 +88,6 @@ class Context:
     _kinds: dict[str, list[Manifest]] | None = dc_field(default=None, repr=False)
     _launched: list[tuple[Manifest, Launcher]] | None = dc_field(default=None, repr=False)
     _pods: dict[int, list[Pod]] = dc_field(default_factory=dict, repr=False)
-    _restarts: dict[int, tuple[list[str], Any]] = dc_field(default_factory=dict, repr=False)
     # Values several rules derive from the same objects, worked out once per overlay (images, ...).
     memo: dict[str, Any] = dc_field(default_factory=dict, repr=False)
 
@@ -154,13 +153,6 @@ def service_problem(rule: str, topo: Topology, field: str, message: str, hint: s
     return p
 
 
-def launcher_field(topo: Topology, setting_field: str | None, name: str) -> str | None:
-    """Point a setting the controller injected back at the field the user wrote."""
-    if setting_field and not setting_field.endswith("controller"):
-        return setting_field
-    return topo.workload.launcher.setting_field(topo.workload, name) or setting_field
-
-
 def pods_field(topo: Topology) -> str:
     return topo.workload.launcher.pods_field(topo.workload)
 
@@ -207,19 +199,6 @@ def env_problem(rule: str, ctx: Context, topo: Topology, pod: Any, name: str, me
         if cm is not None:
             return obj_problem(rule, cm, f"data.{name}", message, hint, severity)
     return problem_at(rule, ctx, topo, field or pod.container_field, message, hint, severity)
-
-
-def restarts_and_max_restarts(ctx: Context, topo: Topology) -> tuple[list[str], Any]:
-    """What restarts the workload's pods (the controller's and kubelet's reasons, empty if nothing does) and
-    torchrun's `--max-restarts` setting on its first pod (value, origin, field; None without torchrun): what the
-    restart rules weigh, worked out once per topology."""
-    found = ctx._restarts.get(id(topo))
-    if found is None:
-        restarts = topo.workload.launcher.restarts(topo.workload, ctx.bundle)
-        first = topo.first
-        mr = first.inv.setting("max_restarts", first.pod.env, first.pod.env_fields) if first.inv is not None else None
-        found = ctx._restarts[id(topo)] = (restarts, mr)
-    return found
 
 
 def training_uses_nccl(topo: Topology) -> bool:

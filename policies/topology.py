@@ -479,3 +479,10 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         notes=notes, mpi_world_of_one=mpi_alone,
     ))
     return True
+
+
+def launcher_field(topo: Topology, setting_field: str | None, name: str) -> str | None:
+    """Point a setting the controller injected back at the field the user wrote."""
+    if setting_field and not setting_field.endswith("controller"):
+        return setting_field
+    return topo.workload.launcher.setting_field(topo.workload, name) or setting_field

@@ -18,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..argocd import repo_root
-from ..identity import IdentityError, is_example_repo, load, real_environment, same_url
+from ..environment import real_environment
+from ..identity import IdentityError, is_example_repo, load, same_url
 from ..rulekit import obj_problem
 
 ID = "ARGO010"

@@ -21,7 +21,8 @@ from __future__ import annotations
 import posixpath
 
 from ..model import WARNING
-from ..rulekit import problem_at, restarts_and_max_restarts
+from ..recovery import restarts_and_max_restarts
+from ..rulekit import problem_at
 
 ID = "RESTART004"
 NAME = "checkpoint-on-pvc"
