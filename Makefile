@@ -131,25 +131,25 @@ wheel: $(PY) ## Build the installable package (dist/ddp_k8s_gitops-*.whl: the dd
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w dist .
 
 init: $(PY) ## Make the template yours: REPO_URL=<your repository> IMAGE=<registry>/<repository> [CLUSTERS="env=cluster ..."] [NAMESPACES="env=ns ..."] [DRY_RUN=1] (docs/deploy.md)
-	@$(PY) -m policies.init $(if $(REPO_URL),--repo-url=$(call arg,$(REPO_URL))) $(if $(filter command line environment,$(IMAGE_ORIGIN)),--image=$(call arg,$(IMAGE))) $(if $(CLUSTERS),--clusters=$(call arg,$(CLUSTERS))) $(if $(NAMESPACES),--namespaces=$(call arg,$(NAMESPACES))) $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.edit.init $(if $(REPO_URL),--repo-url=$(call arg,$(REPO_URL))) $(if $(filter command line environment,$(IMAGE_ORIGIN)),--image=$(call arg,$(IMAGE))) $(if $(CLUSTERS),--clusters=$(call arg,$(CLUSTERS))) $(if $(NAMESPACES),--namespaces=$(call arg,$(NAMESPACES))) $(if $(DRY_RUN),--dry-run)
 
 new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G (PROCS_PER_NODE=P on CPU) [GPU=A100] [GPU_LABEL=key=value] [TOLERATION=key:Effect] [GPU_RESOURCE=...] [CLUSTER=...] [NAMESPACE=...] [LAUNCHER=...] [DRY_RUN=1]: a new environment from an existing one (docs/environments.md)
-	@$(PY) -m policies.new_env --env=$(call arg,$(ENV)) --from=$(call arg,$(FROM)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu=$(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label=$(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration=$(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource=$(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster=$(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace=$(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher=$(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.edit.new_env --env=$(call arg,$(ENV)) --from=$(call arg,$(FROM)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(GPU),--gpu=$(call arg,$(GPU))) $(if $(GPU_LABEL),--gpu-label=$(call arg,$(GPU_LABEL))) $(if $(TOLERATION),--toleration=$(call arg,$(TOLERATION))) $(if $(GPU_RESOURCE),--gpu-resource=$(call arg,$(GPU_RESOURCE))) $(if $(CLUSTER),--cluster=$(call arg,$(CLUSTER))) $(if $(NAMESPACE),--namespace=$(call arg,$(NAMESPACE))) $(if $(LAUNCHER),--launcher=$(call arg,$(LAUNCHER))) $(if $(DRY_RUN),--dry-run)
 
 remove-env: $(PY) ## ENV=<name> [DRY_RUN=1]: remove an environment (its folders, identity entry, ApplicationSet element, AppProject destination) in one validated transaction (docs/environments.md)
-	@$(PY) -m policies.remove_env --env=$(call arg,$(ENV)) $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.edit.remove_env --env=$(call arg,$(ENV)) $(if $(DRY_RUN),--dry-run)
 
 validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit|github|markdown] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
 	@$(PY) -m policies validate --format=$(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema=$(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
-	@$(PY) -m policies.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base=$(call arg,$(BASE))
+	@$(PY) -m policies.edit.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base=$(call arg,$(BASE))
 
 new-run: $(PY) ## OVERLAY=<env>/<launcher> [RUN_ID=run-NNN] [DRY_RUN=1]: start a new training run (new workload name and RUN_ID)
-	@$(PY) -m policies.scale new-run $(call arg,$(EXPLICIT_OVERLAY)) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run)
+	@$(PY) -m policies.edit.scale new-run $(call arg,$(EXPLICIT_OVERLAY)) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run)
 
 recover: $(PY) ## [OVERLAY=<env>/<launcher>]: finish the change an interrupted make scale or make new-run left there; without OVERLAY, an interrupted make init, new-env, remove-env or image pinning
-	@$(PY) -m policies.scale recover $(call arg,$(EXPLICIT_OVERLAY))
+	@$(PY) -m policies.edit.scale recover $(call arg,$(EXPLICIT_OVERLAY))
 
 validate-changed: $(PY) ## Validate only the overlays (and argocd/) your uncommitted changes touch: the pre-commit hook
 	@$(PY) -m policies.changed

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from policies import engine  # noqa: E402
+from policies.report import engine  # noqa: E402
 from policies.schema import make_validator  # noqa: E402
 
 ENVS = {"kind-cpu": (2, 2), "gke-t4": (4, 1), "64x8-h100": (64, 8)}
@@ -120,8 +120,8 @@ assert not found, [p.line() for p in found][:3]
 def kustomize_gc(repeat: int) -> None:
     """CPU of rendering the repository's overlays and argocd/ with kubectl kustomize, one process each, with the Go
     settings render.py gives it against Go's defaults (GOGC=100), interleaved."""
-    from policies.gitops import kubectl
-    from policies.render import KUSTOMIZE_GO_ENV
+    from policies.render.gitops import kubectl
+    from policies.render.render import KUSTOMIZE_GO_ENV
 
     folders = sorted(str(p.parent) for p in (REPO / "overlays").glob("*/*/kustomization.yaml")) + [str(REPO / "argocd")]
     base = {k: v for k, v in os.environ.items() if k not in KUSTOMIZE_GO_ENV}
@@ -231,7 +231,7 @@ def main() -> int:
             one_file_side_by_side(tree, args.repeat)
         return 0
     validator = make_validator("auto")
-    from policies.gitops import kubectl
+    from policies.render.gitops import kubectl
 
     print(f"schema validator: {validator.name}; kubectl: {kubectl()}")
     # A checkout keeps Python's bytecode in __pycache__; where PYTHONDONTWRITEBYTECODE is set (these sessions) every

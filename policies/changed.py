@@ -11,9 +11,9 @@ from pathlib import Path
 
 from . import git
 from .entry import guarded
-from .loader import InputError
-from .engine import MANIFEST_SUFFIXES, plain_manifests
-from .kustomization import KUSTOMIZATION_FILES, find_overlays, inputs, kustomization_file
+from .render.loader import InputError
+from .report.engine import MANIFEST_SUFFIXES, plain_manifests
+from .render.kustomization import KUSTOMIZATION_FILES, find_overlays, inputs, kustomization_file
 
 REPO = Path(__file__).resolve().parent.parent
 # A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).

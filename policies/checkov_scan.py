@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from . import engine
+from .report import engine
 from .entry import guarded
-from .files import rel
+from .render.files import rel
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ROOT = REPO / "overlays"

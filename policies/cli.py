@@ -14,9 +14,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from .entry import guarded
-from .files import rel as _rel
-from .loader import InputError
-from .paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path, version
+from .render.files import rel as _rel
+from .render.loader import InputError
+from .render.paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path, version
 
 # No PATHS: the checkout's overlays; installed, the working folder (every overlay and manifest file below it).
 DEFAULT_ROOT = CHECKOUT / "overlays" if CHECKOUT is not None else Path(".")
@@ -42,7 +42,7 @@ def _operator(args: argparse.Namespace):
     return operator_policy(Path(args.operator_policy))
 
 
-# validate's report formats (policies/report.py: FORMATS, the same names; tests/test_reports.py).
+# validate's report formats (policies/report/report.py: FORMATS, the same names; tests/test_reports.py).
 REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "markdown")
 
 
@@ -81,13 +81,13 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
     configuration file (--config), else `.ddp-check.yaml` in the working folder where there is one (rule_config).
     `write`: (format, path) pairs, more reports of the same run written to files (the GitHub Action's SARIF,
     annotations and summary)."""
-    from . import engine
-    from .report import FORMATS, Run
-    from .trace import place
+    from .report import engine
+    from .report.report import FORMATS, Run
+    from .render.trace import place
 
-    from .render import share_renders
+    from .render.render import share_renders
 
-    from . import rule_config
+    from .report import rule_config
 
     _writable(write)
     start = time.perf_counter()
@@ -96,7 +96,7 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
     ahead = _kustomize_banner_ahead(paths) if banner else None
     units = engine.collect(paths, DEFAULT_ROOT, env_file=env)
     if operator is not None:
-        from .environment import tightened
+        from .rules.environment import tightened
 
         for u in units:
             if not u.failed_input:
@@ -127,7 +127,7 @@ def _kustomize_banner_ahead(paths: list[str]) -> Future[str] | None:
     the overlays render: `kubectl version` is a process of its own (0.1-0.2 s here) that need not wait for them."""
     if not any(os.path.isdir(p) for p in paths):
         return None
-    from .gitops import summary
+    from .render.gitops import summary
 
     pool = ThreadPoolExecutor(max_workers=1)
     try:
@@ -137,7 +137,7 @@ def _kustomize_banner_ahead(paths: list[str]) -> Future[str] | None:
 
 
 def _kustomize_banner(banner: Future[str]) -> None:
-    from .gitops import ConfigError
+    from .render.gitops import ConfigError
 
     try:
         print(banner.result(), file=sys.stderr, flush=True)
@@ -146,7 +146,7 @@ def _kustomize_banner(banner: Future[str]) -> None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from . import engine, plan
+    from .report import engine, plan
 
     units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env)
     engine.validate(units, None)
@@ -161,7 +161,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     import yaml
 
-    from . import engine
+    from .report import engine
 
     units = engine.collect(_paths(args), DEFAULT_ROOT)
     rc = 0
@@ -180,7 +180,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
     if INSTALLED and not (args.blocks or args.check):  # made from the rules and their fixtures at build time; the fixtures are not in the wheel
         sys.stdout.write((DATA / "docs" / "rules.md").read_text(encoding="utf-8"))
         return 0
-    from .docs import rules_markdown, update_blocks
+    from .report.docs import rules_markdown, update_blocks
 
     if args.blocks:
         for name in update_blocks(write=True):
@@ -232,7 +232,7 @@ def _kubeconform_found() -> str:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from .gitops import kubectl
+    from .render.gitops import kubectl
 
     import subprocess
 
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.func in (cmd_validate, cmd_plan, cmd_render):
         # Rendering starts now, in threads, while the rules, the launcher model and the schema validator are
         # imported (a third of a second of a cold run that kustomize's processes need not wait for).
-        from .render import prefetch, share_renders
+        from .render.render import prefetch, share_renders
 
         if args.func is cmd_validate:
             share_renders()

@@ -19,7 +19,7 @@ How Argo CD v3.5.1's cmp-server runs them (argoproj/argo-cd, tag v3.5.1):
   (plugin.go:135-144).
 
 `generate` renders the Application's path with the pinned kubectl's kustomize and the build options this package was
-built with (gitops.yaml, policies/paths.py), runs `validate` on it exactly as `make validate PATHS=<path>` does, and
+built with (gitops.yaml, policies/render/paths.py), runs `validate` on it exactly as `make validate PATHS=<path>` does, and
 prints kustomize's output unchanged only when nothing failed; otherwise what failed goes to standard error, one
 problem a line, then a `refused:` line (nothing else: info lines and the summary are for a render that passed), and
 the exit is 1. `spec.source.plugin.env` `DDP_STRICT=true` fails on warnings too.
@@ -31,9 +31,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from . import gitops
-from .loader import InputError, parse
-from .paths import DATA
+from .render import gitops
+from .render.loader import InputError, parse
+from .render.paths import DATA
 
 STRICT_ENV = "ARGOCD_ENV_DDP_STRICT"
 
@@ -84,7 +84,7 @@ def operator_policy(path: Path | None = None):
     """The operator's policy every overlay is checked under in the plugin (`path`, else the file the sidecar's
     DDP_OPERATOR_POLICY names, else the image's); a file that cannot be read or does not declare is one InputError
     (the plugin never renders without one)."""
-    from .environment import load
+    from .rules.environment import load
 
     named = path is not None
     path = path or Path(os.environ.get(OPERATOR_POLICY_ENV) or DEFAULT_OPERATOR_POLICY)
@@ -117,8 +117,8 @@ def init() -> int:
 
 def generate(check: Callable[..., tuple[int, str, list[Any]]]) -> int:
     """`check` is the command line's validate (policies/cli.py: check): the same verdict and report."""
-    from .kustomization import kustomization_file
-    from .render import KUSTOMIZE_FLAGS, run_bounded
+    from .render.kustomization import kustomization_file
+    from .render.render import KUSTOMIZE_FLAGS, run_bounded
 
     # Every render fresh: nothing is read back from a cache folder that outlives this Application's files.
     os.environ["POLICIES_NO_CACHE"] = "1"
@@ -159,8 +159,8 @@ def _refuse(units: list[Any], strict: bool, why: str) -> int:
     Application's ComparisonError and syncs nothing. Only what failed, one problem a line, errors first (warnings
     too under DDP_STRICT), then the one `refused:` line: no banner, info or summary between the operator and the
     reason (an accepted render's standard error, which Argo CD only logs, has the whole report)."""
-    from .model import ERROR, WARNING
-    from .report import text_line
+    from .kube.objects import ERROR, WARNING
+    from .report.report import text_line
 
     failing = (ERROR, WARNING) if strict else (ERROR,)
     rows = [(p, u) for u in units for p in u.problems if p.severity in failing]

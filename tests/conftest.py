@@ -144,8 +144,8 @@ SLOW_TESTS = {  # module: test functions (every parametrisation), each several s
 }
 
 
-# A command stopped between two steps of a transaction (policies/transaction.py's DDP_SCALE_TEST_HOOK): every edit
-# command (make scale, new-run, init, new-env, remove-env, pin_image: policies/edit.py) prints `hook: <step>` on
+# A command stopped between two steps of a transaction (policies/render/transaction.py's DDP_SCALE_TEST_HOOK): every edit
+# command (make scale, new-run, init, new-env, remove-env, pin_image: policies/edit/pipeline.py) prints `hook: <step>` on
 # standard error, then sleeps.
 def wait_for_hook(proc, step, timeout=120):
     """Read the child's standard error until it says it stopped at `step` (the line the test hook prints)."""
@@ -188,7 +188,7 @@ def _fresh_render_memos():
     yield
     import gc
 
-    from policies import kustomization, render
+    from policies.render import kustomization, render
 
     gc.unfreeze()
     render._RUN_MEMO = None

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import yaml
 
-from policies import engine
+from policies.report import engine
 from policies.launchers.pods import mounted_file
-from policies.model import ERROR, INFO, Manifest
+from policies.kube.objects import ERROR, INFO, Manifest
 
 from conftest import FIXTURES
 

@@ -231,7 +231,7 @@ def test_the_log_says_why_the_sarif_report_was_not_uploaded(facts, says):
 
 
 def test_workflow_command_escaping():
-    from policies.report import github_data, github_property
+    from policies.report.report import github_data, github_property
 
     assert github_data("50% of\r\nworkers: a,b") == "50%25 of%0D%0Aworkers: a,b"
     assert github_property("dir,x/a:b%.yaml\n") == "dir%2Cx/a%3Ab%25.yaml%0A"
@@ -239,9 +239,9 @@ def test_workflow_command_escaping():
 
 
 def test_a_problem_as_an_annotation_on_its_line(tmp_path, monkeypatch):
-    from policies.engine import Unit
-    from policies.model import ERROR, INFO, WARNING, Problem
-    from policies.report import github_line
+    from policies.report.engine import Unit
+    from policies.kube.objects import ERROR, INFO, WARNING, Problem
+    from policies.report.report import github_line
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
@@ -263,10 +263,10 @@ def test_a_problem_as_an_annotation_on_its_line(tmp_path, monkeypatch):
 
 
 def test_the_summary_escapes_table_cells_and_caps_the_rows(monkeypatch, tmp_path):
-    from policies import report
-    from policies.engine import Unit
-    from policies.model import Problem
-    from policies.report import Run, markdown_cell, to_markdown
+    from policies.report import report
+    from policies.report.engine import Unit
+    from policies.kube.objects import Problem
+    from policies.report.report import Run, markdown_cell, to_markdown
 
     assert markdown_cell("a | b\nc <script> *x* [l](u) `c` &amp;") == \
         r"a \| b c \<script\> \*x\* \[l\](u) \`c\` &amp;amp;"
@@ -296,7 +296,7 @@ def test_zizmor_audits_the_action():
 
 def test_the_cli_formats_are_the_reporters():
     from policies.cli import REPORT_FORMATS
-    from policies.report import FORMATS
+    from policies.report.report import FORMATS
 
     assert REPORT_FORMATS == tuple(FORMATS)
 

@@ -1,4 +1,4 @@
-"""The AppProject as Argo CD v3.5.1 reads it: upstream's permission tests ported to policies/argocd.py, the
+"""The AppProject as Argo CD v3.5.1 reads it: upstream's permission tests ported to policies/argocd/apps.py, the
 repository's project restricting cluster-scoped objects to exactly the names its environments create, and ARGO008
 refusing issue 25's three attacks against that very project."""
 from __future__ import annotations
@@ -9,12 +9,13 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, REPO, run_cli
-from policies import argocd, gitops, identity
-from policies.files import read
-from policies.model import ERROR, WARNING
-from policies.kube import group_of
-from policies.kustomization import find_overlays
-from policies.render import render_all
+from policies.argocd import apps as argocd, identity
+from policies.render import gitops
+from policies.render.files import read
+from policies.kube.objects import ERROR, WARNING
+from policies.kube.values import group_of
+from policies.render.kustomization import find_overlays
+from policies.render.render import render_all
 from policies.rules.argo008_project_permits import _dest_ok
 
 from test_rules import problems_of

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from policies import argocd
-from policies.kustomization import find_overlays
-from policies.render import render
+from policies.argocd import apps as argocd
+from policies.render.kustomization import find_overlays
+from policies.render.render import render
 
 RBAC = "rbac.authorization.k8s.io"
 EXTRA = "project-refuses.yaml"

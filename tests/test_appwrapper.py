@@ -13,9 +13,9 @@ import copy
 import pytest
 import yaml
 
-from policies import engine
+from policies.report import engine
 from policies.launchers import appwrapper
-from policies.model import ERROR, Manifest
+from policies.kube.objects import ERROR, Manifest
 
 from conftest import REPO
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from conftest import REPO, run_cli
-from policies import argocd, identity
-from policies.engine import collect, validate
-from policies.files import read
-from policies.loader import parse
-from policies.model import ERROR, WARNING
+from policies.argocd import apps as argocd, identity
+from policies.report.engine import collect, validate
+from policies.render.files import read
+from policies.render.loader import parse
+from policies.kube.objects import ERROR, WARNING
 from policies.schema import BuiltinValidator
 
 ENVIRONMENTS = identity.environments_in_tree(REPO)
@@ -39,7 +39,7 @@ def test_one_application_per_environment(generated):
 
 
 def test_generated_applications_are_valid_against_the_crd(generated):
-    from policies.model import Manifest
+    from policies.kube.objects import Manifest
 
     problems = BuiltinValidator().validate([Manifest(a.obj, "argocd/applicationset.yaml") for a in generated])
     assert not problems, [p.line() for p in problems]
@@ -118,7 +118,7 @@ spec:
     metadata: {{name: 'ddp-{{{{.env | lower}}}}'}}
     spec: {{project: default, destination: {{name: in-cluster}}}}
 """
-    from policies.engine import Unit, check_policies
+    from policies.report.engine import Unit, check_policies
 
     unit = Unit("s.yaml", "file", parse(text, "s.yaml"))
     check_policies(unit, ["ARGO004"])

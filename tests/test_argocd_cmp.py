@@ -22,8 +22,8 @@ import yaml
 
 from conftest import REPO, run_cli
 from package_helpers import Installed, outside_checkout
-from policies import gitops
-from policies.kustomization import find_overlays, kustomization_file
+from policies.render import gitops
+from policies.render.kustomization import find_overlays, kustomization_file
 
 CMP = REPO / "argocd" / "cmp"
 PLUGIN = yaml.safe_load((CMP / "plugin.yaml").read_text())
@@ -302,7 +302,7 @@ def test_init_refuses_a_repository_that_pins_other_build_settings(installed: Ins
     shutil.copytree(workdir / "components", fork / "components")
     shutil.copytree(workdir / "overlays", fork / "overlays")
     doc = yaml.safe_load((workdir / "gitops.yaml").read_text())
-    # (an option the build-option allow-list accepts, policies/offline.py, but not the one the image was built with)
+    # (an option the build-option allow-list accepts, policies/render/offline.py, but not the one the image was built with)
     doc["kustomize"]["buildOptions"] = ["--load-restrictor=LoadRestrictionsRootOnly"]
     (fork / "gitops.yaml").write_text(yaml.safe_dump(doc))
     init, gen = cmp_server_run(installed, fork, "overlays/kind-cpu/indexed-job", tmp_path / "home")
@@ -334,7 +334,7 @@ def test_a_command_run_by_hand_outside_argo_cd(tmp_path):
 
 def test_an_oversized_gitops_yaml_is_one_line_not_a_stall(tmp_path):
     """Issue 32 item 2: an 8 MB gitops.yaml (a few KB in git) held cmp-init and cmp-generate over 120 s at about
-    800 MB. Configuration files are read within 1 MiB (policies/files.py read_config): one line, exit 2, under a
+    800 MB. Configuration files are read within 1 MiB (policies/render/files.py read_config): one line, exit 2, under a
     memory limit that the old whole-file parse would pass."""
     import resource
 

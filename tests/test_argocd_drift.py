@@ -10,11 +10,11 @@ import copy
 import pytest
 
 from conftest import REPO
-from policies import argocd
-from policies.files import read
-from policies.kube import KUEUE_QUEUE_LABEL
-from policies.model import Manifest
-from policies.render import render_all
+from policies.argocd import apps as argocd
+from policies.render.files import read
+from policies.kube.values import KUEUE_QUEUE_LABEL
+from policies.kube.objects import Manifest
+from policies.render.render import render_all
 
 APPSET = REPO / "argocd" / "applicationset.yaml"
 

@@ -12,7 +12,7 @@ import yaml
 
 from argocd_lua import action, health
 from conftest import REPO
-from policies import argocd_custom, identity
+from policies.argocd import custom as argocd_custom, identity
 
 HEALTH = argocd_custom.HEALTH
 ACTIONS = argocd_custom.ACTIONS
@@ -85,7 +85,7 @@ def test_scripts_cite_the_upstream_tag():
                                              ("trainjob", "trainer.kubeflow.org_TrainJob")])
 def test_the_repositorys_own_failed_run_reads_degraded_with_the_controllers_message(overlay, folder):
     """The failed fixture is the render of overlays/kind-cpu/<overlay> plus the status its controller writes."""
-    from policies.engine import collect
+    from policies.report.engine import collect
 
     (unit,) = collect([str(REPO / "overlays/kind-cpu" / overlay)], REPO / "overlays")
     group, kind = argocd_custom.group_kind(HEALTH / folder)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policies import engine
-from policies.model import Manifest
+from policies.report import engine
+from policies.kube.objects import Manifest
 from policies.schema import BuiltinValidator, crd_rules, transition_problems
 from policies.schema import cel
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from policies import identity
+from policies.argocd import identity
 from policies.changed import affected
 
 # Every environment's Indexed Job overlay (derived from the tree: a new environment's is expected too).

@@ -8,11 +8,12 @@ import io
 
 import pytest
 
-from policies import engine, environment
-from policies.engine import Unit, check_policies
-from policies.files import read
-from policies.model import ERROR, WARNING, Manifest
-from policies.rulekit import Environment
+from policies.report import engine
+from policies.rules import environment
+from policies.report.engine import Unit, check_policies
+from policies.render.files import read
+from policies.kube.objects import ERROR, WARNING, Manifest
+from policies.rules.kit import Environment
 from policies.schema import BuiltinValidator
 
 from conftest import FIXTURES, REPO

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from policies import engine, launchers, plan
-from policies.model import ERROR, Manifest
-from policies.rulekit import Environment
+from policies.report import engine, plan
+from policies import launchers
+from policies.kube.objects import ERROR, Manifest
+from policies.rules.kit import Environment
 from policies.schema import BuiltinValidator
 
 ROOT = Path(__file__).parent / "conformance"

@@ -2,8 +2,8 @@
 (policies/launchers/core_validation.py): what the conformance fixtures cannot say (a warning, a skipped object)."""
 from __future__ import annotations
 
-from policies import engine
-from policies.model import ERROR, WARNING, Manifest
+from policies.report import engine
+from policies.kube.objects import ERROR, WARNING, Manifest
 from policies.schema import BuiltinValidator
 
 

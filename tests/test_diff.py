@@ -42,7 +42,7 @@ def diff(root, *args):
 
 
 def scale(root, *args):
-    proc = subprocess.run([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "policies.edit.scale", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
 
@@ -240,7 +240,7 @@ def test_the_topology_of_a_katib_experiment_counts_its_trials_at_once():
     as make validate and make plan model it). The corpus Experiment runs 3 trials of a 2-pod PyTorchJob."""
     from policies.diff.objects import world_of
     from policies.diff.trees import key
-    from policies.files import read
+    from policies.render.files import read
 
     objs = {key(m): m for m in read(str(REPO / "tests/corpus/katib/katib-pytorchjob-mnist.yaml"))}
     w = world_of(objs)

@@ -255,7 +255,7 @@ TEMPLATE_WALKTHROUGHS = ("README.md", "docs/deploy.md")
 def skip_in_a_fork(what: str) -> None:
     """Skip, saying why, where this checkout is a fork that `make init` made its own (gitops.yaml's identity names
     another repository than the template's example)."""
-    from policies import identity
+    from policies.argocd import identity
 
     url = identity.load(REPO).repo_url
     if not identity.is_example_repo(url):

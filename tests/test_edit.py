@@ -1,4 +1,4 @@
-"""The one edit pipeline (policies/edit.py) in-process, on a folder of its own: the validator decides whether
+"""The one edit pipeline (policies/edit/pipeline.py) in-process, on a folder of its own: the validator decides whether
 anything is written, a dry run prints the diff and writes nothing, a half-written scope is finished first (or
 refused by a dry run), and a scope's recovery never deletes the temporary files an inner scope's journal names.
 The commands' own runs, killed between their journal and their renames, are in tests/test_scale_transaction.py,
@@ -10,8 +10,9 @@ import json
 
 import pytest
 
-from policies import edit, transaction
-from policies.yamledit import EditError
+from policies.edit import pipeline as edit
+from policies.render import transaction
+from policies.edit.yamledit import EditError
 
 
 def scope(folder, **kw):

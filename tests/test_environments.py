@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from policies import engine, environment
-from policies.files import read
-from policies.model import ERROR, INFO, WARNING
+from policies.report import engine
+from policies.rules import environment
+from policies.render.files import read
+from policies.kube.objects import ERROR, INFO, WARNING
 
 from conftest import FIXTURES, REPO, run_cli
 
@@ -163,9 +164,9 @@ def test_one_environment_per_overlay(tmp_path):
 def test_host_access_is_an_error_where_the_environment_declares_it_and_a_warning_elsewhere(tmp_path):
     """SEC008/SEC002: every environment here declares allowedHostAccess; a pod with hostPID in one is an error (that
     environment said it must not be there), with no declaration a warning (a security choice)."""
-    from policies import environment as envmod
-    from policies.engine import Unit, check_policies
-    from policies.loader import parse
+    from policies.rules import environment as envmod
+    from policies.report.engine import Unit, check_policies
+    from policies.render.loader import parse
 
     for name in ("kind-cpu", "gke-t4", "64x8-h100"):
         env, problems = envmod.load(REPO / "components" / name / "policy.yaml")

@@ -12,11 +12,10 @@ import pytest
 
 from conftest import REPO
 from policies.simulate import faults as F
-from policies.engine import collect
+from policies.report.engine import collect
 from policies.launchers import Bundle, workloads
-from policies.launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, PodExit,
-                                         RestartCount)
-from policies.model import Manifest
+from policies.launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, PodExit, RestartCount)
+from policies.kube.objects import Manifest
 
 KILLED, TERMINATED, PEER_LOST = 137, 143, 1
 
@@ -292,7 +291,7 @@ def test_no_documented_fault_row_disagrees_with_the_rules():
 
 
 def test_a_recovery_blocking_rule_turns_the_prediction_to_fails():
-    from policies import recovery
+    from policies.model import recovery
     assert [b.__name__ for b in recovery.BLOCKERS] == ["etcd_closes", "shared_store"]
     sys.path.insert(0, str(REPO / "scripts"))
     import fault_table

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from policies import engine, environment
+from policies.report import engine
+from policies.rules import environment
 from policies.launchers import BY_ID
-from policies.model import ERROR, WARNING, Manifest
+from policies.kube.objects import ERROR, WARNING, Manifest
 from policies.schema import BuiltinValidator
 
 JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"}, "spec": {

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from policies import gitops, render
+from policies.render import gitops, render
 
 
 def test_render_uses_the_configured_build_options():
@@ -21,7 +21,7 @@ def test_pinned_kubectl_embeds_the_configured_kustomize():
 
 
 def test_summary_names_the_kustomize_used():
-    proc = subprocess.run([sys.executable, "-m", "policies.gitops"], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "policies.render.gitops"], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()

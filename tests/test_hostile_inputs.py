@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from policies import files, render
-from policies.loader import InputError, check_bounds
+from policies.render import files, render
+from policies.render.loader import InputError, check_bounds
 
 SERVICE = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n"
 MEMORY_LIMIT = 1_500_000_000  # address space for one CLI run; the unbounded alias bomb needed 24 GB
@@ -353,7 +353,7 @@ def test_nothing_the_product_needs_points_at_the_shared_folder():
 def test_kustomize_runs_without_go_collecting_until_its_memory_limit(monkeypatch) -> None:
     """Renders are short-lived: Go's collector stays off until GOMEMLIMIT, half the memory bound (render.py says
     why); a GOGC or GOMEMLIMIT the user set is passed through untouched."""
-    from policies import render
+    from policies.render import render
 
     show = ["/bin/sh", "-c", 'echo "$GOGC $GOMEMLIMIT"']
     for name in render.KUSTOMIZE_GO_ENV:

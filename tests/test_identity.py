@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies import identity
+from policies.argocd import identity
 
 
 def test_the_repository_agrees_with_its_identity():
@@ -20,12 +20,12 @@ def test_the_repository_agrees_with_its_identity():
 
 
 def test_python_m_policies_identity_prints_and_checks():
-    proc = subprocess.run([sys.executable, "-m", "policies.identity"], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "policies.argocd.identity"], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     ident = identity.load(REPO)
     assert proc.stdout.splitlines()[:2] == [f"repository: {ident.repo_url}", f"image: {ident.image}"]
-    image = subprocess.run([sys.executable, "-m", "policies.identity", "image"], cwd=REPO, capture_output=True,
+    image = subprocess.run([sys.executable, "-m", "policies.argocd.identity", "image"], cwd=REPO, capture_output=True,
                            text=True, timeout=60)
     assert image.stdout == ident.image + "\n"
 

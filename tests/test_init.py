@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from conftest import REPO, stop, wait_for_hook
-from policies import identity
-from policies.init import PUBLISHED, _slug, sidecar_image
+from policies.argocd import identity
+from policies.edit.init import PUBLISHED, _slug, sidecar_image
 
 URL = "https://git.acme.io/ml/ddp-gitops.git"
 IMAGE = "registry.acme.io/ml/ddp-trainer"
@@ -54,7 +54,7 @@ def repo(tmp_path):
 
 
 def init(root, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "policies.init", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "policies.edit.init", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -192,7 +192,7 @@ def test_a_repository_that_already_disagrees_is_refused(repo):
 
 def test_an_init_killed_between_two_renames_is_finished_by_the_next_run(repo):
     env = {**os.environ, "DDP_SCALE_TEST_HOOK": "renamed-2"}
-    proc = subprocess.Popen([sys.executable, "-m", "policies.init", "--repo-url", URL, "--image", IMAGE, "--root",
+    proc = subprocess.Popen([sys.executable, "-m", "policies.edit.init", "--repo-url", URL, "--image", IMAGE, "--root",
                              str(repo)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_for_hook(proc, "renamed-2")
     stop(proc, signal.SIGKILL)
@@ -210,7 +210,7 @@ def test_an_init_killed_between_two_renames_is_finished_by_the_next_run(repo):
 def test_an_init_killed_before_its_journal_changes_nothing(repo):
     before = snapshot(repo)
     env = {**os.environ, "DDP_SCALE_TEST_HOOK": "temps-written"}
-    proc = subprocess.Popen([sys.executable, "-m", "policies.init", "--repo-url", URL, "--image", IMAGE, "--root",
+    proc = subprocess.Popen([sys.executable, "-m", "policies.edit.init", "--repo-url", URL, "--image", IMAGE, "--root",
                              str(repo)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_for_hook(proc, "temps-written")
     stop(proc, signal.SIGKILL)
@@ -223,10 +223,10 @@ def test_an_init_killed_before_its_journal_changes_nothing(repo):
 
 def test_an_interrupted_pin_is_finished_before_init_changes_the_repository(repo):
     """The image pinning locks components/ alone and keeps its journal there; make init holds that lock too, so the
-    one pipeline (policies/edit.py) finishes a killed pin first instead of deleting its temporary files as strays
+    one pipeline (policies/edit/pipeline.py) finishes a killed pin first instead of deleting its temporary files as strays
     (which left components/ half pinned for good)."""
     env = {**os.environ, "DDP_SCALE_TEST_HOOK": "renamed-1"}
-    proc = subprocess.Popen([sys.executable, "-m", "policies.pin_image", "--tag", "0.2.0", "--digest",
+    proc = subprocess.Popen([sys.executable, "-m", "policies.edit.pin_image", "--tag", "0.2.0", "--digest",
                              "sha256:" + "a" * 64, "--cpu-digest", "sha256:" + "b" * 64, "--root", str(repo)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     wait_for_hook(proc, "renamed-1")
@@ -245,8 +245,8 @@ def test_an_interrupted_pin_is_finished_before_init_changes_the_repository(repo)
 
 
 @pytest.mark.parametrize("command,hook", [
-    (["policies.init", "--repo-url", URL, "--image", IMAGE], "renamed-2"),
-    (["policies.pin_image", "--tag", "0.2.0", "--digest", "sha256:" + "a" * 64, "--cpu-digest", "sha256:" + "b" * 64],
+    (["policies.edit.init", "--repo-url", URL, "--image", IMAGE], "renamed-2"),
+    (["policies.edit.pin_image", "--tag", "0.2.0", "--digest", "sha256:" + "a" * 64, "--cpu-digest", "sha256:" + "b" * 64],
      "renamed-1"),
 ], ids=["init", "pin_image"])
 def test_a_half_written_repository_does_not_validate_until_make_recover_finishes_it(repo, command, hook):
@@ -264,7 +264,7 @@ def test_a_half_written_repository_does_not_validate_until_make_recover_finishes
     assert refused.returncode == 1 and len(lines) == len(list(repo.glob("overlays/*/*/kustomization.yaml"))), \
         refused.stdout[-2000:]
     assert all("run `make recover` to finish it" in ln and "\n" not in ln for ln in lines)
-    recover = subprocess.run([sys.executable, "-m", "policies.scale", "recover", "", "--root", str(repo)], cwd=REPO,
+    recover = subprocess.run([sys.executable, "-m", "policies.edit.scale", "recover", "", "--root", str(repo)], cwd=REPO,
                              capture_output=True, text=True, timeout=600)
     assert recover.returncode == 0, recover.stderr
     assert "finished the" in recover.stderr and "the repository: no change is pending" in recover.stderr

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO, run_cli
-from policies import engine
-from policies.loader import InputError, parse, parse_any
+from policies.report import engine
+from policies.render.loader import InputError, parse, parse_any
 
 JOB = (FIXTURES / "upstream/runs-as-written/pytorchjob-simple.yaml").read_text()
 SERVICE = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n"

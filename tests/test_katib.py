@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policies import engine, environment
+from policies.report import engine
+from policies.rules import environment
 from policies.launchers import katib
-from policies.model import ERROR, INFO, Manifest
+from policies.kube.objects import ERROR, INFO, Manifest
 
 from conftest import FIXTURES, REPO
 

@@ -1,4 +1,4 @@
-"""policies/kube.py: the one parser of resource quantities, against the forms k8s.io/apimachinery's
+"""policies/kube/values.py: the one parser of resource quantities, against the forms k8s.io/apimachinery's
 resource.ParseQuantity accepts and refuses (pkg/api/resource/quantity.go and its quantity_test.go)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from policies.kube import parse_quantity, quantity_bytes, quantity_cpu, quantity_value
+from policies.kube.values import parse_quantity, quantity_bytes, quantity_cpu, quantity_value
 
 
 @pytest.mark.parametrize("text, value", [

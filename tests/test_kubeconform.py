@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, REPO, run_cli
-from policies import engine
+from policies.report import engine
 from policies import schema as stage
-from policies.model import Manifest
+from policies.kube.objects import Manifest
 from policies.schema import BuiltinValidator, KubeconformValidator
 
 

@@ -11,11 +11,12 @@ import json
 import pytest
 
 from conftest import run_cli
-from policies import engine, environment, plan
-from policies.kube import KUEUE_QUEUE_LABEL
+from policies.report import engine, plan
+from policies.rules import environment
+from policies.kube.values import KUEUE_QUEUE_LABEL
 from policies.launchers.kueue import KUEUE_FRAMEWORKS
 from policies.launchers import BY_ID, Bundle, workloads
-from policies.model import ERROR, Manifest
+from policies.kube.objects import ERROR, Manifest
 from policies.schema import BuiltinValidator
 
 CONTAINER = {"name": "c", "image": "x:1", "command": ["torchrun", "--nnodes=2", "--nproc-per-node=1",

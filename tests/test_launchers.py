@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from policies.launchers import Bundle, workloads
-from policies.model import Manifest
+from policies.kube.objects import Manifest
 
 
 def bundle(text: str) -> Bundle:
@@ -178,8 +178,8 @@ def test_a_modelled_kind_in_another_api_group_is_said_not_modelled():
     """Trainer v1.9.2 shipped its pre-release runtimes as kubeflow.org/v2alpha1 (manifests/v2/base/runtimes/
     pre-training/torch-distributed.yaml); no launcher reads that group, so the engine says so in one info line
     instead of passing it in silence (tests/corpus/trainjob/runtime-v2alpha1-torch-distributed.yaml)."""
-    from policies import engine
-    from policies.model import INFO
+    from policies.report import engine
+    from policies.kube.objects import INFO
 
     text = """
 apiVersion: kubeflow.org/v2alpha1
@@ -330,8 +330,8 @@ def test_lws_rollout_percentages_scale_like_upstream():
 def test_a_runtime_without_a_torch_policy_is_admitted_not_an_error():
     """Trainer v2.3.0 admits a runtime whose mlPolicy has no torch (plain ML, MPI): it injects no PET_* env, which
     breaks nothing by itself (a warning where the trainer starts torchrun, an info line where it does not)."""
-    from policies import engine
-    from policies.model import ERROR, INFO, WARNING
+    from policies.report import engine
+    from policies.kube.objects import ERROR, INFO, WARNING
 
     text = """
 apiVersion: trainer.kubeflow.org/v1alpha1
@@ -373,7 +373,7 @@ def test_the_mpijob_launchers_pod_carries_its_jobs_name_labels():
     so the API server labels it job-name and batch.kubernetes.io/job-name (what a Service or NetworkPolicy selecting
     the launcher by its Job can use); the workers are the operator's own pods and get neither."""
     from policies.launchers import Bundle, workloads
-    from policies.model import Manifest
+    from policies.kube.objects import Manifest
     tmpl = {"spec": {"containers": [{"name": "c", "image": "mpioperator/mpi-pi:openmpi"}]}}
     obj = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "pi"},
            "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": tmpl},
@@ -390,7 +390,7 @@ DEEPSPEED_RUNTIME = Path(__file__).parent / "corpus" / "trainjob" / "runtime-dee
 
 
 def mpi_unit(trainer: str):
-    from policies import engine
+    from policies.report import engine
     objs = [yaml.safe_load(DEEPSPEED_RUNTIME.read_text()), yaml.safe_load(
         "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ds}\nspec:\n"
         "  runtimeRef: {name: deepspeed-distributed}\n  trainer: " + trainer)]
@@ -403,8 +403,8 @@ def test_an_mpi_trainjob_has_its_hostfile_world_and_mpirun_is_checked_against_it
     """mpi.go (kubeflow/trainer v2.3.0): with runLauncherAsNode numNodes 3 is 2 node pods and the launcher; the
     hostfile lists the 3 hosts with slots = numProcPerNode, 12 ranks; mpirun -np above that cannot start, below it
     leaves slots idle; the runtime's notice names the MPI plugin's env, not PET_*."""
-    from policies import plan
-    from policies.model import ERROR, INFO, WARNING
+    from policies.report import plan
+    from policies.kube.objects import ERROR, INFO, WARNING
 
     unit = mpi_unit("{numNodes: 3, numProcPerNode: 4, command: [mpirun, -np, '16', python, train.py]}")
     (w,) = [w for w in plan.unit_doc(unit)["workloads"] if w["object"] == "TrainJob/ds"]
@@ -427,8 +427,8 @@ def test_an_mpi_trainjob_has_its_hostfile_world_and_mpirun_is_checked_against_it
 def test_an_empty_mpi_implementation_is_admitted_but_never_reconciled():
     """The CRD's enum admits mpiImplementation "" (its default fills only an unset field); mpi.go EnforceMLPolicy
     208-226 (v2.3.0) returns an error for anything but OpenMPI, so the TrainJob never gets its JobSet."""
-    from policies import engine
-    from policies.model import ERROR
+    from policies.report import engine
+    from policies.kube.objects import ERROR
     runtime = yaml.safe_load(DEEPSPEED_RUNTIME.read_text())
     runtime["spec"]["mlPolicy"]["mpi"]["mpiImplementation"] = ""
     job = yaml.safe_load("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: ds}\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from policies.loader import parse
-from policies.render import kubectl
+from policies.render.loader import parse
+from policies.render.render import kubectl
 
 HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\n"
 CM = HEAD + "data:\n"

@@ -1,4 +1,4 @@
-"""The loader builds documents in the same pass that checks their bounds (policies/loader.py `_walk`), leaving to
+"""The loader builds documents in the same pass that checks their bounds (policies/render/loader.py `_walk`), leaving to
 PyYAML's own loader (`_StrictLoader`) what the one-pass builder does not read itself. Either way the result must
 be exactly what `yaml.load_all(text, Loader=_StrictLoader)` gives, or the same refusal: checked here on every YAML
 file in the repository, on the generated hostile inputs' building blocks and on the corners of YAML 1.1 that
@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from conftest import REPO
-from policies import loader
-from policies.loader import InputError, _StrictLoader, _walk, parse
+from policies.render import loader
+from policies.render.loader import InputError, _StrictLoader, _walk, parse
 
 SKIP = (".venv", ".sim", ".cache", ".git", "node_modules")
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from conftest import REPO, run_cli
-from policies import engine, plan
+from policies.report import engine, plan
 from policies.launchers import BY_ID, Bundle, workloads
-from policies.model import Manifest
+from policies.kube.objects import Manifest
 from policies.schema import BuiltinValidator
 
 TORCHRUN = ["torchrun", "--nnodes=3", "t.py"]  # 3 nodes for a 2-pod world: TOPO001 fires wherever pods are checked

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO, stop, wait_for_hook
-from policies import identity
+from policies.argocd import identity
 from test_init import URL, IMAGE, copy_repo, init, snapshot
 
 # The example: an 8-node, 4-GPU A100 pool made from the 4 x 1 T4 one (under another name where a fork made
@@ -24,7 +24,7 @@ ENV = next(e for e in ("a100-8x4", "a100-8x4-again") if e not in identity.enviro
 
 
 def new_env(root, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "policies.new_env", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "policies.edit.new_env", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -205,7 +205,7 @@ def test_a_result_that_does_not_validate_writes_nothing(repo):
 
 def test_a_new_env_killed_between_two_renames_is_finished_by_the_next_run(repo):
     args = ["--env", ENV, "--from", FROM, "--nodes", "8", "--gpus-per-node", "4", "--root", str(repo)]
-    proc = subprocess.Popen([sys.executable, "-m", "policies.new_env", *args], cwd=REPO, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "policies.edit.new_env", *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "DDP_SCALE_TEST_HOOK": "renamed-3"})
     wait_for_hook(proc, "renamed-3")
     stop(proc, signal.SIGKILL)
@@ -221,7 +221,7 @@ def test_a_new_env_killed_between_two_renames_is_finished_by_the_next_run(repo):
 def test_a_new_env_killed_before_its_journal_leaves_nothing_behind(repo):
     before = snapshot(repo)
     args = ["--env", ENV, "--from", FROM, "--nodes", "8", "--gpus-per-node", "4", "--root", str(repo)]
-    proc = subprocess.Popen([sys.executable, "-m", "policies.new_env", *args], cwd=REPO, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "policies.edit.new_env", *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ,
                                                                     "DDP_SCALE_TEST_HOOK": "temps-written"})
     wait_for_hook(proc, "temps-written")

@@ -12,10 +12,10 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from policies import engine, plan
-from policies.files import read
-from policies.loader import InputError
-from policies.model import Manifest
+from policies.report import engine, plan
+from policies.render.files import read
+from policies.render.loader import InputError
+from policies.kube.objects import Manifest
 from policies.schema import BuiltinValidator
 
 TESTS = Path(__file__).parent

@@ -1,5 +1,5 @@
 """`make validate` never opens a network connection nor runs a program other than kustomize, on any input
-(policies/offline.py, docs/security.md): every remote form kustomize v5.8.1 accepts is refused before it runs, build
+(policies/render/offline.py, docs/security.md): every remote form kustomize v5.8.1 accepts is refused before it runs, build
 options are an allow-list, and kustomize itself runs in a network namespace with no program on PATH. Shown with a
 logging server on loopback (the target of every remote reference and the HTTP proxy) and fake git and helm on PATH
 that record being run."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from policies import gitops, offline, render
+from policies.render import gitops, offline, render
 
 REPOSPEC_CASES = json.loads((REPO / "tests/fixtures/kustomize/repospec_v5.8.1.json").read_text())
 
@@ -273,7 +273,7 @@ def test_unsafe_options_never_reach_kustomize(tmp_path):
 
 
 def test_the_banner_says_how_kustomize_is_cut_off():
-    proc = subprocess.run([sys.executable, "-m", "policies.gitops"], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "policies.render.gitops"], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0
     assert offline.isolation() in proc.stdout

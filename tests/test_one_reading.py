@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from policies import git
-from policies.files import rel
+from policies.render.files import rel
 from policies.launchers import GPU_RESOURCES, container_resources, drop_gpus, gpu_resources
 
 

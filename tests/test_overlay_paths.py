@@ -1,4 +1,4 @@
-"""One reading of OVERLAY and PATHS for every command (policies/paths.py): `kind-cpu/indexed-job` and
+"""One reading of OVERLAY and PATHS for every command (policies/render/paths.py): `kind-cpu/indexed-job` and
 `overlays/kind-cpu/indexed-job`, with or without a trailing slash, name the same overlay for make scale, new-run,
 simulate, plan, validate and diff (scale, new-run and diff are tested in test_scale_transaction.py and test_diff.py)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 from policies.simulate import cli as simulate
-from policies.paths import overlay_path
+from policies.render.paths import overlay_path
 
 FORMS = ["kind-cpu/indexed-job", "kind-cpu/indexed-job/", "overlays/kind-cpu/indexed-job",
          "overlays/kind-cpu/indexed-job/"]

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, REPO, run_cli
-from policies import identity
+from policies.argocd import identity
 
 ALL = sorted(p.parent.relative_to(REPO) for p in (REPO / "overlays").glob("*/*/kustomization.yaml"))
 GRID = {"pytorchjob", "trainjob", "indexed-job", "statefulset"}
@@ -73,7 +73,7 @@ def plan_json():
 
 @pytest.mark.parametrize("overlay", ALL, ids=str)
 def test_overlay_topology(overlay):
-    from policies.engine import collect, validate
+    from policies.report.engine import collect, validate
 
     (unit,) = collect([str(REPO / overlay)], REPO / "overlays")
     validate([unit], None)
@@ -90,7 +90,7 @@ def test_overlay_topology(overlay):
 
 
 def test_h100_overlay_has_the_large_scale_settings():
-    from policies.engine import collect
+    from policies.report.engine import collect
 
     (unit,) = collect([str(REPO / "overlays/64x8-h100/indexed-job")], REPO / "overlays")
     kinds = {m.kind: m for m in unit.manifests}

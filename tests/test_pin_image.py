@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import REPO, stop, wait_for_hook
-from policies import identity
+from policies.argocd import identity
 
 GPU = "sha256:" + "a" * 64
 CPU = "sha256:" + "b" * 64
@@ -38,7 +38,7 @@ def repo(tmp_path):
 
 
 def pin(root, *args):
-    return subprocess.run([sys.executable, "-m", "policies.pin_image", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "policies.edit.pin_image", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -96,7 +96,7 @@ def test_feature_components_get_no_images_entry(repo):
 
 def _start(root, *args, hook):
     env = {**os.environ, "DDP_SCALE_TEST_HOOK": hook}
-    return subprocess.Popen([sys.executable, "-m", "policies.pin_image", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "policies.edit.pin_image", *args, "--root", str(root)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -148,7 +148,7 @@ def test_a_tree_without_environments_is_one_line_not_a_silent_pass(repo):
 
 
 def test_sigint_between_two_renames_waits_until_every_environment_is_pinned(repo):
-    """The pinning goes through the one edit pipeline (policies/edit.py), so Ctrl-C waits for the renames as it
+    """The pinning goes through the one edit pipeline (policies/edit/pipeline.py), so Ctrl-C waits for the renames as it
     does for make scale: exit 130, every environment pinned, no journal left, and it says so."""
     proc = _start(repo, "--tag", "0.2.0", hook="renamed-1:2")
     wait_for_hook(proc, "renamed-1")

@@ -1,4 +1,4 @@
-"""How many pod losses a world survives (policies/recovery.py), counted as its controller counts them: the
+"""How many pod losses a world survives (policies/model/recovery.py), counted as its controller counts them: the
 repository's own overlays, a PyTorchJob whose lost pod restarts every pod, the elastic job's worker 0, and the lines
 `make validate` and `make plan` print. Unit level: no process starts (the runs are in tests/test_simulate_faults.py)."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 import pytest
 
 from conftest import REPO, run_cli
-from policies import recovery
-from policies.engine import Unit, check_policies, collect, validate
-from policies.model import Manifest
+from policies.model import recovery
+from policies.report.engine import Unit, check_policies, collect, validate
+from policies.kube.objects import Manifest
 
 
 @functools.lru_cache(maxsize=None)

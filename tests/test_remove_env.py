@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from conftest import REPO, stop, wait_for_hook
-from policies import identity, transaction
+from policies.argocd import identity
+from policies.render import transaction
 from test_init import IMAGE, URL, copy_repo, init
 from test_new_env import ENV, FROM, cli, new_env, with_code
 
@@ -32,7 +33,7 @@ def commit(root, message):
 
 
 def remove_env(root, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "policies.remove_env", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "policies.edit.remove_env", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -68,7 +69,7 @@ def assert_validates(root):
     proc = cli(root, "validate", "overlays", "argocd")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "0 errors, 0 warnings" in proc.stdout.splitlines()[-1], proc.stdout[-3000:]
-    ident = subprocess.run([sys.executable, "-m", "policies.identity"], cwd=with_code(root), capture_output=True,
+    ident = subprocess.run([sys.executable, "-m", "policies.argocd.identity"], cwd=with_code(root), capture_output=True,
                            text=True, timeout=600)
     assert ident.returncode == 0 and "error" not in ident.stderr, ident.stderr
 
@@ -199,7 +200,7 @@ def test_a_bad_env_is_one_line_naming_the_environments(repo, args, message):
 
 
 def _killed_at(repo, step):
-    proc = subprocess.Popen([sys.executable, "-m", "policies.remove_env", "--env", GONE, "--root", str(repo)],
+    proc = subprocess.Popen([sys.executable, "-m", "policies.edit.remove_env", "--env", GONE, "--root", str(repo)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, transaction.HOOK: step})
     wait_for_hook(proc, step)

@@ -91,7 +91,8 @@ def test_prefetched_renders_are_the_renders_collect_asks_for(tmp_path, monkeypat
     those results: each overlay is rendered once, and a failure reaches the report as it would without prefetch."""
     import shutil
 
-    from policies import engine, render
+    from policies.report import engine
+    from policies.render import render
 
     monkeypatch.setenv("POLICIES_NO_CACHE", "1")
     calls: list[str] = []
@@ -121,7 +122,7 @@ def test_prefetched_renders_are_the_renders_collect_asks_for(tmp_path, monkeypat
 
 
 def test_prefetch_never_raises(tmp_path):
-    from policies import render
+    from policies.render import render
 
     render.prefetch([str(tmp_path / "nothing"), "-", "\0bad"])
     assert not render._PREFETCHED

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from conftest import REPO
-from policies import render
+from policies.render import render
 
 # Prints when it starts and ends (absolute paths: the sandbox leaves no program on PATH).
 TIMED = ["/bin/sh", "-c", "echo $(/bin/date +%s.%N); /bin/sleep 2; echo $(/bin/date +%s.%N)"]
@@ -84,7 +84,7 @@ def test_the_sidecar_is_sized_for_its_slots():
     of six generates at once (what its comment promises), so raising the slots without the limit fails here."""
     import yaml
 
-    from policies.kube import quantity_bytes
+    from policies.kube.values import quantity_bytes
     patch = yaml.safe_load((REPO / "argocd/cmp/repo-server-patch.yaml").read_text())
     [sidecar] = [c for c in patch["spec"]["template"]["spec"]["containers"] if c["name"] == "ddp-checks"]
     slots = int({e["name"]: e["value"] for e in sidecar["env"]}[render.SLOTS_ENV])

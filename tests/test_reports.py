@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import jsonschema_rs
 
-from policies.model import Problem
+from policies.kube.objects import Problem
 
 from conftest import FIXTURES, REPO, run_cli
 

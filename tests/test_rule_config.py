@@ -1,4 +1,4 @@
-"""The repository-wide rule settings (.ddp-check.yaml, policies/rule_config.py): a rule skipped or its severity
+"""The repository-wide rule settings (.ddp-check.yaml, policies/report/rule_config.py): a rule skipped or its severity
 changed for the paths an entry names, by `validate` and the pre-commit hook (`changed`) alike; a file it cannot
 mean is one line and exit 2; under an operator's policy the operator's rules are not lowered."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, REPO
-from policies.rule_config import Glob
+from policies.report.rule_config import Glob
 
 NEAR_MISS = FIXTURES / "rules" / "TRAINER002" / "fail" / "dist-backnd.yaml"  # one TRAINER002 error
 HOST_PATH = FIXTURES / "rules" / "SEC008" / "fail" / "host-path.yaml"

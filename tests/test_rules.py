@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from policies import environment, gitops, identity
-from policies.engine import Unit, check_policies
-from policies.files import read
-from policies.model import ERROR
+from policies.rules import environment
+from policies.render import gitops
+from policies.argocd import identity
+from policies.report.engine import Unit, check_policies
+from policies.render.files import read
+from policies.kube.objects import ERROR
 from policies.rules import ID_FORMAT, RULES
 
 from conftest import FIXTURES

@@ -22,7 +22,7 @@ def repo(tmp_path):
 
 
 def scale(root, *args):
-    return subprocess.run([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "policies.edit.scale", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=180)
 
 
@@ -227,9 +227,9 @@ def test_a_jobset_patch_is_scaled_where_its_launcher_module_says(tmp_path):
     """JobSet is modelled, so make scale knows where its pods, processes and resources are (launchers/jobset.py)."""
     from fractions import Fraction
 
-    from policies.scale import _launcher_of
-    from policies.scale_edits import Plan, edit_topology
-    from policies.yamledit import YamlFile
+    from policies.edit.scale import _launcher_of
+    from policies.edit.scale_edits import Plan, edit_topology
+    from policies.edit.yamledit import YamlFile
 
     path = tmp_path / "set-topology.yaml"
     path.write_text(JOBSET_PATCH)
@@ -274,7 +274,7 @@ def test_the_gpu_count_is_written_under_the_resource_name_the_patch_uses(repo):
 
 
 def test_a_malformed_environment_is_the_loaders_one_line_error(repo):
-    """The restart budget follows the environment's podLosses, read by policies/environment.py as validation reads
+    """The restart budget follows the environment's podLosses, read by policies/rules/environment.py as validation reads
     it: a declaration the loader refuses stops make scale with its error, one line, nothing written (never a silent
     podLosses 0)."""
     policy = repo / "components/64x8-h100/policy.yaml"

@@ -37,7 +37,7 @@ def tmpdir_env(tmp_path):
 
 
 def run(root, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "policies.edit.scale", *args, "--root", str(root)], cwd=REPO,
                           capture_output=True, text=True, timeout=180, env=env)
 
 
@@ -45,7 +45,7 @@ def start(root, *args, hook=None, env=None):
     env = dict(env or os.environ)
     if hook:
         env["DDP_SCALE_TEST_HOOK"] = hook
-    return subprocess.Popen([sys.executable, "-m", "policies.scale", *args, "--root", str(root)], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "policies.edit.scale", *args, "--root", str(root)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 

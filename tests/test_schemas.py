@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from policies import schema as stage
-from policies.model import Manifest
+from policies.kube.objects import Manifest
 from policies.schema import BuiltinValidator, KubeconformValidator, ValidatorUnavailable, find_schema, make_validator
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""policies/shell.py: the containers' shell scripts read with mvdan/sh's parser and evaluated only as far as the
+"""policies/command/shell.py: the containers' shell scripts read with mvdan/sh's parser and evaluated only as far as the
 manifest shows. Every value it says it knows is the value bash gives (checked against mvdan/sh's own interpreter cases
 and against bash itself); every other value is a shell.Unknown, never a guess."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policies import shell
-from policies.shell import RUN_TIME, UNDEFINED_K8S, UNSET, Script, ShellError, Unknown
-from policies.torchrun import find_invocation
+from policies.command import shell
+from policies.command.shell import RUN_TIME, UNDEFINED_K8S, UNSET, Script, ShellError, Unknown
+from policies.command.torchrun import find_invocation
 
 HERE = Path(__file__).parent
 INTERP = yaml.safe_load((HERE / "fixtures" / "shell" / "mvdan-sh-interp-cases.yaml").read_text())

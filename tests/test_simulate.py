@@ -18,7 +18,7 @@ import yaml
 
 from conftest import REPO, run_cli
 from test_first_hour import alarming
-from policies.engine import collect
+from policies.report.engine import collect
 from policies.simulate.host import NSS_WRAPPER_CANDIDATES, SOCKET_WRAPPER_CANDIDATES, installed, name_serializer
 
 pytestmark = [

@@ -141,7 +141,7 @@ def test_a_fault_after_the_deadline_is_refused(tmp_path):
 
 def test_the_last_step_is_a_step_a_fault_may_name(tmp_path):
     """The trainer reports its last step ([TRAIN] step=12 of 12): a fault there is accepted; one step later is not."""
-    from policies.engine import collect
+    from policies.report.engine import collect
     from policies.simulate import faults as F
     from policies.simulate.fault_run import FaultRun
     from policies.simulate.simulation import Simulation

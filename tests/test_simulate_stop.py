@@ -147,7 +147,7 @@ def training_processes(simulator_pid: int) -> list[bytes]:
 def test_sigkill_to_a_real_simulation_leaves_no_torchrun_or_trainer(tmp_path):
     """The report: SIGKILL to `make simulate` left torchrun and its trainers running. A real overlay, killed while
     its torchrun world trains (rendered, with one long quiet epoch)."""
-    from policies.engine import collect
+    from policies.report.engine import collect
     (unit,) = collect([str(REPO / "overlays/kind-cpu/indexed-job")], REPO / "overlays")
     objs = [m.obj for m in unit.manifests]
     long_epoch(objs)

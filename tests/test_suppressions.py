@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from policies.engine import SUPPRESS_ANNOTATION, parse_suppressions
+from policies.report.engine import SUPPRESS_ANNOTATION, parse_suppressions
 
 from conftest import FIXTURES, run_cli
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.torchrun import find_invocation, parse_argv, split_endpoint, split_nnodes
+from policies.command.torchrun import find_invocation, parse_argv, split_endpoint, split_nnodes
 
 
 def inv_of(argv, env=None):
@@ -91,10 +91,10 @@ def test_accelerate_launch_maps_to_torchrun_settings():
 
 
 def test_the_options_are_the_installed_torchruns():
-    """policies/torchrun.py OPTIONS is torch's own parser's option list (the pinned torch of requirements-dev.txt)."""
+    """policies/command/torchrun.py OPTIONS is torch's own parser's option list (the pinned torch of requirements-dev.txt)."""
     from torch.distributed.run import get_args_parser
 
-    from policies.torchrun import OPTIONS, unknown_option
+    from policies.command.torchrun import OPTIONS, unknown_option
 
     assert OPTIONS == {s for a in get_args_parser()._actions for s in a.option_strings}
     assert unknown_option("nprocs_per_node") and not unknown_option("nproc_per_node") and not unknown_option("nnode")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from policies import identity
+from policies.argocd import identity
 from trainer import contract
 
 ENVIRONMENTS = identity.environments_in_tree(REPO)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.model import ERROR, WARNING
+from policies.kube.objects import ERROR, WARNING
 from test_conformance import load, run
 
 FIXTURES = sorted((Path(__file__).parent / "conformance" / "trainjob").glob("*.yaml"))

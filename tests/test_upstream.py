@@ -18,7 +18,7 @@ def test_runs_as_written_has_no_errors(path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " 0 errors" in proc.stdout
     for line in proc.stdout.splitlines()[:-1]:
-        # warnings allowed, each says why; and what each world survives (policies/recovery.py)
+        # warnings allowed, each says why; and what each world survives (policies/model/recovery.py)
         assert line.startswith(("warning ", "info ", "recovery ")), line
     # ... and the file's header names each rule that warns, with the reason.
     expected = re.search(r"^# warnings: (.+)$", path.read_text(), re.M).group(1).split()

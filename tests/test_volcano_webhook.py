@@ -13,7 +13,7 @@ import yaml
 
 from policies.launchers import volcano, volcano_webhook
 from policies.launchers.base import Bundle, Check
-from policies.model import Manifest
+from policies.kube.objects import Manifest
 
 FIXTURES = sorted((Path(__file__).parent / "conformance" / "volcano-job").glob("*.yaml"))
 

@@ -379,7 +379,7 @@ def test_image_workflow_pins_through_a_pull_request():
     text = (REPO / ".github/workflows/image.yaml").read_text()
     doc = load(REPO / ".github/workflows/image.yaml")
     assert doc["on"]["push"]["tags"] == ["v*.*.*"]
-    assert "policies.pin_image" in text and "gh pr create" in text
+    assert "policies.edit.pin_image" in text and "gh pr create" in text
     assert "file: Dockerfile.cpu" in text and "file: Dockerfile\n" in text
 
 

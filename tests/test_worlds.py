@@ -1,12 +1,12 @@
 """Worlds not started by torchrun: the ImageNet example's own --dist-url flags, mpirun, deepspeed and accelerate launch,
-mapped onto the settings torchrun's are checked by (policies/torchrun.py), and what each leaves unstated said once."""
+mapped onto the settings torchrun's are checked by (policies/command/torchrun.py), and what each leaves unstated said once."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from policies.torchrun import DIST_URL, find_invocation, parse_argv
+from policies.command.torchrun import DIST_URL, find_invocation, parse_argv
 
 from conftest import FIXTURES
 from test_rules import problems_of

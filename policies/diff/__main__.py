@@ -20,7 +20,7 @@ def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDi
     root = root.resolve()
     base_ref, base_sha = resolve_ref(root, base_ref, "BASE")
     head_ref, head_sha = resolve_ref(root, head_ref, "HEAD") if head_ref else (None, None)
-    from ..transaction import hook, scratch, sweep_scratch
+    from ..render.transaction import hook, scratch, sweep_scratch
 
     sweep_scratch()  # what killed runs left in the temporary folder
     with scratch() as tmp:  # locked while this run lives, so a killed run's copy goes with the next run's sweep
@@ -35,7 +35,7 @@ def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDi
 
 
 def only_folder(root: Path, raw: str) -> str:
-    from ..paths import overlay_path
+    from ..render.paths import overlay_path
 
     try:
         return Path(overlay_path(raw, root, inside=True)).resolve().relative_to(root.resolve()).as_posix()

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 from .. import launchers
-from ..kube import group_of
-from ..model import Manifest
+from ..kube.values import group_of
+from ..kube.objects import Manifest
 from ..schema.cel import has_transition_rules, transition_problems
 from .trees import Key, Side, key, ref
 
@@ -94,7 +94,7 @@ def world_of(objs: dict[Key, Manifest]) -> World | None:
     """The training worlds the objects start, summed: pods, processes and GPUs in use at once (a Katib
     Experiment's trial job counted once per trial it runs at the same time, as `make validate` models it)."""
     from ..launchers import Bundle, expand
-    from ..topology import compute
+    from ..model.topology import compute
 
     manifests, children, _ = expand(list(objs.values()))
     topologies, _ = compute(Bundle.of(manifests, children))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import git
-from ..model import Manifest
+from ..kube.objects import Manifest
 
 Key = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 
@@ -65,7 +65,7 @@ class Side:
 
 def build_options(root: Path) -> list[str]:
     """This side's gitops.yaml build options (a pull request may change them), else none."""
-    from .. import gitops
+    from ..render import gitops
 
     path = root / "gitops.yaml"
     if not path.is_file():
@@ -77,7 +77,7 @@ def build_options(root: Path) -> list[str]:
 
 
 def folders(root: Path) -> list[str]:
-    from ..kustomization import find_overlays
+    from ..render.kustomization import find_overlays
 
     found = [str(p.relative_to(root)) for p in find_overlays(root / "overlays")] if (root / "overlays").is_dir() else []
     if (root / "argocd" / "kustomization.yaml").is_file():
@@ -87,7 +87,7 @@ def folders(root: Path) -> list[str]:
 
 def render_side(side: Side) -> Side:
     """Render every folder of one side through the one render (and its cache), with that side's build options."""
-    from ..render import render_all
+    from ..render.render import render_all
 
     todo = folders(side.root)
     for rel, r in zip(todo, render_all([side.root / rel for rel in todo], options=build_options(side.root))):
@@ -103,7 +103,7 @@ def render_side(side: Side) -> Side:
 
 def generated_apps(manifests: list[Manifest], side: Side) -> list[Manifest]:
     """The Applications the ApplicationSets generate, diffed like objects (a changed launcher shows here)."""
-    from ..argocd import applications
+    from ..argocd.apps import applications
 
     apps, _ = applications(manifests)
     out = []

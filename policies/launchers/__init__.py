@@ -16,12 +16,11 @@ import importlib
 import pkgutil
 from typing import Any, Collection, Iterator
 
-from ..model import Manifest
-from ..kube import group_of, kueue_queue
+from ..kube.objects import Manifest
+from ..kube.values import group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, Need, ScaleSpec, Unreadable, Workload
-from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources, drop_gpus,
-                   gpu_resources)
+from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources, drop_gpus, gpu_resources)
 
 
 

@@ -28,8 +28,8 @@ import copy
 import re
 from typing import Any
 
-from ..kube import listing, mapping
-from ..model import Manifest
+from ..kube.values import listing, mapping
+from ..kube.objects import Manifest
 from .base import Check, Child, Launcher, Workload
 
 GROUP = "workload.codeflare.dev"

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar, overload
 
-from ..kube import dig, group_of, listing, mapping
+from ..kube.values import dig, group_of, listing, mapping
 from .kueue import KUEUE_GATE
-from ..model import Manifest
+from ..kube.objects import Manifest
 from .lifecycle import WAIT, Decision, PodExit, RestartCount
 from .pods import Pod, PodGroup, make_pod
 

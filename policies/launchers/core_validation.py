@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..kube import DNS1123_LABEL, DNS1123_SUBDOMAIN, listing, mapping
-from ..model import WARNING
+from ..kube.values import DNS1123_LABEL, DNS1123_SUBDOMAIN, listing, mapping
+from ..kube.objects import WARNING
 from .base import Check
 from .pods import Pod
 

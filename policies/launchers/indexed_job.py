@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..kube import as_int, dig, listing, mapping
-from ..model import Manifest
+from ..kube.values import as_int, dig, listing, mapping
+from ..kube.objects import Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .job_validation import INDEXED, JOB_NAME_LABELS, UID_LABELS, indexed, job_validation, selector_validation
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, selects
+from ..kube.values import as_int, dig, domain_prefixed_path_problems, listing, mapping, selects
 from . import core_validation
 from .base import Check
 

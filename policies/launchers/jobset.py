@@ -8,8 +8,8 @@ import functools
 import hashlib
 from typing import Any, Callable, Iterator
 
-from ..kube import as_int, dig, listing, mapping
-from ..model import Manifest
+from ..kube.values import as_int, dig, listing, mapping
+from ..kube.objects import Manifest
 from . import indexed_job, job_validation, jobset_webhook
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .jobset_webhook import DEFAULT_GROUP

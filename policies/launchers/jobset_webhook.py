@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..kube import DNS1035, DNS1123_SUBDOMAIN, as_int, dig, listing, mapping
-from ..model import WARNING
+from ..kube.values import DNS1035, DNS1123_SUBDOMAIN, as_int, dig, listing, mapping
+from ..kube.objects import WARNING
 from . import job_validation
 from .base import Check
 

@@ -35,8 +35,8 @@ import json
 import re
 from typing import Any
 
-from ..kube import as_int, listing, mapping
-from ..model import INFO, Manifest
+from ..kube.values import as_int, listing, mapping
+from ..kube.objects import INFO, Manifest
 from .base import Check, Child, Launcher, Workload
 
 GROUP = "kubeflow.org"

@@ -17,8 +17,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..kube import DNS1035, as_int, dig, int_or_percent, mapping
-from ..model import Manifest
+from ..kube.values import DNS1035, as_int, dig, int_or_percent, mapping
+from ..kube.objects import Manifest
 from . import lws_tpu, statefulset
 from .base import MAX_GROUP_PODS, Bundle, Check, Launcher, Unreadable, Workload
 from .pods import FIRST, POD_INDEX, Injected, PodGroup, copies, fixed, indexed

@@ -12,7 +12,7 @@ import functools
 
 from typing import Any
 
-from ..kube import listing, mapping, parse_quantity
+from ..kube.values import listing, mapping, parse_quantity
 from .pods import Injected
 
 TPU = "google.com/tpu"

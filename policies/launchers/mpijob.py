@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any, Iterator
 
-from ..kube import DNS1035, as_int, dig, listing, mapping
-from ..model import INFO, WARNING, Manifest
+from ..kube.values import DNS1035, as_int, dig, listing, mapping
+from ..kube.objects import INFO, WARNING, Manifest
 from .base import Bundle, Check, Launcher, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
 from .pods import Injected, PodGroup, container_resources
@@ -392,7 +392,7 @@ class MPIJobLauncher(Launcher[Workload]):
 
 
 # The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's
-# --dist-url (policies/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
+# --dist-url (policies/command/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
 # the store every other rank connects to.
 def _rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str) -> list[Check]:
     program = run.program

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..kube import as_int, expand_k8s, listing, mapping, quantity_cpu
+from ..kube.values import as_int, expand_k8s, listing, mapping, quantity_cpu
 
 
 # Labels and annotations more than one controller reads or writes (the Job controller's index is used by JobSet and

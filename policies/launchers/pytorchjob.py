@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..kube import DNS1035, as_int, dig, listing, mapping
-from ..model import Manifest
+from ..kube.values import DNS1035, as_int, dig, listing, mapping
+from ..kube.objects import Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
 from .pods import Injected, PodGroup, indexed

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..kube import DNS1123_LABEL, as_int, dig, int_or_percent, listing, mapping, selects
-from ..model import Manifest
-from ..model import ERROR, WARNING
+from ..kube.values import DNS1123_LABEL, as_int, dig, int_or_percent, listing, mapping, selects
+from ..kube.objects import Manifest
+from ..kube.objects import ERROR, WARNING
 from . import core_validation
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kube import as_int, listing, mapping
+from ..kube.values import as_int, listing, mapping
 from .base import Check
 from .pods import trainer_gpus_per_node
 

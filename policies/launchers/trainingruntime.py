@@ -10,8 +10,8 @@ from typing import Any, Iterator
 
 import yaml
 
-from ..kube import as_int, dig, listing, mapping
-from ..model import Manifest
+from ..kube.values import as_int, dig, listing, mapping
+from ..kube.objects import Manifest
 from .base import Check, Launcher, Workload
 
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")

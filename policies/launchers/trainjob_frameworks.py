@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..kube import as_int, dig, listing, mapping
-from ..model import INFO, WARNING
+from ..kube.values import as_int, dig, listing, mapping
+from ..kube.objects import INFO, WARNING
 from .base import Check, Names, Workload
 from .mpijob import find_mpirun
 from .pods import Injected, trainer_gpus_per_node

@@ -1,12 +1,12 @@
 """Kinds no launcher module models, and where their pod templates are: the security and image rules read those
-templates (policies/podspecs.py), and the engine says once per object of a training kind among them that its
+templates (policies/launchers/podspecs.py), and the engine says once per object of a training kind among them that its
 topology was not checked (a MODEL info line). A kind that gets a module of its own leaves this table."""
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..kube import dig
-from ..model import Manifest
+from ..kube.values import dig
+from ..kube.objects import Manifest
 
 # Workload kinds with one pod template -> its path.
 TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kube import DNS1123_SUBDOMAIN, as_int, dig, listing, mapping, parse_quantity
+from ..kube.values import DNS1123_SUBDOMAIN, as_int, dig, listing, mapping, parse_quantity
 from .base import Check
 
 # The webhook's refusals end with this (TOPO011's wording for an admission webhook).

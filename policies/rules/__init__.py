@@ -1,5 +1,5 @@
 """The rule registry. One module per rule; its docstring is the user documentation (docs/rules.md is made from it).
-A rule is a pure function from one unit's Context (policies/rulekit.py: objects, topologies, workloads, the
+A rule is a pure function from one unit's Context (policies/rules/kit.py: objects, topologies, workloads, the
 environment, Argo CD's resolved targets) to Problems, with a stable id, a severity and a fix hint. Ids are stable and
 grouped by family: TOPO, RDZV, RESTART, ELASTIC, RES, NCCL, IMG, SEC, MON, ARGO, TRAINER, REF."""
 from __future__ import annotations
@@ -10,9 +10,12 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..model import ERROR, Problem
-from ..rulekit import Context
+from ..kube.objects import ERROR, Problem
+from .kit import Context
 
+# Modules of this package that are not rules: what every rule reads (kit: the Context and its helpers) and the
+# environment declaration that configures them.
+NOT_RULES = frozenset({"kit", "environment"})
 ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|MON|ARGO|TRAINER|REF)\d{3}$")
 FAMILIES = {
     "TOPO": "Topology: the torchrun world the launcher really forms",
@@ -50,7 +53,7 @@ class Rule:
 def _load() -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or info.name in NOT_RULES:
             continue
         mod = importlib.import_module(f"{__name__}.{info.name}")
         rule = Rule(id=mod.ID, name=mod.NAME, severity=getattr(mod, "SEVERITY", ERROR), doc=mod.__doc__ or "",

@@ -12,10 +12,10 @@ Passes: `path: overlays/gke-t4/indexed-job`, which renders.
 """
 from __future__ import annotations
 
-from ..argocd import repo_url, same_repo
-from ..files import rel
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..argocd.apps import repo_url, same_repo
+from ..render.files import rel
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "ARGO001"
 NAME = "app-path-renders"

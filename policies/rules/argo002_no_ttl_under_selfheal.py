@@ -12,9 +12,9 @@ Passes: the same Job without the TTL; a TTL under an Application without selfHea
 from __future__ import annotations
 
 from .. import launchers
-from ..files import rel
-from ..kube import dig
-from ..model import Problem
+from ..render.files import rel
+from ..kube.values import dig
+from ..kube.objects import Problem
 
 ID = "ARGO002"
 NAME = "no-ttl-under-selfheal"

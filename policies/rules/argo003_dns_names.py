@@ -13,9 +13,9 @@ Passes: `ddp-train-run-001` with 64 completions.
 """
 from __future__ import annotations
 
-from ..kube import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
+from ..kube.values import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
 from .. import launchers
-from ..rulekit import obj_problem
+from .kit import obj_problem
 
 ID = "ARGO003"
 NAME = "dns-names"

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import WARNING, Manifest
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING, Manifest
+from .kit import obj_problem
 
 ID = "ARGO004"
 NAME = "generated-apps-valid"

@@ -13,7 +13,7 @@ Passes: the repository's ApplicationSet template (ServerSideApply, retry limit 5
 """
 from __future__ import annotations
 
-from ..rulekit import obj_problem
+from .kit import obj_problem
 
 ID = "ARGO005"
 NAME = "sync-policy"

@@ -15,9 +15,9 @@ Passes: `ddp-train-run-001` with `RUN_ID=run-001`; a Job `ddp-train` annotated `
 """
 from __future__ import annotations
 
-from ..argocd import WORKLOAD_KINDS, replace_opt_in, run_id_of
-from ..files import rel
-from ..model import Problem
+from ..argocd.apps import WORKLOAD_KINDS, replace_opt_in, run_id_of
+from ..render.files import rel
+from ..kube.objects import Problem
 
 ID = "ARGO006"
 NAME = "run-id-names"

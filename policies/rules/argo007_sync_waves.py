@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 
-from ..argocd import SYNC_WAVE, WORKLOAD_KINDS, sync_wave
-from ..files import rel
-from ..model import WARNING, Problem
+from ..argocd.apps import SYNC_WAVE, WORKLOAD_KINDS, sync_wave
+from ..render.files import rel
+from ..kube.objects import WARNING, Problem
 
 ID = "ARGO007"
 NAME = "sync-waves"

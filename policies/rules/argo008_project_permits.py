@@ -25,12 +25,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..argocd import (CLUSTER_SCOPED, Target, glob_match, group_kind_name_permitted, projects,
-                      resource_in_list)
-from ..files import rel
-from ..kube import group_of
-from ..model import ERROR, WARNING, Problem
-from ..rulekit import obj_problem
+from ..argocd.apps import CLUSTER_SCOPED, Target, glob_match, group_kind_name_permitted, projects, resource_in_list
+from ..render.files import rel
+from ..kube.values import group_of
+from ..kube.objects import ERROR, WARNING, Problem
+from .kit import obj_problem
 
 ID = "ARGO008"
 NAME = "project-permits"

@@ -5,16 +5,16 @@ to every `kustomize build` it runs (argo-cd v3.5.1 util/settings/settings.go:127
 412-413). Options other than gitops.yaml's mean Argo CD deploys something other than what `make validate` checked;
 `--enable-helm`, `--helm-command`, `--enable-alpha-plugins`, `--enable-exec` make every render run a program the
 change names, `--load-restrictor=LoadRestrictionsNone` puts any file of the repo server into a rendered object.
-Only the allow-list in policies/offline.py may appear, in both places (docs/security.md).
+Only the allow-list in policies/render/offline.py may appear, in both places (docs/security.md).
 
 Fails: argocd-cm `kustomize.buildOptions: --enable-helm`; options that differ from gitops.yaml's.
 Passes: the repository's argocd/argocd-cm.yaml (the same, empty, options as gitops.yaml).
 """
 from __future__ import annotations
 
-from .. import gitops
-from ..offline import check_build_options
-from ..rulekit import obj_problem
+from ..render import gitops
+from ..render.offline import check_build_options
+from .kit import obj_problem
 
 ID = "ARGO009"
 NAME = "argocd-build-options"

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..argocd import repo_root
-from ..environment import real_environment
-from ..identity import IdentityError, is_example_repo, load, same_url
-from ..rulekit import obj_problem
+from ..argocd.apps import repo_root
+from .environment import real_environment
+from ..argocd.identity import IdentityError, is_example_repo, load, same_url
+from .kit import obj_problem
 
 ID = "ARGO010"
 NAME = "identity"

@@ -6,7 +6,7 @@ that syncs a training environment into one, or an AppProject that lets it (a des
 `clusterResourceWhitelist` permits by name), lets every merged change write beside them: a ConfigMap that replaces
 one kube-proxy or CoreDNS reads, a Service or NetworkPolicy in Argo CD's namespace. The training itself runs
 there, so this is a policy warning, which an environment raises to an error in its policy.yaml; `make init
-NAMESPACES=...` and `make new-env NAMESPACE=...` refuse such a namespace outright (policies/identity.py).
+NAMESPACES=...` and `make new-env NAMESPACE=...` refuse such a namespace outright (policies/argocd/identity.py).
 
 Fails: an ApplicationSet element with namespace kube-system; an AppProject destination `argocd`.
 Passes: the repository's argocd/ folder (one ddp-<env> namespace per environment).
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import gomatch
-from ..argocd import glob_match, projects
-from ..identity import ARGOCD_NAMESPACE, system_namespace
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..argocd import gomatch
+from ..argocd.apps import glob_match, projects
+from ..argocd.identity import ARGOCD_NAMESPACE, system_namespace
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "ARGO011"
 NAME = "system-namespace"

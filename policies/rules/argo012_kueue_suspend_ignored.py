@@ -26,10 +26,10 @@ auto-sync.
 """
 from __future__ import annotations
 
-from ..argocd import RESPECT_IGNORE_DIFFERENCES, ignores, unguarded
-from ..files import rel
-from ..kube import dig, kueue_queue
-from ..model import Problem
+from ..argocd.apps import RESPECT_IGNORE_DIFFERENCES, ignores, unguarded
+from ..render.files import rel
+from ..kube.values import dig, kueue_queue
+from ..kube.objects import Problem
 
 ID = "ARGO012"
 NAME = "kueue-suspend-ignored"

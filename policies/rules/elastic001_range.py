@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..launchers import pytorchjob
 
-from ..torchrun import split_nnodes
-from ..rulekit import problem
+from ..command.torchrun import split_nnodes
+from .kit import problem
 
 ID = "ELASTIC001"
 NAME = "elastic-range"

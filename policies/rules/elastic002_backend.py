@@ -9,7 +9,7 @@ Passes: `--nnodes=1:4 --rdzv-backend=c10d --rdzv-endpoint=...`; a fixed `--nnode
 """
 from __future__ import annotations
 
-from ..rulekit import problem
+from .kit import problem
 
 ID = "ELASTIC002"
 NAME = "elastic-dynamic-backend"

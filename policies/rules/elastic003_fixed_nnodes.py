@@ -9,11 +9,11 @@ Passes: the same job whose command has no `--nnodes` (torchrun reads `PET_NNODES
 """
 from __future__ import annotations
 
-from ..model import WARNING
+from ..kube.objects import WARNING
 
 from ..launchers import pytorchjob
 
-from ..rulekit import problem
+from .kit import problem
 
 ID = "ELASTIC003"
 NAME = "elastic-no-fixed-nnodes"

@@ -10,8 +10,8 @@ Passes: `ghcr.io/example/ddp-trainer:0.1.0`; `...@sha256:<digest>`.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "IMG001"
 NAME = "image-tag-not-latest"

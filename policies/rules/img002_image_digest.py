@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..rulekit import not_run, obj_problem
+from .kit import not_run, obj_problem
 from .img001_image_tag import images, split_image
 
 ID = "IMG002"

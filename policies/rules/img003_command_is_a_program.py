@@ -14,7 +14,7 @@ Passes: `command: [sh, -c, "sleep 10; exit 1"]`; `command: [torchrun, --nproc-pe
 """
 from __future__ import annotations
 
-from ..rulekit import obj_problem
+from .kit import obj_problem
 
 ID = "IMG003"
 NAME = "command-is-a-program"

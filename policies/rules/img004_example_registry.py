@@ -12,9 +12,9 @@ Passes: `registry.acme.io/ml/ddp-trainer:0.1.0` where `real: true`; the example 
 """
 from __future__ import annotations
 
-from ..identity import EXAMPLE_DIGEST, EXAMPLE_REGISTRY, is_example_image
-from ..model import INFO
-from ..rulekit import obj_problem
+from ..argocd.identity import EXAMPLE_DIGEST, EXAMPLE_REGISTRY, is_example_image
+from ..kube.objects import INFO
+from .kit import obj_problem
 from .img001_image_tag import images, split_image
 
 ID = "IMG004"
@@ -37,4 +37,4 @@ def check(ctx):
             yield obj_problem(ID, m, field, f"image {image} is pinned to the template's placeholder digest: "
                               "whether your registry holds an image with that digest was not checked",
                               "push the image and pin its digest (the image workflow or python -m "
-                              "policies.pin_image, docs/deploy.md)", severity=INFO)
+                              "policies.edit.pin_image, docs/deploy.md)", severity=INFO)

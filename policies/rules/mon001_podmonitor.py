@@ -17,9 +17,9 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 """
 from __future__ import annotations
 
-from ..kube import selects
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.values import selects
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "MON001"
 NAME = "podmonitor-scrapes-trainer"

@@ -10,9 +10,9 @@ Passes: `TORCH_NCCL_ASYNC_ERROR_HANDLING: "1"`, or unset.
 """
 from __future__ import annotations
 
-from ..model import WARNING
+from ..kube.objects import WARNING
 
-from ..rulekit import env_problem, training_uses_nccl
+from .kit import env_problem, training_uses_nccl
 
 ID = "NCCL001"
 NAME = "nccl-async-error-handling"

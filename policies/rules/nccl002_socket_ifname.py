@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..model import WARNING
-from ..rulekit import RULE_DEFAULT, env_problem, nccl_stated, problem_at, training_uses_nccl
+from ..kube.objects import WARNING
+from .kit import RULE_DEFAULT, env_problem, nccl_stated, problem_at, training_uses_nccl
 
 ID = "NCCL002"
 NAME = "nccl-socket-ifname"

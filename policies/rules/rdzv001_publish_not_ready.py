@@ -13,8 +13,8 @@ Passes: `clusterIP: None` with `publishNotReadyAddresses: true`; a JobSet with t
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
-from ..rulekit import problem, service_problem
+from ..kube.objects import ERROR, WARNING
+from .kit import problem, service_problem
 
 ID = "RDZV001"
 NAME = "publish-not-ready-addresses"

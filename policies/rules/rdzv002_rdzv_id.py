@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import ERROR, WARNING
-from ..rulekit import problem
+from ..kube.objects import ERROR, WARNING
+from .kit import problem
 
 ID = "RDZV002"
 NAME = "rdzv-id-per-run"

@@ -11,8 +11,8 @@ Passes: `PET_RDZV_CONF=timeout=1800,join_timeout=1800` on 64 pods; any job of 16
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
-from ..rulekit import env_problem, problem
+from ..kube.objects import ERROR, WARNING
+from .kit import env_problem, problem
 
 ID = "RDZV003"
 NAME = "explicit-rdzv-timeout"

@@ -14,8 +14,8 @@ Passes: every referenced ConfigMap, Secret and claim in the manifests; a file wi
 """
 from __future__ import annotations
 
-from ..model import ERROR, INFO, Manifest, Problem
-from ..rulekit import obj_problem
+from ..kube.objects import ERROR, INFO, Manifest, Problem
+from .kit import obj_problem
 
 ID = "REF001"
 NAME = "references-resolve"

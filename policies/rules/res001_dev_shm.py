@@ -13,9 +13,9 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
-from ..kube import quantity_bytes
-from ..rulekit import nccl_stated, problem_at
+from ..kube.objects import ERROR, WARNING
+from ..kube.values import quantity_bytes
+from .kit import nccl_stated, problem_at
 
 ID = "RES001"
 NAME = "dev-shm"

@@ -9,9 +9,9 @@ Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.
 """
 from __future__ import annotations
 
-from ..kube import as_int
+from ..kube.values import as_int
 from ..launchers import gpu_resources
-from ..rulekit import obj_problem
+from .kit import obj_problem
 
 ID = "RES002"
 NAME = "gpu-request-equals-limit"

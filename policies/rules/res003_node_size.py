@@ -10,7 +10,7 @@ Passes: `nvidia.com/gpu: 8` there.
 from __future__ import annotations
 
 from ..launchers.pods import container_resources
-from ..rulekit import not_run, problem_at
+from .kit import not_run, problem_at
 
 ID = "RES003"
 NAME = "gpus-fit-node"

@@ -10,7 +10,7 @@ Passes: 512 GPUs with `gpuCapacity: 512`.
 """
 from __future__ import annotations
 
-from ..rulekit import not_run, pods_field, problem
+from .kit import not_run, pods_field, problem
 
 ID = "RES004"
 NAME = "gpu-capacity"

@@ -17,8 +17,8 @@ Passes: the same Job labelled `kueue.x-k8s.io/queue-name: h100`; a 4-pod job.
 """
 from __future__ import annotations
 
-from ..kube import KUEUE_QUEUE_LABEL, kueue_queue
-from ..rulekit import not_run, problem
+from ..kube.values import KUEUE_QUEUE_LABEL, kueue_queue
+from .kit import not_run, problem
 
 ID = "RES005"
 NAME = "gang-admission"

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-from ..model import INFO, WARNING
-from ..rulekit import problem_at
+from ..kube.objects import INFO, WARNING
+from .kit import problem_at
 
 ID = "RES006"
 NAME = "lm-state-fits-gpu"

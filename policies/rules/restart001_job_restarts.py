@@ -19,8 +19,8 @@ trainer's exit codes.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "RESTART001"
 NAME = "job-fails-as-a-whole"

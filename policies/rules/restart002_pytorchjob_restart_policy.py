@@ -17,8 +17,8 @@ from __future__ import annotations
 from .. import launchers
 from ..launchers import pytorchjob
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "RESTART002"
 NAME = "pytorchjob-restart-policy"

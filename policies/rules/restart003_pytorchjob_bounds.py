@@ -13,8 +13,8 @@ from __future__ import annotations
 from .. import launchers
 from ..launchers import pytorchjob
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "RESTART003"
 NAME = "pytorchjob-restart-bounds"

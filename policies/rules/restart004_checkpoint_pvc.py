@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import posixpath
 
-from ..model import WARNING
-from ..recovery import restarts_and_max_restarts
-from ..rulekit import problem_at
+from ..kube.objects import WARNING
+from ..model.recovery import restarts_and_max_restarts
+from .kit import problem_at
 
 ID = "RESTART004"
 NAME = "checkpoint-on-pvc"

@@ -22,9 +22,9 @@ Passes: the same with `--max-restarts=3`; `--rdzv-backend=c10d`; an Indexed Job 
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..recovery import etcd_closes
-from ..rulekit import problem
+from ..kube.objects import WARNING
+from ..model.recovery import etcd_closes
+from .kit import problem
 
 ID = "RESTART005"
 NAME = "etcd-rendezvous-survives-restart"

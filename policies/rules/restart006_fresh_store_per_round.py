@@ -20,9 +20,9 @@ restart; one node.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..recovery import shared_store
-from ..rulekit import problem
+from ..kube.objects import WARNING
+from ..model.recovery import shared_store
+from .kit import problem
 
 ID = "RESTART006"
 NAME = "fresh-store-per-round"

@@ -7,7 +7,7 @@ v1.9.4 `pkg/core/job.go` lines 113-132): with 4 pods and `backoffLimit: 3` the f
 Job with `restartPolicy: OnFailure` does the same (`pastBackoffLimitOnFailure`, `>=`), one with `Never` counts failed
 pods (`> backoffLimit`) and a `FailJob` rule ends it at the first; a JobSet restarts every Job up to
 `failurePolicy.maxRestarts`. On a dynamic rendezvous whose torchrun restarts its workers only the lost pod restarts,
-unless it hosts the c10d store (pod 0). `policies/recovery.py` replays lost pods through the launcher's own
+unless it hosts the c10d store (pod 0). `policies/model/recovery.py` replays lost pods through the launcher's own
 decisions (`Launcher.after_exit`, which `make simulate FAULT=...` carries out too) and `make validate` and `make plan`
 print the figure for every workload; this rule compares it with the environment's `podLosses`. A rule that marks
 the world as not re-forming (RESTART005, RESTART006) counts as surviving none. A warning: the world trains; what
@@ -18,9 +18,9 @@ Passes: the same with `backoffLimit: 5` (one loss costs 4 container restarts; th
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..recovery import in_context
-from ..rulekit import not_run, obj_problem
+from ..kube.objects import WARNING
+from ..model.recovery import in_context
+from .kit import not_run, obj_problem
 
 ID = "RESTART007"
 NAME = "survives-pod-losses"

@@ -11,8 +11,8 @@ Passes: pod `securityContext: {runAsNonRoot: true, runAsUser: 1000}`.
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import ERROR, WARNING
+from .kit import obj_problem
 
 ID = "SEC001"
 NAME = "run-as-non-root"

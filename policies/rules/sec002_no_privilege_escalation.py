@@ -12,8 +12,8 @@ Passes: `securityContext: {allowPrivilegeEscalation: false}`.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 from .sec008_host_access import allowed as host_access_allowed, severity as host_access_severity
 
 ID = "SEC002"

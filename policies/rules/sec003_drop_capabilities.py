@@ -10,8 +10,8 @@ Passes: `securityContext: {capabilities: {drop: [ALL]}}`.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "SEC003"
 NAME = "drop-all-capabilities"

@@ -9,8 +9,8 @@ Passes: pod `securityContext: {seccompProfile: {type: RuntimeDefault}}`.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "SEC004"
 NAME = "seccomp-runtime-default"

@@ -12,8 +12,8 @@ used by the pods.
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import WARNING
+from .kit import obj_problem
 
 ID = "SEC005"
 NAME = "no-service-account-token"

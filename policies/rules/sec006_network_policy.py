@@ -16,9 +16,9 @@ ports, egress to that selector and to port 53.
 """
 from __future__ import annotations
 
-from ..kube import selects
-from ..model import ERROR, WARNING
-from ..rulekit import obj_problem, problem
+from ..kube.values import selects
+from ..kube.objects import ERROR, WARNING
+from .kit import obj_problem, problem
 
 ID = "SEC006"
 NAME = "network-policy"

@@ -10,9 +10,9 @@ Passes: `envFrom: [{secretRef: {name: hf-token, optional: true}}]` and no Secret
 """
 from __future__ import annotations
 
-from ..model import WARNING
+from ..kube.objects import WARNING
 
-from ..rulekit import obj_problem
+from .kit import obj_problem
 
 ID = "SEC007"
 NAME = "no-inline-secret"

@@ -13,8 +13,8 @@ Passes: a pod with none of them; `hostNetwork: true` where allowedHostAccess lis
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
-from ..rulekit import obj_problem
+from ..kube.objects import ERROR, WARNING
+from .kit import obj_problem
 
 ID = "SEC008"
 NAME = "host-access"

@@ -12,10 +12,10 @@ Passes: the repository's trainjob overlay with its ClusterTrainingRuntime where 
 """
 from __future__ import annotations
 
-from ..argocd import CLUSTER_SCOPED
-from ..kube import group_of
-from ..model import ERROR
-from ..rulekit import obj_problem
+from ..argocd.apps import CLUSTER_SCOPED
+from ..kube.values import group_of
+from ..kube.objects import ERROR
+from .kit import obj_problem
 
 ID = "SEC009"
 NAME = "cluster-kinds"

@@ -20,9 +20,9 @@ Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator
 """
 from __future__ import annotations
 
-from ..model import Problem
-from ..rulekit import pods_field, problem
-from ..topology import launcher_field
+from ..kube.objects import Problem
+from .kit import pods_field, problem
+from ..model.topology import launcher_field
 
 ID = "TOPO001"
 NAME = "nnodes-matches-pods"

@@ -18,9 +18,9 @@ Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8` or `auto`; 2 processes wit
 """
 from __future__ import annotations
 
-from ..model import ERROR, WARNING
-from ..rulekit import problem
-from ..topology import launcher_field
+from ..kube.objects import ERROR, WARNING
+from .kit import problem
+from ..model.topology import launcher_field
 
 # torchrun's per-device values of --nproc-per-node and the error each raises without the device.
 NEEDS_DEVICE = {"gpu": "ValueError: Cuda is not available.", "xpu": "ValueError: Xpu is not available."}

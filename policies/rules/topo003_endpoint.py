@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 
-from ..rulekit import problem
-from ..torchrun import split_endpoint
+from .kit import problem
+from ..command.torchrun import split_endpoint
 
 ID = "TOPO003"
 NAME = "endpoint-is-pod-0"

@@ -10,7 +10,7 @@ Passes: `subdomain: ddp-train` and a Service `ddp-train` with `clusterIP: None`.
 """
 from __future__ import annotations
 
-from ..rulekit import problem, service_problem
+from .kit import problem, service_problem
 
 ID = "TOPO004"
 NAME = "headless-service"

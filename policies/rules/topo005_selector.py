@@ -9,7 +9,7 @@ Passes: selector `job-name: pytorchworker` (added by the Job controller) for Job
 """
 from __future__ import annotations
 
-from ..rulekit import service_problem
+from .kit import service_problem
 
 ID = "TOPO005"
 NAME = "service-selects-pods"

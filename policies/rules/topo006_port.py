@@ -10,8 +10,8 @@ Passes: rendezvous on 29500, Service port 29500 (or targetPort 29500).
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import service_problem
+from ..kube.objects import WARNING
+from .kit import service_problem
 
 ID = "TOPO006"
 NAME = "service-exposes-port"

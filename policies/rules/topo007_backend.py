@@ -9,8 +9,8 @@ Passes: `DIST_BACKEND=gloo` without GPUs, `nccl` with them, or no statement at a
 """
 from __future__ import annotations
 
-from ..model import WARNING
-from ..rulekit import problem
+from ..kube.objects import WARNING
+from .kit import problem
 
 ID = "TOPO007"
 NAME = "backend-matches-hardware"

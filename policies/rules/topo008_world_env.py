@@ -10,7 +10,7 @@ Passes: no WORLD_SIZE, or WORLD_SIZE equal to nnodes x processes per node.
 """
 from __future__ import annotations
 
-from ..rulekit import problem
+from .kit import problem
 
 ID = "TOPO008"
 NAME = "no-contradicting-world-size"

@@ -15,8 +15,8 @@ Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernet
 """
 from __future__ import annotations
 
-from ..topology import view
-from ..rulekit import problem
+from ..model.topology import view
+from .kit import problem
 
 # Rank sources that give pod i the rank i by construction: then pod 0 and the first pod of every other pod
 # template (PyTorchJob's Workers, each JobSet child Job) are enough to check.

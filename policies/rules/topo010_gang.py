@@ -10,7 +10,7 @@ Passes: `completionMode: Indexed, completions: 4, parallelism: 4`; `podManagemen
 """
 from __future__ import annotations
 
-from ..rulekit import problem
+from .kit import problem
 
 ID = "TOPO010"
 NAME = "pods-start-together"

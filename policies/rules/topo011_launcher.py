@@ -94,7 +94,7 @@ Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingR
 from __future__ import annotations
 
 from ..launchers import BY_ID, core_validation
-from ..model import ERROR, Problem
+from ..kube.objects import ERROR, Problem
 
 ID = "TOPO011"
 NAME = "launcher-requirements"

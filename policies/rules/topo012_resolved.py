@@ -17,7 +17,7 @@ process (its default config file may be in the image), and `deepspeed` without `
 over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun
 gets one info line saying what mpirun starts and what was not checked (TOPO011 checks its ranks and hosts).
 
-A shell script (`sh -c`, read by policies/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
+A shell script (`sh -c`, read by policies/command/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
 loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
 names the settings and the checks they hide. A `$VAR` that neither the container's env nor the script sets may come
 from the image's environment: a warning, phrased as the condition under which torchrun fails. A script that cannot
@@ -31,9 +31,9 @@ Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnod
 """
 from __future__ import annotations
 
-from ..model import INFO, WARNING, Problem
-from ..rulekit import problem
-from ..shell import RUN_TIME, UNSET
+from ..kube.objects import INFO, WARNING, Problem
+from .kit import problem
+from ..command.shell import RUN_TIME, UNSET
 
 ID = "TOPO012"
 NAME = "topology-resolved"

@@ -4,7 +4,7 @@ torchrun reads its options with argparse (torch/distributed/run.py get_args_pars
 know (`--nprocs-per-node=8` for `--nproc-per-node`) ends it with "unrecognized arguments", exit 2, before any worker
 starts: on every pod, so the world never forms. A unique prefix of an option is taken (`--nnode`), and a prefix of
 several is left alone (ambiguous on some Pythons only). The options are
-the installed torch's (policies/torchrun.py OPTIONS; tests/test_torchrun.py compares them with the real parser).
+the installed torch's (policies/command/torchrun.py OPTIONS; tests/test_torchrun.py compares them with the real parser).
 
 Fails: `torchrun --nprocs-per-node=1 ...`.
 Passes: the repository's overlays; `--nproc_per_node` and `--nproc-per-node` alike.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import difflib
 
-from ..rulekit import problem
-from ..torchrun import OPTIONS, unknown_option
+from .kit import problem
+from ..command.torchrun import OPTIONS, unknown_option
 
 ID = "TOPO013"
 NAME = "torchrun-options"

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..trainer_contract import contract
+from ..model.trainer_contract import contract
 
-from ..rulekit import located, obj_problem, trainer_containers, where
+from .kit import located, obj_problem, trainer_containers, where
 
 ID = "TRAINER001"
 NAME = "trainer-contract-values"

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import re
 
-from ..trainer_contract import contract
+from ..model.trainer_contract import contract
 
-from ..model import ERROR, WARNING
-from ..rulekit import obj_problem
-from ..torchrun import DEFAULTS
-from ..rulekit import trainer_containers, where
+from ..kube.objects import ERROR, WARNING
+from .kit import obj_problem
+from ..command.torchrun import DEFAULTS
+from .kit import trainer_containers, where
 
 ID = "TRAINER002"
 NAME = "trainer-env-name-near-miss"

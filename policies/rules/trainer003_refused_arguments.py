@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import difflib
 
-from ..rulekit import located, obj_problem
-from ..trainer_contract import contract
-from ..rulekit import trainer_containers
+from .kit import located, obj_problem
+from ..model.trainer_contract import contract
+from .kit import trainer_containers
 
 ID = "TRAINER003"
 NAME = "trainer-arguments"

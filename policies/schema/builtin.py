@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from ..launchers import as_admitted
-from ..model import Manifest, Problem
+from ..kube.objects import Manifest, Problem
 from .lookup import RULE, RULE_NOT_RUN, SCHEMAS_DIR, load_schema, triage
 from .messages import as_applied, cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
 

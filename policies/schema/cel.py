@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..model import INFO, Manifest, Problem
+from ..kube.objects import INFO, Manifest, Problem
 from .lookup import RULE_NOT_RUN, find_schema, load_schema
 from .messages import dotted, one_line
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..launchers import as_admitted
-from ..model import ERROR, Manifest, Problem
-from ..paths import CHECKOUT
+from ..kube.objects import ERROR, Manifest, Problem
+from ..render.paths import CHECKOUT
 from .lookup import RULE, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, kubernetes_version, triage
 from .messages import as_applied, cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
 from .validator import ValidatorUnavailable

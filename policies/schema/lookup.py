@@ -8,16 +8,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..kube import group_of
-from ..model import WARNING, Manifest, Problem
-from ..paths import DATA
+from ..kube.values import group_of
+from ..kube.objects import WARNING, Manifest, Problem
+from ..render.paths import DATA
 
 RULE = "SCHEMA"
 RULE_MISSING = "SCHEMA-MISSING"
 RULE_INPUT = "SCHEMA-INPUT"
 RULE_NOT_RUN = "SCHEMA-NOT-RUN"
 
-SCHEMAS_DIR = DATA / "schemas"  # the checkout's schemas/, or the copy an installed package ships (policies/paths.py)
+SCHEMAS_DIR = DATA / "schemas"  # the checkout's schemas/, or the copy an installed package ships (policies/render/paths.py)
 MAX_ERRORS_PER_OBJECT = 20
 MAX_MESSAGE = 240
 

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from ..model import Manifest, Problem
+from ..kube.objects import Manifest, Problem
 from .lookup import MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

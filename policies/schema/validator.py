@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..model import Manifest, Problem
+from ..kube.objects import Manifest, Problem
 
 class ValidatorUnavailable(RuntimeError):
     """The validator asked for cannot run here (e.g. `prefer="kubeconform"` and no kubeconform binary)."""

@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from .. import engine, paths
+from ..report import engine
+from ..render import paths
 from ..entry import guarded
 from ..launchers import Bundle
-from ..model import ERROR
+from ..kube.objects import ERROR
 from . import ask_trainer, faults as F, provenance, pvc
 from .diagnose import clip
 from .fault_run import FaultRun

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..trainer_contract import contract
+from ..model.trainer_contract import contract
 from ..launchers.pods import env_from_configmap
 from .pods import SimPod
 

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import engine, recovery
-from ..kube import as_int
-from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision,
-                                   PodExit, RestartCount)
-from ..topology import compute
+from ..report import engine
+from ..model import recovery
+from ..kube.values import as_int
+from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision, PodExit, RestartCount)
+from ..model.topology import compute
 from . import ask_trainer, faults as F
 from .diagnose import clip, last_words
 from .host import nss_wrapper
@@ -387,7 +387,7 @@ class FaultRun:
     # --- after the run ---------------------------------------------------------------------------------------
 
     def _prediction(self, check: engine.Unit) -> tuple[str, str]:
-        """What the rules predict for the pods this run lost (policies/recovery.py: the controller's own counting,
+        """What the rules predict for the pods this run lost (policies/model/recovery.py: the controller's own counting,
         replayed), and why: recovers, fails, or waits (a pod on a lost node that nothing deletes)."""
         kinds = {F.KILL: recovery.KILLED, F.TERM: recovery.DELETED, F.NODE_LOST: recovery.NODE_LOST,
                  F.KILL_WORKER: recovery.WORKER}

@@ -36,7 +36,7 @@ from typing import Any
 KILL, KILL_WORKER, TERM, PARTITION, DELAY, RETURN = "kill", "kill-worker", "term", "partition", "delay", "return"
 NODE_LOST = "node-lost"
 ACTIONS = (KILL, NODE_LOST, KILL_WORKER, TERM, PARTITION, DELAY, RETURN)
-# The faults that take a pod away (a `return` brings it back), and those that lose a pod (policies/recovery.py).
+# The faults that take a pod away (a `return` brings it back), and those that lose a pod (policies/model/recovery.py).
 AWAY = (KILL, TERM, NODE_LOST)
 WHEN = ("step", "epoch", "t")
 _FAULT = re.compile(r"^(?P<action>[a-z-]+)(?:=(?P<seconds>\d+(?:\.\d+)?))?:(?P<pod>[^@\s:]+)"

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import launchers
-from ..kube import as_int
+from ..kube.values import as_int
 from ..launchers import Bundle, Pod, Workload, workloads
-from ..topology import compute
+from ..model.topology import compute
 from .host import FIRST_IFACE, LAST_IFACE, REPO, Network, SimulationError, nss_wrapper
 
 POD_TOKEN = "DDP_SIM_POD"

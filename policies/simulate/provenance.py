@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..git import GitError, run as run_git
-from ..kustomization import inputs, kustomization_file
+from ..render.kustomization import inputs, kustomization_file
 
 # The image's code (Dockerfile: COPY trainer/ /app/trainer/).
 IMAGE_CODE = ("trainer",)

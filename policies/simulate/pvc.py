@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..kube import DNS1123_SUBDOMAIN
+from ..kube.values import DNS1123_SUBDOMAIN
 from .host import SimulationError
 
 # What one run copies in, all claims together: enough for make tiny-lm's models and data many times over, not a

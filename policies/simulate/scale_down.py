@@ -8,8 +8,8 @@ from typing import Any
 
 from .. import launchers
 from ..launchers import Bundle, drop_gpus
-from ..model import Manifest
-from ..topology import compute
+from ..kube.objects import Manifest
+from ..model.topology import compute
 
 MAX_PODS = 8
 

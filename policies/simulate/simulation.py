@@ -12,7 +12,7 @@ from typing import Callable, TextIO
 
 from ..launchers import Bundle
 from ..launchers.lifecycle import RESTART_CONTAINER, PodExit, RestartCount
-from ..model import Manifest
+from ..kube.objects import Manifest
 from . import processes
 from .diagnose import last_words
 from .host import Network, SimulationError, port_free, port_open

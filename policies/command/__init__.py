@@ -1,0 +1,1 @@
+"""What a container runs: shell words, shell scripts, and torchrun's command line."""

@@ -1,0 +1,1 @@
+"""Every command that writes the repository, through one pipeline (pipeline.apply)."""

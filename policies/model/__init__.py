@@ -1,0 +1,1 @@
+"""The world the launchers form: topologies, how they recover from lost pods, and the trainer's contract."""

@@ -1,0 +1,251 @@
+"""What every rule reads and writes: the Context of one validation unit (its objects, topologies, workloads, the
+environment's declaration, Argo CD's resolved targets) and the helpers that turn a finding into a Problem.
+Resolved before any rule runs, so rules stay pure functions of it."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+from ..argocd.apps import Delivery, Synced
+from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
+from ..launchers.pods import env_from_configmap
+from ..kube.objects import INFO, Manifest, Problem
+from ..launchers.podspecs import ContainerSite, PodSite, container_sites, pod_sites
+from ..model.topology import Topology, Undetermined, UnreadConfig, UnreadScript, Unstated
+from ..model.trainer_contract import contract
+
+# A problem made without a severity takes its rule's default (the module's SEVERITY), filled in by the engine.
+RULE_DEFAULT = ""
+
+
+@dataclass
+class Environment:
+    """What an environment declares about its cluster (policies/rules/environment.py reads it from a policy.yaml): the
+    values the rules that need them read, and its severity per rule id."""
+
+    name: str
+    source: str
+    gpus_per_node: int | None = None
+    gpu_capacity: int | None = None
+    large_job_pods: int | None = None
+    require_image_digest: bool = False
+    allowed_capabilities: list[str] = dc_field(default_factory=list)
+    allowed_host_access: list[str] | None = None  # None: the environment does not say
+    # Cluster-scoped and RBAC kinds the manifests may hold, as `group/Kind` (`/Namespace` for the core group);
+    # None: the environment does not say (SEC009).
+    allowed_cluster_kinds: list[str] | None = None
+    # The operator's policy that narrowed these allowances (the Argo CD plugin, environment.tightened), if any.
+    operator: str | None = None
+    # Every object the manifests reference is in them (REF001 errors on one that is not).
+    self_contained: bool = False
+    pod_losses: int | None = None  # pod losses every training workload survives (RESTART007)
+    severity: dict[str, str] = dc_field(default_factory=dict)
+    real: bool = False  # a cluster the user deploys to, not one of the template's examples
+    # The cluster's DNS domain (the kubelet's clusterDomain; TOPO003, TOPO011); None: not declared (cluster.local is
+    # then assumed where only a warning depends on it).
+    cluster_domain: str | None = None
+    # The Kueue integrations on in the cluster (its Configuration's integrations.frameworks); None: the environment
+    # declares no Kueue.
+    kueue_frameworks: list[str] | None = None
+    # Each controller's feature gates as the cluster runs it (launcher id -> gate -> on), unlisted gates at their
+    # defaults; a controller missing here: not declared.
+    feature_gates: dict[str, dict[str, bool]] = dc_field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What every rule reads: the overlay's objects, the training workloads' topologies, where they came from, and
+    the environment's declaration (None for manifests validated without one)."""
+
+    bundle: Bundle
+    topologies: list[Topology]
+    unresolved: list[Workload]
+    source: str
+    env: Environment | None = None
+    # Workloads of a training launcher that show neither a launcher nor env:// initialisation.
+    undetermined: list[Undetermined] = dc_field(default_factory=list)
+    # Workloads whose world's shape is in an accelerate config file not in the manifests.
+    unread: list[UnreadConfig] = dc_field(default_factory=list)
+    # Workloads whose container runs a shell script that could not be read.
+    scripts: list[UnreadScript] = dc_field(default_factory=list)
+    # Workloads whose launcher is not given a setting the world's shape depends on (its default unknown here).
+    unstated: list[Unstated] = dc_field(default_factory=list)
+    # Workloads another controller manages (managedBy): none of their pods are created here.
+    elsewhere: list[Workload] = dc_field(default_factory=list)
+    # What the webhook of a controller that makes objects for others (Katib's) refuses about the objects written.
+    refused: list[Check] = dc_field(default_factory=list)
+    # The objects (refs) the schema stage refuses: the API server decodes and checks the schema before it validates.
+    schema_refused: frozenset[str | None] = frozenset()
+    # Argo CD's Applications and what their sources render to (resolved by the engine before the rules run).
+    argo: Delivery = dc_field(default_factory=Delivery)
+    # An overlay validated without its repository's Argo CD folder: the Applications that sync it (ARGO008).
+    synced: Synced | None = None
+    # Every workload of a modelled controller, training or not (admission checks read them all).
+    workloads: list[Workload] = dc_field(default_factory=list)
+    _sites: list[PodSite] | None = dc_field(default=None, repr=False)
+    _containers: list[ContainerSite] | None = dc_field(default=None, repr=False)
+    _kinds: dict[str, list[Manifest]] | None = dc_field(default=None, repr=False)
+    _launched: list[tuple[Manifest, Launcher]] | None = dc_field(default=None, repr=False)
+    _pods: dict[int, list[Pod]] = dc_field(default_factory=dict, repr=False)
+    # Values several rules derive from the same objects, worked out once per overlay (images, ...).
+    memo: dict[str, Any] = dc_field(default_factory=dict, repr=False)
+
+    @property
+    def sites(self) -> list[PodSite]:
+        """Every pod template in the manifests (any kind that makes pods), computed once."""
+        if self._sites is None:
+            self._sites = pod_sites(self.bundle.manifests)
+        return self._sites
+
+    @property
+    def containers(self) -> list[ContainerSite]:
+        """Every container and init container of those pod templates, with their security contexts."""
+        if self._containers is None:
+            self._containers = container_sites(self.sites)
+        return self._containers
+
+    def of_kind(self, kind: str) -> list[Manifest]:
+        """The objects of one kind, in the order of the manifests (indexed once; not to be changed)."""
+        if self._kinds is None:
+            self._kinds = {}
+            for m in self.bundle.manifests:
+                self._kinds.setdefault(m.kind, []).append(m)
+        return self._kinds.get(kind, [])
+
+    @property
+    def launched(self) -> list[tuple[Manifest, Launcher]]:
+        """(object, its launcher module) for every object of a modelled kind, in the order of the manifests."""
+        if self._launched is None:
+            self._launched = [(m, launcher) for m in self.bundle.manifests if (launcher := of(m)) is not None]
+        return self._launched
+
+    def distinct_pods(self, topo: Topology) -> list[Pod]:
+        """One pod per pod template (PyTorchJob Master and Worker, not two Workers), worked out once per topology."""
+        pods = self._pods.get(id(topo))
+        if pods is None:
+            pods = self._pods[id(topo)] = topo.distinct_pods()
+        return pods
+
+
+def obj_problem(rule: str, m: Manifest, field: str | None, message: str, hint: str,
+                severity: str = RULE_DEFAULT) -> Problem:
+    return Problem(rule=rule, message=message, source=m.source, obj=m.ref, field=field, hint=hint, severity=severity)
+
+
+def not_run(rule: str, ctx: Context, needs: str) -> Problem:
+    """This rule needs a value only an environment declaration gives: say it could not run (the engine folds these
+    into one `ENV` line per unit) rather than pass in silence."""
+    return Problem(rule=rule, message=f"needs {needs}", source=ctx.source, severity=INFO,
+                   extra={"not_run": needs})
+
+
+def problem(rule: str, topo: Topology, field: str | None, message: str, hint: str, severity: str = RULE_DEFAULT) -> Problem:
+    m = topo.manifest
+    return Problem(rule=rule, message=message, source=m.source, obj=m.ref, field=field, hint=hint, severity=severity)
+
+
+def service_problem(rule: str, topo: Topology, field: str, message: str, hint: str) -> Problem:
+    """A problem about the Service behind a workload, pointed at the Service's own file and object."""
+    assert topo.service is not None, "service_problem is for a workload with a Service"
+    p = problem(rule, topo, field, message, hint)
+    p.source, p.obj = topo.service.source, topo.service.ref
+    return p
+
+
+def pods_field(topo: Topology) -> str:
+    return topo.workload.launcher.pods_field(topo.workload)
+
+
+def located(workload: Workload, field: str | None) -> tuple[Manifest, str | None]:
+    """The object and field a problem about `field` of a workload's pods belongs to: a TrainJob's pod template
+    lives in its runtime, so `(runtime) spec...` points at the runtime object where it is in the manifests."""
+    if field and field.startswith("(runtime) "):
+        runtime = workload.runtime
+        if runtime is not None:
+            return runtime, field[len("(runtime) "):]
+    return workload.manifest, field
+
+
+def at(ctx: Context, topo: Topology, field: str | None) -> tuple[Manifest, str | None]:
+    """`located` for a topology's workload."""
+    return located(topo.workload, field)
+
+
+def problem_at(rule: str, ctx: Context, topo: Topology, field: str | None, message: str, hint: str,
+               severity: str = RULE_DEFAULT) -> Problem:
+    m, f = at(ctx, topo, field)
+    return obj_problem(rule, m, f, message, hint, severity)
+
+
+def find_object(ctx: Context, kind: str, name: str) -> Manifest | None:
+    for m in ctx.bundle.manifests:
+        if m.kind == kind and m.name == name:
+            return m
+    return None
+
+
+def env_problem(rule: str, ctx: Context, topo: Topology, pod: Any, name: str, message: str, hint: str,
+                severity: str = RULE_DEFAULT) -> Problem:
+    """A problem about env variable `name`: at the ConfigMap key when it came through envFrom (where the user
+    edits it), else at the container's env entry."""
+    field = pod.env_fields.get(name)
+    m = re.search(r"\.envFrom\[(\d+)\]$", field or "")
+    if m:
+        sources = pod.container.get("envFrom") or []
+        i = int(m.group(1))
+        ref = (sources[i].get("configMapRef") or {}) if i < len(sources) else {}
+        cm = find_object(ctx, "ConfigMap", str(ref.get("name"))) if ref else None
+        if cm is not None:
+            return obj_problem(rule, cm, f"data.{name}", message, hint, severity)
+    return problem_at(rule, ctx, topo, field or pod.container_field, message, hint, severity)
+
+
+def training_uses_nccl(topo: Topology) -> bool:
+    """The job may use NCCL: it has GPUs, or states the nccl backend (see nccl_stated for what a message may claim)."""
+    return bool(topo.gpus) or nccl_stated(topo)
+
+
+def nccl_stated(topo: Topology) -> bool:
+    """The manifest itself says the process group is nccl (env, args): only then may a message claim what NCCL does,
+    at the rule's severity; otherwise the backend lives in the training code, and a message says "if the job uses
+    NCCL", at warning severity."""
+    return bool(topo.pg_backend and topo.pg_backend[0].lower() == "nccl")
+
+
+# ---------------------------------------------------------------- the containers that start the trainer
+
+
+def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
+    """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
+    that starts the trainer, one pod per pod template (worked out once per overlay)."""
+    found = ctx.memo.get("trainer_containers")
+    if found is None:
+        found = []
+        for w in ctx.workloads:
+            if w.odd_group is not None:  # no pods to read (the model said it skipped them)
+                continue
+            seen: set[str] = set()
+            for g in w.world_groups:
+                if not g.count or g.template_field in seen:
+                    continue
+                seen.add(g.template_field)
+                pod = w.pod(g.offset)
+                for c in pod.containers:
+                    argv, fields = pod.argv(c)
+                    start = contract.starts_trainer(argv)
+                    if start is not None:
+                        found.append((w, pod, c, argv, fields, start))
+        ctx.memo["trainer_containers"] = found
+    return found
+
+
+def where(ctx, w, c, name: str) -> tuple[Any, str | None]:
+    """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
+    the container's env entry."""
+    field = c.env_fields.get(name) or f"{c.field}.env"
+    configmap = env_from_configmap(c.container, field)
+    cm = find_object(ctx, "ConfigMap", configmap) if configmap else None
+    if cm is not None:
+        return cm, f"data.{name}"
+    return located(w, field)
