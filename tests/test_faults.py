@@ -14,7 +14,8 @@ from conftest import REPO
 from policies.simulate import faults as F
 from policies.report.engine import collect
 from policies.launchers import Bundle, workloads
-from policies.launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, PodExit, RestartCount)
+from policies.launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, PodExit,
+                                          RestartCount)
 from policies.kube.objects import Manifest
 
 KILLED, TERMINATED, PEER_LOST = 137, 143, 1

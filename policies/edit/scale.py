@@ -19,7 +19,8 @@ from ..render import transaction
 from ..entry import guarded
 from ..git import GitError, run as run_git
 from ..render.paths import overlay_path
-from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm, edit_topology, matches, pod_losses)
+from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
+                          edit_topology, matches, pod_losses)
 from .yamledit import EditError, YamlFile, edit_relative_to, rel
 
 REPO = Path(__file__).resolve().parents[2]

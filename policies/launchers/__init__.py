@@ -20,7 +20,8 @@ from ..kube.objects import Manifest
 from ..kube.values import group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, Need, ScaleSpec, Unreadable, Workload
-from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources, drop_gpus, gpu_resources)
+from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources,
+                   drop_gpus, gpu_resources)
 
 
 

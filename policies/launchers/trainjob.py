@@ -15,8 +15,10 @@ from .base import Bundle, Check, Launcher, Names, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
 from .pods import Injected, drop_gpus, trainer_gpus_per_node
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
-from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count, mpi_node_job_trainer, mpi_note, mpi_slots, no_torch_notice, plugin_env, policy_kind)
-from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
+from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count,
+                                  mpi_node_job_trainer, mpi_note, mpi_slots, no_torch_notice, plugin_env, policy_kind)
+from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, is_trainer_step,
+                              load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
 KIND = "TrainJob"
 # The initializer steps, their container's name, and the TrainJob field that configures them.

@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterator
 from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import Manifest
 from . import core_validation
-from .volcano_webhook import (REFUSED, dag_checks, io_checks, numa_checks, partition_checks, policy_checks, topology_checks)
+from .volcano_webhook import (REFUSED, dag_checks, io_checks, numa_checks, partition_checks, policy_checks,
+                              topology_checks)
 from .base import MAX_GROUP_PODS, Unreadable, Bundle, Check, Launcher, Workload
 from .pods import Injected, PodGroup, indexed
 

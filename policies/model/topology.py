@@ -15,7 +15,8 @@ from ..launchers.base import MAX_GROUP_PODS
 from ..launchers.pods import container_resources
 from ..kube.objects import Manifest
 from ..command.shell import RUN_TIME, ShellError
-from ..command.torchrun import (DIST_URL, DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python, split_endpoint, split_nnodes, with_accelerate_config)
+from ..command.torchrun import (DIST_URL, DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python,
+                                split_endpoint, split_nnodes, with_accelerate_config)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 # What a script that starts distributed training shows in its text (an unreadable one is said unread only then).

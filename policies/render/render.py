@@ -22,7 +22,8 @@ import yaml
 
 from . import kustomization, offline
 from .gitops import ConfigError, build_options, kubectl
-from .kustomization import (KUSTOMIZATION_FILES, collect_inputs, inputs, kustomization_file, overlays_named, reaches_out, resolved)
+from .kustomization import (KUSTOMIZATION_FILES, collect_inputs, inputs, kustomization_file, overlays_named,
+                            reaches_out, resolved)
 from .files import path_error, rel
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse
 from ..kube.objects import Manifest

@@ -12,7 +12,8 @@ from typing import Any, Iterable
 
 from ..argocd import apps as argocd
 from ..rules import environment
-from ..launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of, workloads)
+from ..launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
+                         workloads)
 from ..render.files import path_error, read
 from ..render.loader import InputError, NotKubernetes
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem

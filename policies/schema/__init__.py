@@ -27,7 +27,8 @@ from ..kube.objects import Manifest, Problem
 from .builtin import BuiltinValidator, installed_version
 from .cel import RULE_CEL, evaluate_manifests, has_transition_rules, transition_problems
 from .kubeconform import KubeconformValidator, find_kubeconform, kubeconform_message_errors
-from .lookup import (MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, find_schema, kubernetes_version)
+from .lookup import (MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR,
+                     find_schema, kubernetes_version)
 from .messages import as_applied, dotted, one_line
 from .validator import Validator, ValidatorUnavailable
 

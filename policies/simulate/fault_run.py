@@ -14,7 +14,8 @@ from typing import Any
 from ..report import engine
 from ..model import recovery
 from ..kube.values import as_int
-from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision, PodExit, RestartCount)
+from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision,
+                                   PodExit, RestartCount)
 from ..model.topology import compute
 from . import ask_trainer, faults as F
 from .diagnose import clip, last_words
