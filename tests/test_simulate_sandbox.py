@@ -40,7 +40,7 @@ def landlock_abi() -> int | None:
         return None
 
 
-def run_pod(tmp_path, env=None):
+def run_pod(tmp_path, env=None, prefix=()):
     """A pod that says what it could do; a file anyone may read and a listener on this machine's loopback outside
     its world (`listener` says whether the pod's connection reached it)."""
     outside = tmp_path / "outside"
@@ -50,7 +50,7 @@ def run_pod(tmp_path, env=None):
     (outside / "secret").chmod(0o644)
     listener = socket.create_server(("127.0.0.1", 0))
     try:
-        proc, said = _run_pod(tmp_path, outside, listener.getsockname()[1], env)
+        proc, said = _run_pod(tmp_path, outside, listener.getsockname()[1], env, prefix)
         listener.settimeout(0.1)
         try:
             listener.accept()[0].close()
@@ -62,14 +62,14 @@ def run_pod(tmp_path, env=None):
     return proc, said, outside
 
 
-def _run_pod(tmp_path, outside, port, env):
+def _run_pod(tmp_path, outside, port, env, prefix):
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "probe"}, "spec": {"template": {"spec": {
         "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sh", "-c"],
                                                   "args": [PROBE.format(outside=outside, port=port)]}]}}}}
     path = tmp_path / "probe.yaml"
     path.write_text(yaml.safe_dump(job))
-    proc = subprocess.run([sys.executable, "-m", "policies.simulate", str(path), "--deadline", "60", "--run-dir",
-                           str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=120,
+    proc = subprocess.run([*prefix, sys.executable, "-m", "policies.simulate", str(path), "--deadline", "60",
+                           "--run-dir", str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
     said = dict(line.split("] ", 1)[1].split("=", 1) for line in proc.stdout.splitlines()
                 if line.startswith("[probe-") and "=" in line)
@@ -110,16 +110,33 @@ def test_no_read_outside_and_no_network_out_of_the_world(tmp_path):
                     "this kernel has no Landlock: reads are not confined")
 
 
-def test_without_a_network_namespace_one_line_says_so(tmp_path):
-    """Where no namespace is made (POLICIES_NETWORK_NAMESPACE=off stands for a machine that refuses unshare), the
-    run still runs, and one line says the network is not confined and why; the pod then reaches the listener (so the
-    test above can fail)."""
-    proc, said, outside = run_pod(tmp_path, {"POLICIES_NETWORK_NAMESPACE": "off"})
+# A kernel that refuses a network namespace: in a user namespace of its own that may hold none
+# (user.max_net_namespaces=0 there), `unshare` fails as a seccomp profile would make it.
+REFUSED = ("unshare", "--user", "--map-root-user", "sh", "-c",
+           'echo 0 > /proc/sys/user/max_net_namespaces && exec "$@"', "sh")
+
+
+def _can_refuse() -> bool:
+    try:
+        return subprocess.run([*REFUSED, "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.parametrize("how", ["kernel", "off"])
+def test_without_a_network_namespace_one_line_says_so(tmp_path, how):
+    """Where no namespace is made (the kernel refuses it, or POLICIES_NETWORK_NAMESPACE=off), the run still runs,
+    and one line says the network is not confined and why; the pod then reaches the listener (so the test above can
+    fail)."""
+    if how == "kernel" and not _can_refuse():
+        pytest.skip("this machine cannot make a user namespace that refuses network namespaces")
+    proc, said, outside = (run_pod(tmp_path, prefix=REFUSED) if how == "kernel" else
+                           run_pod(tmp_path, {"POLICIES_NETWORK_NAMESPACE": "off"}))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     said_network = [line for line in proc.stdout.splitlines() if "the network (no network namespace" in line]
     assert len(said_network) == 1, proc.stdout[-3000:]
-    assert ("the network (no network namespace: POLICIES_NETWORK_NAMESPACE=off; a pod can connect wherever this "
-            "machine can)") in said_network[0]
+    why = "unshare: No space left on device" if how == "kernel" else "POLICIES_NETWORK_NAMESPACE=off"
+    assert f"the network (no network namespace: {why}; a pod can connect wherever this machine can)" in said_network[0]
     assert said["connect"] == "allowed" and said["listener"] == "reached", said
 
 

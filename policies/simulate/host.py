@@ -126,7 +126,8 @@ class Network:
         try:
             said = json.loads(first)
         except ValueError:
-            said = {"network": (first.strip() or holder.stderr.read().decode("utf-8", "replace").strip()  # type: ignore[union-attr]
+            assert holder.stderr is not None
+            said = {"network": (first.strip() or holder.stderr.read().decode("utf-8", "replace").strip()
                                 or f"the holder exited {holder.wait()}").splitlines()[-1]}
         if said.get("network") != "ok":
             ours.close()

@@ -135,7 +135,7 @@ class Sandbox:
                                 "the pods' socket folder and /dev/null excepted)")
         else:
             box.not_enforced.append(f"no write outside the run folder (Landlock: {seen.get('landlock')})")
-        who = f"{'uid ' + str(uid) if uid is not None else me}"
+        who = f"uid {uid}" if uid is not None else me
         if box.read is not None:
             box.enforced.append("no read outside the run folder, the interpreter and its packages, the checkout's "
                                 "trainer/, the system's libraries, /proc and /sys (Landlock; the checkout's other "
@@ -152,6 +152,7 @@ class Sandbox:
             box.not_enforced.append(f"the network (no network namespace: {why}; a pod can connect wherever this "
                                     "machine can)")
             network.close()
+        box.not_enforced.append("a Unix socket of this machine a pod names by its path; CPU and memory")
         return box
 
     def line(self) -> str:
