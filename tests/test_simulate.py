@@ -236,15 +236,18 @@ AFTER_SUCCESS = [
 @pytest.mark.parametrize("succeeded", [True, False])
 def test_what_torchrun_logs_after_its_workers_succeeded_is_one_line(tmp_path, succeeded):
     lines = AFTER_SUCCESS if succeeded else AFTER_SUCCESS[1:]
-    (tmp_path / "out.txt").write_text("\n".join(lines) + "\n")
+    # The lines reach the pod as a ConfigMap volume: a pod reads nothing outside its run folder (sandbox.py).
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "out"},
+              "data": {"out.txt": "\n".join(lines) + "\n"}}
     job = {
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "agent"},
         "spec": {"completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["cat", str(tmp_path / "out.txt")]}]}}},
+            "restartPolicy": "Never", "volumes": [{"name": "out", "configMap": {"name": "out"}}],
+            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["cat", "/in/out.txt"],
+                            "volumeMounts": [{"name": "out", "mountPath": "/in"}]}]}}},
     }
     path = tmp_path / "agent.yaml"
-    path.write_text(yaml.safe_dump(job))
+    path.write_text(yaml.safe_dump_all([config, job]))
     proc, _ = simulate(path, tmp_path, 60)
     assert proc.returncode == 0, proc.stdout
     log = next((tmp_path / "run" / "logs").glob("agent-0-*.log")).read_text()
