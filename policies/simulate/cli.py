@@ -99,7 +99,7 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
           "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper, only where "
           "a headless Service (or the launcher's own) publishes them", file=out)
-    loopback = "the world's own loopback" if sim.sandbox.world is not None else "this machine's loopback"
+    loopback = "the world's own loopback" if sim.sandbox.isolated else "this machine's loopback"
     if sim.network.swrap:
         print("simulate: network: each pod has its own address (libsocket_wrapper, 127.0.0.11 on): a port is open "
               "only at the address of the pod that listens on it; pods that do not train (an etcd) run on the host "

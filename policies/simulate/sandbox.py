@@ -69,13 +69,15 @@ def _account(uid: int) -> bool:
 @dataclass
 class Sandbox:
     """How this run's pods are confined: the uid they run as (None: the simulator's own), whether each pod gets PID
-    and mount namespaces, whether Landlock keeps their writes and reads in, the world's network namespace they join
-    (None: this machine's network); what holds and what does not, in words."""
+    and mount namespaces, whether Landlock keeps their writes and reads in, whether they get a network namespace of
+    their world's (`isolated`; `world`: the one they join, made when the run starts, None: this machine's network);
+    what holds and what does not, in words."""
 
     uid: int | None = None
     namespaces: bool = False
     landlock: bool = False
     read: list[str] | None = None
+    isolated: bool = False
     world: dict[str, str | None] | None = None
     enforced: list[str] = field(default_factory=list)
     not_enforced: list[str] = field(default_factory=list)
@@ -85,8 +87,8 @@ class Sandbox:
 
     @classmethod
     def probe(cls, python_bin: Path, network: Network) -> Sandbox:
-        """What holds here, measured by a probe pod; the world's network namespace made (`network.isolate`) unless
-        SIM_SANDBOX=off."""
+        """What holds here, measured by a probe pod (in a network namespace `network.isolate` makes for it and ends:
+        planning holds nothing; the run makes its world's own)."""
         if os.environ.get("SIM_SANDBOX") == "off":
             return cls(off=True, not_enforced=["any confinement (SIM_SANDBOX=off): pods run as this user, may write "
                                                "and read anywhere it can, reach this machine's network, and outlive "
@@ -96,20 +98,23 @@ class Sandbox:
         needed = [str((python_bin / "python").resolve()), str(REPO)]
         read = readable(python_bin)
         network.isolate()
-        uid = free_uid(IMAGE_UID) if root else None
-        seen = _probe(uid, needed, read, network.world)
-        why_not_user = ""
-        if uid is not None and (seen.get("uid") != uid or seen.get("unreadable")):
-            why_not_user = (f"uid {uid} cannot reach {', '.join(seen.get('unreadable') or []) or 'what the pods run'}"
-                            if seen.get("uid") == uid else f"cannot switch to uid {uid}")
-            uid = None
-            seen = _probe(None, needed, read, network.world)
+        try:
+            uid = free_uid(IMAGE_UID) if root else None
+            seen = _probe(uid, needed, read, network.world)
+            why_not_user = ""
+            if uid is not None and (seen.get("uid") != uid or seen.get("unreadable")):
+                unreadable = ", ".join(seen.get("unreadable") or []) or "what the pods run"
+                why_not_user = f"uid {uid} cannot reach {unreadable}" if seen.get("uid") == uid else \
+                    f"cannot switch to uid {uid}"
+                uid = None
+                seen = _probe(None, needed, read, network.world)
+        finally:
+            network.close()
         landlock = isinstance(seen.get("landlock"), int)
         box = cls(uid=uid, namespaces=seen.get("pid_namespace") == "ok",
                   landlock=landlock and seen.get("write_outside") not in (None, "allowed"),
                   read=read if landlock and seen.get("read_outside") not in (None, "allowed") else None,
-                  world=network.world if seen.get("network") == "ok" and seen.get("connect_outside") not in (
-                      None, "allowed") else None)
+                  isolated=seen.get("network") == "ok" and seen.get("connect_outside") not in (None, "allowed"))
         me = pwd.getpwuid(os.geteuid()).pw_name if _account(os.geteuid()) else f"uid {os.geteuid()}"
         if uid is not None:
             box.enforced.append(f"a separate user (uid {uid}{', the image' + chr(39) + 's USER' if uid == IMAGE_UID else ''}; "
@@ -143,7 +148,7 @@ class Sandbox:
         else:
             why = seen.get("landlock") if not landlock else f"a read outside was {seen.get('read_outside')}"
             box.not_enforced.append(f"reads (Landlock: {why}; a pod reads what {who} can read)")
-        if box.world is not None:
+        if box.isolated:
             box.enforced.append("a network namespace per world (the pods reach each other on its own loopback, "
                                 "nothing outside it: a listener on this machine's loopback is refused)")
         else:
@@ -151,7 +156,6 @@ class Sandbox:
                    f"joined: {seen.get('network', 'not joined')}, a listener outside was {seen.get('connect_outside')}")
             box.not_enforced.append(f"the network (no network namespace: {why}; a pod can connect wherever this "
                                     "machine can)")
-            network.close()
         box.not_enforced.append("a Unix socket of this machine a pod names by its path; CPU and memory")
         return box
 

@@ -70,20 +70,25 @@ class Simulation:
 
     def run(self, training: Training | None = None) -> Result:
         """Run the pods: the training pods as `training` says (a fault run), else until they end or the deadline."""
-        self._check_ports()
-        if self.network.swrap:
-            self._open_network()
-        self.sandbox.writable = [self.run_dir.resolve(), Path("/dev/shm")]
-        if self.network.folder is not None:
-            self.sandbox.writable.append(self.network.folder)
-            self.sandbox.own(self.network.folder)
         try:
+            if self.sandbox.isolated:  # the world's network namespace, as the probe made one
+                why = self.network.isolate()
+                if why != "ok":
+                    raise SimulationError(f"the pods' network namespace could not be made again: {why}")
+                self.sandbox.world = self.network.world
+            self._check_ports()
+            if self.network.swrap:
+                self._open_network()
+            self.sandbox.writable = [self.run_dir.resolve(), Path("/dev/shm")]
+            if self.network.folder is not None:
+                self.sandbox.writable.append(self.network.folder)
+                self.sandbox.own(self.network.folder)
             return self._run(training or self._run_plain)
         finally:
             self.network.close()
 
     def _check_ports(self) -> None:
-        if self.sandbox.world is not None:  # the world's own network: nothing of this machine's holds its ports
+        if self.sandbox.isolated:  # the world's own network: nothing of this machine's holds its ports
             return
         busy = []
         for sp in self.pods:
