@@ -100,12 +100,13 @@ def simulate(source: str, run_dir: Path, deadline: float, scale_to: int | None, 
     print(f"simulate: {IMAGE_ROOT} is mapped to the checkout {REPO}; volumes to folders under {run_dir} "
           "(emptyDir per pod, each PVC shared by claim name); pod names resolve through libnss_wrapper, only where "
           "a headless Service (or the launcher's own) publishes them", file=out)
+    loopback = "the world's own loopback" if sim.sandbox.isolated else "this machine's loopback"
     if sim.network.swrap:
         print("simulate: network: each pod has its own address (libsocket_wrapper, 127.0.0.11 on): a port is open "
               "only at the address of the pod that listens on it; pods that do not train (an etcd) run on the host "
               "network and their declared ports are relayed to their address", file=out)
     else:
-        print("simulate: network: every pod shares this machine's loopback network "
+        print(f"simulate: network: every pod shares {loopback} network "
               f"({sim.network.host_network_reason}): a port open in one pod answers at every pod's address", file=out)
     print(sim.sandbox.line(), file=out)
     print("simulate: added to each pod's env: LOGLEVEL=INFO (to see who joined), PYTHONUNBUFFERED=1, TMPDIR=<the pod's "

@@ -1,13 +1,16 @@
 """What this machine gives a simulation: libnss_wrapper (pod names resolve), libsocket_wrapper and the C shim that
-serialises its port choice (each pod gets a network of its own), the relay that brings a host-network pod's ports
-into that network, and the one error a simulation that cannot run here raises."""
+serialises its port choice (each pod gets a network of its own), the world's network namespace (its own loopback,
+nothing outside), the relay that brings a host-network pod's ports into socket_wrapper's network, and the one error a
+simulation that cannot run here raises."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -21,6 +24,7 @@ SOCKET_WRAPPER_CANDIDATES = tuple(Path(str(c).replace("libnss_wrapper", "libsock
 # (127.0.0.1 stays localhost).
 FIRST_IFACE, LAST_IFACE = 11, 64
 SERIAL_SOURCE = REPO / "policies" / "native" / "swrap_serial.c"
+CONFINE = Path(__file__).with_name("confine.py")
 
 
 class SimulationError(Exception):
@@ -78,7 +82,9 @@ def nss_wrapper() -> Path:
 class Network:
     """The pods' network: socket_wrapper's (each pod its own address; the socket folder made when the run starts,
     with a relay from each host-network pod's ports into it) where this machine has it and the C shim builds, else
-    this machine's loopback network, shared by every pod (`host_network_reason` says why)."""
+    one loopback network shared by every pod (`host_network_reason` says why). Either lies in the world's network
+    namespace where `isolate` made one (its own loopback: a pod reaches the other pods and nothing outside), else
+    on this machine's network (`isolation` says why)."""
 
     def __init__(self) -> None:
         self.swrap = socket_wrapper()
@@ -91,6 +97,77 @@ class Network:
             self.swrap, self.host_network_reason = None, "no C compiler to build policies/native/swrap_serial.c"
         self.folder: Path | None = None
         self._relays: list[socket.socket] = []
+        # The holder of the world's network namespace (confine.py --world) and the simulator's end of its socket
+        # requests; `isolation` is "ok" or why there is none.
+        self._holder: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._requests: socket.socket | None = None
+        self.world: dict[str, str | None] | None = None
+        self.isolation = "not asked"
+
+    def isolate(self) -> str:
+        """The world's network namespace, where the machine allows one (POLICIES_NETWORK_NAMESPACE=off: not asked
+        for, as for kustomize); "ok" or why not. Its holder ends with the simulator (or `close`)."""
+        if os.environ.get("POLICIES_NETWORK_NAMESPACE") == "off":
+            self.isolation = "POLICIES_NETWORK_NAMESPACE=off"
+            return self.isolation
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            holder = subprocess.Popen([sys.executable, "-I", str(CONFINE), "--world", str(os.getpid())],
+                                      stdin=theirs.fileno(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as e:
+            ours.close()
+            self.isolation = str(e)
+            return self.isolation
+        finally:
+            theirs.close()
+        assert holder.stdout is not None
+        first = holder.stdout.readline().decode("utf-8", "replace")
+        try:
+            said = json.loads(first)
+        except ValueError:
+            assert holder.stderr is not None
+            said = {"network": (first.strip() or holder.stderr.read().decode("utf-8", "replace").strip()
+                                or f"the holder exited {holder.wait()}").splitlines()[-1]}
+        if said.get("network") != "ok":
+            ours.close()
+            _end(holder)
+            self.isolation = str(said.get("network"))
+            return self.isolation
+        self._holder, self._requests = holder, ours
+        ns = f"/proc/{said['pid']}/ns"
+        self.world = {"net": f"{ns}/net", "user": f"{ns}/user" if os.geteuid() != 0 else None}
+        self.isolation = "ok"
+        return self.isolation
+
+    def new_socket(self, family: int = socket.AF_INET) -> socket.socket:
+        """A TCP socket of the pods' network: made in the world's namespace by its holder where there is one."""
+        if self._requests is None:
+            return socket.socket(family, socket.SOCK_STREAM)
+        with self._lock:
+            self._requests.sendall(b"6" if family == socket.AF_INET6 else b"4")
+            _, fds, _, _ = socket.recv_fds(self._requests, 1, 1)
+        if not fds:
+            raise OSError("the world's network holder ended")
+        return socket.socket(fileno=fds[0])
+
+    def connect(self, ip: str, port: int, timeout: float) -> socket.socket:
+        """A connection to `ip:port` in the pods' network (a host-network pod's port)."""
+        sock = self.new_socket()
+        try:
+            sock.settimeout(timeout)
+            sock.connect((ip, port))
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def port_open(self, ip: str, port: int) -> bool:
+        try:
+            with self.connect(ip, port, 0.5):
+                return True
+        except OSError:
+            return False
 
     def ipv6(self, ip: str) -> str:
         """The IPv6 address of a pod: socket_wrapper's fd00::5357:5f<iface> for its network, else IPv4-mapped."""
@@ -118,7 +195,7 @@ class Network:
         self._relays.append(listener)
 
         def connect() -> socket.socket:
-            upstream = socket.create_connection(target, timeout=5)
+            upstream = self.connect(*target, timeout=5)
             upstream.settimeout(None)
             return upstream
 
@@ -129,6 +206,22 @@ class Network:
             listener.close()
         if self.folder:
             shutil.rmtree(self.folder, ignore_errors=True)
+        if self._holder is not None and self._requests is not None:
+            self._requests.close()  # the holder ends when its requests do
+            _end(self._holder)
+            self._holder, self._requests, self.world = None, None, None
+
+
+def _end(holder: subprocess.Popen) -> None:
+    """The holder of a world's network ended (killed after 5 s), its pipes closed."""
+    try:
+        holder.wait(5)
+    except subprocess.TimeoutExpired:
+        holder.kill()
+        holder.wait()
+    for pipe in (holder.stdout, holder.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def relay(listener: socket.socket, connect: Callable[[], socket.socket]) -> None:
@@ -175,11 +268,3 @@ def port_free(ip: str, port: int) -> bool:
             return True
         except OSError:
             return False
-
-
-def port_open(ip: str, port: int) -> bool:
-    try:
-        with socket.create_connection((ip, port), timeout=0.5):
-            return True
-    except OSError:
-        return False

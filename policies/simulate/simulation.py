@@ -15,7 +15,7 @@ from ..launchers.lifecycle import RESTART_CONTAINER, PodExit, RestartCount
 from ..kube.objects import Manifest
 from . import processes
 from .diagnose import last_words
-from .host import Network, SimulationError, port_free, port_open
+from .host import Network, SimulationError, port_free
 from .pods import Layout, SimPod
 from .processes import LineListener
 from .result import Result
@@ -56,7 +56,7 @@ class Simulation:
 
     def plan(self) -> list[SimPod]:
         self.pods = self.layout.plan()
-        self.sandbox = Sandbox.probe(self.layout.bin)
+        self.sandbox = Sandbox.probe(self.layout.bin, self.network)
         return self.pods
 
     def peer_of(self, host: str) -> str:
@@ -70,19 +70,26 @@ class Simulation:
 
     def run(self, training: Training | None = None) -> Result:
         """Run the pods: the training pods as `training` says (a fault run), else until they end or the deadline."""
-        self._check_ports()
-        if self.network.swrap:
-            self._open_network()
-        self.sandbox.writable = [self.run_dir.resolve(), Path("/dev/shm")]
-        if self.network.folder is not None:
-            self.sandbox.writable.append(self.network.folder)
-            self.sandbox.own(self.network.folder)
         try:
+            if self.sandbox.isolated:  # the world's network namespace, as the probe made one
+                why = self.network.isolate()
+                if why != "ok":
+                    raise SimulationError(f"the pods' network namespace could not be made again: {why}")
+                self.sandbox.world = self.network.world
+            self._check_ports()
+            if self.network.swrap:
+                self._open_network()
+            self.sandbox.writable = [self.run_dir.resolve(), Path("/dev/shm")]
+            if self.network.folder is not None:
+                self.sandbox.writable.append(self.network.folder)
+                self.sandbox.own(self.network.folder)
             return self._run(training or self._run_plain)
         finally:
             self.network.close()
 
     def _check_ports(self) -> None:
+        if self.sandbox.isolated:  # the world's own network: nothing of this machine's holds its ports
+            return
         busy = []
         for sp in self.pods:
             for port in sp.ports:
@@ -114,7 +121,7 @@ class Simulation:
             for sp in services:  # readiness, as far as this machine can tell: the declared ports accept connections
                 for port in sp.ports:
                     while (port and sp.host_ip and time.monotonic() - start < min(30.0, self.deadline)
-                           and not port_open(sp.host_ip, port)):
+                           and not self.network.port_open(sp.host_ip, port)):
                         if sp.proc and sp.proc.poll() is not None:
                             break
                         time.sleep(0.2)
