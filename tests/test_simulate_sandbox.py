@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from policies.offline import _namespace_prefix
+from policies.render.offline import _namespace_prefix
 from policies.simulate.host import NSS_WRAPPER_CANDIDATES, Network, installed
 from policies.simulate.sandbox import CONFINE, IMAGE_UID, Sandbox
 
