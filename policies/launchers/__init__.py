@@ -19,7 +19,7 @@ from typing import Any, Collection, Iterator
 from ..model import Manifest
 from ..kube import group_of, kueue_queue
 from . import unmodelled
-from .base import Bundle, Check, Child, Launcher, Need, ScaleSpec, Unreadable, Workload
+from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
 from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources, drop_gpus,
                    gpu_resources)
 

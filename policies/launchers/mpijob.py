@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from ..kube import DNS1035, as_int, dig, listing, mapping
 from ..model import INFO, WARNING, Manifest
-from .base import Bundle, Check, Launcher, Names, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, MpiWorld, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
 from .pods import Injected, PodGroup, container_resources
 
@@ -138,6 +138,21 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
                 break
         return MpiRun(np, over, program, where, hosts, hostfile, exported)
     return None
+
+
+def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
+    """What mpirun starts, in TOPO012's words: its ranks, the program, where it takes its hosts from (`owner`'s
+    hostfile at /etc/mpi/hostfile, where `checked` says what is checked of them) and what is not checked."""
+    np = f"-np {run.np}" if run.np is not None else "the slots' number of"
+    program = " ".join(run.program[:2]) or "its program"
+    if run.hostfile is not None and run.hostfile != HOSTFILE:
+        where = (f"its hosts come from {run.hostfile}, not {owner} {HOSTFILE}: the slots and the host of rank 0 "
+                 "were not checked")
+    else:
+        where = checked
+    rank = "OMPI_COMM_WORLD_RANK" if impl == OPEN_MPI else "PMI_RANK"
+    return (f"mpirun starts {np} ranks of `{program}`, each taking its rank from {rank}; {where}; "
+            "the rendezvous the script joins is checked only where -x MASTER_ADDR or a tcp:// --dist-url shows it")
 
 
 # Open MPI mpirun(1): `-H, --host <host1,host2,...>` (`host:N` for N slots) and `--hostfile, --machinefile <file>`;
@@ -293,17 +308,20 @@ class MPIJobLauncher(Launcher[Workload]):
         run = self._mpirun(w)
         if run is None:
             return None
-        np = f"-np {run.np}" if run.np is not None else "the slots' number of"
-        program = " ".join(run.program[:2]) or "its program"
-        if run.hostfile is not None and run.hostfile != HOSTFILE:
-            where = (f"its hosts come from {run.hostfile}, not the operator's {HOSTFILE}: the slots and the host of "
-                     "rank 0 were not checked")
-        else:
-            where = "-np and -H are checked against the workers' slots (TOPO011)"
         impl = str(mapping(w.manifest.obj.get("spec")).get("mpiImplementation") or OPEN_MPI)
-        rank = "OMPI_COMM_WORLD_RANK" if impl == OPEN_MPI else "PMI_RANK"
-        return (f"mpirun starts {np} ranks of `{program}`, each taking its rank from {rank}; {where}; "
-                "the rendezvous the script joins is checked only where -x MASTER_ADDR or a tcp:// --dist-url shows it")
+        return mpirun_words(run, impl, "the operator's", "-np and -H are checked against the workers' slots (TOPO011)")
+
+    def mpi_world(self, w: Workload) -> MpiWorld | None:
+        spec = mapping(w.manifest.obj.get("spec"))
+        worker = next((g for g in w.groups if g.role == WORKER), None)
+        as_worker = launcher_as_worker(spec)
+        slots = slots_per_worker(spec) or 0
+        containers = listing(dig(worker.template, "spec", "containers")) if worker else []
+        gpus = container_resources(mapping(containers[0]))[0] if containers else 0
+        hosts = _hostnames(w.manifest.name, worker.count if worker else 0, as_worker)
+        # Worker replicas is the ScaleSpec's pods path; the launcher is a host too with runLauncherAsWorker.
+        return MpiWorld(hosts, slots, gpus, w.all_pods, hosts_for=lambda n: n + (1 if as_worker else 0),
+                        pods_for=lambda n: n + 1)
 
     def _mpirun(self, w: Workload) -> MpiRun | None:
         launcher = next((g for g in w.groups if g.role == LAUNCHER), None)
@@ -368,7 +386,7 @@ class MPIJobLauncher(Launcher[Workload]):
                                  "--node-rank and rendezvous come from its own flags or the script, which mpirun does "
                                  "not set", "check torchrun's flags against the hosts", severity=INFO))
         elif names:
-            out += _rank_zero_address(w, run, pod, names[0])
+            out += rank_zero_address(w, run, pod, names[0])
         return out
 
     def _hosts(self, w: Workload, run: MpiRun, names: Names, impl: str) -> list[Check]:
@@ -394,7 +412,7 @@ class MPIJobLauncher(Launcher[Workload]):
 # The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's
 # --dist-url (policies/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
 # the store every other rank connects to.
-def _rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str) -> list[Check]:
+def rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str, subdomain: str | None = None) -> list[Check]:
     program = run.program
     if not any(x.rsplit("/", 1)[-1].startswith("python") for x in program):
         return []
@@ -414,13 +432,14 @@ def _rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str) -> l
     host = address[0].rsplit(":", 1)[0] if address[1] == "--dist-url" else address[0]
     ns = w.manifest.namespace
     namespace = rf"(\.{re.escape(ns)}" if ns else r"(\.[a-z0-9-]+"
-    ok = re.fullmatch(re.escape(f"{first_host}.{w.manifest.name}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
+    subdomain = subdomain or w.manifest.name
+    ok = re.fullmatch(re.escape(f"{first_host}.{subdomain}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
                       host)
     if ok:
         return []
     return [Check(run.field, f"{address[1]} names '{host}', but rank 0 (the first slot mpirun fills) runs on "
                   f"{first_host}: the other ranks wait for a store that is not there",
-                  f"point it at {first_host}.{w.manifest.name}")]
+                  f"point it at {first_host}.{subdomain}")]
 
 
 def _with_restart(rspec: dict[str, Any], role: str) -> dict[str, Any]:

@@ -11,12 +11,13 @@ from typing import Any, Iterator
 from ..kube import as_int, dig, domain_prefixed_path_problems, listing, mapping, quantity_value
 from ..model import INFO, WARNING, Manifest
 from . import jobset
-from .base import Bundle, Check, Launcher, Names, Need, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, MpiWorld, Names, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
 from .pods import Injected, drop_gpus, trainer_gpus_per_node
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
 from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count,
-                                  mpi_node_job_trainer, mpi_note, mpi_slots, no_torch_notice, plugin_env, policy_kind)
+                                  mpi_node_job_trainer, mpi_note, mpi_slots, mpi_unmodelled, mpi_world, no_torch_notice,
+                                  plugin_env, policy_kind)
 from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches,
                               is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
@@ -456,6 +457,15 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
                                  "itself and its webhook rejects this",
                                  "use spec.trainer.numNodes / numProcPerNode instead"))
         return out
+
+    def mpi_world(self, w: TrainJobWorkload) -> MpiWorld | None:
+        if w.policy != "mpi" or w.runtime_obj is None:
+            return None
+        ml = mapping(dig(w.runtime_obj, "spec", "mlPolicy", "mpi"))
+        return mpi_world(w, w.mpi_hosts, w.mpi_slots, ml.get("runLauncherAsNode") is True)
+
+    def unmodelled_world(self, w: TrainJobWorkload) -> str | None:
+        return mpi_unmodelled(w) if w.policy == "mpi" and w.runtime_obj is not None else None
 
     def unlinked(self, w: TrainJobWorkload) -> Check | None:
         """torch.go EnforceMLPolicy (v2.3.0) gives the trainer's `node` container PET_NNODES, PET_NPROC_PER_NODE,

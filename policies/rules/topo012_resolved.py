@@ -14,8 +14,10 @@ given the ImageNet example's `--dist-url` without `--world-size`, `--rank` or a 
 `env://`, without WORLD_SIZE, RANK, MASTER_ADDR in the env), `deepspeed --no_ssh` without its node count, GPUs,
 node rank or master address, `accelerate launch` without `--config_file` and without its number of machines or main
 process (its default config file may be in the image), and `deepspeed` without `--no_ssh` (it starts every node
-over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun
-gets one info line saying what mpirun starts and what was not checked (TOPO011 checks its ranks and hosts).
+over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun,
+and a TrainJob on an `mlPolicy.mpi` runtime whose launcher does, get one info line saying what mpirun starts and what
+was not checked (TOPO011 checks its ranks and hosts): its ranks are mpirun's slots over the controller's hostfile,
+not one env:// process per pod, so MASTER_ADDR or WORLD_SIZE in the env does not make its pods a torchrun world.
 
 A shell script (`sh -c`, read by policies/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
 loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
