@@ -9,7 +9,7 @@ from typing import Any, Callable
 from ..kube import as_int, dig, listing, mapping
 from ..model import INFO, WARNING
 from .base import Check, MpiWorld, Names, Workload
-from .mpijob import OPEN_MPI, MpiRun, find_mpirun, mpirun_words, rank_zero_address
+from .mpirun import OPEN_MPI, MpiRun, find_mpirun, mpirun_words, rank_zero_address
 from .pods import Injected, container_resources, trainer_gpus_per_node
 
 NODE = "node"  # constants.Node: the trainer's (and the MPI node Job's) container and Job name
@@ -145,10 +145,13 @@ def mpi_launcher_run(w: Workload) -> tuple[MpiRun, Any] | None:
     return (run, pod) if run is not None else None
 
 
-def mpi_world(w: Workload, hosts: Names, slots: int, launcher_as_node: bool) -> MpiWorld:
-    """The MPI plugin's world: the hostfile's hosts x slots; the pods are the launcher's and the `node` Job's, so
-    numNodes N makes N+1 pods without runLauncherAsNode (the launcher runs mpirun and no rank), and with it
-    1 + max(N-1, 1). The GPUs are the `node` Job's `node` container's."""
+def mpi_world(w: Workload, policy: str, runtime_obj: dict[str, Any] | None, hosts: Names, slots: int) -> MpiWorld | None:
+    """The MPI plugin's world (None on another runtime): the hostfile's hosts x slots; the pods are the launcher's
+    and the `node` Job's, so numNodes N makes N+1 pods without runLauncherAsNode (the launcher runs mpirun and no
+    rank), and with it 1 + max(N-1, 1). The GPUs are the `node` Job's `node` container's."""
+    if policy != "mpi" or runtime_obj is None:
+        return None
+    launcher_as_node = mapping(dig(runtime_obj, "spec", "mlPolicy", "mpi")).get("runLauncherAsNode") is True
     node = next((g for g in w.groups if g.role == NODE), None)
     containers = [mapping(c) for c in listing(dig(node.template, "spec", "containers"))] if node else []
     container = next((c for c in containers if c.get("name") == NODE), None)
@@ -158,10 +161,10 @@ def mpi_world(w: Workload, hosts: Names, slots: int, launcher_as_node: bool) -> 
                     pods_for=lambda n: 1 + (max(n - 1, 1) if launcher_as_node else n))
 
 
-def mpi_unmodelled(w: Workload) -> str | None:
-    """TOPO012's words for the launcher's mpirun (the MPIJob's, policies/launchers/mpijob.py): the plugin writes only
-    Open MPI's hostfile (mpi.go 324-330)."""
-    found = mpi_launcher_run(w)
+def mpi_unmodelled(w: Workload, policy: str, runtime_obj: dict[str, Any] | None) -> str | None:
+    """TOPO012's words for the launcher's mpirun on an MPI runtime (the MPIJob's, policies/launchers/mpirun.py): the
+    plugin writes only Open MPI's hostfile (mpi.go 324-330)."""
+    found = mpi_launcher_run(w) if policy == "mpi" and runtime_obj is not None else None
     if found is None:
         return None
     return mpirun_words(found[0], OPEN_MPI, "the Trainer's", "-np and -x MASTER_ADDR are checked against the hostfile (TOPO011)")
