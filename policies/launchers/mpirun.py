@@ -161,8 +161,8 @@ def hostfile_hosts(text: str) -> list[tuple[str, int | None]]:
     return out
 
 
-# How many pod hostnames are listed to tell whether a host is one of them (the walk is per host named).
-_MOST_NAMES = 100_000
+# The most pod hostnames made to tell whether a named host is one of them (bounded memory and time on any input).
+_MOST_NAMES = 10_000
 
 
 def leader_mpirun(w: Workload) -> tuple[MpiRun, Any] | None:
@@ -211,11 +211,12 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     subdomain = pod.subdomain
     names = Names([(g.count, g.hostname) for g in w.world_groups])
     if subdomain and len(names) <= _MOST_NAMES:
+        known = set(names)  # made once: each host is then looked up, not walked to
         for host, _ in run.hosts:
             first, _, rest = host.partition(".")
-            if rest.split(".")[0] == subdomain and first not in names:
-                out.append(Check(run.field, f"mpirun {run.host_option} names {host}, under the headless Service "
-                                 f"{subdomain} of this {w.manifest.kind}, but no pod of it has hostname {first} (its "
+            if rest.split(".")[0] == subdomain and first not in known:
+                out.append(Check(run.field, f"mpirun {run.host_option} names {host}, under the subdomain {subdomain} "
+                                 f"of this {w.manifest.kind}'s pods, but none of them has hostname {first} (its "
                                  f"pods: {names.shown() or 'none'}): the name does not resolve and mpirun fails",
                                  f"list only {names[0]}..{names[-1]}.{subdomain}" if names else "add pods"))
     # Open MPI's spellings (mpirun(1)); hydra's (-hosts, -f) admit more ranks than slots.
