@@ -436,3 +436,24 @@ def test_an_empty_mpi_implementation_is_admitted_but_never_reconciled():
     unit = engine.Unit("t.yaml", "file", [Manifest(o, "t.yaml", i) for i, o in enumerate([runtime, job])])
     engine.check_policies(unit)
     assert ["mpiImplementation is" in p.message for p in unit.problems if p.severity == ERROR] == [True]
+
+
+def test_an_open_mpi_hostfile_is_read_as_mpirun_reads_it():
+    """mpirun(1) "Specifying Host Nodes": `host [slots=N] [max_slots=M]` a line, `#` comments, one slot where none
+    is given."""
+    from policies.launchers.mpirun import hostfile_hosts
+
+    text = "# two pods\nddp-0.ddp slots=2 max_slots=4\n\n  ddp-1.ddp   # no slots\n"
+    assert hostfile_hosts(text) == [("ddp-0.ddp", 2), ("ddp-1.ddp", 1)]
+
+
+def test_hydra_hosts_are_not_held_to_open_mpis_slots():
+    """`mpiexec.hydra -hosts a:1 -np 4` (MPICH, Intel MPI) places more ranks than slots; only Open MPI's -H and
+    --hostfile spellings are held to them."""
+    from policies.launchers.mpirun import find_mpirun, np_within_hosts
+
+    hydra = find_mpirun(["mpiexec", "-hosts", "a.s:1", "-np", "4", "python", "t.py"], ["f"] * 7)
+    assert hydra is not None and hydra.host_option == "-hosts"
+    ompi = find_mpirun(["mpirun", "-H", "a.s:1", "-np", "4", "python", "t.py"], ["f"] * 7)
+    assert ompi is not None and ompi.host_option == "-H"
+    assert np_within_hosts(ompi, "OpenMPI") and not np_within_hosts(hydra, "MPICH")

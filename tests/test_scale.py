@@ -285,3 +285,102 @@ def test_a_malformed_environment_is_the_loaders_one_line_error(repo):
     assert proc.stderr.startswith("error: components/64x8-h100/policy.yaml:") and \
         "spec.podLosses is 'one', expected a whole number" in proc.stderr, proc.stderr
     assert snapshot(repo) == before
+
+
+MPI_RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: mpi-cpu
+spec:
+  mlPolicy:
+    numNodes: 1
+    mpi:
+      numProcPerNode: 1
+      mpiImplementation: OpenMPI
+      sshAuthMountPath: /root/.ssh
+      runLauncherAsNode: AS_NODE
+  template:
+    spec:
+      replicatedJobs:
+        - name: launcher
+          template:
+            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: trainer
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: ghcr.io/example/ddp-trainer:0.1.0
+                      command: [mpirun, --allow-run-as-root, -np, "4", python, /app/trainer/train.py]
+        - name: node
+          template:
+            spec:
+              template:
+                spec:
+                  containers:
+                    - name: node
+                      image: ghcr.io/example/ddp-trainer:0.1.0
+                      command: [/usr/sbin/sshd, -De]
+"""
+MPI_TOPOLOGY = """\
+# 2 pods x 2 processes on CPU (gloo): world size 4.
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: ddp-train
+spec:
+  trainer:
+    numNodes: 2
+    numProcPerNode: 2
+    resourcesPerNode:
+      limits:
+        cpu: "2"
+        memory: 2Gi
+"""
+
+
+def mpi_overlay(root, as_node):
+    base, ov = root / "base/trainjob-mpi", root / "overlays/kind-cpu/trainjob-mpi"
+    (ov / "patches").mkdir(parents=True)
+    base.mkdir()
+    (base / "runtime.yaml").write_text(MPI_RUNTIME.replace("AS_NODE", "true" if as_node else "false"))
+    (base / "trainjob.yaml").write_text("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata:\n"
+                                        "  name: ddp-train\nspec:\n  runtimeRef:\n    apiGroup: trainer.kubeflow.org\n"
+                                        "    kind: ClusterTrainingRuntime\n    name: mpi-cpu\n  trainer:\n"
+                                        "    numNodes: 2\n    numProcPerNode: 2\n")
+    (base / "kustomization.yaml").write_text("resources: [runtime.yaml, trainjob.yaml]\n")
+    (ov / "patches/set-topology.yaml").write_text(MPI_TOPOLOGY)
+    (ov / "kustomization.yaml").write_text("resources: [../../../base/trainjob-mpi]\n"
+                                           "patches:\n  - path: patches/set-topology.yaml\n")
+    return "kind-cpu/trainjob-mpi"
+
+
+def test_an_mpi_trainjob_scales_its_hosts_not_its_pods(repo):
+    """kubeflow/trainer v2.3.0 mpi.go 116-126: without runLauncherAsNode the `node` Job runs spec.trainer.numNodes
+    pods and the launcher one more, which runs mpirun and no rank (the hostfile lists the node pods alone, 316-348).
+    NODES is the hosts: numNodes NODES, NODES+1 pods; the world checked is mpirun's (its -np against the slots), not
+    a torchrun world of the 3 pods with the launcher as pod 0."""
+    overlay = mpi_overlay(repo, as_node=False)
+    proc = scale(repo, "scale", overlay, "--nodes", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "mpirun's world: 2 -> 4 hosts (3 -> 5 pods with the launcher), 2 -> 2 slots per host, 4 -> 8 ranks" \
+        in proc.stderr, proc.stderr
+    assert workload(rendered(repo, overlay))["spec"]["trainer"]["numNodes"] == 4
+    # -np 4 on 1 host x 2 slots: Open MPI refuses to start, so make scale writes nothing
+    before = snapshot(repo)
+    proc = scale(repo, "scale", overlay, "--nodes", "1")
+    assert proc.returncode != 0 and "mpirun -np 4 but the Trainer's hostfile has 2 slots" in proc.stderr, proc.stderr
+    assert snapshot(repo) == before
+
+
+def test_an_mpi_trainjob_with_the_launcher_as_a_node(repo):
+    """runLauncherAsNode: the launcher is a host and the `node` Job runs max(numNodes-1, 1) pods, so NODES is both
+    the hosts and the pods (mpi.go 116-126)."""
+    overlay = mpi_overlay(repo, as_node=True)
+    proc = scale(repo, "scale", overlay, "--nodes", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 -> 3 hosts (2 -> 3 pods with the launcher)" in proc.stderr, proc.stderr
+    assert workload(rendered(repo, overlay))["spec"]["trainer"]["numNodes"] == 3

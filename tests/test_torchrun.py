@@ -33,6 +33,25 @@ def test_inside_shell_script_with_env_expansion():
     assert inv.flags["nnodes"][1] == "f[2]"
 
 
+@pytest.mark.parametrize("argv", [
+    ["sh", "-c", 'exec "$@"', "sh", "torchrun", "--nnodes=3", "--nproc-per-node=2", "t.py", "--lr", "0.1 x"],
+    ["bash", "-c", 'set -e; cd /app; "${@}"', "bash", "torchrun", "--nnodes=3", "--nproc-per-node=2", "t.py", "--lr",
+     "0.1 x"],
+])
+def test_the_positional_arguments_a_script_runs_are_the_command(argv):
+    """`sh -c 'exec "$@"' sh torchrun ...`: the words after the script are $0, $1 ...; `"$@"` expands to $1 ... one
+    field each, unsplit (POSIX 2.5.2), so torchrun is the command and each flag is read where it is written."""
+    inv = inv_of(argv)
+    assert inv.in_shell and inv.field == "f[4]"
+    assert inv.flags["nnodes"] == ("3", "f[5]") and inv.flags["nproc_per_node"][0] == "2"
+    assert inv.script_args == ["--lr", "0.1 x"]
+
+
+def test_a_script_without_its_arguments_runs_nothing_of_them():
+    assert inv_of(["sh", "-c", 'exec "$@"']) is None
+    assert inv_of(["sh", "-c", 'exec "$@"', "torchrun", "--nnodes=2", "t.py"]) is None  # torchrun is $0, not run
+
+
 def test_exec_and_env_prefix_and_chains():
     inv = inv_of(["sh", "-c", "cd /app && OMP_NUM_THREADS=1 exec torchrun --nnodes=2 t.py"])
     assert inv.flags["nnodes"][0] == "2"

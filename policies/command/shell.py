@@ -288,6 +288,11 @@ class Script:
     # --- words
     def word(self, word: dict[str, Any], state: _State) -> list[str]:
         """A word's fields after expansion and word splitting: each a str or an Unknown."""
+        if _all_args(word):
+            # POSIX 2.5.2: `"$@"` (or `"${@}"`) alone in a word expands to the positional parameters $1 ... each a
+            # field of its own, as written, none split (none at all where there are none): `sh -c 'exec "$@"' sh
+            # torchrun --nnodes=2 ...` runs torchrun with its own words.
+            return list(self.args[1:])
         pieces = self._parts(word.get("Parts") or [], state, quoted=False)
         fields: list[list[str]] = [[]]
         for piece, split in pieces:
@@ -472,6 +477,16 @@ class Script:
 
 # A positional parameter the command line does not give: unset, as surely as a variable the script unsets.
 _UNSET_ARG = Unknown("", "no such argument", UNSET)
+
+
+def _all_args(word: dict[str, Any]) -> bool:
+    """Whether the word is `"$@"` or `"${@}"` and nothing else."""
+    parts = word.get("Parts") or []
+    if len(parts) != 1 or parts[0].get("Type") != "DblQuoted":
+        return False
+    inner = parts[0].get("Parts") or []
+    return len(inner) == 1 and inner[0].get("Type") == "ParamExp" and (inner[0].get("Param") or {}).get("Value") == \
+        "@" and not any(inner[0].get(k) for k in ("Exp", "Excl", "Index", "Names", "Slice", "Length", "Repl"))
 
 
 class _NotKnown(Exception):

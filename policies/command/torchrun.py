@@ -453,7 +453,11 @@ def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | Non
                         break
             if not words or isinstance(words[0], shell.Unknown):
                 continue
-            found = parse_argv(words, [script_field] * len(words))
+            # Words that are the script's positional arguments as written (`exec "$@"`) are read where they are
+            # written, after the script and its $0; any others are the script's own.
+            tail = len(argv) - len(words)
+            at = fields[tail:] if tail >= i + 3 and words == argv[tail:] else [script_field] * len(words)
+            found = parse_argv(words, at)
             if found is not None:
                 found.in_shell = True
                 found.within = cmd.within

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import pipeline as edit, repo_edit
 from ..render import transaction
@@ -22,6 +22,9 @@ from ..render.paths import overlay_path
 from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
                           edit_topology, matches, pod_losses)
 from .yamledit import EditError, YamlFile, edit_relative_to, rel
+
+if TYPE_CHECKING:
+    from ..launchers import MpiWorld
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,17 +102,28 @@ class Current:
     gpus: int  # per pod
     world: int
     workload: str
+    # Where the pods form mpirun's world (Launcher.mpi_world): `pods` and `nproc` are its hosts and slots, and this
+    # the world, to say the pods created (the launcher too) and the hosts a node count gives.
+    mpi: MpiWorld | None = None
 
 
 def current(ov: Overlay) -> Current:
     from ..launchers import Bundle
     from ..render.render import render
-    from ..model.topology import compute
+    from ..model.topology import resolve
 
     rendered = render(ov.folder)
     if rendered.error:
         raise ScaleError(f"{rel(ov.folder)}: does not render: {rendered.error}")
-    topologies, _ = compute(Bundle.of(rendered.manifests))
+    found = resolve(Bundle.of(rendered.manifests))
+    topologies = found.topologies
+    mpi = [(u.workload, world) for u in found.undetermined
+           for world in [u.workload.launcher.mpi_world(u.workload)] if world is not None]
+    if not topologies and len(mpi) == 1:
+        # mpirun's world, as the workload's controller lays it out: NODES is its hosts, the processes its slots.
+        w, world = mpi[0]
+        hosts = len(world.hosts)
+        return Current(hosts, world.slots, world.gpus, hosts * world.slots, w.manifest.ref, world)
     if len(topologies) != 1:
         raise ScaleError(f"{rel(ov.folder)}: expected one training workload, found {len(topologies)}")
     t = topologies[0]
@@ -264,6 +278,15 @@ def _scale(ov: Overlay, args: argparse.Namespace, root: Path, nodes: int, gpus: 
         old, new = bump_run(run, args.run_id)
         changes[ov.run_file] = run.dump()
         run_note = f"; run id {old} -> {new}"
+    if cur.mpi is not None:
+        # The node count written is the hosts' count except with the Trainer's runLauncherAsNode at 1 (2 hosts).
+        hosts = cur.mpi.hosts_for(p.nodes)
+        print(f"{rel(ov.folder)}: mpirun's world: {cur.pods} -> {hosts} hosts ({cur.mpi.pods} -> "
+              f"{cur.mpi.pods_for(p.nodes)} pods with the launcher), {cur.nproc} -> {p.nproc} slots per host"
+              + (f", {cur.gpus} -> {p.gpus} GPUs per host" if cur.gpus else "")
+              + f", {cur.world} -> {hosts * p.nproc} ranks{run_note}; an -np written in the launcher's command is "
+              "not edited (make validate checks it against the slots)", file=sys.stderr)
+        return changes
     print(f"{rel(ov.folder)}: {cur.pods} -> {p.nodes} pods, {cur.nproc} -> {p.nproc} processes per pod"
           + (f", {cur.gpus} -> {p.gpus} GPUs per pod" if cur.gpus else "")
           + f", world size {cur.world} -> {p.nodes * p.nproc}{run_note}", file=sys.stderr)

@@ -19,7 +19,8 @@ from typing import Any, Collection, Iterator
 from ..kube.objects import Manifest
 from ..kube.values import group_of, kueue_queue
 from . import unmodelled
-from .base import Bundle, Check, Child, Launcher, Need, ScaleSpec, Unreadable, Workload
+from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
+from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
 from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources,
                    drop_gpus, gpu_resources)
 
@@ -150,7 +151,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
+__all__ = ["leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
            "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
            "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",

@@ -252,6 +252,20 @@ class Check:
 
 
 @dataclass
+class MpiWorld:
+    """The world mpirun forms over a workload's pods as its controller lays it out: the hostfile's hosts (one per
+    pod that runs ranks), the slots of each, the GPUs of one host's container, the pods created in all (the hosts
+    and a launcher that runs no ranks), and the hosts a node count written at the ScaleSpec's pods path gives."""
+
+    hosts: Names
+    slots: int
+    gpus: int
+    pods: int
+    hosts_for: Callable[[int], int] = lambda nodes: nodes
+    pods_for: Callable[[int], int] = lambda nodes: nodes
+
+
+@dataclass
 class ScaleSpec:
     """Where a patch of this launcher holds the topology `make scale` changes: paths into the patched object, with
     `*` for any key. The pod count is written `nodes + offset` at each `pods` path."""
@@ -476,6 +490,11 @@ class Launcher(Generic[W]):
         """For a workload whose training container starts no launcher this model maps onto torchrun's settings: what
         starts its processes instead and what of its world is checked elsewhere, in words (said in TOPO012's one info
         line); None where nothing is known."""
+        return None
+
+    def mpi_world(self, w: W) -> MpiWorld | None:
+        """Where the controller lays the workload's pods out as mpirun's world (a hostfile it writes): that world,
+        which `make scale` edits in hosts and slots; None where it does not."""
         return None
 
     def unlinked(self, w: W) -> Check | None:

@@ -18,9 +18,14 @@ from typing import Any, Iterator
 
 from ..kube.values import DNS1035, as_int, dig, listing, mapping
 from ..kube.objects import INFO, WARNING, Manifest
-from .base import Bundle, Check, Launcher, Names, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, MpiWorld, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
+from .mpirun import (HOSTFILE, INTEL, MPICH, OPEN_MPI, MpiRun, find_mpirun, mpirun_words, np_within_hosts,
+                     rank_zero_address)
 from .pods import Injected, PodGroup, container_resources
+
+# (find_mpirun, MpiRun and the implementations are read from here too.)
+__all__ = ["HOSTFILE", "INTEL", "MPICH", "OPEN_MPI", "MpiRun", "find_mpirun"]
 
 KIND = "MPIJob"
 LAUNCHER, WORKER = "Launcher", "Worker"
@@ -33,17 +38,12 @@ JOB_ROLE_LABEL = LABEL_PREFIX + "job-role"
 REPLICA_INDEX_LABEL = LABEL_PREFIX + "replica-index"
 # mpi_job_controller.go lines 74-118: names, the hostfile's place and the slots variables.
 CONFIG_MOUNT = "/etc/mpi"
-HOSTFILE = f"{CONFIG_MOUNT}/hostfile"
-OPEN_MPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
 MPI_IMPLEMENTATIONS = (OPEN_MPI, INTEL, MPICH)
 RESTART_POLICIES = ("Never", "OnFailure")  # validation.go validRestartPolicies
 CLEAN_POD_POLICIES = ("None", "Running", "All")
 MANAGED_BY = ("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue")  # validation.go validManagedBy
 DEFAULT_RESTART = {LAUNCHER: "OnFailure", WORKER: "Never"}  # constants.go DefaultLauncherRestartPolicy, Default...
 
-_MPIRUN = ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "horovodrun")
-_NP = re.compile(r"^-{1,2}(?:np|n|c)$")
-_NP_JOINED = re.compile(r"^-{1,2}(?:np|n)=(\d+)$")
 
 
 def replica_specs(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -61,99 +61,6 @@ def launcher_as_worker(spec: dict[str, Any]) -> bool:
 def worker_count(spec: dict[str, Any]) -> int:
     """Worker replicas after the defaulter (default.go setDefaultsTypeWorker: 0 where unset; no Worker spec: none)."""
     return max(as_int(replica_specs(spec).get(WORKER, {}).get("replicas"), 0) or 0, 0)
-
-
-@dataclass
-class MpiRun:
-    """An mpirun command line found in the launcher: its ranks (-np), whether it may oversubscribe, the command it
-    starts on every rank, and the field of the word that starts it."""
-
-    np: int | None
-    oversubscribe: bool
-    program: list[str]
-    field: str
-    # -H/--host `host[:slots],...` (a host without `:slots` has one), --hostfile/--machinefile, and `-x NAME=VALUE`.
-    hosts: list[tuple[str, int | None]] | None = None
-    hostfile: str | None = None
-    exported: dict[str, str | None] | None = None
-
-
-def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
-    """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside `sh -c` text split at
-    white space (a script's words, not parsed: a value computed at run time is not read)."""
-    words: list[tuple[str, str]] = []
-    for tok, where in zip(argv, fields):
-        parts = tok.split() if (" " in tok or "\n" in tok) else [tok]
-        words += [(p, where) for p in parts]
-    for i, (w, where) in enumerate(words):
-        if w.rsplit("/", 1)[-1] not in _MPIRUN:
-            continue
-        np = None
-        over = False
-        hosts: list[tuple[str, int | None]] | None = None
-        hostfile: str | None = None
-        exported: dict[str, str | None] = {}
-        j = i + 1
-        while j < len(words):
-            word = words[j][0]
-            name, eq, value = word.partition("=")
-            if name in _HOST or name in _HOSTFILE or name == "-x":
-                if not eq:
-                    if j + 1 >= len(words):
-                        break
-                    value = words[j + 1][0]
-                    j += 1
-                if name in _HOST:
-                    hosts = (hosts or []) + [_host_slots(h) for h in value.split(",") if h]
-                elif name in _HOSTFILE:
-                    hostfile = value
-                else:
-                    var, has, val = value.partition("=")
-                    exported[var] = val if has else None  # `-x NAME`: the launcher's own value
-                j += 1
-                continue
-            if name in _VALUES or name in _TWO_VALUES:
-                if name in ("--map-by", "-map-by") and "OVERSUBSCRIBE" in (value if eq else words[min(j + 1, len(
-                        words) - 1)][0]).upper():
-                    over = True
-                j += 1 + (0 if eq else 1) + (1 if name in _TWO_VALUES else 0)
-                continue
-            joined = _NP_JOINED.match(word)
-            if _NP.match(word) and j + 1 < len(words):
-                np = as_int(words[j + 1][0])
-                j += 2
-                continue
-            if joined:
-                np = int(joined.group(1))
-            elif word.lstrip("-") in ("oversubscribe",) or word in ("--map-by", "-map-by") and j + 1 < len(words) \
-                    and "OVERSUBSCRIBE" in words[j + 1][0].upper():
-                over = True
-            elif not word.startswith("-"):
-                break
-            j += 1
-        program = [x for x, _ in words[j:]]
-        for end, x in enumerate(program):  # the command ends where the shell's next one begins
-            if x in ("&&", ";", "||", "|"):
-                program = program[:end]
-                break
-        return MpiRun(np, over, program, where, hosts, hostfile, exported)
-    return None
-
-
-# Open MPI mpirun(1): `-H, --host <host1,host2,...>` (`host:N` for N slots) and `--hostfile, --machinefile <file>`;
-# MPICH and Intel MPI's hydra take `-hosts` and `-f`/`-hostfile`/`-machinefile`.
-_HOST = ("-H", "--host", "-host", "-hosts", "--hosts")
-# Options that take one value (two for the MCA ones), so that their value is not taken for the program.
-_VALUES = ("--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-rank-by", "-wdir", "--wdir", "-npernode",
-           "--npernode", "-N", "-ppn", "-envlist", "--output-filename", "-output-filename",
-           "--prefix", "-prefix", "-iface", "-bootstrap")
-_TWO_VALUES = ("-mca", "--mca", "-gmca", "--gmca", "-genv")
-_HOSTFILE = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile")
-
-
-def _host_slots(text: str) -> tuple[str, int | None]:
-    host, _, slots = text.partition(":")
-    return host, (as_int(slots) if slots else 1)
 
 
 class MPIJobLauncher(Launcher[Workload]):
@@ -293,17 +200,20 @@ class MPIJobLauncher(Launcher[Workload]):
         run = self._mpirun(w)
         if run is None:
             return None
-        np = f"-np {run.np}" if run.np is not None else "the slots' number of"
-        program = " ".join(run.program[:2]) or "its program"
-        if run.hostfile is not None and run.hostfile != HOSTFILE:
-            where = (f"its hosts come from {run.hostfile}, not the operator's {HOSTFILE}: the slots and the host of "
-                     "rank 0 were not checked")
-        else:
-            where = "-np and -H are checked against the workers' slots (TOPO011)"
         impl = str(mapping(w.manifest.obj.get("spec")).get("mpiImplementation") or OPEN_MPI)
-        rank = "OMPI_COMM_WORLD_RANK" if impl == OPEN_MPI else "PMI_RANK"
-        return (f"mpirun starts {np} ranks of `{program}`, each taking its rank from {rank}; {where}; "
-                "the rendezvous the script joins is checked only where -x MASTER_ADDR or a tcp:// --dist-url shows it")
+        return mpirun_words(run, impl, "the operator's", "-np and -H are checked against the workers' slots (TOPO011)")
+
+    def mpi_world(self, w: Workload) -> MpiWorld | None:
+        spec = mapping(w.manifest.obj.get("spec"))
+        worker = next((g for g in w.groups if g.role == WORKER), None)
+        as_worker = launcher_as_worker(spec)
+        slots = slots_per_worker(spec) or 0
+        containers = listing(dig(worker.template, "spec", "containers")) if worker else []
+        gpus = container_resources(mapping(containers[0]))[0] if containers else 0
+        hosts = _hostnames(w.manifest.name, worker.count if worker else 0, as_worker)
+        # Worker replicas is the ScaleSpec's pods path; the launcher is a host too with runLauncherAsWorker.
+        return MpiWorld(hosts, slots, gpus, w.all_pods, hosts_for=lambda n: n + (1 if as_worker else 0),
+                        pods_for=lambda n: n + 1)
 
     def _mpirun(self, w: Workload) -> MpiRun | None:
         launcher = next((g for g in w.groups if g.role == LAUNCHER), None)
@@ -368,7 +278,7 @@ class MPIJobLauncher(Launcher[Workload]):
                                  "--node-rank and rendezvous come from its own flags or the script, which mpirun does "
                                  "not set", "check torchrun's flags against the hosts", severity=INFO))
         elif names:
-            out += _rank_zero_address(w, run, pod, names[0])
+            out += rank_zero_address(w, run, pod, names[0])
         return out
 
     def _hosts(self, w: Workload, run: MpiRun, names: Names, impl: str) -> list[Check]:
@@ -381,46 +291,7 @@ class MPIJobLauncher(Launcher[Workload]):
                 out.append(Check(run.field, f"mpirun -H names {host}, which is not a pod of this MPIJob (its hosts: "
                                  f"{names.shown() or 'none'}): ssh cannot reach it and mpirun fails",
                                  f"list only {names[0]}..{names[-1]}" if names else "add Worker replicas"))
-        slots = [n for _, n in hosts]
-        if run.np is not None and None not in slots and impl == OPEN_MPI and not run.oversubscribe:
-            total = sum(n for n in slots if n is not None)
-            if run.np > total:
-                out.append(Check(run.field, f"mpirun -np {run.np} but -H lists {total} slots: Open MPI refuses to "
-                                 "start (not enough slots available)", f"set -np {total}, add slots to -H, or add "
-                                 "--oversubscribe"))
-        return out
-
-
-# The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's
-# --dist-url (policies/command/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
-# the store every other rank connects to.
-def _rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str) -> list[Check]:
-    program = run.program
-    if not any(x.rsplit("/", 1)[-1].startswith("python") for x in program):
-        return []
-    address: tuple[str, str] | None = None
-    for k, x in enumerate(program):
-        if x.startswith("--dist-url=tcp://") or x.startswith("--dist_url=tcp://"):
-            address = (x.split("://", 1)[1], "--dist-url")
-        elif x in ("--dist-url", "--dist_url") and k + 1 < len(program) and program[k + 1].startswith("tcp://"):
-            address = (program[k + 1].split("://", 1)[1], "--dist-url")
-    if address is None and run.exported is not None and "MASTER_ADDR" in run.exported:
-        value = run.exported["MASTER_ADDR"]
-        value = value if value is not None else pod.env.get("MASTER_ADDR")
-        if value is not None:
-            address = (str(value), "-x MASTER_ADDR")
-    if address is None or "$" in address[0]:
-        return []
-    host = address[0].rsplit(":", 1)[0] if address[1] == "--dist-url" else address[0]
-    ns = w.manifest.namespace
-    namespace = rf"(\.{re.escape(ns)}" if ns else r"(\.[a-z0-9-]+"
-    ok = re.fullmatch(re.escape(f"{first_host}.{w.manifest.name}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
-                      host)
-    if ok:
-        return []
-    return [Check(run.field, f"{address[1]} names '{host}', but rank 0 (the first slot mpirun fills) runs on "
-                  f"{first_host}: the other ranks wait for a store that is not there",
-                  f"point it at {first_host}.{w.manifest.name}")]
+        return out + np_within_hosts(run, impl)
 
 
 def _with_restart(rspec: dict[str, Any], role: str) -> dict[str, Any]:

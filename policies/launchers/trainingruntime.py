@@ -170,3 +170,14 @@ class RuntimeKind(Launcher[Workload]):
 
 
 RUNTIME = RuntimeKind()
+
+
+def merge_resources(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """trainingruntimeutil.MergeResourceRequirements: limits and requests merged key by key, the TrainJob's win."""
+    out: dict[str, Any] = {}
+    for section in ("limits", "requests", "claims"):
+        merged = {**mapping(base.get(section)), **mapping(override.get(section))} if section != "claims" else \
+            (override.get(section) or base.get(section))
+        if merged:
+            out[section] = merged
+    return out

@@ -11,14 +11,15 @@ from typing import Any, Iterator
 from ..kube.values import as_int, dig, domain_prefixed_path_problems, listing, mapping, quantity_value
 from ..kube.objects import INFO, WARNING, Manifest
 from . import jobset
-from .base import Bundle, Check, Launcher, Names, Need, ScaleSpec, Workload
+from .base import Bundle, Check, Launcher, MpiWorld, Names, Need, ScaleSpec, Workload
 from .lifecycle import Decision, PodExit, RestartCount
 from .pods import Injected, drop_gpus, trainer_gpus_per_node
 from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
 from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count,
-                                  mpi_node_job_trainer, mpi_note, mpi_slots, no_torch_notice, plugin_env, policy_kind)
-from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, is_trainer_step,
-                              load_upstream_runtime, owned, owned_template, runtime_job_specs)
+                                  mpi_node_job_trainer, mpi_note, mpi_slots, mpi_unmodelled, mpi_world, no_torch_notice,
+                                  plugin_env, policy_kind)
+from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, merge_resources,
+                              is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
 
 KIND = "TrainJob"
 # The initializer steps, their container's name, and the TrainJob field that configures them.
@@ -53,17 +54,6 @@ def resolve_nproc(trainer: dict[str, Any], runtime_resources: dict[str, Any]) ->
     if not cpu:
         cpu = quantity_value(mapping(res.get("limits")).get("cpu"))
     return str(max(1, cpu or 0))
-
-
-def merge_resources(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """trainingruntimeutil.MergeResourceRequirements: limits and requests merged key by key, the TrainJob's win."""
-    out: dict[str, Any] = {}
-    for section in ("limits", "requests", "claims"):
-        merged = {**mapping(base.get(section)), **mapping(override.get(section))} if section != "claims" else \
-            (override.get(section) or base.get(section))
-        if merged:
-            out[section] = merged
-    return out
 
 
 def upsert_env(env: list[Any], updates: list[Any]) -> list[Any]:
@@ -456,6 +446,12 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
                                  "itself and its webhook rejects this",
                                  "use spec.trainer.numNodes / numProcPerNode instead"))
         return out
+
+    def mpi_world(self, w: TrainJobWorkload) -> MpiWorld | None:
+        return mpi_world(w, w.policy, w.runtime_obj, w.mpi_hosts, w.mpi_slots)
+
+    def unmodelled_world(self, w: TrainJobWorkload) -> str | None:
+        return mpi_unmodelled(w, w.policy, w.runtime_obj)
 
     def unlinked(self, w: TrainJobWorkload) -> Check | None:
         """torch.go EnforceMLPolicy (v2.3.0) gives the trainer's `node` container PET_NNODES, PET_NPROC_PER_NODE,

@@ -8,9 +8,9 @@ from typing import Any, Callable
 
 from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import INFO, WARNING
-from .base import Check, Names, Workload
-from .mpijob import find_mpirun
-from .pods import Injected, trainer_gpus_per_node
+from .base import Check, MpiWorld, Names, Workload
+from .mpirun import OPEN_MPI, MpiRun, find_mpirun, mpirun_words, rank_zero_address
+from .pods import Injected, container_resources, trainer_gpus_per_node
 
 NODE = "node"  # constants.Node: the trainer's (and the MPI node Job's) container and Job name
 # The MPI plugin (constants.go 88-92 and 132-187): the launcher's replicated Job, the hostfile ConfigMap and SSH Secret
@@ -127,6 +127,49 @@ def _host_of(name: str, job: str, per: int, subdomain: str) -> Callable[[int], s
     return lambda i: f"{name}-{job}-{i // per}-{i % per}.{subdomain}"
 
 
+def mpi_host_count(nodes: int, launcher_as_node: bool) -> int:
+    """The hostfile's hosts for spec.trainer.numNodes `nodes` (mpi.go EnforceMLPolicy 116-126 and isNode 346-348):
+    the `node` Job's pods, and the launcher with runLauncherAsNode (then max(nodes-1, 1) node pods: numNodes 1 still
+    gives 2 hosts)."""
+    return max(nodes - 1, 1) + 1 if launcher_as_node else nodes
+
+
+def mpi_launcher_run(w: Workload) -> tuple[MpiRun, Any] | None:
+    """The mpirun (mpiexec ...) the `launcher` Job's `node` container starts, where it starts one, and that pod."""
+    launcher = next((g for g in w.groups if g.role == MPI_LAUNCHER), None)
+    if launcher is None or launcher.count == 0:
+        return None
+    pod = w._make_pod(launcher, 0, -1)
+    container = next((c for c in pod.containers if c.name == NODE), None)
+    run = find_mpirun(*pod.argv(container)) if container is not None else None
+    return (run, pod) if run is not None else None
+
+
+def mpi_world(w: Workload, policy: str, runtime_obj: dict[str, Any] | None, hosts: Names, slots: int) -> MpiWorld | None:
+    """The MPI plugin's world (None on another runtime): the hostfile's hosts x slots; the pods are the launcher's
+    and the `node` Job's, so numNodes N makes N+1 pods without runLauncherAsNode (the launcher runs mpirun and no
+    rank), and with it 1 + max(N-1, 1). The GPUs are the `node` Job's `node` container's."""
+    if policy != "mpi" or runtime_obj is None:
+        return None
+    launcher_as_node = mapping(dig(runtime_obj, "spec", "mlPolicy", "mpi")).get("runLauncherAsNode") is True
+    node = next((g for g in w.groups if g.role == NODE), None)
+    containers = [mapping(c) for c in listing(dig(node.template, "spec", "containers"))] if node else []
+    container = next((c for c in containers if c.get("name") == NODE), None)
+    gpus = container_resources(container)[0] if container is not None else 0
+    return MpiWorld(hosts, slots, gpus, w.all_pods,
+                    hosts_for=lambda n: mpi_host_count(n, launcher_as_node),
+                    pods_for=lambda n: 1 + (max(n - 1, 1) if launcher_as_node else n))
+
+
+def mpi_unmodelled(w: Workload, policy: str, runtime_obj: dict[str, Any] | None) -> str | None:
+    """TOPO012's words for the launcher's mpirun on an MPI runtime (the MPIJob's, policies/launchers/mpirun.py): the
+    plugin writes only Open MPI's hostfile (mpi.go 324-330)."""
+    found = mpi_launcher_run(w) if policy == "mpi" and runtime_obj is not None else None
+    if found is None:
+        return None
+    return mpirun_words(found[0], OPEN_MPI, "the Trainer's", "-np and -x MASTER_ADDR are checked against the hostfile (TOPO011)")
+
+
 def mpi_hosts(template: dict[str, Any], name: str, launcher_as_node: bool) -> Names:
     """mpi.go buildHostFileConfigMap 316-346 and jobset.go IdentifyPodNetwork 273-299: one host
     `<trainjob>-<job>-<replica>-<pod>.<subdomain>` per pod of the `node` Job, and of the `launcher` Job with
@@ -191,14 +234,15 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
     if reserved:
         out.append(Check("spec.trainer.env", f"{', '.join(reserved)} set by hand: the Trainer's webhook refuses "
                          "reserved MPI env (the MPI plugin sets it on the launcher)", "drop it from spec.trainer.env"))
-    launcher = next((g for g in w.groups if g.role == MPI_LAUNCHER), None)
-    if launcher is None or launcher.count == 0 or not hosts:
+    found = mpi_launcher_run(w) if hosts else None
+    if found is None:
         return out
-    pod = w._make_pod(launcher, 0, -1)
-    container = next((c for c in pod.containers if c.name == NODE), None)
-    run = find_mpirun(*pod.argv(container)) if container is not None else None
+    run, pod = found
+    if not any("torchrun" in x for x in run.program):  # (rank 0 runs on the first slot of the first host)
+        first, _, subdomain = hosts[0].partition(".")
+        out += rank_zero_address(w, run, pod, first, subdomain)
     total = len(hosts) * slots
-    if run is None or run.np is None:
+    if run.np is None:
         return out
     if run.np > total and not run.oversubscribe:
         out.append(Check(run.field, f"mpirun -np {run.np} but the Trainer's hostfile has {total} slots ({len(hosts)} "

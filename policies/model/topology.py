@@ -428,6 +428,11 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
         return True
     if not is_training(w, first):
         return False
+    if first.inv is None and w.launcher.mpi_world(w) is not None:
+        # The controller lays the pods out as mpirun's world (an MPIJob's, a TrainJob's MPI runtime): the ranks are
+        # mpirun's slots over its hostfile and take their rank from mpirun, not from each pod's env, so they are not
+        # one env:// process per pod; TOPO011 checks -np against the slots, TOPO012 says what was not checked.
+        return False
     inv = first.inv
     if inv is not None and inv.unread_config and not all(
             k in inv.accelerate for k in ("num_machines", "num_processes", "main_process_ip")):

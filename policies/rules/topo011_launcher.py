@@ -3,7 +3,12 @@
 MPIJob (mpi-operator v0.8.0): mpirun's `-np` within the slots of the operator's hostfile (workers x
 slotsPerWorker) or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe), every `-H` host one of the
 job's pods, and the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming
-the host of the first slot, where rank 0 runs.
+the host of the first slot, where rank 0 runs. The same checks (the MPIJob's code) apply to mpirun started by the
+first pod of a world no MPI controller lays out (a plain Indexed Job, a StatefulSet, a JobSet's leader) where its
+command states the hosts (`-H host:slots,...`, or `--hostfile` mounted from a ConfigMap or Secret in the manifests):
+a host named under the world's headless Service (`<hostname>.<subdomain>`) that is no pod of it does not resolve,
+`-np` above the slots listed is refused by Open MPI (its `-H`/`--hostfile` spellings), and `-x MASTER_ADDR` names
+the first host.
 
 Each launcher module says what its admission refuses, from the upstream source at the pinned tag, for every
 workload whether it trains or not. PyTorchJob (training-operator v1.9.4 webhook): a DNS-1035 name, replica types
@@ -17,7 +22,8 @@ DMLC_*, nothing for plain ML): a warning where the trainer starts torchrun, else
 the five reserved PET_* variables are not set by hand, on an MPI runtime the four reserved OMPI_MCA_* ones, on an
 XGBoost runtime the four DMLC_* ones; an MPI runtime that runs the launcher as a node has both a `launcher` and a
 `node` Job where numNodes is 2 or more; the MPI launcher's `mpirun -np` fits the hostfile's slots (nodes x
-numProcPerNode: more is an error without --oversubscribe, fewer a warning), and its `mpiImplementation` is not
+numProcPerNode: more is an error without --oversubscribe, fewer a warning) and its rank-0 address (`-x MASTER_ADDR`,
+a `tcp://` `--dist-url`) names the hostfile's first host, as an MPIJob's, and its `mpiImplementation` is not
 `""` (the plugin knows only OpenMPI and never builds the JobSet); `envInjection` names existing
 containers, runtime patches reach only
 the runtime's Jobs and containers, set no env on `node` or the initializers and name a domain-prefixed
@@ -93,7 +99,7 @@ Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingR
 """
 from __future__ import annotations
 
-from ..launchers import BY_ID, core_validation
+from ..launchers import BY_ID, core_validation, leader_mpirun_checks
 from ..kube.objects import ERROR, Problem
 
 ID = "TOPO011"
@@ -122,7 +128,7 @@ def check(ctx):
     domain = ctx.env.cluster_domain if ctx.env else None
     for w in ctx.workloads:
         t = topologies.get(id(w))
-        found = w.launcher.admission(w, ctx.bundle, t.torchrun if t else False)
+        found = w.launcher.admission(w, ctx.bundle, t.torchrun if t else False) + leader_mpirun_checks(w)
         # The longest hostname of each group of pods is its last one's.
         for g in w.world_groups:
             if g.count > 0 and not w.suspended:

@@ -14,8 +14,14 @@ given the ImageNet example's `--dist-url` without `--world-size`, `--rank` or a 
 `env://`, without WORLD_SIZE, RANK, MASTER_ADDR in the env), `deepspeed --no_ssh` without its node count, GPUs,
 node rank or master address, `accelerate launch` without `--config_file` and without its number of machines or main
 process (its default config file may be in the image), and `deepspeed` without `--no_ssh` (it starts every node
-over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun
-gets one info line saying what mpirun starts and what was not checked (TOPO011 checks its ranks and hosts).
+over ssh from a hostfile the manifests do not show) each get one info line. An MPIJob whose launcher runs mpirun,
+and a TrainJob on an `mlPolicy.mpi` runtime whose launcher does, get one info line saying what mpirun starts and what
+was not checked (TOPO011 checks its ranks and hosts): its ranks are mpirun's slots over the controller's hostfile,
+not one env:// process per pod, so MASTER_ADDR or WORLD_SIZE in the env does not make its pods a torchrun world.
+mpirun started by the first pod of a world no MPI controller lays out (an Indexed Job, a StatefulSet, a JobSet)
+whose command does not state its hosts (no `-H`, a `--hostfile` no ConfigMap or Secret in the manifests is mounted
+at, hosts known only when it runs such as `${MPI_HOST}`) gets one info line: its hosts, slots and rank 0's host
+were not checked (TOPO011 checks them where the command states them).
 
 A shell script (`sh -c`, read by policies/command/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
 loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
@@ -31,6 +37,7 @@ Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnod
 """
 from __future__ import annotations
 
+from ..launchers import leader_mpirun_unchecked
 from ..kube.objects import INFO, WARNING, Problem
 from .kit import problem
 from ..command.shell import RUN_TIME, UNSET
@@ -59,6 +66,13 @@ def check(ctx):
                       "whether the script forms a distributed world cannot be told from the manifest, so the "
                       "topology checks did not run", m.source, m.ref, "spec", "start the script with torchrun if it "
                       "calls torch.distributed", severity=INFO)
+    for w in ctx.workloads:
+        unchecked = leader_mpirun_unchecked(w)
+        if unchecked is not None:
+            m = w.manifest
+            yield Problem(ID, unchecked, m.source, m.ref, w.pod(0).container_field, "name the hosts with -H "
+                          "host:slots,... (or mount the hostfile from a ConfigMap) to have them checked",
+                          severity=INFO)
     for unread in ctx.unread:
         m = unread.workload.manifest
         yield Problem(ID, f"accelerate launch reads its settings from {unread.path}, which no ConfigMap or Secret in "

@@ -1,0 +1,276 @@
+"""mpirun's command line (Open MPI's mpirun(1); MPICH and Intel MPI's hydra `mpiexec`) and the checks of the world
+it names, for every launcher: an MPIJob's launcher and a TrainJob's MPI runtime (whose controllers write the
+hostfile, mpijob.py and trainjob_frameworks.py), and the first pod of a world no MPI controller lays out (a plain
+Indexed Job, a StatefulSet, a JobSet's leader), where its command states the hosts (`-H`, or a `--hostfile` mounted
+from the manifests)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..kube.values import as_int
+from .base import Check, Names, Workload
+
+# The hostfile the MPI Operator (kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go 74-118) and the
+# Trainer's MPI plugin (kubeflow/trainer v2.3.0 constants.go 88-92) mount, and the implementations they know.
+HOSTFILE = "/etc/mpi/hostfile"
+OPEN_MPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
+
+_MPIRUN = ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "horovodrun")
+_NP = re.compile(r"^-{1,2}(?:np|n|c)$")
+_NP_JOINED = re.compile(r"^-{1,2}(?:np|n)=(\d+)$")
+
+
+@dataclass
+class MpiRun:
+    """An mpirun command line found in the launcher: its ranks (-np), whether it may oversubscribe, the command it
+    starts on every rank, and the field of the word that starts it."""
+
+    np: int | None
+    oversubscribe: bool
+    program: list[str]
+    field: str
+    # -H/--host `host[:slots],...` (a host without `:slots` has one), --hostfile/--machinefile, and `-x NAME=VALUE`.
+    hosts: list[tuple[str, int | None]] | None = None
+    hostfile: str | None = None
+    exported: dict[str, str | None] | None = None
+    # The option that gave the hosts (`-H`, `--host`: Open MPI's, which refuses more ranks than slots; `-hosts`:
+    # hydra's, which does not).
+    host_option: str | None = None
+
+
+def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
+    """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside `sh -c` text split at
+    white space (a script's words, not parsed: a value computed at run time is not read)."""
+    words: list[tuple[str, str]] = []
+    for tok, where in zip(argv, fields):
+        parts = tok.split() if (" " in tok or "\n" in tok) else [tok]
+        words += [(p, where) for p in parts]
+    for i, (w, where) in enumerate(words):
+        if w.rsplit("/", 1)[-1] not in _MPIRUN:
+            continue
+        np = None
+        over = False
+        hosts: list[tuple[str, int | None]] | None = None
+        host_option: str | None = None
+        hostfile: str | None = None
+        exported: dict[str, str | None] = {}
+        j = i + 1
+        while j < len(words):
+            word = words[j][0]
+            name, eq, value = word.partition("=")
+            if name in _HOST or name in _HOSTFILE or name == "-x":
+                if not eq:
+                    if j + 1 >= len(words):
+                        break
+                    value = words[j + 1][0]
+                    j += 1
+                if name in _HOST:
+                    hosts = (hosts or []) + [_host_slots(h) for h in value.split(",") if h]
+                    host_option = name
+                elif name in _HOSTFILE:
+                    hostfile, host_option = value, name
+                else:
+                    var, has, val = value.partition("=")
+                    exported[var] = val if has else None  # `-x NAME`: the launcher's own value
+                j += 1
+                continue
+            if name in _VALUES or name in _TWO_VALUES:
+                if name in ("--map-by", "-map-by") and "OVERSUBSCRIBE" in (value if eq else words[min(j + 1, len(
+                        words) - 1)][0]).upper():
+                    over = True
+                j += 1 + (0 if eq else 1) + (1 if name in _TWO_VALUES else 0)
+                continue
+            joined = _NP_JOINED.match(word)
+            if _NP.match(word) and j + 1 < len(words):
+                np = as_int(words[j + 1][0])
+                j += 2
+                continue
+            if joined:
+                np = int(joined.group(1))
+            elif word.lstrip("-") in ("oversubscribe",) or word in ("--map-by", "-map-by") and j + 1 < len(words) \
+                    and "OVERSUBSCRIBE" in words[j + 1][0].upper():
+                over = True
+            elif not word.startswith("-"):
+                break
+            j += 1
+        program = [x for x, _ in words[j:]]
+        for end, x in enumerate(program):  # the command ends where the shell's next one begins
+            if x in ("&&", ";", "||", "|"):
+                program = program[:end]
+                break
+        return MpiRun(np, over, program, where, hosts, hostfile, exported, host_option)
+    return None
+
+
+def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
+    """What mpirun starts, in TOPO012's words: its ranks, the program, where it takes its hosts from (`owner`'s
+    hostfile at /etc/mpi/hostfile, where `checked` says what is checked of them) and what is not checked."""
+    np = f"-np {run.np}" if run.np is not None else "the slots' number of"
+    program = " ".join(run.program[:2]) or "its program"
+    if run.hostfile is not None and run.hostfile != HOSTFILE:
+        where = (f"its hosts come from {run.hostfile}, not {owner} {HOSTFILE}: the slots and the host of rank 0 "
+                 "were not checked")
+    else:
+        where = checked
+    rank = "OMPI_COMM_WORLD_RANK" if impl == OPEN_MPI else "PMI_RANK"
+    return (f"mpirun starts {np} ranks of `{program}`, each taking its rank from {rank}; {where}; "
+            "the rendezvous the script joins is checked only where -x MASTER_ADDR or a tcp:// --dist-url shows it")
+
+
+# Open MPI mpirun(1): `-H, --host <host1,host2,...>` (`host:N` for N slots) and `--hostfile, --machinefile <file>`;
+# MPICH and Intel MPI's hydra take `-hosts` and `-f`/`-hostfile`/`-machinefile`.
+_HOST = ("-H", "--host", "-host", "-hosts", "--hosts")
+# Options that take one value (two for the MCA ones), so that their value is not taken for the program.
+_VALUES = ("--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-rank-by", "-wdir", "--wdir", "-npernode",
+           "--npernode", "-N", "-ppn", "-envlist", "--output-filename", "-output-filename",
+           "--prefix", "-prefix", "-iface", "-bootstrap")
+_TWO_VALUES = ("-mca", "--mca", "-gmca", "--gmca", "-genv")
+_HOSTFILE = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile")
+
+
+def _host_slots(text: str) -> tuple[str, int | None]:
+    host, _, slots = text.partition(":")
+    return host, (as_int(slots) if slots else 1)
+
+
+def np_within_hosts(run: MpiRun, impl: str, listed: str = "-H lists") -> list[Check]:
+    """Open MPI's `-np` against the slots of the hosts the command names (`-H host:slots,...`, or a hostfile read
+    here): more ranks than slots without --oversubscribe and it refuses to start."""
+    slots = [n for _, n in run.hosts or []]
+    if run.np is None or None in slots or impl != OPEN_MPI or run.oversubscribe:
+        return []
+    total = sum(n for n in slots if n is not None)
+    if run.np <= total:
+        return []
+    return [Check(run.field, f"mpirun -np {run.np} but {listed} {total} slots: Open MPI refuses to start (not enough "
+                  "slots available)", f"set -np {total}, add slots to -H, or add --oversubscribe")]
+
+
+# Open MPI's hostfile lines (mpirun(1) "Specifying Host Nodes"): `host [slots=N] [max_slots=M]`, `#` comments.
+_HOSTFILE_LINE = re.compile(r"^\s*([^\s#]+)(?:.*?\bslots\s*=\s*(\d+))?")
+
+
+def hostfile_hosts(text: str) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = []
+    for line in text.splitlines():
+        m = _HOSTFILE_LINE.match(line)
+        if m:
+            out.append((m.group(1), int(m.group(2)) if m.group(2) else 1))
+    return out
+
+
+# The most pod hostnames made to tell whether a named host is one of them (bounded memory and time on any input).
+_MOST_NAMES = 10_000
+
+
+def leader_mpirun(w: Workload) -> tuple[MpiRun, Any] | None:
+    """The mpirun (mpiexec ...) the first pod of a world no MPI controller lays out starts (a plain Indexed Job's,
+    a StatefulSet's, a JobSet's leader), and that pod; None where it starts none, or where the controller writes the
+    hostfile (Launcher.mpi_world: its own checks apply)."""
+    if w.pods == 0 or w.unresolved is not None or w.odd_group is not None or w.managed_by is not None or \
+            w.launcher.mpi_world(w) is not None:
+        return None
+    pod = w.pod(0)
+    if not pod.containers:
+        return None
+    run = find_mpirun(*pod.argv())
+    return (run, pod) if run is not None else None
+
+
+def _stated_hosts(run: MpiRun, pod: Any) -> str | None:
+    """Fills run.hosts from a hostfile the manifests mount (a ConfigMap or Secret), where -H gives none; what could
+    not be read, in words (None where the hosts are known)."""
+    if run.hosts is not None:
+        late = [h for h, _ in run.hosts if "$" in h or "`" in h]
+        return f"its hosts ({late[0]}) are known only when it runs" if late else None
+    if run.hostfile is not None and ("$" in run.hostfile or "`" in run.hostfile):
+        return f"its hostfile ({run.hostfile}) is known only when it runs"
+    if run.hostfile is not None:
+        text = pod.file(run.hostfile) if run.hostfile.startswith("/") else None
+        if text is None:
+            return f"its hosts come from {run.hostfile}, which no ConfigMap or Secret in the manifests is mounted at"
+        run.hosts = hostfile_hosts(text)
+        return None
+    return "it names no hosts (-H, --hostfile): they come from its default hostfile or environment"
+
+
+def leader_mpirun_checks(w: Workload) -> list[Check]:
+    """mpirun started by the leader of a world no MPI controller lays out, where its command states the hosts (-H,
+    or a hostfile mounted from the manifests): each host named under this world's headless Service (its subdomain)
+    is one of its pods, as an MPIJob's -H hosts are its workers, -np within the slots listed (Open MPI), and an
+    `-x MASTER_ADDR` or tcp:// --dist-url naming the first host, where rank 0 runs (the MPIJob's checks)."""
+    found = leader_mpirun(w)
+    if found is None:
+        return []
+    run, pod = found
+    if _stated_hosts(run, pod) is not None or not run.hosts:
+        return []
+    out: list[Check] = []
+    subdomain = pod.subdomain
+    names = Names([(g.count, g.hostname) for g in w.world_groups])
+    if subdomain and len(names) <= _MOST_NAMES:
+        known = set(names)  # made once: each host is then looked up, not walked to
+        for host, _ in run.hosts:
+            first, _, rest = host.partition(".")
+            if rest.split(".")[0] == subdomain and first not in known:
+                out.append(Check(run.field, f"mpirun {run.host_option} names {host}, under the subdomain {subdomain} "
+                                 f"of this {w.manifest.kind}'s pods, but none of them has hostname {first} (its "
+                                 f"pods: {names.shown() or 'none'}): the name does not resolve and mpirun fails",
+                                 f"list only {names[0]}..{names[-1]}.{subdomain}" if names else "add pods"))
+    # Open MPI's spellings (mpirun(1)); hydra's (-hosts, -f) admit more ranks than slots.
+    open_mpi = run.host_option in ("-H", "--host", "--hostfile", "--machinefile", "--default-hostfile")
+    listed = "-H lists" if run.hostfile is None else f"the hostfile {run.hostfile} lists"
+    out += np_within_hosts(run, OPEN_MPI if open_mpi else MPICH, listed)
+    if not any("torchrun" in x for x in run.program):
+        first, _, rest = run.hosts[0][0].partition(".")
+        out += rank_zero_address(w, run, pod, first, rest.split(".")[0] or subdomain)
+    return out
+
+
+def leader_mpirun_unchecked(w: Workload) -> str | None:
+    """TOPO012's words where the leader's mpirun does not state its hosts in the manifests."""
+    found = leader_mpirun(w)
+    if found is None:
+        return None
+    run, pod = found
+    why = _stated_hosts(run, pod)
+    if why is None:
+        return None
+    np = f"-np {run.np}" if run.np is not None else "its"
+    return (f"mpirun starts {np} ranks of `{' '.join(run.program[:2]) or 'its program'}`, but {why}: the hosts, "
+            "their slots and the host of rank 0 were not checked")
+
+
+# The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's
+# --dist-url (policies/command/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
+# the store every other rank connects to.
+def rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str, subdomain: str | None = None) -> list[Check]:
+    program = run.program
+    if not any(x.rsplit("/", 1)[-1].startswith("python") for x in program):
+        return []
+    address: tuple[str, str] | None = None
+    for k, x in enumerate(program):
+        if x.startswith("--dist-url=tcp://") or x.startswith("--dist_url=tcp://"):
+            address = (x.split("://", 1)[1], "--dist-url")
+        elif x in ("--dist-url", "--dist_url") and k + 1 < len(program) and program[k + 1].startswith("tcp://"):
+            address = (program[k + 1].split("://", 1)[1], "--dist-url")
+    if address is None and run.exported is not None and "MASTER_ADDR" in run.exported:
+        value = run.exported["MASTER_ADDR"]
+        value = value if value is not None else pod.env.get("MASTER_ADDR")
+        if value is not None:
+            address = (str(value), "-x MASTER_ADDR")
+    if address is None or "$" in address[0]:
+        return []
+    host = address[0].rsplit(":", 1)[0] if address[1] == "--dist-url" else address[0]
+    ns = w.manifest.namespace
+    namespace = rf"(\.{re.escape(ns)}" if ns else r"(\.[a-z0-9-]+"
+    subdomain = subdomain or w.manifest.name
+    ok = re.fullmatch(re.escape(f"{first_host}.{subdomain}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
+                      host)
+    if ok:
+        return []
+    return [Check(run.field, f"{address[1]} names '{host}', but rank 0 (the first slot mpirun fills) runs on "
+                  f"{first_host}: the other ranks wait for a store that is not there",
+                  f"point it at {first_host}.{subdomain}")]
