@@ -203,7 +203,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                   refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA),
                   synced=unit.synced)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
-        ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
+        # renders the folders Applications name, each with its environment's Kueue integrations (ARGO012)
+        ctx.argo = argocd.resolve(unit.manifests, unit.source, environment.kueue_frameworks)
     for m in manifests:
         if m.kind in NOT_MODELLED:
             found.append(Problem(MODEL, f"{m.kind} is not modelled: its pod templates got the schema, security and "
