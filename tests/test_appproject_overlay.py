@@ -159,3 +159,109 @@ def test_an_overlay_no_application_syncs_is_not_held_to_a_project(scratch, targe
         kfile.write_text(before)
     assert {"ClusterRole", "Namespace"} <= kinds
     assert not argo008(proc), proc.stdout
+
+
+# ---------------------------------------------------------------- another repository's manifests (issue 32 item 3)
+# Every entry point holds an overlay to the AppProject of the repository it lies in, read with that repository's own
+# gitops.yaml (its argocd.repoURL says which Applications' sources are that repository): `make validate PATHS=` from
+# this checkout on another repository, the installed `ddp-check` (and its pre-commit hook) and the Argo CD plugin.
+
+OTHER_URL = "https://git.example.org/another-team/training-gitops.git"
+
+
+def _another(tmp_path: Path, url: str | None = OTHER_URL) -> Path:
+    """A copy of this repository declared at another URL (gitops.yaml and argocd/ rewritten, as make init does), or
+    with no argocd.repoURL at all (url None)."""
+    from policies.render import gitops
+
+    root = tmp_path / "theirs"
+    for d in ("base", "components", "overlays", "argocd"):
+        shutil.copytree(REPO / d, root / d)
+    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    ours = gitops.load(REPO / "gitops.yaml")["argocd"]["repoURL"]
+    for f in [root / "gitops.yaml", *(root / "argocd").rglob("*.yaml")]:
+        text = f.read_text()
+        if url is None and f.name == "gitops.yaml":
+            text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("repoURL:")) + "\n"
+        f.write_text(text.replace(ours, url or ours))
+    return root
+
+
+def _validate_from_here(root: Path, overlay: str) -> subprocess.CompletedProcess[str]:
+    """This checkout's command line on another repository's overlay (make validate PATHS=<their overlay>)."""
+    return subprocess.run([sys.executable, "-m", "policies.cli", "validate", str(root / overlay)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_another_repositorys_overlay_is_held_to_its_own_appproject(tmp_path, target):
+    overlay, app, spec = target
+    root = _another(tmp_path)
+    role, namespace = refused_objects(spec)
+    add_refused(root, overlay, role, namespace)
+    proc = _validate_from_here(root, overlay)
+    lines = argo008(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for ref in (f"ClusterRole/{role}", f"Namespace/{namespace}"):
+        mine = [x for x in lines if f" {ref} metadata.name: " in x]
+        assert len(mine) == 1 and mine[0].startswith("error ARGO008 ") and f"Application {app} " in mine[0], lines
+
+
+def test_the_installed_command_holds_an_overlay_to_its_repositorys_appproject(tmp_path, target, monkeypatch,
+                                                                             capsys):
+    """Installed (no checkout around the code: paths.CHECKOUT None, gitops.yaml the package's own), ddp-check and
+    the pre-commit hook skipped the AppProject: the user's repository's gitops.yaml now says which sources are it."""
+    from policies import cli
+    from policies.report import engine
+    from policies.render import paths
+
+    overlay, app, spec = target
+    root = _another(tmp_path)
+    role, namespace = refused_objects(spec)
+    add_refused(root, overlay, role, namespace)
+    monkeypatch.setattr(paths, "CHECKOUT", None)
+    monkeypatch.setattr(engine, "CHECKOUT", None)
+    monkeypatch.chdir(root)
+    rc = cli.main(["validate", overlay])
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if " ARGO008 " in line]
+    assert rc == 1, out
+    assert len(lines) == 2 and all(x.startswith(f"error ARGO008 {overlay}: ") and f"Application {app} " in x
+                                   for x in lines), lines
+
+
+def test_the_plugin_holds_another_repositorys_overlay_to_its_appproject(tmp_path, target):
+    overlay, app, spec = target
+    root = _another(tmp_path)
+    role, namespace = refused_objects(spec)
+    add_refused(root, overlay, role, namespace)
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOCD_", "DDP_"))}
+    run_env.update(PYTHONPATH=str(REPO), ARGOCD_APP_SOURCE_PATH=overlay)
+    gen = subprocess.run([sys.executable, "-m", "policies", "cmp-generate"], cwd=root / overlay, env=run_env,
+                         capture_output=True, text=True, timeout=300)
+    assert gen.returncode == 1 and gen.stdout == "", gen.stderr[-3000:]
+    lines = [line for line in gen.stderr.splitlines() if line.startswith("error ARGO008 ")]
+    assert len(lines) == 2 and all(f"Application {app} " in x for x in lines), gen.stderr[-3000:]
+
+
+def test_a_repository_that_names_no_url_says_the_overlay_was_not_checked(tmp_path, target):
+    """Its argocd/ holds an AppProject, but no gitops.yaml argocd.repoURL says which Applications' sources are the
+    repository: one info line says so instead of passing in silence."""
+    overlay, _, _ = target
+    root = _another(tmp_path, url=None)
+    proc = _validate_from_here(root, overlay)
+    (line,) = [x for x in proc.stdout.splitlines() if " ARGO008 " in x]
+    assert line.startswith("info ARGO008 ") and "not checked against the AppProjects of " in line, line
+    assert "declares no argocd.repoURL" in line and "(fix: give the repository a gitops.yaml with argocd.repoURL" \
+        in line, line
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_an_argo_cd_folder_that_does_not_render_says_the_overlay_was_not_checked(tmp_path, target):
+    overlay, _, _ = target
+    root = _another(tmp_path)
+    kfile = root / "argocd" / "kustomization.yaml"
+    kfile.write_text(kfile.read_text() + "\nresources-typo: [x]\n")
+    proc = _validate_from_here(root, overlay)
+    (line,) = [x for x in proc.stdout.splitlines() if " ARGO008 " in x]
+    assert line.startswith("info ARGO008 ") and ": it does not render (" in line and "(fix: make validate PATHS=" \
+        in line, line

@@ -1,6 +1,7 @@
 """No false drift (issue 36 item 3): argocd/applicationset.yaml ignores every field a controller rewrites in the
 workloads of the environments it syncs (argocd.rewritten_fields: the suspend field of each Kueue-queued workload,
-read from its launcher), and respects those ignores when it syncs. Derived defensively, for every queued workload
+read from its launcher, of a kind whose integration the environment's `kueueFrameworks` lists where it declares
+them), and respects those ignores when it syncs. Derived defensively, for every queued workload
 whether or not its manifest sets the field today (ARGO012 flags only those that do). Environments, launchers and the
 ApplicationSet are read from the repository, so the test holds in a fork after `make init` and `make new-env`."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 
 from conftest import REPO
 from policies.argocd import apps as argocd
+from policies.rules import environment
 from policies.render.files import read
 from policies.kube.values import KUEUE_QUEUE_LABEL
 from policies.kube.objects import Manifest
@@ -45,16 +47,18 @@ def missing(appset: Manifest) -> list[str]:
     out = []
     for app, r in zip(apps, rendered):
         assert r.error is None and r.manifests, (app.name, r.error)
+        frameworks = environment.kueue_frameworks(REPO / str(app.spec["source"]["path"]))
         out += [f"{app.name} ({app.spec['source']['path']}): {m.ref} {e.yaml()}" +
                 ("" if argocd.RESPECT_IGNORE_DIFFERENCES in app.options else f" + {argocd.RESPECT_IGNORE_DIFFERENCES}")
-                for m, e in argocd.unguarded(app, r.manifests)]
+                for m, e in argocd.unguarded(app, r.manifests, frameworks=frameworks)]
     return out
 
 
 def needed(appset: Manifest) -> list[argocd.IgnoreEntry]:
     apps = list(argocd.expand(appset))
     rendered = render_all([REPO / str(a.spec["source"]["path"]) for a in apps])
-    return sorted({e for r in rendered for _, e in argocd.rewritten_fields(r.manifests)},
+    return sorted({e for a, r in zip(apps, rendered) for _, e in argocd.rewritten_fields(
+        r.manifests, frameworks=environment.kueue_frameworks(REPO / str(a.spec["source"]["path"])))},
                   key=lambda e: (e.group, e.kind, e.pointer))
 
 
@@ -154,3 +158,24 @@ def test_only_queued_workloads_with_a_suspend_field_need_an_entry():
 ])
 def test_what_argo_cd_counts_as_ignored(ignore, options, guarded):
     assert (not argocd.unguarded(_app(ignore, options), [_job(QUEUED)])) is guarded
+
+
+def test_a_kind_whose_integration_the_environment_leaves_off_needs_no_entry():
+    """Kueue sets up the webhook and reconciler of an enabled integration only (v0.19.2
+    pkg/controller/jobframework/setup.go:76, 108-111): where the environment declares `kueueFrameworks` without
+    batch/job, a queued Job's suspend field is the manifest's own; where nothing is declared, it counts as before."""
+    job = _job(QUEUED, suspend=False)
+    assert argocd.rewritten_fields([job]) and argocd.rewritten_fields([job], frameworks=None)
+    assert argocd.rewritten_fields([job], frameworks=["batch/job"])
+    assert not argocd.rewritten_fields([job], frameworks=["kubeflow.org/pytorchjob"])
+    assert not argocd.rewritten_fields([job], frameworks=[])
+    unguarded = argocd.unguarded(_app(None, RESPECT), [job], set_only=True, frameworks=["kubeflow.org/pytorchjob"])
+    assert not unguarded
+
+
+def test_the_environment_of_a_rendered_folder_gives_its_frameworks():
+    """What ARGO012 and the drift test read for a folder: its environment's kueueFrameworks, None without any."""
+    off = REPO / "tests" / "fixtures" / "argocd" / "targets" / "pytorchjob-integration-off"
+    assert environment.kueue_frameworks(off) == ["batch/job", "jobset.x-k8s.io/jobset",
+                                                 "trainer.kubeflow.org/trainjob"]
+    assert environment.kueue_frameworks(REPO / "tests" / "fixtures" / "overlays" / "name-prefix") is None

@@ -151,6 +151,41 @@ def test_not_a_repository(tmp_path):
     assert proc.returncode == 2 and "is not a git repository" in proc.stderr
 
 
+def test_a_side_whose_gitops_yaml_is_broken_says_so_in_one_line(repo):
+    """A side whose gitops.yaml cannot be read is rendered without build options: the diff says so in one line naming
+    the file and the ref (every form), rather than showing what the missing options change as the change's own."""
+    config = repo / "gitops.yaml"
+    good = config.read_text()
+    config.write_text(good.replace("buildOptions: []", "buildOptions: --enable-helm"))
+    commit(repo, "a broken gitops.yaml")
+    config.write_text(good)
+    sha = sh(repo, "git", "rev-parse", "--short=7", "HEAD").stdout.strip()
+    proc = diff(repo, "--base", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    line = (f"warning: gitops.yaml at HEAD ({sha}) cannot be read (kustomize.buildOptions must be a list of strings "
+            "(one per argument)): this side was rendered without kustomize build options")
+    assert proc.stdout.splitlines()[1] == line, proc.stdout
+    assert [x for x in proc.stdout.splitlines() if "gitops.yaml" in x] == [line]
+    data = json.loads(diff(repo, "--base", "HEAD", "--format", "json").stdout)
+    assert data["warnings"] == [line.removeprefix("warning: ")]
+    assert f"- :warning: {line.removeprefix('warning: ')}" in diff(repo, "--base", "HEAD", "--format", "markdown").stdout
+    # Both sides readable: nothing said.
+    assert "warning" not in diff(repo, "--base", "HEAD~1", "--head", "HEAD~1").stdout
+
+
+def test_build_options_name_the_file_and_the_ref(tmp_path):
+    from policies.diff.trees import build_options
+
+    assert build_options(tmp_path, "main (abc1234)") == (
+        [], "gitops.yaml at main (abc1234) does not exist: this side was rendered without kustomize build options")
+    (tmp_path / "gitops.yaml").write_text("kustomize: [\n")
+    options, warning = build_options(tmp_path, "main (abc1234)")
+    assert options == [] and warning is not None and warning.startswith("gitops.yaml at main (abc1234) cannot be read (")
+    assert "\n" not in warning and str(tmp_path) not in warning
+    (tmp_path / "gitops.yaml").write_text((REPO / "gitops.yaml").read_text())
+    assert build_options(tmp_path, "main (abc1234)") == ([], None)
+
+
 def test_a_head_that_does_not_render_fails(repo):
     (repo / "overlays/gke-t4/indexed-job/patches/set-topology.yaml").unlink()
     proc = diff(repo, "--base", "HEAD")

@@ -1,5 +1,6 @@
 """The image workflow's pinning step: every environment gets the released tag (CPU environments the -cpu image) and
-digest, by round-trip edits that change nothing else; a stale digest never outlives a new tag."""
+digest, by round-trip edits that change nothing else; a stale digest never outlives a new tag; a pin that would make
+an overlay invalid is refused and nothing is written (the validator make init uses, policies/edit/repo_validate.py)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,9 @@ from policies.argocd import identity
 
 GPU = "sha256:" + "a" * 64
 CPU = "sha256:" + "b" * 64
+# How the image workflow pins a release (.github/workflows/image.yaml): with both digests. An environment that
+# requires digests (64x8-h100: requireImageDigest) refuses a tag alone, so the tests pin as the workflow does.
+DIGESTS = ("--digest", GPU, "--cpu-digest", CPU)
 # The environments the tree holds, and those that run the CPU image now (its tag ends in -cpu).
 ENVIRONMENTS = identity.environments_in_tree(REPO)
 CPU_ENVIRONMENTS = [e for e in ENVIRONMENTS if any(
@@ -30,10 +34,13 @@ def released(tag):
 
 @pytest.fixture()
 def repo(tmp_path):
+    """A copy of what the pin's validator reads of a repository (policies/edit/repo_validate.py INPUTS): it checks the
+    identity and make validate over overlays/ and argocd/, so a tree without argocd/ would not validate."""
     root = tmp_path / "repo"
-    for d in ("base", "components", "overlays"):
+    for d in ("base", "components", "overlays", "argocd"):
         shutil.copytree(REPO / d, root / d)
-    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    for f in ("gitops.yaml", "Makefile"):
+        shutil.copy(REPO / f, root / f)
     return root
 
 
@@ -68,11 +75,46 @@ def test_every_environment_runs_the_release(repo):
 
 
 def test_a_tag_without_digest_drops_the_old_digest(repo):
-    proc = pin(repo, "--tag", "0.3.0")
-    assert proc.returncode == 0, proc.stderr
-    doc = yaml.safe_load((repo / "components/64x8-h100/kustomization.yaml").read_text())
+    """The plan: a digest from an older release would win over the new tag, so a tag alone takes it out."""
+    from policies.edit import pin_image
+
+    digested = [e for e in ENVIRONMENTS if e not in CPU_ENVIRONMENTS and any(
+        "digest" in i for i in yaml.safe_load((repo / f"components/{e}/kustomization.yaml").read_text())["images"])]
+    if not digested:
+        pytest.skip("no environment of this repository pins a digest now")
+    planned = pin_image.pin(repo, "0.3.0", None, None, None)
+    doc = yaml.safe_load(planned[repo / f"components/{digested[0]}/kustomization.yaml"])
     (entry,) = doc["images"]
     assert entry == {"name": identity.load(REPO).image, "newTag": "0.3.0"}
+
+
+def _requires_digests(env):
+    policy = REPO / f"components/{env}/policy.yaml"
+    return policy.is_file() and bool((yaml.safe_load(policy.read_text()).get("spec") or {}).get("requireImageDigest"))
+
+
+def test_a_pin_that_makes_an_overlay_invalid_is_refused_and_nothing_is_written(repo):
+    """An environment that requires digests (requireImageDigest, IMG002; 64x8-h100 here): a tag alone would leave its
+    overlays failing make validate (and Argo CD's plugin), so the pin is refused, naming each object, and no
+    environment changes. The environments and the image are read from the repository (a fork's own)."""
+    strict = [e for e in ENVIRONMENTS if _requires_digests(e)]
+    if not strict:
+        pytest.skip("no environment of this repository sets requireImageDigest")
+    image = identity.load(REPO).image
+    before = {p: p.read_bytes() for p in (repo / "components").rglob("*") if p.is_file()}
+    for args in (("--tag", "0.3.0"), ("--tag", "0.3.0", "--dry-run")):
+        proc = pin(repo, *args)
+        assert proc.returncode == 1, proc.stderr
+        lines = proc.stderr.splitlines()
+        assert lines[0].endswith("components: the result does not validate, so nothing was written:"), lines
+        assert lines[1:] and all(ln.startswith("  error IMG002 overlays/") for ln in lines[1:]), lines
+        assert {ln.split()[2].split("/")[1] for ln in lines[1:]} == set(strict), lines
+        assert f"{image}:0.3.0 is not pinned by a sha256 digest, which {strict[0]} requires" in "\n".join(lines), lines
+        assert proc.stdout == ""
+        assert {p: p.read_bytes() for p in (repo / "components").rglob("*") if p.is_file()} == before
+    assert not list(repo.rglob(".*.scale-tmp")) and not (repo / "components/.scale-journal").exists()
+    # With the digests the workflow gives, the same release is pinned.
+    assert pin(repo, "--tag", "0.3.0", *DIGESTS).returncode == 0
 
 
 @pytest.mark.parametrize("args, message", [
@@ -88,7 +130,7 @@ def test_feature_components_get_no_images_entry(repo):
     """Only environments (a components/<env> with an overlays/<env>) are pinned: an images entry in monitoring or
     causal-lm would override the environment's own in every overlay that lists it after the environment."""
     before = {d: (repo / f"components/{d}/kustomization.yaml").read_text() for d in ("monitoring", "causal-lm")}
-    proc = pin(repo, "--tag", "0.2.0")
+    proc = pin(repo, "--tag", "0.2.0", *DIGESTS)
     assert proc.returncode == 0, proc.stderr
     assert {d: (repo / f"components/{d}/kustomization.yaml").read_text() for d in before} == before
     assert sorted(line.split(" in ")[1].split("/")[-2] for line in proc.stdout.splitlines()) == ENVIRONMENTS
@@ -116,13 +158,13 @@ def test_a_pin_killed_between_two_renames_is_finished_by_the_next_run(repo):
     """Every environment is pinned or none: killed after the first file is renamed, the next run rolls the rest
     forward (never a release running in some environments and not in others) before its own change."""
     before = _tags(repo)
-    _killed_at(repo, "renamed-1", "--tag", "0.2.0")
+    _killed_at(repo, "renamed-1", "--tag", "0.2.0", *DIGESTS)
     half = _tags(repo)
     assert half != before and half != released("0.2.0")
     assert (repo / "components/.scale-journal").is_file()
-    dry = pin(repo, "--tag", "0.2.0", "--dry-run")
+    dry = pin(repo, "--tag", "0.2.0", *DIGESTS, "--dry-run")
     assert dry.returncode == 2 and "half pinned" in dry.stderr.splitlines()[-1], dry.stderr
-    again = pin(repo, "--tag", "0.2.0")
+    again = pin(repo, "--tag", "0.2.0", *DIGESTS)
     assert again.returncode == 0, again.stderr
     assert "finished the pinning an interrupted run began" in again.stderr
     assert _tags(repo) == released("0.2.0")
@@ -131,10 +173,10 @@ def test_a_pin_killed_between_two_renames_is_finished_by_the_next_run(repo):
 
 def test_a_pin_killed_before_its_journal_changes_nothing(repo):
     before = {p: p.read_bytes() for p in (repo / "components").rglob("*.yaml")}
-    _killed_at(repo, "temps-written", "--tag", "0.2.0")
+    _killed_at(repo, "temps-written", "--tag", "0.2.0", *DIGESTS)
     assert {p: p.read_bytes() for p in (repo / "components").rglob("*.yaml")} == before
     assert list(repo.rglob(".*.scale-tmp")) and not (repo / "components/.scale-journal").exists()
-    again = pin(repo, "--tag", "0.3.0")
+    again = pin(repo, "--tag", "0.3.0", *DIGESTS)
     assert again.returncode == 0, again.stderr
     assert _tags(repo) == released("0.3.0")
     assert not list(repo.rglob(".*.scale-tmp"))
@@ -150,7 +192,7 @@ def test_a_tree_without_environments_is_one_line_not_a_silent_pass(repo):
 def test_sigint_between_two_renames_waits_until_every_environment_is_pinned(repo):
     """The pinning goes through the one edit pipeline (policies/edit/pipeline.py), so Ctrl-C waits for the renames as it
     does for make scale: exit 130, every environment pinned, no journal left, and it says so."""
-    proc = _start(repo, "--tag", "0.2.0", hook="renamed-1:2")
+    proc = _start(repo, "--tag", "0.2.0", *DIGESTS, hook="renamed-1:2")
     wait_for_hook(proc, "renamed-1")
     _, err = stop(proc, signal.SIGINT)
     assert proc.returncode == 130, err

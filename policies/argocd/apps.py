@@ -6,7 +6,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from ..render import gitops
 from . import gomatch
@@ -250,6 +250,9 @@ class Target:
     folder: Path
     manifests: list[Manifest] = dc_field(default_factory=list)
     error: str | None = None
+    # The Kueue integrations the folder's environment declares on (its policy.yaml's `kueueFrameworks`); None where
+    # it declares none (then every queued kind counts as Kueue's: rewritten_fields).
+    kueue_frameworks: list[str] | None = None
 
 
 def _render(folder: Path) -> tuple[list[Manifest], str | None]:
@@ -306,9 +309,18 @@ class Delivery:
         return self.resolved.get(id(app), [])
 
 
-def resolve(manifests: list[Manifest], start: str) -> Delivery:
+def resolve(manifests: list[Manifest], start: str,
+            frameworks: Callable[[Path], list[str] | None] | None = None) -> Delivery:
+    """`frameworks`: the Kueue integrations the environment of a rendered folder declares on (the engine passes
+    environment.kueue_frameworks; this module cannot import it), read into each Target."""
     apps, failed = applications(manifests)
-    return Delivery(apps, failed, {id(a): list(targets(a, start)) for a in apps})
+    resolved = {id(a): list(targets(a, start)) for a in apps}
+    if frameworks is not None:
+        for found in resolved.values():
+            for _, _, t in found:
+                if not t.error:
+                    t.kueue_frameworks = frameworks(t.folder)
+    return Delivery(apps, failed, resolved)
 
 
 # ---------------------------------------------------------------- an overlay validated without argocd/
@@ -442,12 +454,17 @@ def json_pointer(path: tuple[str, ...]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def rewritten_fields(manifests: list[Manifest], set_only: bool = False) -> list[tuple[Manifest, IgnoreEntry]]:
+def rewritten_fields(manifests: list[Manifest], set_only: bool = False,
+                     frameworks: Collection[str] | None = None) -> list[tuple[Manifest, IgnoreEntry]]:
     """The fields of these rendered objects that a controller rewrites after Argo CD applied them, each with the
     `ignoreDifferences` entry that keeps Argo CD from showing and undoing it: the suspend field (the launcher's
     `suspend_field`) of every object Kueue queues. Kueue's webhook suspends a queued job at creation
     (jobframework/defaults.go:36-46, ApplyDefaultForSuspend, whatever the manifest says), and its reconciler resumes
     it on admission and suspends it again on eviction (reconciler.go:1480-1518 startJob, 1522-1565 stopJob).
+    `frameworks`: the Kueue integrations the environment declares on (`kueueFrameworks`); where given, only a kind
+    whose integration (the launcher's `kueue_framework`) is among them counts: Kueue sets up the webhook and reconciler
+    of an enabled integration only (v0.19.2 pkg/controller/jobframework/setup.go:76; a no-op webhook and no reconciler
+    for any other, 108-111). None (nothing declared): every queued kind with a suspend field.
     With `set_only`, only the objects whose manifest sets that field: Argo CD compares only the fields the desired
     state sets (gitops-engine's three-way diff, pkg/diff/diff.go:731-764; the structured-merge diff of
     ServerSideApply=true applies the manifest to the live object as the API server would, 421-503), so a field the
@@ -457,6 +474,8 @@ def rewritten_fields(manifests: list[Manifest], set_only: bool = False) -> list[
         launcher = launchers.of(m) if isinstance(m.obj, dict) else None
         field = launcher.suspend_field if launcher is not None else None
         if not field or kueue_queue(m.metadata) is None:
+            continue
+        if frameworks is not None and (launcher is None or launcher.kueue_framework not in frameworks):
             continue
         if set_only and dig(m.obj, *field) is None:
             continue
@@ -495,10 +514,12 @@ def ignores(app: App, entry: IgnoreEntry, name: str, namespace: str) -> bool:
     return False
 
 
-def unguarded(app: App, manifests: list[Manifest], set_only: bool = False) -> list[tuple[Manifest, IgnoreEntry]]:
-    """The rewritten fields (rewritten_fields) of an Application's rendered objects that it would show as drift and
-    undo: not ignored, or ignored without RespectIgnoreDifferences=true (then every sync still applies them)."""
+def unguarded(app: App, manifests: list[Manifest], set_only: bool = False,
+              frameworks: Collection[str] | None = None) -> list[tuple[Manifest, IgnoreEntry]]:
+    """The rewritten fields (rewritten_fields, for the environment's Kueue `frameworks`) of an Application's rendered
+    objects that it would show as drift and undo: not ignored, or ignored without RespectIgnoreDifferences=true (then
+    every sync still applies them)."""
     respect = RESPECT_IGNORE_DIFFERENCES in app.options
     ns = str(app.destination.get("namespace") or "")
-    return [(m, e) for m, e in rewritten_fields(manifests, set_only)
+    return [(m, e) for m, e in rewritten_fields(manifests, set_only, frameworks)
             if not (respect and ignores(app, e, m.name, m.namespace or ns))]

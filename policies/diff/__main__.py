@@ -16,7 +16,8 @@ from .trees import DiffError, Side, export, render_side, resolve_ref
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
-def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDiff], str, str]:
+def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDiff], str, str, list[str]]:
+    """The folders' differences, both sides' labels, and what is to be said about a side as a whole."""
     root = root.resolve()
     base_ref, base_sha = resolve_ref(root, base_ref, "BASE")
     head_ref, head_sha = resolve_ref(root, head_ref, "HEAD") if head_ref else (None, None)
@@ -31,7 +32,7 @@ def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDi
         head_label = f"{head_ref} ({head_sha[:7]})" if head_sha else "working tree"
         with ThreadPoolExecutor(max_workers=2) as pool:
             base, head = pool.map(render_side, [Side(base_label, base_tree), Side(head_label, head_tree)])
-        return compare(base, head), base_label, head_label
+        return compare(base, head), base_label, head_label, base.warnings + head.warnings
 
 
 def only_folder(root: Path, raw: str) -> str:
@@ -56,18 +57,18 @@ def main(argv: Iterable[str] | None = None) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    diffs, base, head = run(Path(args.root), args.base, args.head)
+    diffs, base, head, warnings = run(Path(args.root), args.base, args.head)
     if args.overlay:
         only = only_folder(Path(args.root), args.overlay)
         diffs = [d for d in diffs if d.path == only]
         if not diffs:
             raise DiffError(f"OVERLAY={args.overlay}: no such rendered folder at either side")
     if args.format == "markdown":
-        out = markdown(diffs, base, head)
+        out = markdown(diffs, base, head, warnings)
     elif args.format == "json":
-        out = as_json(diffs, base, head)
+        out = as_json(diffs, base, head, warnings)
     else:
-        out = text(diffs, base, head)
+        out = text(diffs, base, head, warnings)
     sys.stdout.write(out)
     if args.output:
         Path(args.output).write_text(out, encoding="utf-8")

@@ -3,7 +3,7 @@ workflow finds its own comment by MARKER), and JSON."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from .objects import OverlayDiff, short_pair
 from .trees import ref
@@ -27,8 +27,8 @@ def display(path: str) -> str:
     return path.removeprefix("overlays/")
 
 
-def text(diffs: list[OverlayDiff], base: str, head: str) -> str:
-    lines = [f"make diff: {base} -> {head}"]
+def text(diffs: list[OverlayDiff], base: str, head: str, warnings: Sequence[str] = ()) -> str:
+    lines = [f"make diff: {base} -> {head}"] + [f"warning: {w}" for w in warnings]
     topo = [(d, t) for d in diffs for t in d.topology if not t.startswith("new run:")]
     if topo:
         lines += ["", "Topology:"] + [f"  {display(d.path)}: {t}" for d, t in topo]
@@ -58,7 +58,7 @@ def text(diffs: list[OverlayDiff], base: str, head: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
+def markdown(diffs: list[OverlayDiff], base: str, head: str, side_warnings: Sequence[str] = ()) -> str:
     n, a, r, c = counts(diffs)
     lines = [MARKER, f"### Rendered difference: `{base}` → `{head}`", "",
              f"{n} of {len(diffs)} rendered folders differ: **{a}** object{'' if a == 1 else 's'} added, **{r}** removed, "
@@ -68,7 +68,7 @@ def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
     if topo:
         lines += ["", "**Topology**", ""] + [f"- `{display(d.path)}`: {t}" + (f" (Argo CD: `{d.app}`)" if d.app
                                                                             else "") for d, t in topo]
-    warnings = [w for d in diffs for w in d.warnings]
+    warnings = [*side_warnings, *(w for d in diffs for w in d.warnings)]
     if warnings:
         lines += ["", "**Warnings**", ""] + [f"- :warning: {w}" for w in warnings]
     errors = [d for d in diffs if d.error]
@@ -98,8 +98,8 @@ def markdown(diffs: list[OverlayDiff], base: str, head: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def as_json(diffs: list[OverlayDiff], base: str, head: str) -> str:
-    return json.dumps({"base": base, "head": head, "overlays": [
+def as_json(diffs: list[OverlayDiff], base: str, head: str, warnings: Sequence[str] = ()) -> str:
+    return json.dumps({"base": base, "head": head, "warnings": list(warnings), "overlays": [
         {"path": d.path, "application": d.app, "status": d.status, "added": [ref(k) for k in d.added],
          "removed": [ref(k) for k in d.removed],
          "changed": {ref(k): [[p, a, b] for p, a, b in ch] for k, ch, _ in d.changed},

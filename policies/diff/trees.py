@@ -61,19 +61,24 @@ class Side:
     objects: dict[str, dict[Key, Manifest]] = field(default_factory=dict)  # overlay -> key -> object
     errors: dict[str, str] = field(default_factory=dict)
     apps: dict[str, str] = field(default_factory=dict)  # overlay path -> Application name
+    warnings: list[str] = field(default_factory=list)  # about the side as a whole (its gitops.yaml), one line each
 
 
-def build_options(root: Path) -> list[str]:
-    """This side's gitops.yaml build options (a pull request may change them), else none."""
+def build_options(root: Path, label: str = "") -> tuple[list[str], str | None]:
+    """This side's gitops.yaml build options (a pull request may change them), and None; where the side has no
+    gitops.yaml or one that cannot be read, no options and one line saying so, naming the file and the ref (`label`),
+    so that a difference the missing options cause is not shown as the change's own."""
     from ..render import gitops
 
     path = root / "gitops.yaml"
+    at = f"gitops.yaml at {label}" if label else str(path)
     if not path.is_file():
-        return []
+        return [], f"{at} does not exist: this side was rendered without kustomize build options"
     try:
-        return gitops.build_options(path)
-    except gitops.ConfigError:
-        return []
+        return gitops.build_options(path), None
+    except gitops.ConfigError as exc:
+        why = str(exc).removeprefix(f"{path}: ").removeprefix("cannot read: ")
+        return [], f"{at} cannot be read ({why}): this side was rendered without kustomize build options"
 
 
 def folders(root: Path) -> list[str]:
@@ -90,7 +95,10 @@ def render_side(side: Side) -> Side:
     from ..render.render import render_all
 
     todo = folders(side.root)
-    for rel, r in zip(todo, render_all([side.root / rel for rel in todo], options=build_options(side.root))):
+    options, warning = build_options(side.root, side.label)
+    if warning:
+        side.warnings.append(warning)
+    for rel, r in zip(todo, render_all([side.root / rel for rel in todo], options=options)):
         if r.error is not None:
             side.errors[rel] = r.error
             continue

@@ -3,7 +3,10 @@
 round-trip editing as `make scale` (yamledit.py); the image workflow runs it on a tag and opens a pull request. Every environment
 is pinned or none: the change goes through the one edit pipeline (policies/edit/pipeline.py) with components/ as its scope,
 written as one transaction (policies/render/transaction.py) under a lock on components/, and a run interrupted part way is
-finished by the next run before its own change."""
+finished by the next run before its own change. The pinned repository is validated first, on a scratch copy, with
+the validator make init, make new-env and make remove-env use (policies/edit/repo_validate.py: the identity check and
+make validate over overlays/ and argocd/): a pin that would make an overlay invalid (a tag without a digest where an
+environment sets `requireImageDigest`, IMG002) is refused and nothing is written."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +17,7 @@ from typing import Callable
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from . import pipeline as edit
+from . import pipeline as edit, repo_validate
 from ..argocd import identity
 from ..render import transaction
 from ..entry import guarded
@@ -102,14 +105,14 @@ def apply(args: argparse.Namespace) -> int:
         raise EditError(f"{rel(folder)}: no such folder")
     return edit.apply(scope(folder, args.tag),
                       lambda _session: pin(root, args.tag, args.digest, args.cpu_digest, args.name),
-                      None, args.dry_run)
+                      lambda changes: repo_validate.validate(root, changes), args.dry_run)
 
 
 def scope(folder: Path, tag: str, shown: Callable[[Path], str] = rel) -> edit.Scope:
     """components/ as the scope of one edit (policies/edit/pipeline.py): locked against make init, make new-env and make
-    remove-env (which lock it too, and finish an interrupted pin first), its journal finished by the next run;
-    nothing validated beyond what `pin` checks (a pin changes no topology), and the lines the image workflow
-    knows."""
+    remove-env (which lock it too, and finish an interrupted pin first), its journal finished by the next run, and
+    the lines the image workflow knows. `apply` validates the pinned repository as make init does
+    (repo_validate.validate); this scope is also make init's inner one, whose recovery validates nothing."""
     name = shown(folder)
     return edit.Scope(
         folder=folder, locks=(edit.Lock(folder, "pin_image", "folder"),), name=name,

@@ -4,31 +4,22 @@ components/, overlays/ and the Makefile. A change maps each path to its new text
 
 These commands go through the one edit pipeline (policies/edit/pipeline.py), as make scale does; what this module gives it
 is the scope (`scope`: the repository root as the journal's folder, its lock and components/', the stray files and
-empty folders a killed run leaves) and the validator (`validate`: `python -m policies.argocd.identity` and `python -m
+empty folders a killed run leaves) and the validator (`validate`, policies/edit/repo_validate.py: `python -m policies.argocd.identity` and `python -m
 policies.cli validate overlays argocd` run inside a scratch copy, so the copy's own gitops.yaml is the identity
 they read). New folders a killed run leaves empty are removed by the next run, and so are the folders a deletion
 empties."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-from . import pipeline as edit, pin_image
+from . import pipeline as edit, pin_image, repo_validate
 from ..render import transaction
 from ..render.files import rel
-from ..render.render import cache_dir
 from .yamledit import EditError  # noqa: F401 - the one error of every edit command, raised here too
 
-# What the validation of a copy reads: the repository's inputs, the code that validates them (this code, copied so
-# that it finds the copy's gitops.yaml beside it), and the generated schemas (linked: read only).
-INPUTS = ("base", "components", "overlays", "argocd", "gitops.yaml", "Makefile")
-CODE = ("policies", "trainer")
-LINKED = ("schemas", "crds")
-HERE = Path(__file__).resolve().parents[2]
+# The validator of every edit that rewrites the repository (policies/edit/repo_validate.py; pin_image uses it too).
+validate = repo_validate.validate
 # Folders whose stray temporary files belong to these commands (never an overlay's own: make scale's, which holds
 # that overlay's lock and not this one, may be writing there).
 OWN_FOLDERS = ("argocd", "base", "components", "docs")  # docs/: make init rewrites docs/install.md
@@ -82,44 +73,3 @@ def scope(root: Path, command: str) -> edit.Scope:
         strays=lambda: _strays(root),
         after_recovery=lambda: _prune_empty(root),
         inner=(pin_image.scope(root / "components", "", shown=lambda p: rel(p, root)),))
-
-
-def validate(root: Path, changes: dict[Path, str | None]) -> list[str]:
-    """The error lines of the repository with `changes` applied, checked on a scratch copy: every repetition of the
-    identity against it, and `make validate` over overlays/ and argocd/. Empty when the result is clean."""
-    root = Path(root).resolve()
-    with transaction.scratch() as copy:
-        transaction.hook("validating")
-        ignore = shutil.ignore_patterns(f"*{transaction.TMP_SUFFIX}", transaction.JOURNAL, "__pycache__")
-        for src in [root / name for name in INPUTS] + [HERE / name for name in CODE]:
-            if src.is_dir():
-                shutil.copytree(src, copy / src.name, symlinks=True, ignore=ignore)
-            elif src.is_file():
-                shutil.copy2(src, copy / src.name)
-        for name in LINKED:
-            if (HERE / name).exists():
-                (copy / name).symlink_to(HERE / name)
-        for path, text in changes.items():
-            target = copy / (edit.unfollowed(path) if text is None else Path(path).resolve()).relative_to(root)
-            if text is None:
-                target.unlink(missing_ok=True)
-                edit.remove_emptied(copy, target.parent)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        env = {**os.environ, "POLICIES_CACHE_DIR": str(cache_dir())}
-        errors: list[str] = []
-        ident = subprocess.run([sys.executable, "-m", "policies.argocd.identity"], cwd=copy, env=env, capture_output=True,
-                               text=True, timeout=600)
-        errors += [ln.removeprefix("error: ") for ln in ident.stderr.splitlines() if ln.startswith("error: ")]
-        if ident.returncode not in (0, 1) and not errors:
-            errors.append(ident.stderr.strip().splitlines()[-1] if ident.stderr.strip() else "identity check failed")
-        proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "overlays", "argocd"], cwd=copy,
-                              env=env, capture_output=True, text=True, timeout=1800)
-        errors += [ln for ln in proc.stdout.splitlines() if ln.startswith("error ")]
-        if proc.returncode not in (0, 1) or (proc.returncode == 1 and not any(ln.startswith("error ")
-                                                                               for ln in proc.stdout.splitlines())):
-            tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-            errors.append(f"make validate on the result: {tail[-1] if tail else f'exit {proc.returncode}'}")
-        prefix = str(copy) + os.sep
-        return [e.replace(prefix, "") for e in errors]

@@ -66,12 +66,12 @@ DELIVERY_FOLDER = "argocd"
 
 def delivery_folder(start: str | Path) -> Path | None:
     """The Argo CD folder of the repository `start` lies in (`repository`), when it has a kustomization; None
-    otherwise (a folder in no repository included). Only in a checkout: installed, gitops.yaml's repoURL (which says
-    whether an Application's source is this repository, argocd.same_repo) is the package's own, not the user's, so
-    no Application could be matched to the user's overlay."""
+    otherwise (a folder in no repository included). In a checkout and installed alike: which of its Applications'
+    sources are that repository is read from that repository's own gitops.yaml (engine.synced), not from the
+    package's."""
     from .kustomization import kustomization_file
 
-    root = repository(start) if CHECKOUT is not None and start not in ("<stdin>", "-", "") else None
+    root = repository(start) if start not in ("<stdin>", "-", "") else None
     folder = root / DELIVERY_FOLDER if root is not None else None
     return folder if folder is not None and kustomization_file(folder) is not None else None
 

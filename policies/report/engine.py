@@ -2,6 +2,7 @@
 the environment's severities and the objects' suppressions are applied."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -12,9 +13,11 @@ from typing import Any, Iterable
 
 from ..argocd import apps as argocd
 from ..rules import environment
+from ..render import gitops
 from ..launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
                          workloads)
-from ..render.files import path_error, read
+from ..render.files import path_error, read, rel
+from ..render.paths import CHECKOUT
 from ..render.loader import InputError, NotKubernetes
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
 from ..render.kustomization import kustomization_file, overlays_named
@@ -204,7 +207,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                   refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA),
                   synced=unit.synced)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
-        ctx.argo = argocd.resolve(unit.manifests, unit.source)  # renders the folders Applications name
+        # renders the folders Applications name, each with its environment's Kueue integrations (ARGO012)
+        ctx.argo = argocd.resolve(unit.manifests, unit.source, environment.kueue_frameworks)
     for m in manifests:
         if m.kind in NOT_MODELLED:
             found.append(Problem(MODEL, f"{m.kind} is not modelled: its pod templates got the schema, security and "
@@ -375,13 +379,35 @@ def _apply_suppressions(unit: Unit, problems: list[Problem]) -> list[Problem]:
     return kept + extra
 
 
+def _repository_url(folder: Path) -> tuple[str | None, str | None]:
+    """(the URL the repository of an Argo CD folder declares itself at, why none can be read): its own gitops.yaml's
+    argocd.repoURL, which says which Applications' sources are that repository. (None, None) for this checkout's
+    own folder, whose URL gitops.argocd_settings already gives (as the rule fixtures may set it)."""
+    root = folder.parent
+    if CHECKOUT is not None and root.resolve() == CHECKOUT.resolve():
+        return None, None
+    config = root / "gitops.yaml"
+    if not config.is_file():
+        return None, f"{rel(root)} has no gitops.yaml to say which Applications' sources are that repository"
+    try:
+        url = (gitops.load(config).get("argocd") or {}).get("repoURL")
+    except gitops.ConfigError as exc:
+        return None, f"{' '.join(str(exc).split())}"
+    if not isinstance(url, str) or not url.strip():
+        return None, f"{rel(config)} declares no argocd.repoURL to say which Applications' sources are that repository"
+    return url, None
+
+
 def synced(units: list[Unit]) -> None:
     """Tell each overlay validated without its repository's Argo CD folder (paths.delivery_folder) which Applications
     of that folder sync it, so that ARGO008 checks its objects against their AppProject (`make validate
-    PATHS=<overlay>`, the pre-commit hook). Where the folder is validated in the same run, ARGO008 checks the overlay
-    there, once. The folder is rendered once per run (render's cache; prefetched by the command line)."""
+    PATHS=<overlay>`, the pre-commit hook, `ddp-check` installed, the Argo CD plugin): which sources are that
+    repository is read from its own gitops.yaml (another repository's, validated from here or installed, included).
+    Where the folder is validated in the same run, ARGO008 checks the overlay there, once. Where it does not render,
+    or its repository says no URL while it holds an AppProject, one info line says the overlay was not checked
+    against it. The folder is rendered once per run (render's cache; prefetched by the command line)."""
     validated = {Path(u.source).resolve() for u in units if u.kind == "overlay"}
-    delivered: dict[Path, list[Manifest]] = {}
+    delivered: dict[Path, tuple[list[Manifest], str | None]] = {}
     for u in units:
         if u.kind != "overlay" or u.failed_input or not u.manifests:
             continue
@@ -390,9 +416,24 @@ def synced(units: list[Unit]) -> None:
             continue
         if folder not in delivered:
             r = render(folder)
-            delivered[folder] = [] if r.error else r.manifests  # one that does not render is validate's to report
-        if delivered[folder]:
-            u.synced = argocd.synced_by(u.source, delivered[folder])
+            delivered[folder] = ([], r.error) if r.error else (r.manifests, None)
+        manifests, error = delivered[folder]
+        where = rel(folder)
+        if error:
+            u.problems.append(Problem(
+                "ARGO008", f"not checked against the AppProjects of {where}: it does not render "
+                f"({' '.join(error.split())[:200]})", u.source, severity=INFO,
+                hint=f"make validate PATHS={where} shows why"))
+            continue
+        url, why = _repository_url(folder)
+        if why is not None:
+            if argocd.projects(manifests):
+                u.problems.append(Problem(
+                    "ARGO008", f"not checked against the AppProjects of {where}: {why}", u.source, severity=INFO,
+                    hint="give the repository a gitops.yaml with argocd.repoURL (make init REPO_URL=...)"))
+            continue
+        with gitops.repository_url(url) if url is not None else contextlib.nullcontext():
+            u.synced = argocd.synced_by(u.source, manifests)
 
 
 def validate(units: list[Unit], validator: Validator | None, timings: Timings | None = None) -> None:

@@ -13,8 +13,11 @@ of the whole Application. This rule renders each Application's path and checks e
 with Argo CD's own matching, when the project is among the same manifests; with `CreateNamespace=true` it checks the
 destination namespace Argo CD creates (gitops-engine pkg/sync/sync_context.go:1027-1029, 1161-1212: a sync task
 where the namespace does not exist yet, or always with `managedNamespaceMetadata`, controller/sync_namespace.go:14-46).
-An overlay validated without argocd/ (`make validate PATHS=<overlay>`, the pre-commit hook) gets the same check of
-its objects, at its own objects, against the project of each Application of the checkout's argocd/ that syncs it.
+An overlay validated without argocd/ (`make validate PATHS=<overlay>`, the pre-commit hook, the installed `ddp-check`,
+the Argo CD plugin) gets the same check of its objects, at its own objects, against the project of each Application
+of its repository's argocd/ that syncs it, which sources are that repository read from that repository's gitops.yaml
+(argocd.repoURL); where that argocd/ does not render, or holds an AppProject but no repoURL says which sources are
+the repository, an info line says the overlay was not checked against it.
 
 Fails: an overlay gains a NetworkPolicy the project does not list; an Application with destination namespace
 `default`; a source repository the project does not name; an overlay that syncs `Namespace kube-system` or

@@ -15,14 +15,18 @@ desired state sets: gitops-engine pkg/diff/diff.go:731-764 for the three-way dif
 diff of ServerSideApply=true) and the rule says nothing; the repository's test (tests/test_argocd_drift.py) asks
 argocd/applicationset.yaml for the entries of every queued workload all the same, set or not. Reads only the
 Application's own `ignoreDifferences` (argocd-cm's `resource.customizations.ignoreDifferences` are not read), and
-only the queue label (not Kueue's `manageJobsWithoutQueueName`).
+only the queue label (not Kueue's `manageJobsWithoutQueueName`). Where the rendered folder's environment declares
+Kueue's integrations (`kueueFrameworks`), a kind whose integration is not among them is left alone: Kueue sets up no
+webhook or reconciler for it (Kueue v0.19.2 pkg/controller/jobframework/setup.go:76, 108-111) and never touches its
+suspend field, so the manifest's value stands; where nothing is declared, every queued kind counts.
 
 Fails: an auto-syncing Application whose path renders 64x8-h100's PyTorchJob with `runPolicy.suspend: true` and
 whose ignoreDifferences lacks `/spec/runPolicy/suspend` for kubeflow.org/PyTorchJob; the same with the entry but
 without RespectIgnoreDifferences=true; a queued Job with `suspend: false`.
 Passes: the same PyTorchJob under an Application with the entry and RespectIgnoreDifferences=true; 64x8-h100's
 PyTorchJob, which does not set suspend, under an Application without ignoreDifferences; an Application that does not
-auto-sync.
+auto-sync; a queued PyTorchJob with `runPolicy.suspend: true` whose environment's `kueueFrameworks` leaves out
+kubeflow.org/pytorchjob, under an Application without ignoreDifferences.
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ def check(ctx):
         ns = str(app.destination.get("namespace") or "")
         where = f"{app.manifest.ref} {app.spec_field}"
         for _, _, t in ctx.argo.targets(app):
-            for m, entry in unguarded(app, t.manifests, set_only=True):
+            for m, entry in unguarded(app, t.manifests, set_only=True, frameworks=t.kueue_frameworks):
                 key = (app.name, rel(t.folder), m.ref, entry.pointer)
                 if key in seen:
                     continue

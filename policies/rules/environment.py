@@ -50,7 +50,7 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "kueueFrameworks": ("kueue_frameworks", list, "Kueue runs in the cluster with these integrations on (its "
                                                   "Configuration's integrations.frameworks): a workload of one of "
                                                   "them that names a LocalQueue waits for Kueue's admission "
-                                                  "(make plan, RES005)"),
+                                                  "(make plan, RES005, ARGO012)"),
     "featureGates": ("feature_gates", dict, "each controller's feature gates as the cluster runs it, by launcher id "
                                             "(jobset: {RestartJob: true}); unlisted gates at their defaults: what a "
                                             "gate that is off refuses is an error (TOPO011)"),
@@ -210,6 +210,13 @@ def for_overlay(folder: Path) -> tuple[Environment | None, list[Problem]]:
         return None, [Problem("ENV", f"several environment declarations apply: {names}", str(folder),
                               hint="keep one policy.yaml per environment, in its component", severity=ERROR)]
     return load(found[0])
+
+
+def kueue_frameworks(folder: Path) -> list[str] | None:
+    """The Kueue integrations the environment of a rendered folder declares on (`kueueFrameworks`); None where it
+    declares none, or its declaration cannot be read (an `ENV` problem make validate reports on the overlay)."""
+    env, problems = for_overlay(folder)
+    return env.kueue_frameworks if env is not None and not problems else None
 
 
 def describe(env: Environment) -> dict[str, Any]:
