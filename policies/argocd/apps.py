@@ -6,7 +6,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..render import gitops
 from . import gomatch
@@ -238,7 +238,7 @@ def same_repo(url: str | None) -> bool:
     ours = repo_url()
     if not ours or not url:
         return False
-    norm = lambda u: u.rstrip("/").removesuffix(".git").lower()
+    norm: Callable[[str], str] = lambda u: u.rstrip("/").removesuffix(".git").lower()
     return norm(ours) == norm(url)
 
 

@@ -50,7 +50,8 @@ def of(m: Manifest) -> Launcher | None:
     """The launcher that owns this object's group and kind, if any (asked some 30 times per object in a run: kept
     on the object, whose apiVersion and kind do not change after loading)."""
     try:
-        return m.__dict__["_launcher"]
+        kept: Launcher | None = m.__dict__["_launcher"]
+        return kept
     except KeyError:
         found = m.__dict__["_launcher"] = _lookup(m.api_version, m.kind)
         return found

@@ -157,7 +157,8 @@ class Topology:
 
     @property
     def backend(self) -> str:
-        return self.first.backend.value
+        backend: Setting = self.first.backend
+        return backend.value
 
     @property
     def elastic(self) -> bool:

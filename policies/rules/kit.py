@@ -219,7 +219,7 @@ def nccl_stated(topo: Topology) -> bool:
 def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
     """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
     that starts the trainer, one pod per pod template (worked out once per overlay)."""
-    found = ctx.memo.get("trainer_containers")
+    found: list[tuple[Any, Any, Any, list[str], list[str], int]] | None = ctx.memo.get("trainer_containers")
     if found is None:
         found = []
         for w in ctx.workloads:
