@@ -202,7 +202,7 @@ def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
     text None when the overlay is not on that ref yet. None when git cannot tell (not a repository)."""
     path = ov.run_file.resolve()
 
-    def git(*args: str) -> subprocess.CompletedProcess | None:
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
         try:
             return run_git(path.parent, *args, timeout=60)
         except GitError:

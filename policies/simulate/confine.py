@@ -23,6 +23,7 @@ import os
 import resource
 import signal
 import sys
+from typing import Any
 
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP = 1, 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -113,7 +114,7 @@ def container_mounts() -> None:
         done["mounts"] = e.strerror or str(e)
 
 
-def write_ruleset(config: dict):
+def write_ruleset(config: dict[str, Any]):
     """A Landlock ruleset that allows writing only beneath CONFIG's folders and to its files (None, and why, where
     the kernel or the package has no Landlock). Built before the user changes: the paths are opened here."""
     try:
@@ -156,7 +157,7 @@ def _capabilities() -> str:
         return f.read().split("CapEff:")[1].split()[0]
 
 
-def become_pod(config: dict, command: list[str], parent: int | None) -> None:
+def become_pod(config: dict[str, Any], command: list[str], parent: int | None) -> None:
     """In the pod's process: the user, the pod's death with its parent, Landlock; then the command (or the probe)."""
     die_with_parent(parent)
     ruleset, abi = write_ruleset(config) if config.get("landlock") else (None, "not asked")
@@ -181,7 +182,7 @@ def become_pod(config: dict, command: list[str], parent: int | None) -> None:
     os.execv(command[0], command)
 
 
-def probe(config: dict) -> None:
+def probe(config: dict[str, Any]) -> None:
     """What holds, measured from inside: the paths the user cannot read, and whether a write outside is refused."""
     done["unreadable"] = [p for p in config.get("readable", []) if not os.access(p, os.R_OK | os.X_OK)]
     outside = config.get("outside")

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .host import REPO
 
@@ -138,7 +139,7 @@ class Sandbox:
                     os.lchown(path, self.uid, self.uid)
 
 
-def _probe(uid: int | None, readable: list[str]) -> dict:
+def _probe(uid: int | None, readable: list[str]) -> dict[str, Any]:
     """confine.py's probe: what holds for a pod started now (namespaces, user, capabilities, Landlock, measured from
     inside: a write to a folder anyone may write in, outside the allowed ones, must be refused)."""
     outside = Path(tempfile.mkdtemp(prefix="sim-probe-"))
