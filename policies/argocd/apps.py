@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 from ..render import gitops
 from . import gomatch
 from .. import launchers
-from ..render.paths import delivery_folder, repo_root  # noqa: F401 - delivery_folder: read from here too
+from ..render.paths import repo_root
 from ..launchers.podspecs import pod_sites
 from ..render.kustomization import kustomization_file
 from ..render.render import render

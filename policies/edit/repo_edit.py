@@ -21,7 +21,7 @@ from . import pipeline as edit, pin_image
 from ..render import transaction
 from ..render.files import rel
 from ..render.render import cache_dir
-from .yamledit import EditError  # noqa: F401 - the one error of every edit command, raised here too
+from .yamledit import EditError as EditError  # noqa: F401 - the one error of every edit command, raised here too
 
 # What the validation of a copy reads: the repository's inputs, the code that validates them (this code, copied so
 # that it finds the copy's gitops.yaml beside it), and the generated schemas (linked: read only).

@@ -9,7 +9,8 @@ from typing import Any
 from .engine import Unit
 from ..launchers import ContainerEnv, Pod, Workload
 from ..kube.objects import ERROR
-from .report import problem_json, recovery_json, rel
+from .report import problem_json, recovery_json
+from ..render.files import rel
 from ..model.topology import Topology
 from ..command.torchrun import Setting
 

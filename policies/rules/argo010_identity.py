@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..argocd.apps import App, repo_root
+from ..argocd.apps import App
+from ..render.paths import repo_root
 from .environment import real_environment
 from ..argocd.identity import IdentityError, is_example_repo, load, same_url
 from .kit import obj_problem
