@@ -87,7 +87,7 @@ def _resolved(path: Path) -> Path:
 
 def git_changed(root: Path, staged: bool) -> list[str]:
     args = ["diff", "--name-only", "--cached"] if staged else ["diff", "--name-only", "HEAD"]
-    names = git.run(root, *args).stdout.split()
+    names: list[str] = git.run(root, *args).stdout.split()
     if not staged:
         names += git.run(root, "ls-files", "--others", "--exclude-standard").stdout.split()
     return names

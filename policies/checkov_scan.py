@@ -16,6 +16,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -59,7 +60,7 @@ def find_checkov() -> str | None:
     return shutil.which("checkov")
 
 
-def run_checkov(checkov: str, folder: Path) -> list[dict]:
+def run_checkov(checkov: str, folder: Path) -> list[dict[str, Any]]:
     """checkov's JSON reports for the kubernetes framework over `folder` (a list, one per framework)."""
     cmd = [checkov, "--directory", str(folder), "--framework", "kubernetes", "--output", "json", "--skip-download"]
     try:

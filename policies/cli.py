@@ -9,7 +9,7 @@ import os
 import shlex
 import sys
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,6 +17,9 @@ from .entry import guarded
 from .render.files import rel as _rel
 from .render.loader import InputError
 from .render.paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path, version
+
+if TYPE_CHECKING:
+    from .report.engine import Unit
 
 # No PATHS: the checkout's overlays; installed, the working folder (every overlay and manifest file below it).
 DEFAULT_ROOT = CHECKOUT / "overlays" if CHECKOUT is not None else Path(".")
@@ -74,7 +77,7 @@ def _writable(write: Sequence[tuple[str, str]]) -> None:
 
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
           env: str | None = None, operator=None, banner: bool = True, config: str | None = None,
-          write: Sequence[tuple[str, str]] = ()) -> tuple[int, str, list]:
+          write: Sequence[tuple[str, str]] = ()) -> tuple[int, str, list[Unit]]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
     checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,
     narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin). `config`: the rule

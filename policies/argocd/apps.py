@@ -11,7 +11,7 @@ from typing import Any, Callable, Collection, Iterator
 from ..render import gitops
 from . import gomatch
 from .. import launchers
-from ..render.paths import delivery_folder, repo_root  # noqa: F401 - delivery_folder: read from here too
+from ..render.paths import repo_root
 from ..launchers.podspecs import pod_sites
 from ..render.kustomization import kustomization_file
 from ..render.render import render
@@ -238,7 +238,7 @@ def same_repo(url: str | None) -> bool:
     ours = repo_url()
     if not ours or not url:
         return False
-    norm = lambda u: u.rstrip("/").removesuffix(".git").lower()
+    norm: Callable[[str], str] = lambda u: u.rstrip("/").removesuffix(".git").lower()
     return norm(ours) == norm(url)
 
 

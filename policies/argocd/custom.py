@@ -8,7 +8,7 @@ says what the scripts return on its testdata (tests/test_argocd_health.py runs t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import yaml
 
@@ -75,10 +75,10 @@ def update_configmap(write: bool) -> bool:
 
 # --- what the Argo CD UI says at each stage (docs/gitops.md) -------------------------------------------------------
 
-Outcome = Callable[[Path, dict], tuple[str, str]]
+Outcome = Callable[[Path, dict[str, Any]], tuple[str, str]]
 
 
-def expected(folder: Path, test: dict) -> tuple[str, str]:
+def expected(folder: Path, test: dict[str, Any]) -> tuple[str, str]:
     """What health_test.yaml says the script returns on one fixture."""
     return test["healthStatus"]["status"], test["healthStatus"].get("message", "")
 

@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -144,7 +144,7 @@ def same_url(a: Any, b: Any) -> bool:
     """Two repository URLs name the same repository (case, a trailing slash and `.git` aside)."""
     if not isinstance(a, str) or not isinstance(b, str):
         return False
-    norm = lambda u: u.strip().rstrip("/").removesuffix(".git").lower()
+    norm: Callable[[str], str] = lambda u: u.strip().rstrip("/").removesuffix(".git").lower()
     return norm(a) == norm(b)
 
 

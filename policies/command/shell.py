@@ -79,7 +79,8 @@ def parse(script: str) -> dict[str, Any]:
     if proc.returncode != 0:
         why = proc.stderr.decode(errors="replace").strip().splitlines()
         raise ShellError(f"the script does not parse as a shell script ({why[0] if why else 'shfmt failed'})")
-    return json.loads(proc.stdout)
+    tree: dict[str, Any] = json.loads(proc.stdout)
+    return tree
 
 
 @dataclass

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import shell
+from . import shell, shellwords
 
 # torchrun's own defaults (torch/distributed/run.py, torch 2.13).
 DEFAULTS = {
@@ -72,7 +72,7 @@ class Setting:
 
 
 def _setting(value: str, origin: str, where: str | None) -> Setting:
-    if isinstance(value, shell.Unknown):
+    if isinstance(value, shellwords.Unknown):
         return Setting(value, origin, where, unknown=value.why, unknown_kind=value.kind)
     return Setting(value, origin, where)
 
@@ -193,8 +193,8 @@ def _options(argv: list[str], fields: list[str], i: int,
     open_args: str | None = None
     while i < len(argv):
         tok = argv[i]
-        if isinstance(tok, shell.Unknown) and tok.many and not tok.startswith("-"):
-            open_args = open_args or shell.Unknown(tok, f"`{tok}` may give any option at run time ({tok.why})",
+        if isinstance(tok, shellwords.Unknown) and tok.many and not tok.startswith("-"):
+            open_args = open_args or shellwords.Unknown(tok, f"`{tok}` may give any option at run time ({tok.why})",
                                                    tok.kind)
             i += 1
             continue
@@ -205,8 +205,8 @@ def _options(argv: list[str], fields: list[str], i: int,
             break
         if "=" in tok:
             name, value = tok.split("=", 1)
-            if isinstance(tok, shell.Unknown):
-                value = shell.Unknown(value, tok.why, tok.kind)
+            if isinstance(tok, shellwords.Unknown):
+                value = shellwords.Unknown(value, tok.why, tok.kind)
             flags[_dest(name)] = (value, fields[i])
             i += 1
             continue
@@ -371,8 +371,8 @@ def parse_dist_url(argv: list[str], fields: list[str], i: int) -> Invocation | N
             raw[dest] = ("true", fields[j])
         elif dest in _DIST_URL_VALUES:
             if eq:
-                if isinstance(tok, shell.Unknown):
-                    value = shell.Unknown(value, tok.why, tok.kind)
+                if isinstance(tok, shellwords.Unknown):
+                    value = shellwords.Unknown(value, tok.why, tok.kind)
                 raw[dest] = (value, fields[j])
             elif j + 1 < len(argv):
                 raw[dest] = (argv[j + 1], fields[j + 1])
@@ -394,9 +394,9 @@ def parse_dist_url(argv: list[str], fields: list[str], i: int) -> Invocation | N
             inv.flags[dest] = raw[flag]
     if url.startswith("tcp://"):
         host, port = split_endpoint(url[len("tcp://"):].rstrip("/"), "")
-        inv.flags["master_addr"] = (shell.Unknown(host, url.why, url.kind) if isinstance(url, shell.Unknown) else host,
+        inv.flags["master_addr"] = (shellwords.Unknown(host, url.why, url.kind) if isinstance(url, shellwords.Unknown) else host,
                                     url_field)
-        inv.flags["master_port"] = (shell.Unknown(port, url.why, url.kind) if isinstance(url, shell.Unknown) else port,
+        inv.flags["master_port"] = (shellwords.Unknown(port, url.why, url.kind) if isinstance(url, shellwords.Unknown) else port,
                                     url_field)
     elif url == "env://":
         # init_method env:// reads MASTER_ADDR and MASTER_PORT (torch/distributed/rendezvous.py _env_rendezvous_handler)
@@ -451,7 +451,7 @@ def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | Non
                             words.pop(0)
                     else:
                         break
-            if not words or isinstance(words[0], shell.Unknown):
+            if not words or isinstance(words[0], shellwords.Unknown):
                 continue
             # Words that are the script's positional arguments as written (`exec "$@"`) are read where they are
             # written, after the script and its $0; any others are the script's own.

@@ -223,7 +223,7 @@ def topology_change(old: World | None, new: World | None) -> list[str]:
     return [", ".join(parts)] if parts else []
 
 
-def unified_yaml(old: dict, new: dict, name: str, old_name: str | None = None) -> str:
+def unified_yaml(old: dict[str, Any], new: dict[str, Any], name: str, old_name: str | None = None) -> str:
     a = yaml.safe_dump(old, sort_keys=False).splitlines(keepends=True)
     b = yaml.safe_dump(new, sort_keys=False).splitlines(keepends=True)
     return "".join(difflib.unified_diff(a, b, f"a/{old_name or name}", f"b/{name}", n=2))

@@ -22,7 +22,7 @@ from pathlib import Path
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from . import pipeline as edit, repo_edit, scale, scale_edits
+from . import pipeline as edit, repo_edit, scale, scale_edits, yamledit
 from ..rules import environment
 from ..argocd import identity
 from .. import launchers
@@ -126,7 +126,7 @@ def read_source(root: Path, env: str) -> Source:
         try:
             ov = scale.find_overlay(str(folder), root)
             cur[folder] = scale.current(ov)
-        except scale.ScaleError as exc:
+        except scale_edits.ScaleError as exc:
             raise EditError(f"FROM {env}: {exc}") from None
         overlays.append(ov)
     if not overlays:
@@ -158,7 +158,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
     first = src.overlays[0]
     try:
         p0 = scale.plan(first, src.current[first.folder], req.nodes, req.gpus, req.procs)
-    except scale.ScaleError as exc:
+    except scale_edits.ScaleError as exc:
         raise EditError(f"FROM {req.source}: {exc}") from None
     named = gpu_name_from(("", req.env.replace("x", "-")))
     gpu = req.gpu_name or gpu_name_from(req.label) or named or (None if not p0.gpus else "GPU")
@@ -175,19 +175,19 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         cur = src.current[ov.folder]
         try:
             p = scale.plan(ov, cur, req.nodes, req.gpus, req.procs)
-        except scale.ScaleError as exc:
-            raise EditError(f"{scale.rel(ov.folder)}: {exc}") from None
+        except scale_edits.ScaleError as exc:
+            raise EditError(f"{yamledit.rel(ov.folder)}: {exc}") from None
         dest = root / "overlays" / req.env / ov.folder.name
         files: dict[Path, str] = {}
-        topo = scale.YamlFile.load(ov.topology_file)
+        topo = yamledit.YamlFile.load(ov.topology_file)
         before = topo.dump()
-        scale.edit_topology(topo, ov.launcher, p)
+        scale_edits.edit_topology(topo, ov.launcher, p)
         after = topo.dump()
         quantities.update(_changed_quantities(before, after))
-        files[ov.topology_file] = scale.edit_header(after, p)
+        files[ov.topology_file] = scale_edits.edit_header(after, p)
         if ov.shm_file.is_file() and p.ratio != 1:
-            shm = scale.YamlFile.load(ov.shm_file)
-            scale.edit_shm(shm, p)
+            shm = yamledit.YamlFile.load(ov.shm_file)
+            scale_edits.edit_shm(shm, p)
             files[ov.shm_file] = shm.dump()
         # The new environment's declaration is FROM's, copied: its podLosses is the one FROM's overlay reads.
         losses = scale_edits.pod_losses(ov.folder)
@@ -195,7 +195,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
         for path in sorted(ov.folder.rglob("*")):
             if path.is_file() and path not in files and not path.name.endswith(transaction.TMP_SUFFIX):
                 files[path] = path.read_text(encoding="utf-8")
-        files[ov.kustomization] = scale.edit_header(files[ov.kustomization], p)
+        files[ov.kustomization] = scale_edits.edit_header(files[ov.kustomization], p)
         new_overlays[dest] = {dest / path.relative_to(ov.folder): text for path, text in files.items()}
     words = Words(req, src, gpu, quantities)
     # GPU_RESOURCE: FROM's GPU resource, whichever of the ones the validator counts it is, becomes the one asked for.
@@ -210,7 +210,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
                 renamed = renamed or n > 0
             res.changes[path] = text
     for folder in src.skipped:
-        res.notes.append(f"{scale.rel(folder)} was not copied: a variant without patches/set-topology.yaml, which "
+        res.notes.append(f"{yamledit.rel(folder)} was not copied: a variant without patches/set-topology.yaml, which "
                          "make scale cannot resize (copy it by hand)")
 
     # The component: every file copied, its patches' node selection, toleration and /dev/shm, its declaration.
@@ -244,7 +244,7 @@ def make(root: Path, req: Request, ident: Identity) -> Result:
     cluster = req.cluster or req.env
     namespace = req.namespace or f"ddp-{req.env}"
     res.changes.update(_argocd(root, req.env, launcher, cluster, namespace))
-    f = scale.YamlFile.load(identity.config_path(root))
+    f = yamledit.YamlFile.load(identity.config_path(root))
     envs = f.docs[0]["identity"]["environments"]
     entry = CommentedMap([("cluster", cluster), ("namespace", namespace)])
     entry.fa.set_flow_style()
@@ -283,7 +283,7 @@ def _changed_quantities(before: str, after: str) -> dict[str, str]:
     return out
 
 
-def _header(text: str, req: Request, src: Source, p: scale.Plan, gpu: str | None) -> str:
+def _header(text: str, req: Request, src: Source, p: scale_edits.Plan, gpu: str | None) -> str:
     """The component's first comment block, written for the new hardware."""
     lines = text.splitlines(keepends=True)
     i = 0
@@ -324,7 +324,7 @@ def _argocd(root: Path, env: str, launcher: str, cluster: str, namespace: str) -
     out[appset] = _add_element(root, appset, {"env": env, "launcher": launcher, "cluster": cluster,
                                               "namespace": namespace})
     project = root / "argocd" / "appproject.yaml"
-    f = scale.YamlFile.load(project)
+    f = yamledit.YamlFile.load(project)
     dests = f.docs[0]["spec"].setdefault("destinations", CommentedSeq())
     _insert_after(dests, len(dests) - 1, CommentedMap([("name", cluster), ("namespace", namespace)]))
     # The destination namespace, which CreateNamespace=true creates: the project permits Namespaces by name only
@@ -449,7 +449,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return guarded(lambda: run(args), (EditError, identity.IdentityError, scale.ScaleError,
+    return guarded(lambda: run(args), (EditError, identity.IdentityError, scale_edits.ScaleError,
                                        transaction.TransactionError))
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import scale, scale_edits
+from . import scale, scale_edits, yamledit
 from .yamledit import EditError
 
 @dataclass
@@ -68,7 +68,7 @@ class Words:
         return re.sub(rf"(?i)(?<![A-Za-z0-9]){re.escape(self.src.word)}(?![A-Za-z0-9])",
                       lambda m: _case_like(m.group(0), gpu), text)
 
-    def comment(self, line: str, p: scale.Plan) -> str:
+    def comment(self, line: str, p: scale_edits.Plan) -> str:
         """A comment line's sizes: make scale's topology phrases, then FROM's node count and per-node GPU count
         where the comment states them, and the quantities that were scaled."""
         for pattern, repl in scale_edits.COMMENT_RULES:
@@ -85,7 +85,7 @@ class Words:
             line = re.sub(rf"(?<![\w.]){re.escape(old)}(?![\w.])", new, line)
         return line
 
-    def file(self, text: str, p: scale.Plan, name: str = "") -> str:
+    def file(self, text: str, p: scale_edits.Plan, name: str = "") -> str:
         lines = []
         for line in self.env_names(text).splitlines(keepends=True):
             code, hash_, rest = line.partition("#")
@@ -120,7 +120,7 @@ def _value_block(value: Any) -> list[str]:
     return ["  value:\n"] + [f"    {ln}\n" for ln in body.splitlines()]  # `    - key: ...` as the repository writes it
 
 
-def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: list[str],
+def component_patch(path: Path, text: str, req: Request, p: scale_edits.Plan, notes: list[str],
                     same_hardware: bool = False) -> str:
     """Node selection, toleration and /dev/shm in one of the component's JSON patches, edited as text (its flow
     mappings stay as they are written). FROM's node selector stays where the new environment's GPU is FROM's own
@@ -130,7 +130,7 @@ def component_patch(path: Path, text: str, req: Request, p: scale.Plan, notes: l
     try:
         ops = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise EditError(f"{scale.rel(path)}: not valid YAML: {' '.join(str(exc).split())[:200]}") from None
+        raise EditError(f"{yamledit.rel(path)}: not valid YAML: {' '.join(str(exc).split())[:200]}") from None
     if not isinstance(ops, list):
         return text
     out: list[str] = []
@@ -171,7 +171,7 @@ def _replace_value(chunk: list[str], value: Any) -> list[str]:
     return chunk
 
 
-def policy_text(text: str, req: Request, src: Source, p: scale.Plan, gpu: str | None) -> str:
+def policy_text(text: str, req: Request, src: Source, p: scale_edits.Plan, gpu: str | None) -> str:
     """The environment's declaration: its name, GPUs per node, capacity, and `real: true`."""
     lines = text.splitlines(keepends=True)
     out = []

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import pipeline as edit, pin_image, repo_validate
 from ..render import transaction
 from ..render.files import rel
-from .yamledit import EditError  # noqa: F401 - the one error of every edit command, raised here too
+from .yamledit import EditError as EditError  # noqa: F401 - the one error of every edit command, raised here too
 
 # The validator of every edit that rewrites the repository (policies/edit/repo_validate.py; pin_image uses it too).
 validate = repo_validate.validate

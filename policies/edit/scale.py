@@ -24,7 +24,7 @@ from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_he
 from .yamledit import EditError, YamlFile, edit_relative_to, rel
 
 if TYPE_CHECKING:
-    from ..launchers import MpiWorld
+    from ..launchers.base import MpiWorld
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -216,7 +216,7 @@ def committed_run_file(ov: Overlay, base: str) -> tuple[str, str | None] | None:
     text None when the overlay is not on that ref yet. None when git cannot tell (not a repository)."""
     path = ov.run_file.resolve()
 
-    def git(*args: str) -> subprocess.CompletedProcess | None:
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
         try:
             return run_git(path.parent, *args, timeout=60)
         except GitError:

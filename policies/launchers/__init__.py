@@ -26,10 +26,10 @@ from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod
 
 
 
-def _discover() -> tuple[Launcher, ...]:
+def _discover() -> tuple[Launcher[Any], ...]:
     """Every Launcher instance a module of this package defines at its top level (a module may define several: a
     TrainJob's and its runtimes'), ordered by `Launcher.order`, then id."""
-    found: dict[int, Launcher] = {}
+    found: dict[int, Launcher[Any]] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():
@@ -39,26 +39,27 @@ def _discover() -> tuple[Launcher, ...]:
 
 
 # Every modelled kind, in the order docs and messages list them (Launcher.order).
-LAUNCHERS: tuple[Launcher, ...] = _discover()
-REGISTRY: dict[tuple[str, str], Launcher] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
-BY_ID: dict[str, Launcher] = {launcher.id: launcher for launcher in LAUNCHERS}
+LAUNCHERS: tuple[Launcher[Any], ...] = _discover()
+REGISTRY: dict[tuple[str, str], Launcher[Any]] = {gk: launcher for launcher in LAUNCHERS for gk in launcher.kinds}
+BY_ID: dict[str, Launcher[Any]] = {launcher.id: launcher for launcher in LAUNCHERS}
 # Kinds that start distributed training no module models: their pod templates get the security and image rules, and
 # the engine says once per object that the topology was not checked. A kind a module comes to model leaves it.
 NOT_MODELLED: tuple[str, ...] = tuple(k for k in unmodelled.NOT_MODELLED if k not in {kind for _, kind in REGISTRY})
 
 
-def of(m: Manifest) -> Launcher | None:
+def of(m: Manifest) -> Launcher[Any] | None:
     """The launcher that owns this object's group and kind, if any (asked some 30 times per object in a run: kept
     on the object, whose apiVersion and kind do not change after loading)."""
     try:
-        return m.__dict__["_launcher"]
+        kept: Launcher[Any] | None = m.__dict__["_launcher"]
+        return kept
     except KeyError:
         found = m.__dict__["_launcher"] = _lookup(m.api_version, m.kind)
         return found
 
 
 @functools.lru_cache(maxsize=1024)
-def _lookup(api_version: str, kind: str) -> Launcher | None:
+def _lookup(api_version: str, kind: str) -> Launcher[Any] | None:
     return REGISTRY.get((group_of(api_version), kind))
 
 

@@ -10,7 +10,7 @@ from ..kube.values import DNS1035, as_int, dig, listing, mapping
 from ..kube.objects import Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
-from .pods import Injected, PodGroup, indexed
+from .pods import Injected, Pod, PodGroup, indexed
 
 KIND = "PyTorchJob"
 MASTER, WORKER = "Master", "Worker"
@@ -231,7 +231,7 @@ class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
         return {"nproc": "spec.nprocPerNode", "nnodes": "spec.pytorchReplicaSpecs",
                 "rdzv_id": "spec.elasticPolicy.rdzvId", "max_restarts": "spec.elasticPolicy.maxRestarts"}.get(name)
 
-    def address(self, w: Workload, pod: Any) -> str:
+    def address(self, w: Workload, pod: Pod) -> str:
         return pod.name  # the operator's per-replica Service `<job>-<type>-<index>`
 
     def dns_names(self, m: Manifest) -> list[tuple[str, str, str, bool]]:

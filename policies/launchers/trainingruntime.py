@@ -28,7 +28,8 @@ UPSTREAM_RUNTIME = "torch-distributed"
 
 
 def load_upstream_runtime() -> dict[str, Any]:
-    return yaml.safe_load(UPSTREAM_RUNTIME_FILE.read_text())
+    runtime: dict[str, Any] = yaml.safe_load(UPSTREAM_RUNTIME_FILE.read_text())
+    return runtime
 
 
 def ancestor(rjob: dict[str, Any]) -> str | None:

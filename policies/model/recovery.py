@@ -223,7 +223,7 @@ def restarts_and_max_restarts(ctx: Any, topo: Topology) -> tuple[list[str], Any]
     torchrun's `--max-restarts` setting on its first pod (value, origin, field; None without torchrun): what the
     restart rules weigh, worked out once per topology."""
     cache = ctx.memo.setdefault("restarts", {})
-    found = cache.get(id(topo))
+    found: tuple[list[str], Any] | None = cache.get(id(topo))
     if found is None:
         restarts = topo.workload.launcher.restarts(topo.workload, ctx.bundle)
         first = topo.first
@@ -295,7 +295,7 @@ def in_context(ctx: Any, t: Topology) -> Survival:
     for validate, plan and simulate; RESTART007 compares it with the environment's podLosses): the replay above,
     then none where the world does not re-form once its pods restart (a Blocker, whether or not an annotation
     suppresses the rule that reports it: the pods restart, the world does not come back)."""
-    found = ctx.memo.setdefault("survival", {})
+    found: dict[int, Survival] = ctx.memo.setdefault("survival", {})
     if id(t) not in found:
         s = survival(t, ctx.bundle)
         blocker = next((b for check in BLOCKERS if (b := check(ctx, t)) is not None), None)

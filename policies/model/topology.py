@@ -14,7 +14,8 @@ from ..launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Unreada
 from ..launchers.base import MAX_GROUP_PODS
 from ..launchers.pods import container_resources
 from ..kube.objects import Manifest
-from ..command.shell import RUN_TIME, ShellError
+from ..command.shell import ShellError
+from ..command.shellwords import RUN_TIME
 from ..command.torchrun import (DIST_URL, DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python,
                                 split_endpoint, split_nnodes, with_accelerate_config)
 
@@ -157,7 +158,8 @@ class Topology:
 
     @property
     def backend(self) -> str:
-        return self.first.backend.value
+        backend: Setting = self.first.backend
+        return backend.value
 
     @property
     def elastic(self) -> bool:

@@ -85,7 +85,8 @@ def kubectl_kustomize_version(kubectl: str) -> str | None:
     try:
         out = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True,
                              timeout=30).stdout
-        return json.loads(out).get("kustomizeVersion")
+        version: str | None = json.loads(out).get("kustomizeVersion")
+        return version
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
 

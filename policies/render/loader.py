@@ -360,7 +360,7 @@ def _timestamp(loader: _StrictLoader, node: yaml.ScalarNode) -> str:
 
 
 def _binary(loader: _StrictLoader, node: yaml.ScalarNode) -> str:
-    data = loader.construct_yaml_binary(node)
+    data: bytes = loader.construct_yaml_binary(node)
     try:
         return data.decode("utf-8")  # what sigs.k8s.io/yaml hands the API server
     except UnicodeDecodeError:

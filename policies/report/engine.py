@@ -21,9 +21,10 @@ from ..render.paths import CHECKOUT
 from ..render.loader import InputError, NotKubernetes
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
 from ..render.kustomization import kustomization_file, overlays_named
+from ..render.paths import delivery_folder
 from ..render.render import render, render_all
-from ..rules.kit import Environment
-from ..rules import RULES, Context, Rule
+from ..rules.kit import Context, Environment
+from ..rules import RULES, Rule
 from ..schema import crd_rules
 from ..schema.lookup import RULE as SCHEMA
 from ..model.recovery import in_context as survival
@@ -411,7 +412,7 @@ def synced(units: list[Unit]) -> None:
     for u in units:
         if u.kind != "overlay" or u.failed_input or not u.manifests:
             continue
-        folder = argocd.delivery_folder(u.source)
+        folder = delivery_folder(u.source)
         if folder is None or folder.resolve() in validated:
             continue
         if folder not in delivered:

@@ -9,8 +9,10 @@ from typing import Any
 from .engine import Unit
 from ..launchers import ContainerEnv, Pod, Workload
 from ..kube.objects import ERROR
-from .report import problem_json, recovery_json, rel
+from .report import problem_json, recovery_json
+from ..render.files import rel
 from ..model.topology import Topology
+from ..command.torchrun import Setting
 
 # At most this many pods of one workload are listed (a 100,000-pod Job is described, not enumerated).
 MAX_PODS = 1024
@@ -24,7 +26,8 @@ def _nnodes(t: Topology) -> str:
         return "-"
     if t.nnodes_min is not None:
         return f"{t.nnodes_min}" if t.nnodes_min == t.nnodes_max else f"{t.nnodes_min}:{t.nnodes_max}"
-    return t.first.nnodes.value
+    nnodes: Setting = t.first.nnodes
+    return nnodes.value
 
 
 def _dns(t: Topology) -> str:

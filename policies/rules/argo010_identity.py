@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..argocd.apps import repo_root
+from ..argocd.apps import App
+from ..render.paths import repo_root
 from .environment import real_environment
 from ..argocd.identity import IdentityError, is_example_repo, load, same_url
 from .kit import obj_problem
@@ -29,10 +30,11 @@ KINDS = ("Application", "ApplicationSet")
 INIT_HINT = "run `make init REPO_URL=<the repository Argo CD clones> IMAGE=<your image>` (docs/deploy.md)"
 
 
-def _env_of(app) -> str | None:
+def _env_of(app: App) -> str | None:
     """The environment an Application syncs: its generator element's `env`, else `overlays/<env>/...` in its path."""
     if app.element is not None and isinstance(app.element.get("env"), str):
-        return app.element["env"]
+        env: str = app.element["env"]
+        return env
     for _, source in app.sources:
         parts = str(source.get("path") or "").strip("/").split("/")
         if len(parts) >= 2 and parts[0] == "overlays":

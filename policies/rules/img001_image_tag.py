@@ -10,8 +10,8 @@ Passes: `ghcr.io/example/ddp-trainer:0.1.0`; `...@sha256:<digest>`.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from ..kube.objects import WARNING, Manifest
+from .kit import Context, obj_problem
 
 ID = "IMG001"
 NAME = "image-tag-not-latest"
@@ -29,9 +29,9 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return name, tag, digest or None
 
 
-def images(ctx) -> list[tuple]:
+def images(ctx: Context) -> list[tuple[Manifest, str, str]]:
     """(object, field, image) for every image in the manifests (worked out once per overlay)."""
-    found = ctx.memo.get("images")
+    found: list[tuple[Manifest, str, str]] | None = ctx.memo.get("images")
     if found is None:
         found = [(cs.manifest, f"{cs.field}.image", str(cs.container["image"]))
                  for cs in ctx.containers if cs.container.get("image")]

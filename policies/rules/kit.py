@@ -86,7 +86,7 @@ class Context:
     _sites: list[PodSite] | None = dc_field(default=None, repr=False)
     _containers: list[ContainerSite] | None = dc_field(default=None, repr=False)
     _kinds: dict[str, list[Manifest]] | None = dc_field(default=None, repr=False)
-    _launched: list[tuple[Manifest, Launcher]] | None = dc_field(default=None, repr=False)
+    _launched: list[tuple[Manifest, Launcher[Any]]] | None = dc_field(default=None, repr=False)
     _pods: dict[int, list[Pod]] = dc_field(default_factory=dict, repr=False)
     # Values several rules derive from the same objects, worked out once per overlay (images, ...).
     memo: dict[str, Any] = dc_field(default_factory=dict, repr=False)
@@ -114,7 +114,7 @@ class Context:
         return self._kinds.get(kind, [])
 
     @property
-    def launched(self) -> list[tuple[Manifest, Launcher]]:
+    def launched(self) -> list[tuple[Manifest, Launcher[Any]]]:
         """(object, its launcher module) for every object of a modelled kind, in the order of the manifests."""
         if self._launched is None:
             self._launched = [(m, launcher) for m in self.bundle.manifests if (launcher := of(m)) is not None]
@@ -219,7 +219,7 @@ def nccl_stated(topo: Topology) -> bool:
 def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
     """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
     that starts the trainer, one pod per pod template (worked out once per overlay)."""
-    found = ctx.memo.get("trainer_containers")
+    found: list[tuple[Any, Any, Any, list[str], list[str], int]] | None = ctx.memo.get("trainer_containers")
     if found is None:
         found = []
         for w in ctx.workloads:

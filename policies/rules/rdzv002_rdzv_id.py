@@ -20,9 +20,8 @@ Passes: `--rdzv-backend=c10d --rdzv-id=$(RUN_ID)`; static rendezvous; two worklo
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..kube.objects import ERROR, WARNING
+from ..model.topology import Topology
 from .kit import problem
 
 ID = "RDZV002"
@@ -68,7 +67,7 @@ def unset_or_constant(ctx):
 def shared(ctx):
     """Workloads meeting at one endpoint under one id. A name without `.svc` is looked up in the pod's namespace
     (its DNS search path), so it names the same host only for workloads of one namespace."""
-    seen: dict[tuple, Any] = {}  # key -> the first Topology there
+    seen: dict[tuple[str, str, str, str | None, str], Topology] = {}  # key -> the first Topology there
     for t in ctx.topologies:
         if not dynamic(t) or not t.endpoint_host:
             continue

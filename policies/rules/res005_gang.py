@@ -18,7 +18,8 @@ Passes: the same Job labelled `kueue.x-k8s.io/queue-name: h100`; a 4-pod job.
 from __future__ import annotations
 
 from ..kube.values import KUEUE_QUEUE_LABEL, kueue_queue
-from .kit import not_run, problem
+from ..model.topology import Topology
+from .kit import Context, not_run, problem
 
 ID = "RES005"
 NAME = "gang-admission"
@@ -28,7 +29,7 @@ POD_GROUP_LABELS = ("scheduling.x-k8s.io/pod-group", "pod-group.scheduling.sigs.
 POD_GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name",)
 
 
-def kueue_ignores(ctx, t) -> str | None:
+def kueue_ignores(ctx: Context, t: Topology) -> str | None:
     """Why the object's queue label does nothing (Kueue does not queue its kind, or the environment's Kueue has that
     integration off); None where it names no queue or Kueue queues it."""
     if kueue_queue(t.manifest.metadata) is None:
@@ -43,7 +44,7 @@ def kueue_ignores(ctx, t) -> str | None:
     return None
 
 
-def gang_admitted(ctx, t) -> str | None:
+def gang_admitted(ctx: Context, t: Topology) -> str | None:
     if kueue_queue(t.manifest.metadata) is not None and kueue_ignores(ctx, t) is None:
         return "kueue"
     declared = t.workload.launcher.gang_scheduler(t.workload)

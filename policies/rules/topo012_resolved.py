@@ -40,7 +40,7 @@ from __future__ import annotations
 from ..launchers import leader_mpirun_unchecked
 from ..kube.objects import INFO, WARNING, Problem
 from .kit import problem
-from ..command.shell import RUN_TIME, UNSET
+from ..command.shellwords import RUN_TIME, UNSET
 
 ID = "TOPO012"
 NAME = "topology-resolved"

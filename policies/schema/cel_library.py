@@ -31,7 +31,8 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
+    same: bool = a == b
+    return same
 
 
 def is_sorted(xs: list[Any]) -> bool:

@@ -27,7 +27,8 @@ _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 @lru_cache(maxsize=None)
 def _versions(root: Path) -> dict[str, Any]:
-    return json.loads((root / "versions.json").read_text())
+    versions: dict[str, Any] = json.loads((root / "versions.json").read_text())
+    return versions
 
 
 def kubernetes_version(root: Path | None = None) -> str:
@@ -57,7 +58,8 @@ def find_schema(api_version: str, kind: str, root: Path | None = None) -> Path |
 @lru_cache(maxsize=None)
 def load_schema(path: Path) -> dict[str, Any]:
     """A committed schema file, read once per process (the validators and the CRD rules share it)."""
-    return json.loads(path.read_bytes())
+    schema: dict[str, Any] = json.loads(path.read_bytes())
+    return schema
 
 
 def served_versions(group: str, kind: str, root: Path | None = None) -> list[str]:

@@ -41,7 +41,8 @@ def settings(script_args: list[str], env: dict[str, str]) -> dict[str, Any] | No
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    settings: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return settings
 
 
 def report_lines(run_dir: Path) -> list[str]:

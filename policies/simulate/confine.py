@@ -34,6 +34,7 @@ import signal
 import socket
 import struct
 import sys
+from typing import Any
 
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP = 1, 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -120,7 +121,7 @@ def unshare(flags: int) -> None:
                 f.write(text)
 
 
-def join_world(world: dict) -> None:
+def join_world(world: dict[str, Any]) -> None:
     """Into the world's network namespace (through the user namespace that owns it, where there is one)."""
     for key, flag in (("user", CLONE_NEWUSER), ("net", CLONE_NEWNET)):
         if world.get(key):
@@ -168,7 +169,7 @@ def container_mounts() -> None:
         done["mounts"] = e.strerror or str(e)
 
 
-def ruleset(config: dict):
+def ruleset(config: dict[str, Any]):
     """A Landlock ruleset that allows writing only beneath CONFIG's folders and to its files and, where CONFIG names
     what may be read ("read"; "list": folders whose names only may be read), reading only those and what may be
     written (None, and why, where the kernel or the package has no Landlock). Built before the user changes: the
@@ -217,7 +218,7 @@ def _capabilities() -> str:
         return f.read().split("CapEff:")[1].split()[0]
 
 
-def become_pod(config: dict, command: list[str], parent: int | None) -> None:
+def become_pod(config: dict[str, Any], command: list[str], parent: int | None) -> None:
     """In the pod's process: the user, the pod's death with its parent, Landlock; then the command (or the probe)."""
     die_with_parent(parent)
     rules, abi = ruleset(config) if config.get("landlock") else (None, "not asked")
@@ -242,7 +243,7 @@ def become_pod(config: dict, command: list[str], parent: int | None) -> None:
     os.execv(command[0], command)
 
 
-def probe(config: dict) -> None:
+def probe(config: dict[str, Any]) -> None:
     """What holds, measured from inside: the paths the user cannot read, whether a write and a read outside are
     refused, and whether a listener of this machine's loopback answers."""
     done["unreadable"] = [p for p in config.get("readable", []) if not os.access(p, os.R_OK | os.X_OK)]

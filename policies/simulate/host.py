@@ -99,7 +99,7 @@ class Network:
         self._relays: list[socket.socket] = []
         # The holder of the world's network namespace (confine.py --world) and the simulator's end of its socket
         # requests; `isolation` is "ok" or why there is none.
-        self._holder: subprocess.Popen | None = None
+        self._holder: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
         self._requests: socket.socket | None = None
         self.world: dict[str, str | None] | None = None
@@ -212,7 +212,7 @@ class Network:
             self._holder, self._requests, self.world = None, None, None
 
 
-def _end(holder: subprocess.Popen) -> None:
+def _end(holder: subprocess.Popen[bytes]) -> None:
     """The holder of a world's network ended (killed after 5 s), its pipes closed."""
     try:
         holder.wait(5)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from . import diagnose
 from .pods import POD_TOKEN, SimPod
-from .sandbox import CONFINE
+from .host import CONFINE
 
 CONFINE_ARG = str(CONFINE).encode()
 

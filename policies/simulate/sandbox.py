@@ -15,6 +15,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .host import CONFINE, REPO, Network
 # The user the image runs as (Dockerfile: USER); a pod runs as it where the simulator is root and no account or
@@ -190,7 +191,7 @@ class Sandbox:
                     os.lchown(path, self.uid, self.uid)
 
 
-def _probe(uid: int | None, needed: list[str], read: list[str], world: dict | None) -> dict:
+def _probe(uid: int | None, needed: list[str], read: list[str], world: dict[str, Any] | None) -> dict[str, Any]:
     """confine.py's probe: what holds for a pod started now (namespaces, user, capabilities, Landlock, the world's
     network, measured from inside: a write to a folder anyone may write in and a read of a file anyone may read,
     outside the allowed ones, must be refused, and so must a connection to a listener on this machine's loopback)."""
