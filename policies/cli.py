@@ -20,6 +20,8 @@ from .render.paths import CHECKOUT, COMMAND, DATA, INSTALLED, overlay_path, vers
 
 if TYPE_CHECKING:
     from .report.engine import Unit
+    from .rules.kit import Environment
+    from .schema.validator import Validator
 
 # No PATHS: the checkout's overlays; installed, the working folder (every overlay and manifest file below it).
 DEFAULT_ROOT = CHECKOUT / "overlays" if CHECKOUT is not None else Path(".")
@@ -30,13 +32,13 @@ def _paths(args: argparse.Namespace) -> list[str]:
     return [overlay_path(p) for p in args.paths]
 
 
-def _validator(prefer: str):
+def _validator(prefer: str) -> Validator:
     from .schema import make_validator
 
     return make_validator(prefer)
 
 
-def _operator(args: argparse.Namespace):
+def _operator(args: argparse.Namespace) -> Environment | None:
     """The operator's policy --operator-policy names (check as the Argo CD plugin does), else None."""
     if not getattr(args, "operator_policy", None):
         return None
@@ -76,7 +78,7 @@ def _writable(write: Sequence[tuple[str, str]]) -> None:
 
 
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
-          env: str | None = None, operator=None, banner: bool = True, config: str | None = None,
+          env: str | None = None, operator: Environment | None = None, banner: bool = True, config: str | None = None,
           write: Sequence[tuple[str, str]] = ()) -> tuple[int, str, list[Unit]]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
     checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,

@@ -29,11 +29,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .render import gitops
 from .render.loader import InputError, parse
 from .render.paths import DATA
+
+if TYPE_CHECKING:
+    from .rules.kit import Environment
 
 STRICT_ENV = "ARGOCD_ENV_DDP_STRICT"
 
@@ -80,7 +83,7 @@ OPERATOR_POLICY_ENV = "DDP_OPERATOR_POLICY"
 DEFAULT_OPERATOR_POLICY = DATA / "argocd" / "cmp" / "operator-policy.yaml"
 
 
-def operator_policy(path: Path | None = None):
+def operator_policy(path: Path | None = None) -> Environment:
     """The operator's policy every overlay is checked under in the plugin (`path`, else the file the sidecar's
     DDP_OPERATOR_POLICY names, else the image's); a file that cannot be read or does not declare is one InputError
     (the plugin never renders without one)."""

@@ -112,7 +112,7 @@ def pending_around(folder: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def locked(folder: Path, wait: float = 60.0, say=None, who: str = "make scale or make new-run",
+def locked(folder: Path, wait: float = 60.0, say: Callable[[str], object] | None = None, who: str = "make scale or make new-run",
            what: str = "overlay") -> Iterator[None]:
     """Hold the overlay's lock (flock on the folder itself: nothing to leave behind, released when the process dies).
     Waits up to `wait` seconds for another run, telling `say` once, then fails with one line; `who` and `what` name

@@ -13,6 +13,8 @@ Passes: `ddp-train-run-001` with 64 completions.
 """
 from __future__ import annotations
 
+import re
+
 from ..kube.values import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
 from .. import launchers
 from .kit import obj_problem
@@ -24,7 +26,7 @@ NAME_RULES = {"Namespace": (DNS1123_LABEL, 63), "Service": (DNS1035_LABEL, 63)}
 SUBDOMAIN = (DNS1123_SUBDOMAIN, 253)
 
 
-def _why(name: str, pattern, limit: int) -> str | None:
+def _why(name: str, pattern: re.Pattern[str], limit: int) -> str | None:
     if len(name) > limit:
         return f"is {len(name)} characters, more than {limit}"
     if not pattern.match(name):

@@ -27,11 +27,12 @@ Passes: the repository's argocd/ folder.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from ..argocd.apps import CLUSTER_SCOPED, Target, glob_match, group_kind_name_permitted, projects, resource_in_list
+from ..argocd.apps import CLUSTER_SCOPED, App, Target, glob_match, group_kind_name_permitted, projects, resource_in_list
 from ..render.files import rel
 from ..kube.values import group_of
-from ..kube.objects import ERROR, WARNING, Problem
+from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from .kit import obj_problem
 
 ID = "ARGO008"
@@ -40,7 +41,7 @@ NAME = "project-permits"
 CREATE_NAMESPACE = "CreateNamespace=true"
 
 
-def _dest_ok(entries, dest) -> bool:
+def _dest_ok(entries: Any, dest: dict[str, Any]) -> bool:
     for e in entries or []:
         if not isinstance(e, dict):
             continue
@@ -57,12 +58,12 @@ def _gk(group: str, kind: str) -> str:
     return f"{group or 'core'}/{kind}"
 
 
-def _refused(proj, group: str, kind: str) -> str:
+def _refused(proj: Manifest, group: str, kind: str) -> str:
     """Argo CD's own words for the refusal (controller/sync.go:658)."""
     return f'"resource {group}:{kind} is not permitted in project {proj.name}"'
 
 
-def _why_cluster(pspec, proj, group: str, kind: str, lst: str) -> str:
+def _why_cluster(pspec: dict[str, Any], proj: Manifest, group: str, kind: str, lst: str) -> str:
     """Why a cluster-scoped object is refused: no entry for its kind, its name not among the entry's names, or a
     blacklist entry."""
     if lst == "clusterResourceBlacklist":
@@ -75,7 +76,8 @@ def _why_cluster(pspec, proj, group: str, kind: str, lst: str) -> str:
     return f"AppProject {proj.name}'s clusterResourceWhitelist permits {kind} only named {named}"
 
 
-def _cluster_problem(app, proj, pspec, t, m, group: str, kind: str, lst: str):
+def _cluster_problem(app: App, proj: Manifest, pspec: dict[str, Any], t: Target, m: Manifest, group: str, kind: str,
+                     lst: str) -> Problem:
     entry = f'{{group: "{group}", kind: {kind}, name: {m.name}}}'
     if lst == "clusterResourceBlacklist":
         hint = f"remove it from {t.path} ({proj.ref} spec.clusterResourceBlacklist denies it)"
@@ -88,7 +90,8 @@ def _cluster_problem(app, proj, pspec, t, m, group: str, kind: str, lst: str):
                    f"{_refused(proj, group, kind)}", rel(t.folder), obj=m.ref, field="metadata.name", hint=hint)
 
 
-def refusal(app, proj, t, m, at_object: bool = False):
+def refusal(app: App, proj: Manifest, t: Target, m: Manifest,
+            at_object: bool = False) -> tuple[tuple[str, ...] | None, Problem] | None:
     """What the sync of `app` says of one object `m` its source `t` renders, asked of the AppProject `proj` as Argo
     CD asks it (validateSyncPermissions): None where the project permits it, else (the key it is reported once
     under, or None, and the problem). The one check for both ways ARGO008 sees an object: through the Applications

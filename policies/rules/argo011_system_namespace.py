@@ -13,7 +13,7 @@ Passes: the repository's argocd/ folder (one ddp-<env> namespace per environment
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..argocd import gomatch
 from ..argocd.apps import glob_match, projects
@@ -29,7 +29,7 @@ KINDS = ("Application", "ApplicationSet", "AppProject")
 HINT = "give the environment a namespace of its own (ddp-<env>; `make init NAMESPACES=<env>=<namespace>`)"
 
 
-def _reaches(pattern: object, home: str, matches) -> str | None:
+def _reaches(pattern: object, home: str, matches: Callable[[str, str], bool]) -> str | None:
     """Why a project's namespace pattern reaches a system namespace: the name itself, or a glob (matched as Argo CD
     matches that field) or a missing name that covers kube-system or Argo CD's namespace."""
     if pattern in (None, ""):

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
-from ..launchers.pods import env_from_configmap
+from ..launchers.pods import ContainerEnv, env_from_configmap
 from ..kube.objects import INFO, Manifest, Problem
 from ..launchers.podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from ..model.topology import Topology, Undetermined, UnreadConfig, UnreadScript, Unstated
@@ -216,7 +216,7 @@ def nccl_stated(topo: Topology) -> bool:
 # ---------------------------------------------------------------- the containers that start the trainer
 
 
-def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
+def trainer_containers(ctx: Context) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
     """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
     that starts the trainer, one pod per pod template (worked out once per overlay)."""
     found: list[tuple[Any, Any, Any, list[str], list[str], int]] | None = ctx.memo.get("trainer_containers")
@@ -240,7 +240,7 @@ def trainer_containers(ctx) -> list[tuple[Any, Any, Any, list[str], list[str], i
     return found
 
 
-def where(ctx, w, c, name: str) -> tuple[Any, str | None]:
+def where(ctx: Context, w: Workload, c: ContainerEnv, name: str) -> tuple[Any, str | None]:
     """The object and field where the container's variable `name` is written: the ConfigMap key for `envFrom`, else
     the container's env entry."""
     field = c.env_fields.get(name) or f"{c.field}.env"

@@ -17,6 +17,8 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 """
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 from ..kube.values import selects
 from ..kube.objects import WARNING
 from .kit import obj_problem
@@ -28,7 +30,7 @@ KINDS = ("PodMonitor",)
 METRICS_PORT = "METRICS_PORT"
 
 
-def _in_namespaces(spec, monitor_ns, pod_ns) -> bool:
+def _in_namespaces(spec: dict[str, Any], monitor_ns: str, pod_ns: str) -> bool:
     sel = spec.get("namespaceSelector") or {}
     if sel.get("any") is True:
         return True
@@ -107,7 +109,7 @@ def _every_rank(m, t, where, first, scraped, declared):
                           "add an endpoint per local rank's port (port: metrics-1, ...)", severity=WARNING)
 
 
-def _ports(numbers) -> str:
+def _ports(numbers: Iterable[int]) -> str:
     numbers = sorted(numbers)
     if len(numbers) > 2 and numbers[-1] - numbers[0] == len(numbers) - 1:
         return f"{numbers[0]}-{numbers[-1]}"

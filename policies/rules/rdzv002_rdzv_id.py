@@ -34,7 +34,7 @@ def check(ctx):
     yield from shared(ctx)
 
 
-def dynamic(t) -> bool:
+def dynamic(t: Topology) -> bool:
     return bool(t.torchrun and t.backend != "static" and not t.backend.startswith("c10d (standalone)"))
 
 

@@ -15,7 +15,7 @@ Passes: every referenced ConfigMap, Secret and claim in the manifests; a file wi
 from __future__ import annotations
 
 from ..kube.objects import ERROR, INFO, Manifest, Problem
-from .kit import obj_problem
+from .kit import Context, obj_problem
 
 ID = "REF001"
 NAME = "references-resolve"
@@ -33,7 +33,7 @@ def _needs(ctx):
             yield w, need
 
 
-def references(ctx) -> list[tuple[str, str, str, Manifest, str]]:
+def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
     """(kind, namespace, name, the object that names it, its field) for every reference a pod template makes."""
     out: list[tuple[str, str, str, Manifest, str]] = []
     for site in ctx.sites:

@@ -14,6 +14,7 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 from __future__ import annotations
 
 from ..kube.objects import ERROR, WARNING
+from ..launchers import Pod
 from ..kube.values import quantity_bytes
 from .kit import nccl_stated, problem_at
 
@@ -21,7 +22,7 @@ ID = "RES001"
 NAME = "dev-shm"
 
 
-def _memory_limit(pod) -> float | None:
+def _memory_limit(pod: Pod) -> float | None:
     total = 0.0
     for c in pod.spec.get("containers") or []:
         if c.get("name") == pod.container.get("name"):

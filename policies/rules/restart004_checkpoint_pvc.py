@@ -22,7 +22,8 @@ import posixpath
 
 from ..kube.objects import WARNING
 from ..model.recovery import restarts_and_max_restarts
-from .kit import problem_at
+from ..model.topology import PodView, Topology
+from .kit import Context, problem_at
 
 ID = "RESTART004"
 NAME = "checkpoint-on-pvc"
@@ -33,7 +34,7 @@ CKPT_ENV = ("OUT_DIR", "CHECKPOINT_DIR", "CKPT_DIR", "OUTPUT_DIR", "SAVE_DIR")
 REPO_TRAINER = ("trainer/train.py", "/out")
 
 
-def restart_reasons(ctx, t) -> list[str]:
+def restart_reasons(ctx: Context, t: Topology) -> list[str]:
     why: list[str] = []
     restarts, max_restarts = restarts_and_max_restarts(ctx, t)
     if max_restarts is not None:
@@ -45,7 +46,7 @@ def restart_reasons(ctx, t) -> list[str]:
     return why + restarts
 
 
-def checkpoint_folder(v) -> tuple[str | None, str]:
+def checkpoint_folder(v: PodView) -> tuple[str | None, str]:
     """The folder the script checkpoints to, and how it was found."""
     tokens = list(v.inv.script_args) if v.inv is not None else v.pod.argv()[0]
     script = v.inv.script if v.inv is not None else None

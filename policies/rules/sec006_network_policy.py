@@ -16,8 +16,11 @@ ports, egress to that selector and to port 53.
 """
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 from ..kube.values import selects
 from ..kube.objects import ERROR, WARNING
+from ..launchers import Pod
 from .kit import obj_problem, problem
 
 ID = "SEC006"
@@ -25,7 +28,7 @@ NAME = "network-policy"
 SEVERITY = WARNING
 
 
-def selects_all(selector, labels_list) -> bool:
+def selects_all(selector: Any, labels_list: Iterable[dict[str, str]]) -> bool:
     """The selector matches every one of the pods' label sets."""
     for labels in labels_list:
         if not selects(selector, labels):
@@ -33,14 +36,14 @@ def selects_all(selector, labels_list) -> bool:
     return True
 
 
-def _types(spec) -> set[str]:
+def _types(spec: dict[str, Any]) -> set[str]:
     types = spec.get("policyTypes")
     if types:
         return set(types)
     return {"Ingress"} | ({"Egress"} if "egress" in spec else set())
 
 
-def _own(peer, labels_list, namespace) -> bool:
+def _own(peer: Any, labels_list: Iterable[dict[str, str]], namespace: str) -> bool:
     """The peer entry selects exactly the job's own pods: a non-empty podSelector matching all of them, in the
     policy's own namespace."""
     if peer.get("ipBlock"):
@@ -59,7 +62,7 @@ METRICS_PORT_NAME = "metrics"
 LOCAL_RANKS = 8  # local rank r serves on the metrics port + r (trainer/telemetry.py)
 
 
-def metrics_ports(pods) -> tuple[set[int], set[str]]:
+def metrics_ports(pods: Iterable[Pod]) -> tuple[set[int], set[str]]:
     """The port numbers the trainer's metrics endpoints may use (each `metrics` container port and the 7 above),
     and the names of those container ports."""
     numbers: set[int] = set()
@@ -76,7 +79,7 @@ def metrics_ports(pods) -> tuple[set[int], set[str]]:
     return numbers, names
 
 
-def _only_metrics(rule, allowed: set[int], names: set[str]) -> bool:
+def _only_metrics(rule: Any, allowed: set[int], names: set[str]) -> bool:
     ports = rule.get("ports") or []
     if not ports or not allowed:
         return False
@@ -90,7 +93,7 @@ def _only_metrics(rule, allowed: set[int], names: set[str]) -> bool:
     return True
 
 
-def _ports_text(ports) -> str:
+def _ports_text(ports: Any) -> str:
     return ", ".join(str(p.get("port", "?")) for p in ports)
 
 

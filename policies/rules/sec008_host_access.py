@@ -14,7 +14,7 @@ Passes: a pod with none of them; `hostNetwork: true` where allowedHostAccess lis
 from __future__ import annotations
 
 from ..kube.objects import ERROR, WARNING
-from .kit import obj_problem
+from .kit import Context, obj_problem
 
 ID = "SEC008"
 NAME = "host-access"
@@ -27,7 +27,7 @@ HINTS = {
 }
 
 
-def allowed(ctx, what: str) -> tuple[bool, str]:
+def allowed(ctx: Context, what: str) -> tuple[bool, str]:
     """(allowed, why) for one kind of host access in this unit's environment."""
     env = ctx.env
     if env is None or env.allowed_host_access is None:
@@ -38,7 +38,7 @@ def allowed(ctx, what: str) -> tuple[bool, str]:
     return False, f"{env.name}'s allowedHostAccess does not list {what}{narrowed}"
 
 
-def severity(ctx) -> str:
+def severity(ctx: Context) -> str:
     env = ctx.env
     return ERROR if env is not None and env.allowed_host_access is not None else WARNING
 

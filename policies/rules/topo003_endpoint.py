@@ -26,9 +26,12 @@ an error only in an environment that declares itself self-contained).
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from .kit import problem
 from ..command.torchrun import split_endpoint
+from ..kube.objects import Problem
+from ..model.topology import Topology
 
 ID = "TOPO003"
 NAME = "endpoint-is-pod-0"
@@ -84,7 +87,7 @@ def check(ctx):
                           f"set it to {expected}")
 
 
-def _others(t, expected: str, domain: str | None):
+def _others(t: Topology, expected: str, domain: str | None) -> Iterator[Problem]:
     """The pods other than pod 0 (one per template, and the last) where pod 0 names itself by its short hostname."""
     for v in t.views[1:]:
         value = v.endpoint.value or ""

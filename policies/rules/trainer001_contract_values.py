@@ -67,7 +67,7 @@ def check(ctx):
                                   "trainer/contract.py): every rank exits 2 before training", _hint(var, name))
 
 
-def _hint(var, what: str) -> str:
+def _hint(var: Any, what: str) -> str:
     if var.choices:
         return f"set {what} to one of {', '.join(var.choices)}"
     return f"set {what} to {var.kind}"

@@ -26,6 +26,7 @@ import re
 from ..model.trainer_contract import contract
 
 from ..kube.objects import ERROR, WARNING
+from ..launchers import ContainerEnv
 from .kit import obj_problem
 from ..command.torchrun import DEFAULTS
 from .kit import trainer_containers, where
@@ -68,7 +69,7 @@ def near_miss(name: str, read: set[str]) -> str | None:
     return best[1] if best else None
 
 
-def _references(c) -> set[str]:
+def _references(c: ContainerEnv) -> set[str]:
     refs: set[str] = set()
     for key in ("command", "args"):
         for tok in c.container.get(key) or []:
@@ -91,7 +92,7 @@ def _flag_given(tokens: list[str], flag: str) -> bool:
     return any(tok.partition("=")[0] in spellings for tok in tokens)
 
 
-def in_force(meant: str, c, refs: set[str], argv: list[str], start: int) -> tuple[str | None, str]:
+def in_force(meant: str, c: ContainerEnv, refs: set[str], argv: list[str], start: int) -> tuple[str | None, str]:
     """The value `meant` has for the run when the misspelt name is ignored, where the input shows it (None: it does
     not), and how that value comes about."""
     if meant in c.env:

@@ -34,7 +34,7 @@ import signal
 import socket
 import struct
 import sys
-from typing import Any
+from typing import Any, Callable
 
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP = 1, 24
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -74,7 +74,7 @@ def end_as(status: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def supervise(start_child, init: bool) -> int:
+def supervise(start_child: Callable[[], int], init: bool) -> int:
     """Start the child, forward the stop signals to it, reap (as init: every orphan too) until it ends; its status."""
     child: list[int] = []
     pending: list[int] = []
@@ -169,7 +169,7 @@ def container_mounts() -> None:
         done["mounts"] = e.strerror or str(e)
 
 
-def ruleset(config: dict[str, Any]):
+def ruleset(config: dict[str, Any]) -> tuple[Any, int | str]:
     """A Landlock ruleset that allows writing only beneath CONFIG's folders and to its files and, where CONFIG names
     what may be read ("read"; "list": folders whose names only may be read), reading only those and what may be
     written (None, and why, where the kernel or the package has no Landlock). Built before the user changes: the
