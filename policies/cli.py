@@ -291,7 +291,8 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
 class _Version(argparse.Action):
     """--version, read only when asked for (the version lives in pyproject.toml or the installed metadata)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
         print(f"{COMMAND} {version()}")
         parser.exit()
 

@@ -207,7 +207,7 @@ def predicts(t: Topology, bundle: Bundle, losses: list[Loss]) -> tuple[bool, Dec
     return False, waited, f"at loss {n + 1}: {d.controller}: {d.why}"
 
 
-def _base_after_exit():
+def _base_after_exit() -> object:
     from ..launchers.base import Launcher
     return Launcher.after_exit
 

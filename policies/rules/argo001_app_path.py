@@ -12,10 +12,12 @@ Passes: `path: overlays/gke-t4/indexed-job`, which renders.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..argocd.apps import repo_url, same_repo
 from ..render.files import rel
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO001"
 NAME = "app-path-renders"
@@ -23,7 +25,7 @@ NAME = "app-path-renders"
 KINDS = ("Application", "ApplicationSet")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, _ = ctx.argo.apps, ctx.argo.failed
     for app in apps:
         for field, source in app.sources:

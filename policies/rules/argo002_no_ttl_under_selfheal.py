@@ -11,10 +11,13 @@ Passes: the same Job without the TTL; a TTL under an Application without selfHea
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from .. import launchers
 from ..render.files import rel
 from ..kube.values import dig
 from ..kube.objects import Problem
+from .kit import Context
 
 ID = "ARGO002"
 NAME = "no-ttl-under-selfheal"
@@ -22,7 +25,7 @@ NAME = "no-ttl-under-selfheal"
 KINDS = ("Application", "ApplicationSet")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, _ = ctx.argo.apps, ctx.argo.failed
     for app in apps:
         if not app.self_heal:

@@ -14,10 +14,12 @@ Passes: `ddp-train-run-001` with 64 completions.
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from ..kube.values import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
 from .. import launchers
-from .kit import obj_problem
+from ..kube.objects import Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO003"
 NAME = "dns-names"
@@ -36,7 +38,7 @@ def _why(name: str, pattern: re.Pattern[str], limit: int) -> str | None:
     return None
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for m in ctx.bundle.manifests:
         name = m.name
         if not name:

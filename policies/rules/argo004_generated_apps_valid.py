@@ -14,10 +14,10 @@ Passes: the repository's argocd/applicationset.yaml.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
-from ..kube.objects import WARNING, Manifest
-from .kit import obj_problem
+from ..kube.objects import WARNING, Manifest, Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO004"
 NAME = "generated-apps-valid"
@@ -26,7 +26,7 @@ KINDS = ("Application", "ApplicationSet")
 _VALIDATOR: list[Any] = []
 
 
-def _validator():
+def _validator() -> Any:
     if not _VALIDATOR:
         from ..schema import BuiltinValidator
 
@@ -34,7 +34,7 @@ def _validator():
     return _VALIDATOR[0]
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, failed = ctx.argo.apps, ctx.argo.failed
     for m, why in failed:
         where, sep, text = why.partition(": ")

@@ -13,7 +13,10 @@ Passes: the repository's ApplicationSet template (ServerSideApply, retry limit 5
 """
 from __future__ import annotations
 
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO005"
 NAME = "sync-policy"
@@ -21,7 +24,7 @@ NAME = "sync-policy"
 KINDS = ("Application", "ApplicationSet")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, _ = ctx.argo.apps, ctx.argo.failed
     seen: set[tuple[str, str, str]] = set()
     for app in apps:

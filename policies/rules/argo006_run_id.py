@@ -15,9 +15,12 @@ Passes: `ddp-train-run-001` with `RUN_ID=run-001`; a Job `ddp-train` annotated `
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..argocd.apps import WORKLOAD_KINDS, replace_opt_in, run_id_of
 from ..render.files import rel
 from ..kube.objects import Problem
+from .kit import Context
 
 ID = "ARGO006"
 NAME = "run-id-names"
@@ -25,7 +28,7 @@ NAME = "run-id-names"
 KINDS = ("Application", "ApplicationSet")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, _ = ctx.argo.apps, ctx.argo.failed
     done: set[tuple[str, str]] = set()
     for app in apps:

@@ -17,10 +17,12 @@ Passes: Services, ConfigMaps, the runtime and the LocalQueue in wave -1, PVCs an
 from __future__ import annotations
 
 import json
+from typing import Iterator
 
 from ..argocd.apps import SYNC_WAVE, WORKLOAD_KINDS, sync_wave
 from ..render.files import rel
 from ..kube.objects import WARNING, Problem
+from .kit import Context
 
 ID = "ARGO007"
 NAME = "sync-waves"
@@ -36,7 +38,7 @@ KIND_ORDER = ["Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodS
 ANNOTATION_FIELD = f"metadata.annotations[{SYNC_WAVE}]"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, _ = ctx.argo.apps, ctx.argo.failed
     done: set[str] = set()
     for app in apps:

@@ -27,13 +27,13 @@ Passes: the repository's argocd/ folder.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..argocd.apps import CLUSTER_SCOPED, App, Target, glob_match, group_kind_name_permitted, projects, resource_in_list
 from ..render.files import rel
 from ..kube.values import group_of
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
-from .kit import obj_problem
+from .kit import Context, obj_problem
 
 ID = "ARGO008"
 NAME = "project-permits"
@@ -131,7 +131,7 @@ def refusal(app: App, proj: Manifest, t: Target, m: Manifest,
     return None
 
 
-def _created_namespace(app, proj, pspec, rendered):
+def _created_namespace(app: App, proj: Manifest, pspec: dict[str, Any], rendered: list[Manifest]) -> Problem | None:
     """The destination namespace Argo CD creates with CreateNamespace=true, when the project does not permit it."""
     ns = str(app.destination.get("namespace") or "")
     if CREATE_NAMESPACE not in app.options or not ns:
@@ -151,7 +151,7 @@ def _created_namespace(app, proj, pspec, rendered):
                        f"{proj.ref} spec.clusterResourceWhitelist", severity=ERROR if managed else WARNING)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     apps, _ = ctx.argo.apps, ctx.argo.failed
     projs = projects(ctx.bundle.manifests)
     seen: set[tuple[str, ...]] = set()
@@ -187,9 +187,10 @@ def check(ctx):
         yield from _overlay(ctx, seen)
 
 
-def _overlay(ctx, seen):
+def _overlay(ctx: Context, seen: set[tuple[str, ...]]) -> Iterator[Problem]:
     """An overlay validated without its repository's argocd/: the objects it renders (not those a controller makes
     from them), checked against the AppProject of each Application that syncs it (engine.synced)."""
+    assert ctx.synced is not None, "check() calls _overlay only when ctx.synced is set"
     rendered = [m for m in ctx.bundle.manifests if m.ref not in ctx.bundle.children]
     for app, path in ctx.synced.apps:
         proj = ctx.synced.projects.get(str(app.spec.get("project") or ""))

@@ -12,9 +12,12 @@ Passes: the repository's argocd/argocd-cm.yaml (the same, empty, options as gito
 """
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 from ..render import gitops
 from ..render.offline import check_build_options
-from .kit import obj_problem
+from ..kube.objects import Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO009"
 NAME = "argocd-build-options"
@@ -22,7 +25,7 @@ KINDS = ("ConfigMap",)
 KEY = "kustomize.buildOptions"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     try:
         wanted = gitops.build_options()
     except gitops.ConfigError:
@@ -30,7 +33,7 @@ def check(ctx):
     for m in ctx.bundle.manifests:
         if m.kind != "ConfigMap" or m.api_version != "v1" or m.name != "argocd-cm":
             continue
-        data = m.obj.get("data") if isinstance(m.obj.get("data"), dict) else {}
+        data: Any = m.obj.get("data") if isinstance(m.obj.get("data"), dict) else {}
         for key, value in sorted(data.items(), key=lambda kv: str(kv[0])):
             if not (key == KEY or str(key).startswith(KEY + ".")):
                 continue

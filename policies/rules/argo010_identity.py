@@ -16,12 +16,14 @@ Passes: the repository's argocd/ folder; a real environment synced from the fork
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 from ..argocd.apps import App
 from ..render.paths import repo_root
 from .environment import real_environment
 from ..argocd.identity import IdentityError, is_example_repo, load, same_url
-from .kit import obj_problem
+from ..kube.objects import Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO010"
 NAME = "identity"
@@ -42,7 +44,7 @@ def _env_of(app: App) -> str | None:
     return None
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     start = ctx.source if ctx.source not in ("<stdin>", "") else "."
     root = repo_root(start)
     for app in ctx.argo.apps:

@@ -13,13 +13,13 @@ Passes: the repository's argocd/ folder (one ddp-<env> namespace per environment
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..argocd import gomatch
 from ..argocd.apps import glob_match, projects
 from ..argocd.identity import ARGOCD_NAMESPACE, system_namespace
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "ARGO011"
 NAME = "system-namespace"
@@ -43,7 +43,7 @@ def _reaches(pattern: object, home: str, matches: Callable[[str, str], bool]) ->
     return f"a pattern that matches '{hit}'" if hit else None
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for app in ctx.argo.apps:
         ns = app.destination.get("namespace")
         home = app.manifest.namespace or ARGOCD_NAMESPACE

@@ -30,10 +30,13 @@ kubeflow.org/pytorchjob, under an Application without ignoreDifferences.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..argocd.apps import RESPECT_IGNORE_DIFFERENCES, ignores, unguarded
 from ..render.files import rel
 from ..kube.values import dig, kueue_queue
 from ..kube.objects import Problem
+from .kit import Context
 
 ID = "ARGO012"
 NAME = "kueue-suspend-ignored"
@@ -41,7 +44,7 @@ NAME = "kueue-suspend-ignored"
 KINDS = ("Application", "ApplicationSet")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     seen: set[tuple[str, str, str, str]] = set()
     for app in ctx.argo.apps:
         if app.automated is None:

@@ -10,17 +10,20 @@ Passes: `minReplicas: 1, maxReplicas: 4` with 2 Worker replicas and no `--nnodes
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..launchers import pytorchjob
 
 from ..command.torchrun import split_nnodes
-from .kit import problem
+from ..kube.objects import Problem
+from .kit import Context, problem
 
 ID = "ELASTIC001"
 NAME = "elastic-range"
 KINDS = (pytorchjob.KIND,)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.workload.elastic_range is None:
             continue

@@ -9,16 +9,20 @@ Passes: `--nnodes=1:4 --rdzv-backend=c10d --rdzv-endpoint=...`; a fixed `--nnode
 """
 from __future__ import annotations
 
-from .kit import problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, problem
 
 ID = "ELASTIC002"
 NAME = "elastic-dynamic-backend"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not t.agent:
             continue
+        assert t.first.inv is not None, "t.agent: pod 0 has an invocation (Topology.agent checks first_view.inv)"
         policy = t.workload.elastic_range is not None
         if not (t.elastic or policy) or t.backend != "static":
             continue

@@ -9,11 +9,13 @@ Passes: the same job whose command has no `--nnodes` (torchrun reads `PET_NNODES
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
 
 from ..launchers import pytorchjob
 
-from .kit import problem
+from .kit import Context, problem
 
 ID = "ELASTIC003"
 NAME = "elastic-no-fixed-nnodes"
@@ -21,7 +23,7 @@ SEVERITY = WARNING
 KINDS = (pytorchjob.KIND,)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.workload.elastic_range is None or not t.agent:
             continue

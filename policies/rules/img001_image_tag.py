@@ -10,7 +10,9 @@ Passes: `ghcr.io/example/ddp-trainer:0.1.0`; `...@sha256:<digest>`.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING, Manifest
+from typing import Iterator
+
+from ..kube.objects import WARNING, Manifest, Problem
 from .kit import Context, obj_problem
 
 ID = "IMG001"
@@ -42,7 +44,7 @@ def images(ctx: Context) -> list[tuple[Manifest, str, str]]:
     return found
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for m, field, image in images(ctx):
         if "$" in image:
             continue

@@ -10,8 +10,10 @@ Passes: `ghcr.io/example/ddp-trainer:0.1.0@sha256:<64 hex digits>`; any tag wher
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
-from .kit import not_run, obj_problem
+from ..kube.objects import Problem
+from .kit import Context, not_run, obj_problem
 from .img001_image_tag import images, split_image
 
 ID = "IMG002"
@@ -20,7 +22,7 @@ NEEDS = "requireImageDigest"  # from the environment's declaration
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     found = images(ctx)
     if not found:
         return

@@ -14,13 +14,16 @@ Passes: `command: [sh, -c, "sleep 10; exit 1"]`; `command: [torchrun, --nproc-pe
 """
 from __future__ import annotations
 
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, obj_problem
 
 ID = "IMG003"
 NAME = "command-is-a-program"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for cs in ctx.containers:
         command = cs.container.get("command")
         if not isinstance(command, list) or not command:

@@ -12,16 +12,18 @@ Passes: `registry.acme.io/ml/ddp-trainer:0.1.0` where `real: true`; the example 
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..argocd.identity import EXAMPLE_DIGEST, EXAMPLE_REGISTRY, is_example_image
-from ..kube.objects import INFO
-from .kit import obj_problem
+from ..kube.objects import INFO, Problem
+from .kit import Context, obj_problem
 from .img001_image_tag import images, split_image
 
 ID = "IMG004"
 NAME = "real-environment-own-image"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     if ctx.env is None or not ctx.env.real:
         return
     for m, field, image in images(ctx):

@@ -17,11 +17,12 @@ Passes: components/monitoring with an environment that sets METRICS_PORT=9400 an
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..kube.values import selects
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from ..kube.objects import WARNING, Manifest, Problem
+from ..model.topology import Topology
+from .kit import Context, obj_problem
 
 ID = "MON001"
 NAME = "podmonitor-scrapes-trainer"
@@ -38,9 +39,9 @@ def _in_namespaces(spec: dict[str, Any], monitor_ns: str, pod_ns: str) -> bool:
     return pod_ns in names if names else pod_ns == monitor_ns
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for m in ctx.of_kind("PodMonitor"):
-        spec = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
+        spec: Any = m.obj.get("spec") if isinstance(m.obj.get("spec"), dict) else {}
         selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
         endpoints = [e for e in spec.get("podMetricsEndpoints") or [] if isinstance(e, dict)]
         selected = [(t, pod) for t in ctx.topologies for pod in ctx.distinct_pods(t)
@@ -91,9 +92,11 @@ def check(ctx):
                 yield from _every_rank(m, t, where, first, {n for _, _, n in hit}, numbers)
 
 
-def _every_rank(m, t, where, first, scraped, declared):
+def _every_rank(m: Manifest, t: Topology, where: str, first: int, scraped: set[Any],
+                declared: set[Any]) -> Iterator[Problem]:
     """Local rank r serves on METRICS_PORT + r: with P processes per pod, ports first+1 .. first+P-1 must be
     declared on the container and named by an endpoint, or those ranks' step times (a straggler) never show."""
+    assert t.nproc is not None, "check() calls this only with more than one process per pod"
     wanted = [first + r for r in range(1, t.nproc)]
     undeclared = [n for n in wanted if n not in declared]
     unscraped = [n for n in wanted if n in declared and n not in scraped]

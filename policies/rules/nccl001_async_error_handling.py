@@ -10,9 +10,11 @@ Passes: `TORCH_NCCL_ASYNC_ERROR_HANDLING: "1"`, or unset.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
+from typing import Iterator
 
-from .kit import env_problem, training_uses_nccl
+from ..kube.objects import WARNING, Problem
+
+from .kit import Context, env_problem, training_uses_nccl
 
 ID = "NCCL001"
 NAME = "nccl-async-error-handling"
@@ -20,7 +22,7 @@ SEVERITY = WARNING
 NAMES = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     seen = set()
     for t in ctx.topologies:
         if not training_uses_nccl(t):

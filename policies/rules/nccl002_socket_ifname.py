@@ -12,9 +12,10 @@ Passes: `NCCL_SOCKET_IFNAME=eth0` with `hostNetwork: true`; a single-network pod
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
-from ..kube.objects import WARNING
-from .kit import RULE_DEFAULT, env_problem, nccl_stated, problem_at, training_uses_nccl
+from ..kube.objects import WARNING, Problem
+from .kit import RULE_DEFAULT, Context, env_problem, nccl_stated, problem_at, training_uses_nccl
 
 ID = "NCCL002"
 NAME = "nccl-socket-ifname"
@@ -31,7 +32,7 @@ def malformed(value: str) -> str | None:
     return None
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     seen = set()
     for t in ctx.topologies:
         if not training_uses_nccl(t) or (t.pods <= 1 and (t.nnodes_max or 1) <= 1):

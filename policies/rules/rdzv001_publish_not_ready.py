@@ -13,15 +13,17 @@ Passes: `clusterIP: None` with `publishNotReadyAddresses: true`; a JobSet with t
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
-from .kit import problem, service_problem
+from typing import Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
+from .kit import Context, problem, service_problem
 
 ID = "RDZV001"
 NAME = "publish-not-ready-addresses"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.pods <= 1:
             continue

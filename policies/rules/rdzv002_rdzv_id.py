@@ -20,16 +20,18 @@ Passes: `--rdzv-backend=c10d --rdzv-id=$(RUN_ID)`; static rendezvous; two worklo
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
+from typing import Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
 from ..model.topology import Topology
-from .kit import problem
+from .kit import Context, problem
 
 ID = "RDZV002"
 NAME = "rdzv-id-per-run"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     yield from unset_or_constant(ctx)
     yield from shared(ctx)
 
@@ -38,10 +40,11 @@ def dynamic(t: Topology) -> bool:
     return bool(t.torchrun and t.backend != "static" and not t.backend.startswith("c10d (standalone)"))
 
 
-def unset_or_constant(ctx):
+def unset_or_constant(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not dynamic(t):
             continue
+        assert t.first.inv is not None, "dynamic(t) holds only under t.torchrun: pod 0 has an invocation"
         if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
             continue
         s = t.first.rdzv_id
@@ -64,13 +67,14 @@ def unset_or_constant(ctx):
                           severity=WARNING)
 
 
-def shared(ctx):
+def shared(ctx: Context) -> Iterator[Problem]:
     """Workloads meeting at one endpoint under one id. A name without `.svc` is looked up in the pod's namespace
     (its DNS search path), so it names the same host only for workloads of one namespace."""
     seen: dict[tuple[str, str, str, str | None, str], Topology] = {}  # key -> the first Topology there
     for t in ctx.topologies:
         if not dynamic(t) or not t.endpoint_host:
             continue
+        assert t.first.inv is not None, "dynamic(t) holds only under t.torchrun: pod 0 has an invocation"
         host = t.endpoint_host.rstrip(".")
         scope = "" if ".svc" in host or host.replace(".", "").isdigit() else t.manifest.namespace
         key = (t.backend.split()[0], host, scope, t.endpoint_port, t.first.rdzv_id.value)

@@ -11,8 +11,10 @@ Passes: `PET_RDZV_CONF=timeout=1800,join_timeout=1800` on 64 pods; any job of 16
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
-from .kit import env_problem, problem
+from typing import Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
+from .kit import Context, env_problem, problem
 
 ID = "RDZV003"
 NAME = "explicit-rdzv-timeout"
@@ -30,12 +32,13 @@ def parse_conf(value: str) -> dict[str, str]:
     return out
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     large = ctx.env.large_job_pods if ctx.env and ctx.env.large_job_pods is not None else DEFAULT_LARGE
     for t in ctx.topologies:
         if not t.agent or t.pods <= large or t.backend.startswith("c10d (standalone)"):
             continue
         v = t.first
+        assert v.inv is not None, "t.agent: pod 0 has an invocation (Topology.agent checks first_view.inv)"
         s = v.inv.setting("rdzv_conf", v.pod.env, v.pod.env_fields)
         where = s.field or v.inv.field
         conf = parse_conf(s.value)

@@ -14,6 +14,10 @@ Passes: every referenced ConfigMap, Secret and claim in the manifests; a file wi
 """
 from __future__ import annotations
 
+from typing import Iterator
+
+from ..launchers import Workload
+from ..launchers.base import Need
 from ..kube.objects import ERROR, INFO, Manifest, Problem
 from .kit import Context, obj_problem
 
@@ -26,7 +30,7 @@ def _optional(ref: object) -> bool:
     return isinstance(ref, dict) and ref.get("optional") is True
 
 
-def _needs(ctx):
+def _needs(ctx: Context) -> Iterator[tuple[Workload, Need]]:
     """(workload, need) for what each workload's controller needs first, every workload once (modelled or not)."""
     for w in ctx.workloads + [w for w in ctx.unresolved if w not in ctx.workloads]:
         for need in w.needs:
@@ -79,7 +83,7 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
     return out
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     have = {(m.kind, m.namespace, m.name) for m in ctx.bundle.manifests}
     # A name without a namespace in the manifests is applied where its reader runs: match on kind and name.
     loose = {(m.kind, m.name) for m in ctx.bundle.manifests if not m.namespace}

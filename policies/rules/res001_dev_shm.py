@@ -13,10 +13,12 @@ Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
+from typing import Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
 from ..launchers import Pod
 from ..kube.values import quantity_bytes
-from .kit import nccl_stated, problem_at
+from .kit import Context, nccl_stated, problem_at
 
 ID = "RES001"
 NAME = "dev-shm"
@@ -34,7 +36,7 @@ def _memory_limit(pod: Pod) -> float | None:
     return total or None
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not t.gpus:
             continue

@@ -9,15 +9,18 @@ Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.
 """
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 from ..kube.values import as_int
 from ..launchers import gpu_resources
-from .kit import obj_problem
+from ..kube.objects import Manifest, Problem
+from .kit import Context, obj_problem
 
 ID = "RES002"
 NAME = "gpu-request-equals-limit"
 
 
-def _check(m, field, resources):
+def _check(m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
     if not isinstance(resources, dict):
         return
     requests = resources.get("requests") or {}
@@ -31,7 +34,7 @@ def _check(m, field, resources):
                               f"{limits[key]}: the API server rejects it", f"make both {limits[key]}")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for cs in ctx.containers:
         resources = cs.container.get("resources")
         if resources and resources.get("requests"):

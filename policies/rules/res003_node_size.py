@@ -9,15 +9,18 @@ Passes: `nvidia.com/gpu: 8` there.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..launchers.pods import container_resources
-from .kit import not_run, problem_at
+from ..kube.objects import Problem
+from .kit import Context, not_run, problem_at
 
 ID = "RES003"
 NAME = "gpus-fit-node"
 NEEDS = "gpusPerNode"  # from the environment's declaration
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     gpu = [t for t in ctx.topologies if t.gpus]
     if not gpu:
         return

@@ -10,14 +10,17 @@ Passes: 512 GPUs with `gpuCapacity: 512`.
 """
 from __future__ import annotations
 
-from .kit import not_run, pods_field, problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, not_run, pods_field, problem
 
 ID = "RES004"
 NAME = "gpu-capacity"
 NEEDS = "gpuCapacity"  # from the environment's declaration
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     gpu = [t for t in ctx.topologies if t.gpus]
     if not gpu:
         return

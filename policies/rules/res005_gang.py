@@ -17,8 +17,11 @@ Passes: the same Job labelled `kueue.x-k8s.io/queue-name: h100`; a 4-pod job.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..kube.values import KUEUE_QUEUE_LABEL, kueue_queue
 from ..model.topology import Topology
+from ..kube.objects import Problem
 from .kit import Context, not_run, problem
 
 ID = "RES005"
@@ -56,7 +59,7 @@ def gang_admitted(ctx: Context, t: Topology) -> str | None:
     return None
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     if not ctx.topologies:
         return
     if ctx.env is None or ctx.env.large_job_pods is None:

@@ -15,9 +15,11 @@ Passes: the same with `STRATEGY=fsdp` over 512 ranks (0.22 GB per GPU); `MODEL_P
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
-from ..kube.objects import INFO, WARNING
-from .kit import problem_at
+from ..kube.objects import INFO, WARNING, Problem
+from ..model.topology import Topology
+from .kit import Context, problem_at
 
 ID = "RES006"
 NAME = "lm-state-fits-gpu"
@@ -47,12 +49,12 @@ def _arg(tokens: list[str], flag: str) -> str | None:
     return None
 
 
-def _info(ctx, t, field, message):
+def _info(ctx: Context, t: Topology, field: str, message: str) -> Problem:
     return problem_at(ID, ctx, t, field, message, "set MODEL_PARAMS (e.g. 7B) in the pods' env and a "
                       f"{GPU_PRODUCT} node selector naming the GPU", severity=INFO)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not t.gpus:
             continue

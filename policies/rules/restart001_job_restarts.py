@@ -19,8 +19,10 @@ trainer's exit codes.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from typing import Any, Iterator
+
+from ..kube.objects import WARNING, Manifest, Problem
+from .kit import Context, obj_problem
 
 ID = "RESTART001"
 NAME = "job-fails-as-a-whole"
@@ -32,7 +34,7 @@ DEFAULT_BACKOFF = 6
 SIGTERM_EXIT = 143
 
 
-def sigterm_codes(owner, field, js):
+def sigterm_codes(owner: Manifest, field: str, js: dict[str, Any]) -> Iterator[Problem]:
     """podFailurePolicy rules that match exit code 143 on a container that starts torchrun, which exits 1 instead."""
     for i, rule in enumerate((js.get("podFailurePolicy") or {}).get("rules") or []):
         codes = rule.get("onExitCodes") if isinstance(rule, dict) else None
@@ -44,7 +46,7 @@ def sigterm_codes(owner, field, js):
                               severity=WARNING)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     done = set()
     for t in ctx.topologies:
         jobs = t.workload.launcher.jobs(t.workload)

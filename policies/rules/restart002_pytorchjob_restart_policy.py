@@ -14,11 +14,13 @@ Passes: Master and Worker both `restartPolicy: OnFailure` (Kubeflow's examples) 
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from .. import launchers
 from ..launchers import pytorchjob
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "RESTART002"
 NAME = "pytorchjob-restart-policy"
@@ -26,7 +28,7 @@ SEVERITY = WARNING
 KINDS = (pytorchjob.KIND,)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for m in ctx.bundle.manifests:
         if pytorchjob.LAUNCHER is not launchers.of(m):
             continue

@@ -10,11 +10,13 @@ Passes: `runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 86400}`.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from .. import launchers
 from ..launchers import pytorchjob
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "RESTART003"
 NAME = "pytorchjob-restart-bounds"
@@ -22,7 +24,7 @@ KINDS = (pytorchjob.KIND,)
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for m in ctx.bundle.manifests:
         if pytorchjob.LAUNCHER is not launchers.of(m):
             continue

@@ -19,8 +19,9 @@ Passes: `/out` mounted from `persistentVolumeClaim: {claimName: outputs-pvc}`; a
 from __future__ import annotations
 
 import posixpath
+from typing import Iterator
 
-from ..kube.objects import WARNING
+from ..kube.objects import WARNING, Problem
 from ..model.recovery import restarts_and_max_restarts
 from ..model.topology import PodView, Topology
 from .kit import Context, problem_at
@@ -63,7 +64,7 @@ def checkpoint_folder(v: PodView) -> tuple[str | None, str]:
     return None, ""
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         why = restart_reasons(ctx, t)
         if not why:

@@ -22,16 +22,18 @@ Passes: the same with `--max-restarts=3`; `--rdzv-backend=c10d`; an Indexed Job 
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
 from ..model.recovery import etcd_closes
-from .kit import problem
+from .kit import Context, problem
 
 ID = "RESTART005"
 NAME = "etcd-rendezvous-survives-restart"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     """The condition is the model's (recovery.etcd_closes), which also makes the world survive no pod loss."""
     for t in ctx.topologies:
         b = etcd_closes(ctx, t)

@@ -20,16 +20,18 @@ restart; one node.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
 from ..model.recovery import shared_store
-from .kit import problem
+from .kit import Context, problem
 
 ID = "RESTART006"
 NAME = "fresh-store-per-round"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     """The condition is the model's (recovery.shared_store), which also makes the world survive no pod loss."""
     for t in ctx.topologies:
         b = shared_store(ctx, t)

@@ -18,9 +18,11 @@ Passes: the same with `backoffLimit: 5` (one loss costs 4 container restarts; th
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
 from ..model.recovery import in_context
-from .kit import not_run, obj_problem
+from .kit import Context, not_run, obj_problem
 
 ID = "RESTART007"
 NAME = "survives-pod-losses"
@@ -28,7 +30,7 @@ SEVERITY = WARNING
 NEEDS = "podLosses"  # from the environment's declaration
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     if not ctx.topologies:
         return
     if ctx.env is None or ctx.env.pod_losses is None:

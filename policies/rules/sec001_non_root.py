@@ -11,15 +11,17 @@ Passes: pod `securityContext: {runAsNonRoot: true, runAsUser: 1000}`.
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "SEC001"
 NAME = "run-as-non-root"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for site in ctx.sites:
         psc = site.spec.get("securityContext") or {}
         containers = site.containers()

@@ -12,8 +12,10 @@ Passes: `securityContext: {allowPrivilegeEscalation: false}`.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 from .sec008_host_access import allowed as host_access_allowed, severity as host_access_severity
 
 ID = "SEC002"
@@ -21,7 +23,7 @@ NAME = "no-privilege-escalation"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for cs in ctx.containers:
         sc, field = cs.sc, cs.field
         if sc.get("privileged") is True:

@@ -10,15 +10,17 @@ Passes: `securityContext: {capabilities: {drop: [ALL]}}`.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "SEC003"
 NAME = "drop-all-capabilities"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     allowed = set(ctx.env.allowed_capabilities) if ctx.env else set()
     for cs in ctx.containers:
         caps = cs.sc.get("capabilities") or {}

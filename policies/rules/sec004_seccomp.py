@@ -9,8 +9,10 @@ Passes: pod `securityContext: {seccompProfile: {type: RuntimeDefault}}`.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "SEC004"
 NAME = "seccomp-runtime-default"
@@ -18,7 +20,7 @@ SEVERITY = WARNING
 GOOD = ("RuntimeDefault", "Localhost")
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for site in ctx.sites:
         pod_type = ((site.spec.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
         bad = []

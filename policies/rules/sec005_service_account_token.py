@@ -12,15 +12,17 @@ used by the pods.
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import obj_problem
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
+from .kit import Context, obj_problem
 
 ID = "SEC005"
 NAME = "no-service-account-token"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     accounts = {(m.namespace, m.name): m.obj.get("automountServiceAccountToken")
                 for m in ctx.of_kind("ServiceAccount")}
     for site in ctx.sites:

@@ -16,12 +16,12 @@ ports, egress to that selector and to port 53.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..kube.values import selects
-from ..kube.objects import ERROR, WARNING
+from ..kube.objects import ERROR, WARNING, Problem
 from ..launchers import Pod
-from .kit import obj_problem, problem
+from .kit import Context, obj_problem, problem
 
 ID = "SEC006"
 NAME = "network-policy"
@@ -97,7 +97,7 @@ def _ports_text(ports: Any) -> str:
     return ", ".join(str(p.get("port", "?")) for p in ports)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     workloads = [t for t in ctx.topologies if t.pods > 1 or (t.nnodes_max or 1) > 1]
     if not workloads:
         return

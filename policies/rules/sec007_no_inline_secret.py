@@ -10,9 +10,11 @@ Passes: `envFrom: [{secretRef: {name: hf-token, optional: true}}]` and no Secret
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
+from typing import Iterator
 
-from .kit import obj_problem
+from ..kube.objects import WARNING, Problem
+
+from .kit import Context, obj_problem
 
 ID = "SEC007"
 NAME = "no-inline-secret"
@@ -20,7 +22,7 @@ SEVERITY = WARNING
 KINDS = ("Secret",)
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for m in ctx.bundle.manifests:
         if m.kind != "Secret":
             continue

@@ -13,7 +13,9 @@ Passes: a pod with none of them; `hostNetwork: true` where allowedHostAccess lis
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
+from typing import Any, Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
 from .kit import Context, obj_problem
 
 ID = "SEC008"
@@ -43,7 +45,7 @@ def severity(ctx: Context) -> str:
     return ERROR if env is not None and env.allowed_host_access is not None else WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for site in ctx.sites:
         spec = site.spec
         for key, sees in (("hostNetwork", "the node's network: every port of it"),
@@ -54,7 +56,7 @@ def check(ctx):
                     yield obj_problem(ID, site.manifest, f"{site.field}.{key}", f"{key}: true: the pod sees {sees}; "
                                       f"{why}", HINTS[key] + ", or declare it in the environment's allowedHostAccess",
                                       severity=severity(ctx))
-        volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+        volumes: Any = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
         for i, v in enumerate(volumes):
             if isinstance(v, dict) and isinstance(v.get("hostPath"), dict):
                 ok, why = allowed(ctx, "hostPath")

@@ -12,10 +12,12 @@ Passes: the repository's trainjob overlay with its ClusterTrainingRuntime where 
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..argocd.apps import CLUSTER_SCOPED
 from ..kube.values import group_of
-from ..kube.objects import ERROR
-from .kit import obj_problem
+from ..kube.objects import ERROR, Problem
+from .kit import Context, obj_problem
 
 ID = "SEC009"
 NAME = "cluster-kinds"
@@ -23,7 +25,7 @@ SEVERITY = ERROR
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     env = ctx.env
     if env is None or env.allowed_cluster_kinds is None:
         return

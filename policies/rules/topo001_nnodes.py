@@ -20,15 +20,17 @@ Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..kube.objects import Problem
-from .kit import pods_field, problem
+from .kit import Context, pods_field, problem
 from ..model.topology import launcher_field
 
 ID = "TOPO001"
 NAME = "nnodes-matches-pods"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for u in ctx.undetermined:
         c = u.unlinked
         if c is not None:
@@ -44,6 +46,8 @@ def check(ctx):
             continue
         if not t.torchrun or t.nnodes_min is None:
             continue
+        assert t.first.inv is not None, "t.torchrun: pod 0 has an invocation (torchrun = first.inv is not None)"
+        assert t.nnodes_max is not None, "split_nnodes gives both bounds or neither (command/torchrun.py)"
         s = t.first.nnodes
         where = launcher_field(t, s.field or t.first.inv.field, "nnodes")
         if t.elastic:

@@ -18,8 +18,10 @@ Passes: `nvidia.com/gpu: 8` with `--nproc-per-node=8` or `auto`; 2 processes wit
 """
 from __future__ import annotations
 
-from ..kube.objects import ERROR, WARNING
-from .kit import problem
+from typing import Iterator
+
+from ..kube.objects import ERROR, WARNING, Problem
+from .kit import Context, problem
 from ..model.topology import launcher_field
 
 # torchrun's per-device values of --nproc-per-node and the error each raises without the device.
@@ -29,10 +31,11 @@ ID = "TOPO002"
 NAME = "nproc-matches-devices"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not t.torchrun:
             continue
+        assert t.first.inv is not None, "t.torchrun: pod 0 has an invocation (torchrun = first.inv is not None)"
         s = t.first.nproc
         where = launcher_field(t, s.field or t.first.inv.field, "nproc")
         acc = t.first.inv.accelerate

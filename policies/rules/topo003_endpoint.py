@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from .kit import problem
+from .kit import Context, problem
 from ..command.torchrun import split_endpoint
 from ..kube.objects import Problem
 from ..model.topology import Topology
@@ -54,7 +54,7 @@ def _other_domain(host: str, domain: str | None) -> str:
     return ""
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     domain = ctx.env.cluster_domain if ctx.env else None
     for t in ctx.topologies:
         if t.pods <= 1 and (t.nnodes_max or 1) <= 1:
@@ -102,7 +102,7 @@ def _others(t: Topology, expected: str, domain: str | None) -> Iterator[Problem]
                           f"set it to {expected}")
 
 
-def _etcd(ctx, t, host, where, domain):
+def _etcd(ctx: Context, t: Topology, host: str, where: str, domain: str | None) -> Iterator[Problem]:
     ns = t.first.pod.namespace
     name = host.split(".")[0]
     rest = host[len(name):].lstrip(".")

@@ -10,13 +10,16 @@ Passes: `subdomain: ddp-train` and a Service `ddp-train` with `clusterIP: None`.
 """
 from __future__ import annotations
 
-from .kit import problem, service_problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, problem, service_problem
 
 ID = "TOPO004"
 NAME = "headless-service"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.workload.managed_dns or (t.pods <= 1 and (t.nnodes_max or 1) <= 1):
             continue

@@ -9,13 +9,16 @@ Passes: selector `job-name: pytorchworker` (added by the Job controller) for Job
 """
 from __future__ import annotations
 
-from .kit import service_problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, service_problem
 
 ID = "TOPO005"
 NAME = "service-selects-pods"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.service is None:
             continue

@@ -10,15 +10,18 @@ Passes: rendezvous on 29500, Service port 29500 (or targetPort 29500).
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import service_problem
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
+from ..model.topology import Topology
+from .kit import Context, service_problem
 
 ID = "TOPO006"
 NAME = "service-exposes-port"
 SEVERITY = WARNING
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.service is None or not t.endpoint_port or "$" in t.endpoint_port or t.backend.startswith("etcd"):
             continue  # an etcd rendezvous does not go through pod 0's Service (TOPO003 checks the etcd Service)
@@ -32,7 +35,8 @@ def check(ctx):
                                       f"declare port {t.endpoint_port}, or move the rendezvous to one of them")
 
 
-def _warn(t):
+def _warn(t: Topology) -> Problem:
+    assert t.service is not None, "check() warns only of a topology whose Service it found"
     p = service_problem(ID, t, "spec.ports", f"Service '{t.service.name}' declares no ports; rendezvous uses "
                             f"{t.endpoint_port}", f"declare port {t.endpoint_port}")
     p.severity = WARNING

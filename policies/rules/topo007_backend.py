@@ -9,14 +9,16 @@ Passes: `DIST_BACKEND=gloo` without GPUs, `nccl` with them, or no statement at a
 """
 from __future__ import annotations
 
-from ..kube.objects import WARNING
-from .kit import problem
+from typing import Iterator
+
+from ..kube.objects import WARNING, Problem
+from .kit import Context, problem
 
 ID = "TOPO007"
 NAME = "backend-matches-hardware"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not t.pg_backend:
             continue

@@ -10,13 +10,16 @@ Passes: no WORLD_SIZE, or WORLD_SIZE equal to nnodes x processes per node.
 """
 from __future__ import annotations
 
-from .kit import problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, problem
 
 ID = "TOPO008"
 NAME = "no-contradicting-world-size"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if not t.agent or t.world_size is None:
             continue

@@ -15,8 +15,11 @@ Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernet
 """
 from __future__ import annotations
 
-from ..model.topology import view
-from .kit import problem
+from typing import Iterator
+
+from ..model.topology import PodView, Topology, view
+from ..kube.objects import Problem
+from .kit import Context, problem
 
 # Rank sources that give pod i the rank i by construction: then pod 0 and the first pod of every other pod
 # template (PyTorchJob's Workers, each JobSet child Job) are enough to check.
@@ -26,13 +29,14 @@ ID = "TOPO009"
 NAME = "node-rank-per-pod"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         if t.pods <= 1 or t.mpi_world_of_one:
             continue  # (TOPO001 reports an MPI world of one per pod)
         if t.torchrun and t.backend != "static":
             # c10d and etcd assign ranks, but torchrun still parses a given --node-rank as an integer.
             v = t.first
+            assert v.inv is not None, "t.torchrun: pod 0 has an invocation (torchrun = first.inv is not None)"
             if v.node_rank.origin != "default" and "$" not in v.node_rank.value and not v.node_rank.value.isdigit():
                 yield problem(ID, t, v.node_rank.field or v.inv.field, f"--node-rank is '{v.node_rank.value}' on "
                               f"pod 0: torchrun refuses a node rank that is not an integer (rank source: "
@@ -40,7 +44,10 @@ def check(ctx):
             continue
         if not t.torchrun and not t.first.pod.env.get("MASTER_ADDR"):
             continue
-        label = ("--node-rank" if t.agent else t.first.inv.flag("node_rank")) if t.torchrun else "RANK"
+        label = "RANK"
+        if t.torchrun:
+            assert t.first.inv is not None, "t.torchrun: pod 0 has an invocation (torchrun = first.inv is not None)"
+            label = "--node-rank" if t.agent else t.first.inv.flag("node_rank")
         for v in _views_to_check(t):
             value = v.node_rank.value
             if "$" in value:
@@ -53,7 +60,7 @@ def check(ctx):
                 break
 
 
-def _views_to_check(t):
+def _views_to_check(t: Topology) -> list[PodView]:
     source = t.rank_source
     if not (source.startswith(PER_POD) or source.startswith(f"{t.manifest.kind} controller")):
         return t.views  # pods 0, 1 and the last

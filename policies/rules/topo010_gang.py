@@ -10,13 +10,16 @@ Passes: `completionMode: Indexed, completions: 4, parallelism: 4`; `podManagemen
 """
 from __future__ import annotations
 
-from .kit import problem
+from typing import Iterator
+
+from ..kube.objects import Problem
+from .kit import Context, problem
 
 ID = "TOPO010"
 NAME = "pods-start-together"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         c = t.workload.launcher.startup(t.workload)
         if c is not None:

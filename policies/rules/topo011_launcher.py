@@ -99,15 +99,20 @@ Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingR
 """
 from __future__ import annotations
 
-from ..launchers import BY_ID, core_validation, leader_mpirun_checks
+from typing import Iterator
+
+from ..launchers import BY_ID, Check, core_validation, leader_mpirun_checks
 from ..kube.objects import ERROR, Problem
+from .kit import Context
 
 ID = "TOPO011"
 NAME = "launcher-requirements"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
+    c: Check | None
     for c in ctx.refused:
+        assert c.obj is not None, "Launcher.refused sets each Check's obj (launchers/base.py)"
         m = c.obj
         yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
     for w in ctx.unresolved:

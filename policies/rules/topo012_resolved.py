@@ -37,21 +37,25 @@ Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnod
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..launchers import leader_mpirun_unchecked
 from ..kube.objects import INFO, WARNING, Problem
-from .kit import problem
+from ..model.topology import Undetermined, UnreadConfig, UnreadScript, Unstated
+from .kit import Context, problem
 from ..command.shellwords import RUN_TIME, UNSET
 
 ID = "TOPO012"
 NAME = "topology-resolved"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for w in ctx.unresolved:
         if not w.unresolved:  # (TOPO011 reports why the controller's pods cannot be worked out)
             m = w.manifest
             yield Problem(ID, f"{w.launcher_id} creates no pods", m.source, m.ref, "spec",
                           "set the replica count to the number of nodes")
+    u: Undetermined | Unstated
     for u in ctx.undetermined:
         if u.unlinked:  # (TOPO001 reports that its pods form no world together)
             continue
@@ -73,6 +77,7 @@ def check(ctx):
             yield Problem(ID, unchecked, m.source, m.ref, w.pod(0).container_field, "name the hosts with -H "
                           "host:slots,... (or mount the hostfile from a ConfigMap) to have them checked",
                           severity=INFO)
+    unread: UnreadConfig | UnreadScript
     for unread in ctx.unread:
         m = unread.workload.manifest
         yield Problem(ID, f"accelerate launch reads its settings from {unread.path}, which no ConfigMap or Secret in "

@@ -12,15 +12,17 @@ Passes: the repository's overlays; `--nproc_per_node` and `--nproc-per-node` ali
 from __future__ import annotations
 
 import difflib
+from typing import Iterator
 
-from .kit import problem
+from ..kube.objects import Problem
+from .kit import Context, problem
 from ..command.torchrun import OPTIONS, unknown_option
 
 ID = "TOPO013"
 NAME = "torchrun-options"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         inv = t.first.inv
         if inv is None or inv.launcher != "torchrun":

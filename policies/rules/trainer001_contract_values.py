@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 from ..model.trainer_contract import contract
 
-from .kit import located, obj_problem, trainer_containers, where
+from ..kube.objects import Problem
+from .kit import Context, located, obj_problem, trainer_containers, where
 
 ID = "TRAINER001"
 NAME = "trainer-contract-values"
@@ -35,7 +36,7 @@ def _flag_values(args: list[str], fields: list[str]) -> Iterator[tuple[str, str,
             yield flag, args[i + 1], fields[i + 1]
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     seen: set[tuple[str, str | None, str]] = set()  # a Master and its Workers share one ConfigMap key
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         args, arg_fields = argv[start:], fields[start:]

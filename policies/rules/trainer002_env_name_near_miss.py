@@ -22,12 +22,13 @@ container's shell script.
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from ..model.trainer_contract import contract
 
-from ..kube.objects import ERROR, WARNING
+from ..kube.objects import ERROR, WARNING, Problem
 from ..launchers import ContainerEnv
-from .kit import obj_problem
+from .kit import Context, obj_problem
 from ..command.torchrun import DEFAULTS
 from .kit import trainer_containers, where
 
@@ -112,7 +113,7 @@ def in_force(meant: str, c: ContainerEnv, refs: set[str], argv: list[str], start
     return None, f"{meant} is not set, so the trainer's default applies"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     seen: set[tuple[str, str | None, str]] = set()  # a Master and its Workers share one ConfigMap key
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         refs = _references(c)

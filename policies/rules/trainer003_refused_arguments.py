@@ -13,8 +13,10 @@ Passes: the repository's overlays; `--epoch=3` (argparse takes a unique prefix).
 from __future__ import annotations
 
 import difflib
+from typing import Iterator
 
-from .kit import located, obj_problem
+from ..kube.objects import Problem
+from .kit import Context, located, obj_problem
 from ..model.trainer_contract import contract
 from .kit import trainer_containers
 
@@ -22,7 +24,7 @@ ID = "TRAINER003"
 NAME = "trainer-arguments"
 
 
-def check(ctx):
+def check(ctx: Context) -> Iterator[Problem]:
     seen: set[tuple[str, str | None]] = set()
     for w, pod, c, argv, fields, start in trainer_containers(ctx):
         for k, written, why in contract.refused([str(a) for a in argv[start:]]):
