@@ -18,6 +18,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
@@ -357,7 +358,7 @@ def _add_element(root: Path, appset: Path, element: dict[str, str]) -> str:
     """The ApplicationSet's text with one more element after the last of its list generator's, written as the
     others are (as text: a comment below the list belongs to what follows it, not to the last element)."""
     lines = appset.read_text(encoding="utf-8").splitlines(keepends=True)
-    indent = lambda ln: len(ln) - len(ln.lstrip())  # noqa: E731
+    indent: Callable[[str], int] = lambda ln: len(ln) - len(ln.lstrip())  # noqa: E731
     start = next((i for i, ln in enumerate(lines) if ln.strip() == "elements:"), None)
     items = [i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- ")] if start is not None \
         else []

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import yaml
 
@@ -121,7 +121,7 @@ def check_pending(root: Path, gone: list[Path]) -> None:
 def check_references(root: Path, env: str, gone: list[Path]) -> None:
     """No kustomization outside the environment's folders may read a file or folder inside them."""
     targets = [d.resolve() for d in gone]
-    inside = lambda p: any(p == t or t in p.parents for t in targets)  # noqa: E731
+    inside: Callable[[Path], bool] = lambda p: any(p == t or t in p.parents for t in targets)  # noqa: E731
     for top in KUSTOMIZE_ROOTS:
         for here, _, names in os.walk(root / top):
             folder = Path(here)

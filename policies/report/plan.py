@@ -4,7 +4,7 @@ the view a user reads to answer "what will pod 3 get?", and what the conformance
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .engine import Unit
 from ..launchers import ContainerEnv, Pod, Workload
@@ -48,7 +48,7 @@ def plan_rows(unit: Unit) -> list[tuple[str, ...]]:
 
 def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    fmt: Callable[[tuple[str, ...]], str] = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
     return "\n".join([fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)])
 
 
