@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import yaml
+from ..render.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 ARGOCD = REPO / "argocd"
 HEALTH = ARGOCD / "health"
 ACTIONS = ARGOCD / "actions"

@@ -18,8 +18,8 @@ import yaml
 
 from ..render.files import read_config, rel
 from ..render.loader import InputError
+from ..render.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG_NAME = "gitops.yaml"
 
 # The template's own placeholders: a fork that still names them in an environment that declares itself real

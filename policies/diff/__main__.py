@@ -13,8 +13,8 @@ from ..entry import guarded
 from .objects import OverlayDiff, compare
 from .output import as_json, markdown, text
 from .trees import DiffError, Side, export, render_side, resolve_ref
+from ..render.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent.parent
 
 def run(root: Path, base_ref: str, head_ref: str | None) -> tuple[list[OverlayDiff], str, str, list[str]]:
     """The folders' differences, both sides' labels, and what is to be said about a side as a whole."""

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from ruamel.yaml.comments import CommentedMap
 
-from . import pipeline as edit, repo_edit
+from . import pipeline as edit, repo_edit, repo_validate
 from ..argocd import identity
 from ..render import transaction
 from ..entry import guarded
 from ..argocd.identity import Identity, Place
-from .scale import REPO
+from ..render.paths import REPO
 from .scale_edits import ScaleError
 from .yamledit import YamlFile, set_scalar
 
@@ -208,7 +208,7 @@ def sidecar_image(image: str) -> str:
 def run(args: argparse.Namespace) -> int:
     root = Path(args.root).resolve()
     rc = edit.apply(repo_edit.scope(root, "init"), lambda _session: plan_from(root, args),
-                    lambda c: repo_edit.validate(root, c), args.dry_run)
+                    lambda c: repo_validate.validate(root, c), args.dry_run)
     if rc == 0 and not args.dry_run:
         now = identity.load(root)
         if identity.is_example_repo(now.repo_url) or identity.is_example_image(now.image):

@@ -23,18 +23,18 @@ from typing import Callable
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from . import pipeline as edit, repo_edit, scale, scale_edits, yamledit
+from . import pipeline as edit, repo_edit, repo_validate, scale, scale_edits, yamledit
 from ..rules import environment
 from ..argocd import identity
 from .. import launchers
 from ..render import transaction
 from ..entry import guarded
 from ..render.files import rel
+from ..render.paths import REPO
 from ..argocd.identity import Identity
 from .new_env_text import Request, Source, Words, component_patch, policy_text
 from .yamledit import edit_relative_to
 
-REPO = scale.REPO
 EditError = repo_edit.EditError
 _TOPOLOGY_HEADER = re.compile(r"\b(\d+) nodes x (\d+) ([A-Za-z][\w-]*)")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -395,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
                   args.namespace or None, args.launcher or None)
     notes: list[str] = []
     rc = edit.apply(repo_edit.scope(root, "new-env"), lambda session: plan(root, req, session.finished, notes),
-                    lambda c: repo_edit.validate(root, c), args.dry_run)
+                    lambda c: repo_validate.validate(root, c), args.dry_run)
     if rc == 0:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)

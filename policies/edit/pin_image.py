@@ -22,8 +22,8 @@ from ..argocd import identity
 from ..render import transaction
 from ..entry import guarded
 from .yamledit import EditError, YamlFile, rel
+from ..render.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 
 # An environment runs the CPU-only image (Dockerfile.cpu, tagged <version>-cpu) where it runs one now.
 CPU_SUFFIX = "-cpu"

@@ -25,19 +25,19 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 import yaml
 
-from . import pipeline as edit, repo_edit
+from . import pipeline as edit, repo_edit, repo_validate
 from .. import git
 from ..argocd import identity
 from ..render import transaction
 from ..entry import guarded
 from ..render.files import rel
+from ..render.paths import REPO
 from ..render.kustomization import KUSTOMIZATION_FILES, kustomization_file, references
 from .yamledit import YamlFile, edit_relative_to
 
 if TYPE_CHECKING:
     from ruamel.yaml.comments import CommentedSeq
 
-REPO = identity.REPO
 EditError = repo_edit.EditError
 APPSET = Path("argocd") / "applicationset.yaml"
 PROJECT = Path("argocd") / "appproject.yaml"
@@ -376,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
     check_name(env)
     notes: list[str] = []
     rc = edit.apply(repo_edit.scope(root, "remove-env"), lambda session: plan(root, env, session, notes),
-                    lambda c: repo_edit.validate(root, c), args.dry_run)
+                    lambda c: repo_validate.validate(root, c), args.dry_run)
     if rc == 0:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)

@@ -2,24 +2,22 @@
 and `make remove-env` (policies/edit/remove_env.py) rewrite, add or delete files across gitops.yaml, argocd/, base/,
 components/, overlays/ and the Makefile. A change maps each path to its new text, or to None to delete it.
 
-These commands go through the one edit pipeline (policies/edit/pipeline.py), as make scale does; what this module gives it
-is the scope (`scope`: the repository root as the journal's folder, its lock and components/', the stray files and
-empty folders a killed run leaves) and the validator (`validate`, policies/edit/repo_validate.py: `python -m policies.argocd.identity` and `python -m
-policies.cli validate overlays argocd` run inside a scratch copy, so the copy's own gitops.yaml is the identity
-they read). New folders a killed run leaves empty are removed by the next run, and so are the folders a deletion
-empties."""
+These commands go through the one edit pipeline (policies/edit/pipeline.py), as make scale does; what this module
+gives it is the scope (`scope`: the repository root as the journal's folder, its lock and components/', the stray
+files and empty folders a killed run leaves). Their validator is policies/edit/repo_validate.py (`python -m
+policies.argocd.identity` and `python -m policies.cli validate overlays argocd` run inside a scratch copy, so the
+copy's own gitops.yaml is the identity they read). New folders a killed run leaves empty are removed by the next run,
+and so are the folders a deletion empties."""
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
 
-from . import pipeline as edit, pin_image, repo_validate
+from . import pipeline as edit, pin_image
 from ..render import transaction
 from ..render.files import rel
 from .yamledit import EditError as EditError  # noqa: F401 - the one error of every edit command, raised here too
 
-# The validator of every edit that rewrites the repository (policies/edit/repo_validate.py; pin_image uses it too).
-validate = repo_validate.validate
 # Folders whose stray temporary files belong to these commands (never an overlay's own: make scale's, which holds
 # that overlay's lock and not this one, may be writing there).
 OWN_FOLDERS = ("argocd", "base", "components", "docs")  # docs/: make init rewrites docs/install.md

@@ -14,13 +14,13 @@ from pathlib import Path
 from . import pipeline as edit
 from ..render import transaction
 from ..render.render import cache_dir
+from ..render.paths import REPO
 
 # What the validation of a copy reads: the repository's inputs, the code that validates them (this code, copied so
 # that it finds the copy's gitops.yaml beside it), and the generated schemas (linked: read only).
 INPUTS = ("base", "components", "overlays", "argocd", "gitops.yaml", "Makefile")
 CODE = ("policies", "trainer")
 LINKED = ("schemas", "crds")
-HERE = Path(__file__).resolve().parents[2]
 
 
 def validate(root: Path, changes: dict[Path, str | None]) -> list[str]:
@@ -30,14 +30,14 @@ def validate(root: Path, changes: dict[Path, str | None]) -> list[str]:
     with transaction.scratch() as copy:
         transaction.hook("validating")
         ignore = shutil.ignore_patterns(f"*{transaction.TMP_SUFFIX}", transaction.JOURNAL, "__pycache__")
-        for src in [root / name for name in INPUTS] + [HERE / name for name in CODE]:
+        for src in [root / name for name in INPUTS] + [REPO / name for name in CODE]:
             if src.is_dir():
                 shutil.copytree(src, copy / src.name, symlinks=True, ignore=ignore)
             elif src.is_file():
                 shutil.copy2(src, copy / src.name)
         for name in LINKED:
-            if (HERE / name).exists():
-                (copy / name).symlink_to(HERE / name)
+            if (REPO / name).exists():
+                (copy / name).symlink_to(REPO / name)
         for path, text in changes.items():
             target = copy / (edit.unfollowed(path) if text is None else Path(path).resolve()).relative_to(root)
             if text is None:

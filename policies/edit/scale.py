@@ -22,11 +22,11 @@ from ..render.paths import overlay_path
 from .scale_edits import (LAUNCHERS, RUN_ID, Plan, ScaleError, bump_run, edit_header, edit_restart_budget, edit_shm,
                           edit_topology, matches, pod_losses)
 from .yamledit import EditError, YamlFile, edit_relative_to, rel
+from ..render.paths import REPO
 
 if TYPE_CHECKING:
     from ..launchers.base import MpiWorld
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- the overlay and its current topology

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..rules import FAMILIES, RULES
+from ..render.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "rules"
 
 

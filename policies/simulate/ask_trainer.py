@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .host import REPO
+from ..render.paths import REPO
 
 # The trainer's parser over a pod's script arguments, its env as the process env (the flags' defaults read it); exit
 # 2 where it refuses them. The keys a fault run's plan reads.

@@ -20,7 +20,8 @@ from ..kube.objects import ERROR
 from . import ask_trainer, faults as F, provenance, pvc
 from .diagnose import clip
 from .fault_run import FaultRun
-from .host import REPO, SimulationError
+from ..render.paths import REPO
+from .host import SimulationError
 from .pods import IMAGE_ROOT
 from .processes import STOP_SIGNALS, Stopped, stop_on_signal
 from .result import default_run_dir, prepare_run_dir

@@ -15,8 +15,8 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Callable
+from ..render.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 NSS_WRAPPER = Path("/usr/lib/x86_64-linux-gnu/libnss_wrapper.so")
 NSS_WRAPPER_CANDIDATES = (NSS_WRAPPER, Path("/usr/lib/aarch64-linux-gnu/libnss_wrapper.so"), Path("/usr/lib/libnss_wrapper.so"))
 SOCKET_WRAPPER_CANDIDATES = tuple(Path(str(c).replace("libnss_wrapper", "libsocket_wrapper")) for c in NSS_WRAPPER_CANDIDATES)

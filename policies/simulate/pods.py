@@ -16,7 +16,8 @@ from .. import launchers
 from ..kube.values import as_int
 from ..launchers import Bundle, Pod, Workload, workloads
 from ..model.topology import compute
-from .host import FIRST_IFACE, LAST_IFACE, REPO, Network, SimulationError, nss_wrapper
+from ..render.paths import REPO
+from .host import FIRST_IFACE, LAST_IFACE, Network, SimulationError, nss_wrapper
 
 POD_TOKEN = "DDP_SIM_POD"
 # Where the image keeps the repository (Dockerfile: WORKDIR /app, code in /app/trainer).

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .diagnose import clip, noise, rejected_setting
-from .host import REPO, SimulationError
+from ..render.paths import REPO
+from .host import SimulationError
 from .pods import SimPod
 
 _DDP = re.compile(r"\[DDP\] world=(\d+)")

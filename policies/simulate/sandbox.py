@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .host import CONFINE, REPO, Network
+from ..render.paths import REPO
+from .host import CONFINE, Network
 # The user the image runs as (Dockerfile: USER); a pod runs as it where the simulator is root and no account or
 # process of this machine has it, else as the next free uid.
 _USER = re.search(r"^USER\s+(\d+)\s*$", (REPO / "Dockerfile").read_text(), re.M) if (REPO / "Dockerfile").exists() else None
