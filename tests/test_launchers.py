@@ -451,6 +451,10 @@ def test_torchrun_under_mpirun_is_one_agent_per_rank():
     # A node rank the shell computes is not claimed; 4 ranks on 2 hosts put two agents on one host.
     assert topo011("[mpirun, -np, '2', torchrun, --nnodes=2, '--node-rank=$OMPI_COMM_WORLD_RANK', "
                    "--master-addr=ds-node-0-0.ds, train.py]") == []
+    assert topo011("[mpirun, -np, '2', bash, -c, 'torchrun --nnodes=2 --node-rank=$OMPI_COMM_WORLD_RANK "
+                   "--master-addr=ds-node-0-0.ds train.py']") == []
+    [(sev, msg)] = topo011("[mpirun, -np, '2', python, -m, torch.distributed.run, --nnodes=3, " + c10d)
+    assert sev == ERROR and "--nnodes 3 but mpirun starts 2 ranks" in msg
     found = topo011("[mpirun, -np, '4', --oversubscribe, torchrun, --nnodes=4, " + c10d)
     assert [s for s, m in found if "several torchrun agents on one host" in m] == [WARNING], found
 

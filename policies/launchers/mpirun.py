@@ -112,6 +112,8 @@ def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
     np = f"-np {run.np}" if run.np is not None else "the slots' number of"
     program = " ".join(run.program[:2]) or "its program"
     if torchrun_under(run) is not None:
+        words = _torchrun_words(run)
+        program = " ".join(words[:3] if words[0].rsplit("/", 1)[-1].startswith("python") else words[:2])
         # torchrun reads its own flags (and PET_* env), never OMPI_COMM_WORLD_RANK or PMI_RANK: each rank is one
         # torchrun agent, i.e. one node of torchrun's world (torch/distributed/run.py).
         return (f"mpirun starts {np} ranks, {UNDER_MPIRUN} (`{program}`), which reads its own flags, not "
@@ -133,10 +135,18 @@ UNDER_MPIRUN = "each running its own torchrun agent"
 
 def torchrun_under(run: MpiRun) -> Invocation | None:
     """torchrun (`python -m torch.distributed.run`) as the program mpirun starts on every rank; None otherwise."""
-    if not run.program:
-        return None
-    inv = parse_argv(run.program, [run.field] * len(run.program))
+    words = _torchrun_words(run)
+    inv = parse_argv(words, [run.field] * len(words)) if words else None
     return inv if inv is not None and inv.launcher == "torchrun" else None
+
+
+def _torchrun_words(run: MpiRun) -> list[str]:
+    """The program mpirun starts, past a `sh -c` / `bash -c` it runs torchrun through (each rank's shell then expands
+    `$OMPI_COMM_WORLD_RANK` itself; find_mpirun split the script at white space)."""
+    program = run.program
+    if len(program) > 2 and program[0].rsplit("/", 1)[-1] in ("sh", "bash") and program[1] == "-c":
+        return program[2:]
+    return program
 
 
 def torchrun_agents(run: MpiRun, pod: Any, agents: int | None, hosts: int) -> list[Check]:
