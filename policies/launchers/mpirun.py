@@ -316,7 +316,11 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     open_mpi = run.host_option in ("-H", "--host", "--hostfile", "--machinefile", "--default-hostfile")
     listed = "-H lists" if run.hostfile is None else f"the hostfile {run.hostfile} lists"
     out += np_within_hosts(run, OPEN_MPI if open_mpi else MPICH, listed)
-    if not any("torchrun" in x for x in run.program):
+    if torchrun_under(run) is not None:  # one torchrun agent per rank, over the hosts listed
+        slots = [n for _, n in run.hosts]
+        agents = run.np if run.np is not None else (None if None in slots else sum(n or 0 for n in slots))
+        out += torchrun_agents(run, pod, agents, len(run.hosts))
+    elif not any("torchrun" in x for x in run.program):
         first, _, rest = run.hosts[0][0].partition(".")
         out += rank_zero_address(w, run, pod, first, rest.split(".")[0] or subdomain)
     return out
