@@ -424,6 +424,57 @@ def test_an_mpi_trainjob_has_its_hostfile_world_and_mpirun_is_checked_against_it
     assert not [p for p in exact.problems if "mpirun -np" in p.message]
 
 
+def test_torchrun_under_mpirun_is_one_agent_per_rank():
+    """`mpirun ... torchrun ...` (issue 33): mpirun starts one torchrun agent per rank over the hostfile's hosts x
+    slots; each agent reads its own --nnodes (default 1:1), --node-rank (default 0) and rendezvous, never
+    OMPI_COMM_WORLD_RANK (torch 2.13 torch/distributed/run.py 426-429, 620-624, 988-991). The deepspeed runtime
+    (runLauncherAsNode) with numNodes 2 is 2 hosts x slots=1: 2 agents."""
+    from policies.kube.objects import ERROR, INFO, WARNING
+
+    def topo011(command: str) -> list[tuple[str, str]]:
+        unit = mpi_unit("{numNodes: 2, numProcPerNode: 1, command: " + command + "}")
+        return [(p.severity, p.message) for p in unit.problems if p.rule == "TOPO011" and p.severity != INFO]
+
+    c10d = "--rdzv-backend=c10d, --rdzv-endpoint=ds-node-0-0.ds:29400, train.py]"
+    assert topo011("[mpirun, -np, '2', torchrun, --nnodes=2, " + c10d) == []
+    assert topo011("[mpirun, torchrun, --nnodes=2, " + c10d) == []  # (no -np: the hostfile's 2 slots)
+    [(sev, msg)] = topo011("[mpirun, -np, '2', torchrun, --nnodes=3, " + c10d)
+    assert sev == ERROR and "--nnodes 3 but mpirun starts 2 ranks" in msg and "never completes" in msg
+    [(sev, msg)] = topo011("[mpirun, -np, '2', torchrun, --nnodes=1:1, " + c10d)
+    assert sev == WARNING and "admits at most 1, and the other 1 wait" in msg
+    [(sev, msg)] = topo011("[mpirun, -np, '2', torchrun, train.py]")
+    assert sev == ERROR and "--nnodes 1:1 (torchrun's default): each agent forms a world of one" in msg
+    [(sev, msg)] = topo011("[mpirun, -np, '2', torchrun, --standalone, train.py]")
+    assert sev == ERROR and "--standalone" in msg and "world of its own" in msg
+    [(sev, msg)] = topo011("[mpirun, -np, '2', torchrun, --nnodes=2, --master-addr=ds-node-0-0.ds, train.py]")
+    assert sev == ERROR and "--node-rank 0 (torchrun's default)" in msg and "OMPI_COMM_WORLD_RANK" in msg
+    # A node rank the shell computes is not claimed; 4 ranks on 2 hosts put two agents on one host.
+    assert topo011("[mpirun, -np, '2', torchrun, --nnodes=2, '--node-rank=$OMPI_COMM_WORLD_RANK', "
+                   "--master-addr=ds-node-0-0.ds, train.py]") == []
+    assert topo011("[mpirun, -np, '2', bash, -c, 'torchrun --nnodes=2 --node-rank=$OMPI_COMM_WORLD_RANK "
+                   "--master-addr=ds-node-0-0.ds train.py']") == []
+    [(sev, msg)] = topo011("[mpirun, -np, '2', python, -m, torch.distributed.run, --nnodes=3, " + c10d)
+    assert sev == ERROR and "--nnodes 3 but mpirun starts 2 ranks" in msg
+    found = topo011("[mpirun, -np, '4', --oversubscribe, torchrun, --nnodes=4, " + c10d)
+    assert [s for s, m in found if "several torchrun agents on one host" in m] == [WARNING], found
+
+
+def test_torchrun_under_mpirun_gets_one_accurate_info_line():
+    """TOPO012 says what mpirun starts without claiming torchrun takes its rank from OMPI_COMM_WORLD_RANK, and does
+    not tell a command that already starts torchrun to start torchrun; an MPIJob's says the same."""
+    from policies.kube.objects import INFO
+    from test_rules import problems_of
+    from conftest import FIXTURES
+
+    unit = mpi_unit("{numNodes: 2, command: [mpirun, -np, '2', torchrun, --nnodes=2, --rdzv-backend=c10d, "
+                    "--rdzv-endpoint=ds-node-0-0.ds:29400, train.py]}")
+    for problems in (unit.problems, problems_of(FIXTURES / "rules/TOPO011/pass/mpijob-mpirun-torchrun-c10d.yaml")):
+        [line] = [p for p in problems if p.rule == "TOPO012"]
+        assert line.severity == INFO and "each running its own torchrun agent" in line.message, line.line()
+        assert "taking its rank from" not in line.message and "start the script with torchrun" not in line.hint
+        assert "not checked" in line.message
+
+
 def test_an_empty_mpi_implementation_is_admitted_but_never_reconciled():
     """The CRD's enum admits mpiImplementation "" (its default fills only an unset field); mpi.go EnforceMLPolicy
     208-226 (v2.3.0) returns an error for anything but OpenMPI, so the TrainJob never gets its JobSet."""

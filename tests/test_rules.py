@@ -128,3 +128,27 @@ def test_topo011_data_over_one_mib_is_refused_as_the_api_server_counts_it(tmp_pa
         assert bool(found) is refused, (name, [p.line() for p in found])
         if refused:
             assert "more than the 1,048,576 (1 MiB)" in found[0].message and found[0].severity == ERROR
+
+
+def test_what_the_input_does_not_show_is_not_an_error():
+    """Issue 33 item 1: an unset rendezvous id on an etcd from elsewhere is a warning phrased as the condition (the
+    first run works), two workloads on one etcd with one id stay an error; a TrainJob whose runtime is applied from
+    elsewhere is REF001's one info line, an error only where the environment declares its manifests self-contained;
+    pod 0 naming itself by its own hostname ($(hostname)) is no TOPO003 problem."""
+    from policies.kube.objects import INFO, WARNING
+    rules = FIXTURES / "rules"
+
+    def said(path: Path, rule: str) -> list[tuple[str, str]]:
+        return [(p.severity, p.message) for p in problems_of(path) if p.rule == rule]
+
+    [(sev, msg)] = said(rules / "RDZV002/fail/etcd-no-id.yaml", "RDZV002")
+    assert sev == WARNING and msg.startswith("rendezvous id is unset") and ": if another job or a later run" in msg
+    assert ERROR in [s for s, _ in said(rules / "RDZV002/fail/etcd-shared-id.yaml", "RDZV002")]
+    elsewhere = rules / "REF001/fail/trainjob-runtime-elsewhere.yaml"
+    assert [s for s, _ in said(elsewhere, "REF001")] == [ERROR]  # (the folder's policy.yaml: selfContained)
+    unit = Unit(str(elsewhere), "file", read(str(elsewhere)))
+    check_policies(unit)
+    found = [p for p in unit.problems if p.rule == "REF001"]
+    assert [p.severity for p in found] == [INFO] and "ClusterTrainingRuntime" in found[0].message
+    assert not [p for p in unit.problems if p.severity == ERROR]
+    assert said(rules / "TOPO003/pass/lws-leader-names-itself.yaml", "TOPO003") == []

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any, Iterator
 
 from ..kube.values import DNS1035, as_int, dig, listing, mapping
-from ..kube.objects import INFO, WARNING, Manifest
+from ..kube.objects import WARNING, Manifest
 from .base import Bundle, Check, Launcher, MpiWorld, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
 from .mpirun import (HOSTFILE, INTEL, MPICH, OPEN_MPI, MpiRun, find_mpirun, mpirun_words, np_within_hosts,
-                     rank_zero_address)
+                     rank_zero_address, torchrun_agents, torchrun_under)
 from .pods import Injected, PodGroup, container_resources
 
 # (find_mpirun, MpiRun and the implementations are read from here too.)
@@ -265,18 +265,11 @@ class MPIJobLauncher(Launcher[Workload]):
         if gpus and run.np is not None and run.np < total and not any("torchrun" in x for x in run.program):
             out.append(Check(run.field, f"mpirun -np {run.np} uses {run.np} of the {total} slots the {hosts} workers' "
                              f"{gpus} GPUs each give", f"set -np {total}", severity=WARNING))
-        if any(x.rsplit("/", 1)[-1] == "torchrun" or x == "torch.distributed.run" for x in run.program):
-            per_host = (run.np / hosts) if (run.np and hosts) else None
-            if per_host is not None and per_host > 1:
-                out.append(Check(run.field, f"torchrun under mpirun -np {run.np} over {hosts} hosts: each rank starts "
-                                 "its own torchrun agent, so several agents share a pod (one rendezvous port, and "
-                                 "each starts its own --nproc-per-node processes)",
-                                 "run one rank per host (-np <hosts> --map-by ppr:1:node) and let torchrun start the "
-                                 "processes", severity=WARNING))
-            else:
-                out.append(Check(run.field, "torchrun runs under mpirun: one torchrun agent per rank; its --nnodes, "
-                                 "--node-rank and rendezvous come from its own flags or the script, which mpirun does "
-                                 "not set", "check torchrun's flags against the hosts", severity=INFO))
+        if torchrun_under(run) is not None:  # (-H's hosts and slots where it names them, else the hostfile's)
+            listed = [n for _, n in run.hosts or []]
+            slots_named = None if run.hosts is None or None in listed else sum(n for n in listed if n is not None)
+            agents = run.np if run.np is not None else (slots_named if run.hosts is not None else total)
+            out += torchrun_agents(run, pod, agents, len(run.hosts) if run.hosts is not None else hosts)
         elif names:
             out += rank_zero_address(w, run, pod, names[0])
         return out

@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..command.torchrun import Invocation, parse_argv, split_nnodes
+from ..kube.objects import WARNING
 from ..kube.values import as_int
 from .base import Check, Names, Workload
 
@@ -109,6 +111,14 @@ def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
     hostfile at /etc/mpi/hostfile, where `checked` says what is checked of them) and what is not checked."""
     np = f"-np {run.np}" if run.np is not None else "the slots' number of"
     program = " ".join(run.program[:2]) or "its program"
+    if torchrun_under(run) is not None:
+        words = _torchrun_words(run)
+        program = " ".join(words[:3] if words[0].rsplit("/", 1)[-1].startswith("python") else words[:2])
+        # torchrun reads its own flags (and PET_* env), never OMPI_COMM_WORLD_RANK or PMI_RANK: each rank is one
+        # torchrun agent, i.e. one node of torchrun's world (torch/distributed/run.py).
+        return (f"mpirun starts {np} ranks, {UNDER_MPIRUN} (`{program}`), which reads its own flags, not "
+                "mpirun's rank (TOPO011 checks --nnodes, --node-rank and --standalone against the ranks): the "
+                "rendezvous endpoint, the processes per node and the rest of TOPO001-TOPO010 were not checked")
     if run.hostfile is not None and run.hostfile != HOSTFILE:
         where = (f"its hosts come from {run.hostfile}, not {owner} {HOSTFILE}: the slots and the host of rank 0 "
                  "were not checked")
@@ -117,6 +127,89 @@ def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
     rank = "OMPI_COMM_WORLD_RANK" if impl == OPEN_MPI else "PMI_RANK"
     return (f"mpirun starts {np} ranks of `{program}`, each taking its rank from {rank}; {where}; "
             "the rendezvous the script joins is checked only where -x MASTER_ADDR or a tcp:// --dist-url shows it")
+
+
+# The words TOPO012 says for torchrun started by mpirun (its fix is then not "start the script with torchrun").
+UNDER_MPIRUN = "each running its own torchrun agent"
+
+
+def torchrun_under(run: MpiRun) -> Invocation | None:
+    """torchrun (`python -m torch.distributed.run`) as the program mpirun starts on every rank; None otherwise."""
+    words = _torchrun_words(run)
+    inv = parse_argv(words, [run.field] * len(words)) if words else None
+    return inv if inv is not None and inv.launcher == "torchrun" else None
+
+
+def _torchrun_words(run: MpiRun) -> list[str]:
+    """The program mpirun starts, past a `sh -c` / `bash -c` it runs torchrun through (each rank's shell then expands
+    `$OMPI_COMM_WORLD_RANK` itself; find_mpirun split the script at white space)."""
+    program = run.program
+    if len(program) > 2 and program[0].rsplit("/", 1)[-1] in ("sh", "bash") and program[1] == "-c":
+        return program[2:]
+    return program
+
+
+def torchrun_agents(run: MpiRun, pod: Any, agents: int | None, hosts: int) -> list[Check]:
+    """torchrun under mpirun: mpirun starts `agents` ranks (its -np, else the hostfile's slots) over `hosts` hosts,
+    each one torchrun agent, i.e. one node of torchrun's world. torchrun takes --nnodes (default 1:1), --node-rank
+    (default 0) and the rendezvous from its own flags or PET_* env (here only what `-x` exports), never from
+    OMPI_COMM_WORLD_RANK; --standalone is a c10d rendezvous at localhost:0 per agent (torch 2.13
+    torch/distributed/run.py 426-429, 620-624, 988-991; mpirun(1) -x). The hosts and slots are the controller's
+    hostfile (kubeflow/trainer v2.3.0 mpi.go 316-330, kubeflow/mpi-operator v0.8.0 mpi_job_controller.go) or -H.
+    What that world is, where the command shows it."""
+    inv = torchrun_under(run)
+    if inv is None or not agents:
+        return []
+    env: dict[str, str | None] = {}
+    for name, value in (run.exported or {}).items():
+        env[name] = value if value is not None else pod.env.get(name)
+    out: list[Check] = []
+    if hosts and agents > hosts:
+        out.append(Check(run.field, f"torchrun under mpirun: {agents} ranks over {hosts} hosts start several torchrun "
+                         "agents on one host, each with its own rendezvous port and --nproc-per-node processes",
+                         "run one rank per host (-np <hosts> --map-by ppr:1:node) and let torchrun start the "
+                         "processes", severity=WARNING))
+    nnodes = inv.setting("nnodes", env, {})
+    backend = inv.setting("rdzv_backend", env, {}).value
+    said = f"--nnodes {nnodes.value}" + (" (torchrun's default)" if nnodes.origin == "default" else "")
+    if "standalone" in inv.flags:
+        if agents > 1:
+            out.append(Check(run.field, f"torchrun --standalone under mpirun's {agents} ranks: each agent forms a "
+                             "world of its own on localhost, so the ranks never train together",
+                             f"drop --standalone and give --nnodes {agents} --rdzv-backend c10d --rdzv-endpoint "
+                             "<first host>:29400"))
+        return out
+    lo, hi = split_nnodes(nnodes.value)
+    if lo is None or hi is None or "$" in backend:
+        return out
+    if backend == "static":
+        if hi == 1 and agents > 1:
+            out.append(Check(nnodes.field or run.field, f"torchrun under mpirun's {agents} ranks gets {said}: each "
+                             "agent forms a world of one, so the ranks never train together",
+                             f"give --nnodes {agents} and a c10d rendezvous on the first host"))
+            return out
+        if lo != agents:
+            out.append(Check(nnodes.field or run.field, f"torchrun under mpirun gets {said} but mpirun starts "
+                             f"{agents} ranks, one torchrun agent each: the static rendezvous waits for {lo} nodes",
+                             f"set --nnodes {agents}, or -np {lo}"))
+        rank = inv.setting("node_rank", env, {})
+        if agents > 1 and "$" not in rank.value:
+            out.append(Check(rank.field or run.field, f"every one of mpirun's {agents} torchrun agents gets "
+                             f"--node-rank {rank.value}" + (" (torchrun's default)" if rank.origin == "default" else "")
+                             + ": the static rendezvous needs a distinct rank per node, and torchrun does not read "
+                             "mpirun's OMPI_COMM_WORLD_RANK", "use --rdzv-backend c10d with --rdzv-endpoint on the "
+                             "first host (it assigns the ranks), or pass --node-rank from OMPI_COMM_WORLD_RANK"))
+        return out
+    if lo > agents:
+        out.append(Check(nnodes.field or run.field, f"torchrun under mpirun gets {said} but mpirun starts {agents} "
+                         f"ranks, one torchrun agent each: the {backend} rendezvous waits for {lo} nodes and never "
+                         "completes", f"set --nnodes {agents}, or -np {lo}"))
+    elif agents > hi:
+        out.append(Check(nnodes.field or run.field, f"torchrun under mpirun gets {said} but mpirun starts {agents} "
+                         f"ranks, one torchrun agent each: the {backend} rendezvous admits at most {hi}, and the other "
+                         f"{agents - hi} wait for a later round", f"set --nnodes {agents}, or -np {hi}",
+                         severity=WARNING))
+    return out
 
 
 # Open MPI mpirun(1): `-H, --host <host1,host2,...>` (`host:N` for N slots) and `--hostfile, --machinefile <file>`;
@@ -223,7 +316,11 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     open_mpi = run.host_option in ("-H", "--host", "--hostfile", "--machinefile", "--default-hostfile")
     listed = "-H lists" if run.hostfile is None else f"the hostfile {run.hostfile} lists"
     out += np_within_hosts(run, OPEN_MPI if open_mpi else MPICH, listed)
-    if not any("torchrun" in x for x in run.program):
+    if torchrun_under(run) is not None:  # one torchrun agent per rank, over the hosts listed
+        slots = [n for _, n in run.hosts]
+        agents = run.np if run.np is not None else (None if None in slots else sum(n or 0 for n in slots))
+        out += torchrun_agents(run, pod, agents, len(run.hosts))
+    elif not any("torchrun" in x for x in run.program):
         first, _, rest = run.hosts[0][0].partition(".")
         out += rank_zero_address(w, run, pod, first, rest.split(".")[0] or subdomain)
     return out

@@ -9,7 +9,8 @@ from typing import Any, Callable
 from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import INFO, WARNING
 from .base import Check, MpiWorld, Names, Workload
-from .mpirun import OPEN_MPI, MpiRun, find_mpirun, mpirun_words, rank_zero_address
+from .mpirun import (OPEN_MPI, MpiRun, find_mpirun, mpirun_words, rank_zero_address, torchrun_agents,
+                     torchrun_under)
 from .pods import Injected, container_resources, trainer_gpus_per_node
 
 NODE = "node"  # constants.Node: the trainer's (and the MPI node Job's) container and Job name
@@ -238,10 +239,12 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
     if found is None:
         return out
     run, pod = found
-    if not any("torchrun" in x for x in run.program):  # (rank 0 runs on the first slot of the first host)
+    total = len(hosts) * slots
+    if torchrun_under(run) is not None:  # each rank one torchrun agent (mpirun.py)
+        out += torchrun_agents(run, pod, run.np if run.np is not None else total, len(hosts))
+    elif not any("torchrun" in x for x in run.program):  # (rank 0 runs on the first slot of the first host)
         first, _, subdomain = hosts[0].partition(".")
         out += rank_zero_address(w, run, pod, first, subdomain)
-    total = len(hosts) * slots
     if run.np is None:
         return out
     if run.np > total and not run.oversubscribe:

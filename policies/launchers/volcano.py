@@ -7,9 +7,9 @@ A Volcano Job can run any mix of tasks. With the `pytorch` plugin the torchrun w
 `--worker` tasks (WORLD_SIZE counts only those), pod 0 is master 0 and the other tasks' pods are listed, not ranked.
 Without it, every task's pods make the world, as JobSet's replicated Jobs do.
 
-`admission()` is the job webhook's validateJobCreate, in its order (its policy, volume, DAG and partition checks
-are volcano_webhook.py); the queue checks need the cluster's Queue objects and are not made, negative counts are
-the CRD schema's (SCHEMA rules), and the chart's optional ValidatingAdmissionPolicy (off by default) is not modelled."""
+`admission()` is the job webhook's validateJobCreate, in its order (its policy, volume, DAG, partition and queue
+checks are volcano_webhook.py; a queue not in the manifests is REF001's), negative counts are the CRD schema's
+(SCHEMA rules), and the chart's optional ValidatingAdmissionPolicy (off by default) is not modelled."""
 from __future__ import annotations
 
 import re
@@ -20,7 +20,7 @@ from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import Manifest
 from . import core_validation
 from .volcano_webhook import (REFUSED, dag_checks, io_checks, numa_checks, partition_checks, policy_checks,
-                              topology_checks)
+                              queue_checks, queue_needs, queues, topology_checks)
 from .base import MAX_GROUP_PODS, Unreadable, Bundle, Check, Launcher, Workload
 from .pods import Injected, PodGroup, indexed
 
@@ -352,6 +352,7 @@ class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
             w.notes.append(f"the pytorch plugin finds no task named '{py['master']}': it injects nothing")
         if SVC not in plug:
             w.notes.append("no svc plugin: no hostname, subdomain or Service from Volcano")
+        w.needs += queue_needs(queue, DEFAULT_QUEUE, bundle)
         return w
 
     def services(self, w: VolcanoWorkload) -> list[dict[str, Any]]:
@@ -398,8 +399,8 @@ class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
         replicas, a unique name (the loop stops at a repeat), its policies, the pod name, the pod template (core
         validation) and topologyPolicy's whole CPUs, the partitionPolicy; the job name (178), minAvailable within the
         replicas (180-182), the job's policies (183-186), known plugins (189-195), the volumes (197-199) and a
-        dependsOn DAG (230-235); and a pytorch plugin that finds no master task. Not checked: the queue (201-228:
-        it exists, is Open, is not `root` and has no child queues), which needs the cluster's Queue objects; and
+        dependsOn DAG (230-235); and a pytorch plugin that finds no master task. The queue (201-228) as far as the
+        manifests decide it (queue_checks; whether it exists and is Open needs the cluster's Queues); not checked:
         what the CRD schema refuses first (negative replicas and minAvailable, an empty mountPath, an event outside
         the CRD's enum), which the SCHEMA rules report."""
         out: list[Check] = []
@@ -458,6 +459,7 @@ class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
                 out.append(Check(f"spec.plugins.{p}", f"unable to find job plugin: {p}: {REFUSED}",
                                  f"use one of {', '.join(PLUGINS)}"))
         out += io_checks(spec.get("volumes"))
+        out += queue_checks(str(spec.get("queue") or DEFAULT_QUEUE), queues(bundle))
         out += dag_checks(ts, reached)
         py = w.pytorch
         if py is not None and not w.pytorch_on and (torchrun or w.pods > 1):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kube.values import DNS1123_SUBDOMAIN, as_int, dig, listing, mapping, parse_quantity
-from .base import Check
+from ..kube.values import DNS1123_SUBDOMAIN, as_int, dig, group_of, listing, mapping, parse_quantity
+from .base import Bundle, Check, Need
 
 # The webhook's refusals end with this (TOPO011's wording for an admission webhook).
 REFUSED = "the Volcano webhook refuses it"
@@ -233,3 +233,35 @@ def numa_checks(task: dict[str, Any], ti: int) -> list[Check]:
                           "request a whole number of CPUs (1 or more) in every container, or drop topologyPolicy")]
     return []
 
+
+# The queue hierarchy's root, which takes no Job, and the kind of Volcano's queues.
+ROOT_QUEUE = "root"
+QUEUE_KIND, SCHEDULING_GROUP = "Queue", "scheduling.volcano.sh"
+
+
+def queues(bundle: Bundle) -> dict[str, str | None]:
+    """The Volcano Queues in the manifests: name -> spec.parent."""
+    return {m.name: (str(dig(m.obj, "spec", "parent")) if dig(m.obj, "spec", "parent") else None)
+            for m in bundle.manifests if m.kind == QUEUE_KIND and group_of(m.api_version) == SCHEDULING_GROUP}
+
+
+def queue_checks(queue: str, known: dict[str, str | None]) -> list[Check]:
+    """admit_job.go 201-228 (v1.15.1): the webhook refuses a Job in the `root` queue, and one in a queue that has
+    child queues (here, where Queues in the manifests name it their parent; admit_job_test.go 2090-2160). Whether
+    the queue exists and is Open needs the cluster's Queue objects (REF001 lists a queue not in the manifests)."""
+    if queue == ROOT_QUEUE:
+        return [Check("spec.queue", f"can not submit job to root queue: {REFUSED}",
+                      "submit the Job to a leaf queue (default, or a queue of your own)")]
+    children = sorted(n for n, parent in known.items() if parent == queue)
+    if children:
+        return [Check("spec.queue", f"can only submit job to leaf queue, queue `{queue}` has {len(children)} child "
+                      f"queues: {REFUSED}", f"submit the Job to a leaf queue ({children[0]})")]
+    return []
+
+
+def queue_needs(queue: str, default: str, bundle: Bundle) -> list[Need]:
+    """The Queue the webhook must find (admit_job.go 201-205 at v1.15.1, "unable to find job queue"), where it is
+    neither in the manifests nor one Volcano creates itself (`default`, `root`): REF001's reference, said once."""
+    if queue in (default, ROOT_QUEUE) or queue in queues(bundle):
+        return []
+    return [Need(QUEUE_KIND, "", queue, "spec.queue", "the Volcano webhook refuses the Job (unable to find job queue)")]

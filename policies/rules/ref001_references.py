@@ -2,7 +2,8 @@
 
 A file validated on its own often names objects applied from another repository or installed with an operator: the
 ConfigMaps, Secrets and PersistentVolumeClaims its pods mount or read env from, the etcd Service a torchrun etcd
-rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names. What is not in the manifests cannot be checked here (a key that is missing, a claim that does not
+rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names, the Volcano Queue a Volcano Job names (other than
+`default`, which Volcano creates; its state and child queues need the cluster too). What is not in the manifests cannot be checked here (a key that is missing, a claim that does not
 bind): one info line per input lists those references. Where an environment declares its manifests self-contained
 (`selfContained: true` in its policy.yaml, as this repository's environments do), each reference that is not in them
 is an error: the pod would wait for it (ContainerCreating, CreateContainerConfigError) and the world never forms. A

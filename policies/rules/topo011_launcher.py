@@ -1,14 +1,18 @@
 """The controller admits the workload: what its webhook (or the API server) refuses, and what it needs first.
 
-MPIJob (mpi-operator v0.8.0): mpirun's `-np` within the slots of the operator's hostfile (workers x
-slotsPerWorker) or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe), every `-H` host one of the
-job's pods, and the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming
-the host of the first slot, where rank 0 runs. The same checks (the MPIJob's code) apply to mpirun started by the
-first pod of a world no MPI controller lays out (a plain Indexed Job, a StatefulSet, a JobSet's leader) where its
-command states the hosts (`-H host:slots,...`, or `--hostfile` mounted from a ConfigMap or Secret in the manifests):
-a host named under the world's headless Service (`<hostname>.<subdomain>`) that is no pod of it does not resolve,
-`-np` above the slots listed is refused by Open MPI (its `-H`/`--hostfile` spellings), and `-x MASTER_ADDR` names
-the first host.
+MPIJob (mpi-operator v0.8.0): mpirun's `-np` within the slots of the operator's hostfile (workers x slotsPerWorker)
+or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe), every `-H` host one of the job's pods, and
+the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming the host of the
+first slot, where rank 0 runs. Where mpirun (an MPIJob's, a TrainJob MPI runtime's launcher, a leader's below with
+its hosts stated) starts torchrun, each rank is one torchrun agent, one node of torchrun's world, which takes its
+--nnodes, --node-rank and rendezvous from its own flags (or `-x` PET_* env), never from OMPI_COMM_WORLD_RANK:
+--nnodes above the ranks never completes the rendezvous, --nnodes 1 (torchrun's default) or --standalone makes each
+agent a world of one, and static rendezvous gives every agent the same --node-rank (errors); more ranks than --nnodes
+admits, or than hosts, are warnings. The same checks (the MPIJob's code) apply to mpirun started by the first pod of
+a world no MPI controller lays out (a plain Indexed Job, a StatefulSet, a JobSet's leader) where its command states
+the hosts (`-H host:slots,...`, or `--hostfile` mounted from a ConfigMap or Secret in the manifests): a host named
+under the world's headless Service (`<hostname>.<subdomain>`) that is no pod of it does not resolve, `-np` above the
+slots listed is refused by Open MPI (its `-H`/`--hostfile` spellings), and `-x MASTER_ADDR` names the first host.
 
 Each launcher module says what its admission refuses, from the upstream source at the pinned tag, for every
 workload whether it trains or not. PyTorchJob (training-operator v1.9.4 webhook): a DNS-1035 name, replica types

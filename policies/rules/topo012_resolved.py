@@ -18,6 +18,9 @@ over ssh from a hostfile the manifests do not show) each get one info line. An M
 and a TrainJob on an `mlPolicy.mpi` runtime whose launcher does, get one info line saying what mpirun starts and what
 was not checked (TOPO011 checks its ranks and hosts): its ranks are mpirun's slots over the controller's hostfile,
 not one env:// process per pod, so MASTER_ADDR or WORLD_SIZE in the env does not make its pods a torchrun world.
+Where mpirun starts torchrun, the line says each rank runs its own torchrun agent, which reads its own flags (TOPO011
+checks --nnodes, --node-rank and --standalone against the ranks), and that the rendezvous endpoint and the processes
+per node were not checked.
 mpirun started by the first pod of a world no MPI controller lays out (an Indexed Job, a StatefulSet, a JobSet)
 whose command does not state its hosts (no `-H`, a `--hostfile` no ConfigMap or Secret in the manifests is mounted
 at, hosts known only when it runs such as `${MPI_HOST}`) gets one info line: its hosts, slots and rank 0's host
@@ -40,6 +43,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..launchers import leader_mpirun_unchecked
+from ..launchers.mpirun import UNDER_MPIRUN
 from ..kube.objects import INFO, WARNING, Problem
 from ..model.topology import Undetermined, UnreadConfig, UnreadScript, Unstated
 from .kit import Context, problem
@@ -62,9 +66,11 @@ def check(ctx: Context) -> Iterator[Problem]:
         m = u.workload.manifest
         other = u.workload.launcher.unmodelled_world(u.workload)
         if other is not None:
-            yield Problem(ID, f"{other}: the world's shape was not checked as torchrun's (TOPO001-TOPO010)", m.source,
-                          m.ref, "spec", "start the script with torchrun (or a tcp:// --dist-url) to have its world "
-                          "checked", severity=INFO)
+            fix = ("give each agent --nnodes <ranks> and a c10d --rdzv-endpoint on the first host" if UNDER_MPIRUN in
+                   other else "start the script with torchrun (or a tcp:// --dist-url) to have its world checked")
+            said = other if UNDER_MPIRUN in other else \
+                f"{other}: the world's shape was not checked as torchrun's (TOPO001-TOPO010)"
+            yield Problem(ID, said, m.source, m.ref, "spec", fix, severity=INFO)
             continue
         yield Problem(ID, "the container starts no torchrun (or accelerate) and gets no MASTER_ADDR or WORLD_SIZE: "
                       "whether the script forms a distributed world cannot be told from the manifest, so the "
