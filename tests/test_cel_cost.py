@@ -170,3 +170,159 @@ CASES = [
 @pytest.mark.parametrize("name,expr,variables,hints,presence,lo,hi", CASES, ids=[c[0] for c in CASES])
 def test_cel_go_cost_cases(name, expr, variables, hints, presence, lo, hi):
     assert estimate(expr, variables, hints, presence) == (lo, hi)
+
+
+# --- the schema stage: bounds on the object's actual sizes ---------------------------------------------------------
+
+# exists() stops at the first match when the stage evaluates it (xs[0] == xs[0]), while the bound is the worst case:
+# 7 per inner iteration (loop condition 3, step 4: cost.go's macros as cel-cpp expands them) -> 7 n^2 + 7 n + 3.
+NESTED = "self.xs.exists(a, self.xs.exists(b, a == b))"
+LIST_SCHEMA = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "string"}}},
+               "x-kubernetes-validations": [{"rule": NESTED, "message": "no pair"}]}
+
+
+def nested_bound(n: int) -> int:
+    return 7 * n * n + 7 * n + 3
+
+
+def bound_of(rule: str, value: Any, schema: dict[str, Any]) -> int | None:
+    node = cel._tree({**schema, "x-kubernetes-validations": [{"rule": rule}]})
+    assert node is not None
+    return cel.environment().cost(rule, {"self": cel.prepared(value, schema)}, cel.cost_schema(node))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 10, 400])
+def test_bound_of_nested_comprehension_follows_the_list(n):
+    assert bound_of(NESTED, {"xs": ["a"] * n}, LIST_SCHEMA) == nested_bound(n)
+
+
+def test_bound_reads_the_largest_value_at_a_path():
+    """A nested list's size is the largest of its instances: the estimator's worst case given sizes."""
+    schema = {"type": "object", "properties": {"rows": {"type": "array", "items": {
+        "type": "object", "properties": {"cells": {"type": "array", "items": {"type": "string"}}}}}}}
+    rule = "self.rows.all(r, r.cells.all(c, c.size() < 5))"
+    small = bound_of(rule, {"rows": [{"cells": ["a"]}] * 3}, schema)
+    big = bound_of(rule, {"rows": [{"cells": ["a"]}, {"cells": ["a"]}, {"cells": ["a"] * 30}]}, schema)
+    assert small is not None and big is not None and big > small
+    # strings: 0.1 per character (common/cost.go StringTraversalCostFactor), rounded up
+    str_schema = {"type": "object", "properties": {"s": {"type": "string"}}}
+    assert bound_of("self.s == 'x'", {"s": "a" * 95}, str_schema) == 3  # self 1, .s 1, == min(95, 1) * 0.1 -> 1
+    assert bound_of("self.s.startsWith(self.s)", {"s": "a" * 95}, str_schema) == 4 + 10
+
+
+def test_unknown_bound_is_no_claim():
+    """A size the estimator cannot bound (the string of an int) gives no bound: evaluated as before, no warning."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}},
+              "x-kubernetes-validations": [{"rule": "string(self.n) == string(self.n + 1)", "message": "differs"}]}
+    assert bound_of("string(self.n) == string(self.n + 1)", {"n": 1}, schema) is None
+    found = cel.evaluate_schema(schema, {"n": 1})
+    assert [(f.message, f.cost, f.not_run) for f in found] == [("differs", False, False)]
+
+
+def _write_schema(tmp_path, schema: dict[str, Any]):
+    import json
+
+    text = json.dumps(schema)
+    path = tmp_path / f"thing_{abs(hash(text))}.json"  # cel.rule_tree caches by path: one file per schema
+    path.write_text(text)
+    return path
+
+
+def _problems(tmp_path, schema: dict[str, Any], obj: dict[str, Any]):
+    m = Manifest(obj, "overlays/x/thing.yaml", 0)
+    return [(p.rule, p.severity, p.field, p.message) for p in cel.problems(m, obj, _write_schema(tmp_path, schema))]
+
+
+def test_within_limits_says_nothing(tmp_path):
+    assert _problems(tmp_path, LIST_SCHEMA, {"xs": ["a"] * 370}) == []
+
+
+def test_past_the_per_call_limit_warns_and_still_evaluates(tmp_path):
+    assert nested_bound(378) > cel.PER_CALL_LIMIT > nested_bound(377)
+    found = _problems(tmp_path, LIST_SCHEMA, {"xs": ["a"] * 377})
+    assert found == []
+    found = _problems(tmp_path, LIST_SCHEMA, {"xs": ["a"] * 378, "nope": 1})
+    assert [(r, s, f) for r, s, f, _ in found] == [("SCHEMA-CEL-COST", "warning", None)]
+    message = found[0][3]
+    assert message == (f"the API server may refuse the object: a rule here may cost up to {nested_bound(378):,}, past "
+                       "the per-call limit 1,000,000 (cel-go's estimate on this object's sizes: a bound, not the "
+                       f"cost): `{NESTED}`")
+    # still evaluated: a failing object fails as before, beside the warning
+    schema = {**LIST_SCHEMA, "x-kubernetes-validations": [{"rule": "self.xs.all(a, self.xs.all(b, a == b))",
+                                                           "message": "all equal"}]}
+    found = _problems(tmp_path, schema, {"xs": ["a"] * 420 + ["b"]})  # all(): 6 per inner iteration, 6 n^2 + ...
+    assert sorted((r, m) for r, _, _, m in found)[0] == ("SCHEMA-CEL", "all equal (the CRD's validation rule: the API "
+                                                         "server refuses the object)")
+    assert sorted(r for r, *_ in found) == ["SCHEMA-CEL", "SCHEMA-CEL-COST"]
+
+
+def test_far_past_the_limit_is_not_evaluated(tmp_path):
+    n = 1200
+    assert nested_bound(n) > cel.NOT_EVALUATED_ABOVE
+    schema = {**LIST_SCHEMA, "x-kubernetes-validations": [{"rule": NESTED}]}
+    found = _problems(tmp_path, schema, {"xs": ["a"] * n})
+    assert [(r, s) for r, s, _, _ in found] == [("SCHEMA-CEL-COST", "warning"), ("SCHEMA-NOT-RUN", "info")]
+    assert found[1][3] == (f"1 CRD validation rule(s) not evaluated here: rule `{NESTED}` not evaluated here: its "
+                           f"cost bound {nested_bound(n):,} is past the object's whole budget 10,000,000")
+
+
+def test_past_the_object_budget_warns_once(tmp_path):
+    """Each item's rule within the per-call limit, their sum past the object's budget (RuntimeCELCostBudget)."""
+    n, items = 370, 11
+    assert nested_bound(n) <= cel.PER_CALL_LIMIT and items * nested_bound(n) > cel.RUNTIME_COST_BUDGET
+    schema = {"type": "object", "properties": {"groups": {"type": "array", "items": LIST_SCHEMA}}}
+    found = _problems(tmp_path, schema, {"groups": [{"xs": ["a"] * n}] * items})
+    assert [(r, s, f) for r, s, f, _ in found] == [("SCHEMA-CEL-COST", "warning", None)]
+    assert found[0][3] == (f"the API server may refuse the object: its {items} CRD validation rule evaluations may "
+                           f"cost up to {items * nested_bound(n):,} together, past the per-object budget 10,000,000 "
+                           "(cel-go's estimate on this object's sizes: a bound, not the cost)")
+    assert _problems(tmp_path, schema, {"groups": [{"xs": ["a"] * n}] * (items - 1)}) == []
+
+
+def test_field_of_the_warning_is_the_rules_node(tmp_path):
+    schema = {"type": "object", "properties": {"spec": LIST_SCHEMA}}
+    found = _problems(tmp_path, schema, {"spec": {"xs": ["a"] * 400}})
+    assert [(r, f) for r, _, f, _ in found] == [("SCHEMA-CEL-COST", "spec")]
+
+
+REPO = cel_ast.PROTO_DIR.parent.parent.parent
+
+
+def test_repository_manifests_stay_silent():
+    """The CEL fixtures, the corpus and the overlays' bases: no bound past a limit, none unknown (every rule of the
+    pinned CRDs is bounded)."""
+    builtin = BuiltinValidator()
+    paths = sorted((REPO / "tests" / "fixtures" / "schema" / "cel").rglob("*.yaml"))
+    paths += sorted((REPO / "tests" / "corpus").rglob("*.yaml")) + sorted((REPO / "base").rglob("*.yaml"))
+    manifests = []
+    for path in paths:
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except yaml.YAMLError:
+            continue
+        manifests += [Manifest(d, path.relative_to(REPO).as_posix(), i) for i, d in enumerate(docs)
+                      if isinstance(d, dict) and "apiVersion" in d]
+    assert len(manifests) > 50
+    problems = crd_rules(manifests, builtin.validate(manifests))
+    assert [p.line() for p in problems if p.rule == "SCHEMA-CEL-COST"] == []
+    assert [p.line() for p in problems if p.rule == "SCHEMA-NOT-RUN" and "cost bound" in p.message] == []
+
+
+def test_every_pinned_crd_rule_has_a_bound():
+    """Every x-kubernetes-validations rule of the committed CRD schemas is within the ported subset: on an empty
+    value of its node's schema the bound is a number (None would mean a size the estimator cannot bound)."""
+    unbounded = []
+    count = 0
+    for path in sorted((REPO / "schemas" / "crds").rglob("*.json")):
+        todo = [cel.rule_tree(path)]
+        while todo:
+            node = todo.pop()
+            if node is None:
+                continue
+            for rule in node.rules:
+                count += 1
+                values = {"self": {}, "oldSelf": {}} if rule.transition else {"self": {}}
+                if cel.environment().cost(rule.rule, values, cel.cost_schema(node)) is None:
+                    unbounded.append(rule.rule)
+            todo += [*node.props.values(), node.items, node.additional]
+    assert count == 129 and unbounded == []

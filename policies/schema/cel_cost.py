@@ -384,13 +384,17 @@ class Coster:
         if call.HasField("target"):
             total = total.add(self.cost(call.target))
             target = self.new_node(call.target)
+        overloads, typed = _typed_overloads(overloads, [n.type for n in ([target] if target else []) + args])
         fn = Est(MAX, 0)
         result: Est | None = None
+        sizeless = False
         for overload in overloads:
             c, size = self.function_cost(e, call.function, overload, target, args, arg_costs)
             fn = fn.union(c)
             if size is not None:
                 result = size if result is None else result.union(size)
+            else:
+                sizeless = True
             if overload in ("index_list", "index_map") and args:
                 entry = self.entry_size(args[0].expr)
                 result = entry.val if entry is not None else None
@@ -398,6 +402,10 @@ class Coster:
                                     "@items" if overload == "index_list" else "@values"]
             if result is None:
                 result = self.compute_size(e)
+        if sizeless and not typed and not {"index_list", "index_map"} & set(overloads):
+            # cel-cpp's candidates for arguments of unknown type: the API server's checker, knowing their types, may
+            # have chosen one whose result has no size estimate; its size is then unknown, not the others' union
+            result = self.compute_size(e)
         self.set_size(e, result)
         return total.add(fn)
 
@@ -636,15 +644,36 @@ class Coster:
         return ONE.add(arg_sum), None
 
 
+_TYPE_TOKENS = {"int64": "int", "uint64": "uint", "double": "double", "string": "string", "bytes": "bytes",
+                "bool": "bool", "duration": "duration", "timestamp": "timestamp", "list": "list", "map": "map"}
+
+
+def _typed_overloads(overloads: list[str], kinds: list[CelType]) -> tuple[list[str], bool]:
+    """The overloads the API server's checker could choose given the arguments' types (cel-cpp, with `self` dyn,
+    lists every candidate: `string(self.n)` gets int64_to_string, bytes_to_string, ...). An overload id names its
+    argument types (`add_string`, `less_equals_int64`, `size_list`; `int64_to_string`: before `_to_`); one naming a
+    type no argument has is dropped. (overloads, True) where every argument's type is known, else all of them."""
+    known = {k.kind for k in kinds}
+    if len(overloads) < 2 or not kinds or known & {"dyn", "typeparam", "wrapper", "opaque", "error"}:
+        return overloads, False
+    kept = []
+    for overload in overloads:
+        words = overload.split("_to_")[0].split("_") if "_to_" in overload else overload.split("_")
+        tokens = {_TYPE_TOKENS[w] for w in words if w in _TYPE_TOKENS}
+        if tokens <= known:
+            kept.append(overload)
+    return (kept, True) if kept else (overloads, False)
+
+
 _SETS = {"sets.contains": 1.0, "sets.intersects": 1.0, "sets.equivalent": 2.0}
 _SIZED_COMPARISONS = frozenset({
     "less_string", "greater_string", "less_equals_string", "greater_equals_string", "less_bytes", "greater_bytes",
     "less_equals_bytes", "greater_equals_bytes", "equals", "not_equals"})
 
 
-def estimate(serialized: bytes, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0) -> Cost:
-    """The cost range of a compiled expression (`Expression.serialize()`)."""
-    checked = checked_expr(serialized)
+def estimate(serialized: bytes | Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0) -> Cost:
+    """The cost range of a compiled expression (`Expression.serialize()`, or the CheckedExpr decoded from it)."""
+    checked = checked_expr(serialized) if isinstance(serialized, bytes) else serialized
     coster = Coster(checked, size_at, type_at, presence_test_cost)
     est = coster.cost(checked.expr)
     return Cost(est.lo, est.hi, coster.unknown and est.hi >= UNKNOWN_FROM)
