@@ -229,10 +229,11 @@ class _Env:
         """An upper bound of the API server's runtime cost of `expr` on these values (None: the estimator cannot
         bound it; cel_cost.py). Raises NotCompiled as `program` does."""
         from . import cel_cost  # protobuf's message classes: built on first use, as cel-expr-python is loaded
+        from .cel_ast import checked_expr
 
         checked = self.checked.get(expr)
         if checked is None:
-            checked = self.checked[expr] = cel_cost.checked_expr(self.program(expr).serialize())
+            checked = self.checked[expr] = checked_expr(self.program(expr).serialize())
         act = cel_cost.Activation(values, {name: schema for name in values})
         return cel_cost.estimate(checked, act.size_at, act.type_at).bound
 
