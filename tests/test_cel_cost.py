@@ -326,3 +326,14 @@ def test_every_pinned_crd_rule_has_a_bound():
                     unbounded.append(rule.rule)
             todo += [*node.props.values(), node.items, node.additional]
     assert count == 129 and unbounded == []
+
+
+def test_cel_cpp_iteration_limit_is_not_a_failure(tmp_path):
+    """cel-cpp stops a rule past 10,000 comprehension iterations (its own limit, not the API server's, whose bound
+    here is 6 * 100^2 + ... < 1,000,000): not evaluated (info), never a SCHEMA-CEL error."""
+    rule = "self.xs.all(a, self.xs.all(b, a == b))"
+    schema = {**LIST_SCHEMA, "x-kubernetes-validations": [{"rule": rule}]}
+    assert _problems(tmp_path, schema, {"xs": ["a"] * 99}) == []
+    found = _problems(tmp_path, schema, {"xs": ["a"] * 100})
+    assert [(r, s) for r, s, _, _ in found] == [("SCHEMA-NOT-RUN", "info")]
+    assert "more comprehension iterations than cel-expr-python allows" in found[0][3]

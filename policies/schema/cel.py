@@ -11,8 +11,9 @@ Kubernetes functions it lacks in cel_library.py. Per rule, as validateExpression
   base and the change (transition_problems), never in `make validate`;
 - false: the rule's `messageExpression` (a one-line, non-empty string), else its `message`, else `failed rule:
   <rule>`, at the rule's `fieldPath` below the node; an evaluation error: `<error> evaluating rule: <rule>`;
-- a rule that does not compile here (a function of a library not available, see cel_library.py) is said once per
-  object as not evaluated (SCHEMA-NOT-RUN, info), never as passed.
+- a rule that does not compile here (a function of a library not available, see cel_library.py), or that runs past
+  cel-cpp's 10,000 comprehension iterations (a limit of this library, not of the API server), is said once per
+  object as not evaluated (SCHEMA-NOT-RUN, info), never as passed or failed.
 
 Cost (cel_cost.py): before a rule runs, an upper bound of the cost the API server would charge it on this value is
 computed from its checked AST and the object's sizes (cel-go's estimator). A bound past celconfig.PerCallLimit, or
@@ -47,6 +48,10 @@ NOT_EVALUATED_ABOVE = RUNTIME_COST_BUDGET
 # celconfig.MaxEvaluatedMessageExpressionSizeBytes (k8s.io/apiserver pkg/apis/cel/config.go).
 MAX_MESSAGE_EXPRESSION = 5 * 1024
 _OLD_SELF = re.compile(r"\boldSelf\b")
+# cel-cpp's RuntimeOptions.comprehension_max_iterations (10,000 iterations per evaluation, nested ones counted
+# together), which cel-expr-python 0.1.3 neither exposes nor lets one raise: a limit of this library, not of the API
+# server, so a rule that reaches it is not evaluated here rather than failed.
+_ITERATION_BUDGET = "Iteration budget exceeded"
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
@@ -370,7 +375,12 @@ def _evaluate(env: _Env, node: Node, value: Any, old: Any, path: list[str | int]
                 except NotCompiled as e:
                     out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: {e}", None, not_run=True))
                     continue
-                if not ok:
+                if not ok and str(result).startswith(_ITERATION_BUDGET):
+                    out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: it runs more comprehension "
+                                             "iterations than cel-expr-python allows (10,000: cel-cpp's "
+                                             "comprehension_max_iterations; the API server bounds only the cost)",
+                                       None, not_run=True))
+                elif not ok:
                     out.append(Finding(path, f"{result} evaluating rule: {_rule_text(rule)}", rule))
                 elif result is not True:
                     if rule.message_expression:  # evaluated, and charged to the object's budget (validation.go:477)
