@@ -4,7 +4,9 @@ Ported upstream cases: google/cel-go checker/cost_test.go@v0.26.0 TestCost (line
 depends on sizes and types only (no protobuf message type, no custom overload estimator), with the test's
 estimator (cost_test.go:801: a hint gives the size [0, hint] at a path, bytes without a hint [0, 12]); the estimate
 must be the same [min, max]. Variables of a message type there (TestAllTypes) are maps here where the case only
-selects and iterates (a select on a map costs the same, cost.go:516-519).
+selects and iterates (a select on a map costs the same, cost.go:516-519). And Kubernetes' library costs:
+k8s.io/apiserver pkg/cel/library/cost_test.go@v0.36.0 TestListsCost, TestIndexOfCost, TestStringLibrary and
+TestSetsCost (107 cases: the estimate must be theirs, and not below the runtime cost they measured).
 """
 from __future__ import annotations
 
@@ -48,11 +50,11 @@ def estimate(expr: str, variables: dict[str, str] | None = None, hints: dict[str
     hints = hints or {}
     var_types = variables or {}
 
-    def size_at(path: list[str]) -> Est | None:
-        key = ".".join(path)
+    def size_at(path: list[str] | None, t: cel_cost.CelType) -> Est | None:
+        key = ".".join(path or [])
         if key in hints:
             return Est(0, hints[key])
-        if len(path) == 1 and var_types.get(path[0]) == "bytes":
+        if t.kind == "bytes":
             return Est(0, 12)
         return None
 
@@ -337,3 +339,145 @@ def test_cel_cpp_iteration_limit_is_not_a_failure(tmp_path):
     found = _problems(tmp_path, schema, {"xs": ["a"] * 100})
     assert [(r, s) for r, s, _, _ in found] == [("SCHEMA-NOT-RUN", "info")]
     assert "more comprehension iterations than cel-expr-python allows" in found[0][3]
+
+
+# --- Kubernetes' library costs: k8s.io/apiserver pkg/cel/library/cost_test.go@v0.36.0 ------------------------------
+# Their testCost (cost_test.go:1446) estimates with a size estimator that gives strings and bytes [0, 12] whatever
+# their path (cost_test.go:1494) and presence tests at 0 (as the API server); each case also gives the cost cel-go's
+# runtime counted, which the bound must not be below.
+
+INT_LIST = "[1, 2, 3, 4, 5]"
+UINT_LIST = "[uint(1), uint(2), uint(3), uint(4), uint(5)]"
+DOUBLE_LIST = "[1.0, 2.0, 3.0, 4.0, 5.0]"
+BOOL_LIST = "[false, true, false, true, false]"
+STRING_LIST = "['012345678901', '012345678901', '012345678901', '012345678901', '012345678901']"
+BYTES_LIST = ("[bytes('012345678901'), bytes('012345678901'), bytes('012345678901'), bytes('012345678901'), "
+              "bytes('012345678901')]")
+DURATION_LIST = "[duration('1s'), duration('2s'), duration('3s'), duration('4s'), duration('5s')]"
+TIMESTAMP_LIST = ("[timestamp('2011-01-01T00:00:00.000+01:00'), timestamp('2011-01-02T00:00:00.000+01:00'), "
+                  "timestamp('2011-01-03T00:00:00.000+01:00'), timestamp('2011-01-04T00:00:00.000+01:00'), "
+                  "timestamp('2011-01-05T00:00:00.000+01:00')]")
+STRING_LITERAL = "'01234567890123456789012345678901234567890123456789'"
+
+
+def k8s_estimate(expr: str) -> tuple[int, int]:
+    def size_at(path: list[str] | None, t: cel_cost.CelType) -> Est | None:
+        return Est(0, 12) if t.kind in ("string", "bytes") else None
+
+    cost = cel_cost.estimate(cel.environment().program(expr).serialize(), size_at, lambda path: None, 0)
+    return cost.min, cost.max
+
+
+K8S_CASES = [
+    # TestListsCost (cost_test.go:60)
+    *[(INT_LIST + ".sum()", 15, 15, 15), (UINT_LIST + ".sum()", 20, 20, 20), (DOUBLE_LIST + ".sum()", 15, 15, 15),
+      (DURATION_LIST + ".sum()", 20, 20, 20)],
+    *[(lit + op, lo, hi, rt) for op in (".isSorted()", ".max()", ".min()") for lit, lo, hi, rt in [
+        (INT_LIST, 15, 15, 15), (UINT_LIST, 20, 20, 20), (DOUBLE_LIST, 15, 15, 15), (BOOL_LIST, 15, 15, 15),
+        (STRING_LIST, 15, 25, 15), (BYTES_LIST, 25, 35, 25), (DURATION_LIST, 20, 20, 20),
+        (TIMESTAMP_LIST, 20, 20, 20)]],
+    # TestIndexOfCost (cost_test.go:138)
+    *[(lit + op % param, lo, hi, rt) for op in (".indexOf(%s)", ".lastIndexOf(%s)") for lit, param, lo, hi, rt in [
+        (INT_LIST, "3", 15, 15, 15), (UINT_LIST, "uint(3)", 21, 21, 21), (DOUBLE_LIST, "3.0", 15, 15, 15),
+        (BOOL_LIST, "true", 15, 15, 15), (STRING_LIST, "'x'", 15, 25, 15), (BYTES_LIST, "bytes('x')", 26, 36, 26),
+        (DURATION_LIST, "duration('3s')", 21, 21, 21),
+        (TIMESTAMP_LIST, "timestamp('2011-01-03T00:00:00.000+01:00')", 21, 21, 21),
+        (STRING_LITERAL, "'123'", 5, 5, 5)]],
+    # TestStringLibrary (cost_test.go:506)
+    ("'ABCDEFGHIJ abcdefghij'.lowerAscii()", 3, 3, 3),
+    ("'ABCDEFGHIJ abcdefghij'.lowerAscii() == 'abcdefghij ABCDEFGHIJ'.lowerAscii()", 7, 9, 9),
+    ("'ABCDEFGHIJ abcdefghij'.upperAscii()", 3, 3, 3),
+    ("'ABCDEFGHIJ abcdefghij'.upperAscii() == 'abcdefghij ABCDEFGHIJ'.upperAscii()", 7, 9, 9),
+    ("strings.quote('ABCDEFGHIJ abcdefghij')", 3, 3, 3),
+    ("strings.quote('ABCDEFGHIJ abcdefghij') == strings.quote('ABCDEFGHIJ abcdefghij')", 7, 11, 9),
+    ("'abc 123 def 123'.replace('123', '456')", 3, 3, 3),
+    ("'abc 123 def 123'.replace('', 'x')", 3, 3, 3),
+    ("'abc 123 def 123'.replace('123', '')", 3, 3, 3),
+    ("'abc 123 def 123'.replace('123', '456', 1)", 3, 3, 3),
+    ("'abc 123 def 123'.split(' ')", 3, 3, 3),
+    ("'abc 123 def 123'.split(' ', 1)", 3, 3, 3),
+    ("'abc 123 def 123'.substring(5)", 2, 2, 2),
+    ("'abc 123 def 123'.substring(5, 8)", 2, 2, 2),
+    ("' abc 123 def 123 '.trim()", 2, 2, 2),
+    ("['aa', 'bb', 'cc', 'd', 'e', 'f', 'g', 'h', 'i', 'j'].join(' ')", 11, 23, 15),
+    ("['aa', 'bb', 'cc', 'd', 'e', 'f', 'g', 'h', 'i', 'j'].join()", 10, 22, 13),
+    ("'abc 123 def 123'.find('123')", 2, 2, 2),
+    ("'abc 123 def 123'.findAll('123')", 2, 2, 2),
+    ("'abc 123 def 123'.findAll('123', 1)", 2, 2, 2),
+    # TestSetsCost (cost_test.go:884)
+    ('sets.contains([], [])', 21, 21, 21),
+    ('sets.contains([1], [])', 21, 21, 21),
+    ('sets.contains([1], [1])', 22, 22, 22),
+    ('sets.contains([1], [1, 1])', 23, 23, 23),
+    ('sets.contains([1, 1], [1])', 23, 23, 23),
+    ('sets.contains([2, 1], [1])', 23, 23, 23),
+    ('sets.contains([1, 2, 3, 4], [2, 3])', 29, 29, 29),
+    ('sets.contains([1], [1.0, 1])', 23, 23, 23),
+    ('sets.contains([1, 2], [2u, 2.0])', 25, 25, 25),
+    ('sets.contains([1, 2u], [2, 2.0])', 25, 25, 25),
+    ('sets.contains([1, 2.0, 3u], [1.0, 2u, 3])', 30, 30, 30),
+    ('!sets.contains([1], [2])', 23, 23, 23),
+    ('!sets.contains([1], [1, 2])', 24, 24, 24),
+    ('!sets.contains([1], ["1", 1])', 24, 24, 24),
+    ('!sets.contains([1], [1.1, 1u])', 24, 24, 24),
+    ('sets.equivalent([], [])', 21, 21, 21),
+    ('sets.equivalent([1], [1])', 23, 23, 23),
+    ('sets.equivalent([1], [1, 1])', 25, 25, 25),
+    ('sets.equivalent([1, 1], [1])', 25, 25, 25),
+    ('sets.equivalent([1], [1u, 1.0])', 25, 25, 25),
+    ('sets.equivalent([1], [1u, 1.0])', 25, 25, 25),
+    ('sets.equivalent([1, 2, 3], [3u, 2.0, 1])', 39, 39, 39),
+    ('sets.equivalent([[1.0], [2, 3]], [[1], [2, 3.0]])', 69, 69, 69),
+    ('!sets.equivalent([2, 1], [1])', 26, 26, 26),
+    ('!sets.equivalent([1], [1, 2])', 26, 26, 26),
+    ('!sets.equivalent([1, 2], [2u, 2, 2.0])', 34, 34, 34),
+    ('!sets.equivalent([1, 2], [1u, 2, 2.3])', 34, 34, 34),
+    ('sets.intersects([1], [1])', 22, 22, 22),
+    ('sets.intersects([1], [1, 1])', 23, 23, 23),
+    ('sets.intersects([1, 1], [1])', 23, 23, 23),
+    ('sets.intersects([2, 1], [1])', 23, 23, 23),
+    ('sets.intersects([1], [1, 2])', 23, 23, 23),
+    ('sets.intersects([1], [1.0, 2])', 23, 23, 23),
+    ('sets.intersects([1, 2], [2u, 2, 2.0])', 27, 27, 27),
+    ('sets.intersects([1, 2], [1u, 2, 2.3])', 27, 27, 27),
+    ('sets.intersects([[1], [2, 3]], [[1, 2], [2, 3.0]])', 65, 65, 65),
+    ('!sets.intersects([], [])', 22, 22, 22),
+    ('!sets.intersects([1], [])', 22, 22, 22),
+    ('!sets.intersects([1], [2])', 23, 23, 23),
+    ('!sets.intersects([1], ["1", 2])', 24, 24, 24),
+    ('!sets.intersects([1], [1.1, 2u])', 24, 24, 24),
+]
+
+
+@pytest.mark.parametrize("expr,lo,hi,runtime", K8S_CASES, ids=[c[0][:60] for c in K8S_CASES])
+def test_kubernetes_library_cost_cases(expr, lo, hi, runtime):
+    assert k8s_estimate(expr) == (lo, hi)
+    assert hi >= runtime
+
+
+# --- the vendored protos ---------------------------------------------------------------------------------------------
+
+def test_checked_expr_decodes_what_cel_expr_python_serializes():
+    checked = cel_ast.checked_expr(cel.environment().program("self.xs.all(x, x.size() < 3)").serialize())
+    assert checked.expr.WhichOneof("expr_kind") == "comprehension_expr"
+    assert checked.expr.comprehension_expr.iter_var == "x"
+    assert {r.name for r in checked.reference_map.values() if r.overload_id} >= {"size", "_<_"}
+    assert cel_ast.classes()["cel.expr.Type"].DESCRIPTOR.fields_by_name["list_type"].number == 6
+
+
+def test_checked_expr_refuses_another_message():
+    from google.protobuf import any_pb2, duration_pb2
+
+    other = any_pb2.Any()
+    other.Pack(duration_pb2.Duration(seconds=1))
+    with pytest.raises(ValueError, match="not a cel.expr.CheckedExpr"):
+        cel_ast.checked_expr(other.SerializeToString())
+
+
+@pytest.mark.parametrize("text", ["message A { extend B {} }", "service S {}", "message A { int64 a = 1 }",
+                                  "message A { Missing m = 1; }"])
+def test_proto_reader_refuses_what_it_does_not_take(text):
+    reader = cel_ast._Reader("x.proto", "syntax = \"proto3\";\npackage p;\n" + text)
+    with pytest.raises(cel_ast.ProtoSyntaxError):
+        reader.parse()
+        reader.resolve(dict(reader.names))

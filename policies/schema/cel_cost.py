@@ -190,7 +190,8 @@ class _Node:
     size: Est | None
 
 
-SizeFn = Callable[[list[str]], "Est | None"]
+# EstimateSize (cost.go:41): the size at a field path (None: the node has none) of a node of that type, or None.
+SizeFn = Callable[[list[str] | None, CelType], "Est | None"]
 TypeFn = Callable[[list[str]], "CelType | None"]
 
 
@@ -280,12 +281,10 @@ class Coster:
         sz = self.expr_size(e)
         if sz is not None:
             return sz
-        path = self.get_path(e)
-        if path and path[0] not in _ACCUMULATORS:
-            sz = self.size_at(path)
-            if sz is not None:
-                self.sizes[e.id] = sz
-                return sz
+        sz = self.size_at(self.get_path(e), self.get_type(e))
+        if sz is not None:
+            self.sizes[e.id] = sz
+            return sz
         if self.get_type(e).scalar():
             return ONE
         if self.kind(e) == "ident_expr":
@@ -499,10 +498,9 @@ class Coster:
         """library/cost.go:555 sizeEstimate."""
         if node.size is not None:
             return node.size
-        if node.path and node.path[0] not in _ACCUMULATORS:
-            sz = self.size_at(node.path)
-            if sz is not None:
-                return sz
+        sz = self.size_at(node.path, node.type)
+        if sz is not None:
+            return sz
         self.unknown = True
         return UNKNOWN_SIZE
 
@@ -713,7 +711,9 @@ class Activation:
     schemas: dict[str, Any]
     _sizes: dict[tuple[str, ...], Est | None] = field(default_factory=dict)
 
-    def size_at(self, path: list[str]) -> Est | None:
+    def size_at(self, path: list[str] | None, _type: CelType | None = None) -> Est | None:
+        if not path:
+            return None
         key = tuple(path)
         if key in self._sizes:
             return self._sizes[key]
