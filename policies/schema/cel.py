@@ -363,7 +363,7 @@ def _evaluate(env: _Env, node: Node, value: Any, old: Any, path: list[str | int]
                                                      f"to {_fmt(bound)}, past the per-call limit "
                                                      f"{_fmt(PER_CALL_LIMIT)} (cel-go's estimate on this object's "
                                                      f"sizes: a bound, not the cost): `{rule.rule}`", rule, cost=True))
-                        if bound <= NOT_EVALUATED_ABOVE:  # the others' warnings already say they alone are past it
+                        if bound <= NOT_EVALUATED_ABOVE:  # one past it is said above and not run: not summed
                             costs.total += bound
                             costs.rules += 1
                         else:

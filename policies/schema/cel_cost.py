@@ -21,6 +21,10 @@ runtime charges every qualifier (runtimecost.go:151,183), where the estimator ch
 The walk is one pass over the checked AST (cel_ast.py) and never evaluates anything; sizes come from one walk of the
 object per distinct path. A size the estimator cannot bound (a function's result of unknown size: `split`) makes
 the bound unknown (None) rather than a number: no claim is made for that rule, and it is evaluated as before.
+
+It is one file because it is one port: cel-go's checker/cost.go, whose functionCost calls Kubernetes'
+EstimateCallCost and cel-go's sets estimator, with the sizes of the object they read; kept together, each function
+sits in the order and under the name of the Go it follows, so the line references can be checked side by side.
 """
 from __future__ import annotations
 
