@@ -481,3 +481,11 @@ def test_proto_reader_refuses_what_it_does_not_take(text):
     with pytest.raises(cel_ast.ProtoSyntaxError):
         reader.parse()
         reader.resolve(dict(reader.names))
+
+
+def test_sarif_describes_the_schema_stage_ids():
+    from policies.report.report import _rule_descriptors
+
+    levels = {r["id"]: r["defaultConfiguration"]["level"] for r in _rule_descriptors()}
+    assert levels["SCHEMA-CEL-COST"] == "warning" and levels["SCHEMA-CEL"] == "error"
+    assert "SCHEMA-NOT-RUN" in levels
