@@ -500,3 +500,12 @@ def test_sarif_describes_the_schema_stage_ids():
     levels = {r["id"]: r["defaultConfiguration"]["level"] for r in _rule_descriptors()}
     assert levels["SCHEMA-CEL-COST"] == "warning" and levels["SCHEMA-CEL"] == "error"
     assert "SCHEMA-NOT-RUN" in levels
+
+
+def test_a_node_not_ported_gives_no_bound():
+    """A call the checker left without an overload (cost.go:545 costs it 0) makes the bound unknown here."""
+    checked = cel_ast.checked_expr(cel.environment().program("self.xs.size() > 1").serialize())
+    for ref in checked.reference_map.values():
+        del ref.overload_id[:]
+    cost = cel_cost.estimate(checked, lambda path, t: Est(0, 3), lambda path: None)
+    assert cost.bound is None and cost.unknown

@@ -353,7 +353,14 @@ class Coster:
             return self.cost_map(e) if not e.struct_expr.message_name else self.cost_struct(e)
         if k == "comprehension_expr":
             return self.cost_bind(e) if self.is_bind(e) else self.cost_comprehension(e)
-        return ZERO
+        return self.not_ported()
+
+    def not_ported(self) -> Est:
+        """A node this port does not know (cost.go gives 0 where the checker left no overload, and for an
+        expression of no kind): here an unknown cost, so the rule gets no bound and is evaluated as before, rather
+        than a bound that might be too low."""
+        self.unknown = True
+        return Est(0, MAX)
 
     def cost_select(self, e: Any) -> Est:
         sel = e.select_expr
@@ -381,7 +388,7 @@ class Coster:
         ref = self.refs.get(e.id)
         overloads = list(ref.overload_id) if ref is not None else []
         if not overloads:
-            return ZERO
+            return self.not_ported()
         total = ZERO
         target: _Node | None = None
         if call.HasField("target"):
