@@ -617,10 +617,6 @@ class Coster:
             str_cost = self.size_or_unknown(target).add(ONE).factor(STRING_TRAVERSAL_COST_FACTOR)
             regex_cost = self.size_or_unknown(args[0]).factor(REGEX_STRING_LENGTH_COST_FACTOR)
             return str_cost.mul(regex_cost).add(arg_sum), None
-        if overload == "matches" and len(args) == 2:  # the global form matches(s, re) (cel-cpp's overload id)
-            str_cost = self.size_or_unknown(args[0]).add(ONE).factor(STRING_TRAVERSAL_COST_FACTOR)
-            regex_cost = self.size_or_unknown(args[1]).factor(REGEX_STRING_LENGTH_COST_FACTOR)
-            return str_cost.mul(regex_cost).add(arg_sum), None
         if overload == "contains_string" and target is not None and len(args) == 1:
             str_cost = self.size_or_unknown(target).factor(STRING_TRAVERSAL_COST_FACTOR)
             sub_cost = self.size_or_unknown(args[0]).factor(STRING_TRAVERSAL_COST_FACTOR)
