@@ -521,7 +521,8 @@ class Coster:
             return None
         return _Node([*node.path, "@items"] if node.path else None, node.type.params[0], None, None)
 
-    def k8s_call(self, function: str, overload: str, target: _Node | None, args: list[_Node]) -> tuple[Est, Est | None] | None:
+    def k8s_call(self, function: str, overload: str, target: _Node | None,
+                 args: list[_Node]) -> tuple[Est, Est | None] | None:
         if function in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") and target is not None:
             el = self.element_node(target)
             if el is not None:
