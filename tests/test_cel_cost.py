@@ -531,3 +531,22 @@ def test_a_node_not_ported_gives_no_bound():
         del ref.overload_id[:]
     cost = cel_cost.estimate(checked, lambda path, t: Est(0, 3), lambda path: None)
     assert cost.bound is None and cost.unknown
+
+
+def test_remembered_bounds_are_the_estimators():
+    """_Env.cost remembers a rule's bound by the sizes at the paths it reads: the same as estimating afresh."""
+    from policies.schema.cel_ast import checked_expr
+
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "string"}},
+                                               "m": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    rule = "self.xs.exists(a, a in self.m && self.m[a].startsWith(a)) || self.xs.all(a, a.size() < 5)"
+    env = cel.environment()
+    checked = checked_expr(env.program(rule).serialize())
+    values = [{"xs": ["a"] * n, "m": {"k" * k: "v" * v for k in range(1, 3)}} for n in (0, 3, 3, 7, 0)
+              for v in (1, 40)]
+    values += [{"xs": ["abcdefgh"] * 3, "m": {}}, {"m": {"a": "b"}}]
+    for value in values * 2:
+        act = cel_cost.Activation({"self": value}, {"self": schema})
+        fresh = cel_cost.estimate(checked, act.size_at, act.type_at).bound
+        assert env.cost(rule, {"self": value}, schema) == fresh
+    assert len({env.cost(rule, {"self": v}, schema) for v in values}) >= 3

@@ -735,6 +735,10 @@ class Activation:
         self._sizes[key] = out
         return out
 
+    def asked(self) -> list[tuple[str, ...]]:
+        """The paths size_at was asked for, in order."""
+        return list(self._sizes)
+
     def type_at(self, path: list[str]) -> CelType | None:
         if not path or path[0] not in self.schemas:
             return None
