@@ -550,3 +550,14 @@ def test_remembered_bounds_are_the_estimators():
         fresh = cel_cost.estimate(checked, act.size_at, act.type_at).bound
         assert env.cost(rule, {"self": value}, schema) == fresh
     assert len({env.cost(rule, {"self": v}, schema) for v in values}) >= 3
+
+
+def test_index_of_a_list_of_maps_takes_the_runtime_traversal():
+    """Kubernetes' runtime charges indexOf a traversal of every element (library/cost.go:104-109,616: a map costs
+    its keys' and values' sizes * 0.1, rounded down), above the estimate's 1 per element: the bound takes it."""
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {
+        "type": "object", "additionalProperties": {"type": "string"}}}}}
+    rule = "self.xs.indexOf({'a': 'b'}) >= 0"
+    # self 1, .xs 1, the map literal 30, indexOf max(10 elements * 1, 10 * (0 + 100 * 0.1)), >= 1
+    assert bound_of(rule, {"xs": [{"k": "v" * 100}] * 10}, schema) == 1 + 1 + 30 + 100 + 1
+    assert bound_of(rule, {"xs": [{"k": "v"}] * 10}, schema) == 1 + 1 + 30 + 10 + 1

@@ -229,9 +229,8 @@ class _Env:
             ext_encoders.ExtEncoders(), cel.CelExtension("kubernetes", cel_library.declarations(cel))])
         self.programs: dict[str, Any] = {}
         self.checked: dict[str, Any] = {}
-        # (expr, id(schema), variables) -> (schema, the paths the estimator asked for, {their sizes: bound})
-        self.bounds: dict[tuple[str, int, tuple[str, ...]],
-                          tuple[Any, tuple[tuple[str, ...], ...], dict[tuple[Any, ...], int | None]]] = {}
+        # (expr, id(schema), variables) -> (schema, the paths the estimator asked about, {the answers: bound})
+        self.bounds: dict[tuple[str, int, tuple[str, ...]], tuple[Any, Any, dict[tuple[Any, ...], int | None]]] = {}
 
     def cost(self, expr: str, values: dict[str, Any], schema: dict[str, Any]) -> int | None:
         """An upper bound of the API server's runtime cost of `expr` on these values (None: the estimator cannot
@@ -243,20 +242,20 @@ class _Env:
         if checked is None:
             checked = self.checked[expr] = checked_expr(self.program(expr).serialize())
         act = cel_cost.Activation(values, {name: schema for name in values})
-        # The bound is a function of the sizes at the paths the estimator asks for (which paths: the AST's, the
+        # The bound is a function of the answers about the paths the estimator asks for (which paths: the AST's, the
         # same every time; their types: the schema's): a rule on every item of a long list is estimated once per
-        # distinct tuple of sizes, the rest of its items cost one walk of those paths each.
+        # distinct tuple of answers, the rest of its items cost one walk of those paths each.
         key = (expr, id(schema), tuple(values))
         memo = self.bounds.get(key)
         if memo is not None and memo[0] is schema:
-            sizes = tuple(act.size_at(list(p)) for p in memo[1])
-            if sizes in memo[2]:
-                return memo[2][sizes]
-        bound = cel_cost.estimate(checked, act.size_at, act.type_at).bound
+            answers = act.answers(memo[1])
+            if answers in memo[2]:
+                return memo[2][answers]
+        bound = cel_cost.estimate(checked, act.size_at, act.type_at, traversal_at=act.traversal_at).bound
         if memo is None or memo[0] is not schema:
-            memo = self.bounds[key] = (schema, tuple(act.asked()), {})
+            memo = self.bounds[key] = (schema, act.asked(), {})
         if len(memo[2]) < 256:
-            memo[2][tuple(act.size_at(list(p)) for p in memo[1])] = bound
+            memo[2][act.answers(memo[1])] = bound
         return bound
 
     def program(self, expr: str) -> Any:

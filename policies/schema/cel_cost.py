@@ -16,7 +16,9 @@ server accepts the rule on cost; a bound past it says only that the API server M
 
 Where cel-go's estimator charges less than its runtime does, the bound takes the runtime's charge: a field select on
 a value of unknown type (dyn: x-kubernetes-int-or-string, x-kubernetes-preserve-unknown-fields) costs 1, as the
-runtime charges every qualifier (runtimecost.go:151,183), where the estimator charges 0 (cost.go:516-519).
+runtime charges every qualifier (runtimecost.go:151,183), where the estimator charges 0 (cost.go:516-519); and
+Kubernetes' list functions on a list of lists or maps (`indexOf`) cost the traversal of the object's own elements
+(library/cost.go:104-109,616), where the estimate charges 1 per element.
 
 The walk is one pass over the checked AST (cel_ast.py) and never evaluates anything; sizes come from one walk of the
 object per distinct path. A size the estimator cannot bound (a function's result of unknown size: `split`) makes
@@ -218,11 +220,13 @@ class Coster:
     path) as its SizeEstimator. presence_test_cost=0: the API server's cel.CostEstimatorOptions(
     checker.PresenceTestHasCost(false)) (environment/base.go@v0.36.0:79)."""
 
-    def __init__(self, checked: Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0) -> None:
+    def __init__(self, checked: Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0,
+                 traversal_at: "Callable[[list[str]], int | None] | None" = None) -> None:
         self.refs = checked.reference_map
         self.types = checked.type_map
         self.size_at = size_at
         self.type_at = type_at
+        self.traversal_at = traversal_at
         self.presence = fixed(presence_test_cost)
         self.paths: dict[int, list[str]] = {}
         self.locals: dict[str, list[_Local]] = {}
@@ -529,7 +533,15 @@ class Coster:
                 el_cost = ONE
                 if el.type.kind in ("string", "bytes"):
                     el_cost = el_cost.add(self.k8s_size(el).factor(STRING_TRAVERSAL_COST_FACTOR))
-                return self.k8s_size(target).mul(el_cost), None
+                est = self.k8s_size(target).mul(el_cost)
+                if not el.type.scalar() and el.type.kind not in ("string", "bytes") and target.path \
+                        and self.traversal_at is not None:
+                    # indexOf on a list of lists or maps: the runtime charges a traversal of every element
+                    # (library/cost.go:104-109,616), above the estimate's 1 per element; the object's own is taken
+                    deep = self.traversal_at(target.path)
+                    if deep is not None:
+                        est = Est(est.lo, max(est.hi, deep))
+                return est, None
             return self.k8s_size(target).factor(STRING_TRAVERSAL_COST_FACTOR), None
         if function in ("url", "jsonpatch.escapeKey") and len(args) == 1:
             sz = self.k8s_size(args[0])
@@ -677,10 +689,11 @@ _SIZED_COMPARISONS = frozenset({
     "less_equals_bytes", "greater_equals_bytes", "equals", "not_equals"})
 
 
-def estimate(serialized: bytes | Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0) -> Cost:
+def estimate(serialized: bytes | Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0,
+             traversal_at: Callable[[list[str]], int | None] | None = None) -> Cost:
     """The cost range of a compiled expression (`Expression.serialize()`, or the CheckedExpr decoded from it)."""
     checked = checked_expr(serialized) if isinstance(serialized, bytes) else serialized
-    coster = Coster(checked, size_at, type_at, presence_test_cost)
+    coster = Coster(checked, size_at, type_at, presence_test_cost, traversal_at)
     est = coster.cost(checked.expr)
     return Cost(est.lo, est.hi, coster.unknown and est.hi >= UNKNOWN_FROM)
 
@@ -692,6 +705,17 @@ def value_size(v: Any) -> int:
     entries of a list or map; 1 for anything else."""
     if isinstance(v, (str, bytes, list, dict)):
         return len(v)
+    return 1
+
+
+def traversal_cost(v: Any) -> int:
+    """Kubernetes' traversalCost (library/cost.go@v0.36.0:616): what its list functions charge per element."""
+    if isinstance(v, (str, bytes)):
+        return int(len(v) * STRING_TRAVERSAL_COST_FACTOR)
+    if isinstance(v, list):
+        return sum(traversal_cost(x) for x in v)
+    if isinstance(v, dict):
+        return sum(traversal_cost(k) + traversal_cost(x) for k, x in v.items())
     return 1
 
 
@@ -718,6 +742,7 @@ class Activation:
     values: dict[str, Any]
     schemas: dict[str, Any]
     _sizes: dict[tuple[str, ...], Est | None] = field(default_factory=dict)
+    _traversals: dict[tuple[str, ...], int | None] = field(default_factory=dict)
 
     def size_at(self, path: list[str] | None, _type: CelType | None = None) -> Est | None:
         if not path:
@@ -735,9 +760,28 @@ class Activation:
         self._sizes[key] = out
         return out
 
-    def asked(self) -> list[tuple[str, ...]]:
-        """The paths size_at was asked for, in order."""
-        return list(self._sizes)
+    def values_at(self, path: list[str]) -> list[Any]:
+        vals = [self.values[path[0]]] if path and path[0] in self.values else []
+        for part in path[1:]:
+            vals = _step(vals, part)
+        return vals
+
+    def traversal_at(self, path: list[str]) -> int | None:
+        """The largest traversal_cost of a value at the path (None: none there)."""
+        key = tuple(path)
+        if key not in self._traversals:
+            vals = self.values_at(path)
+            self._traversals[key] = max(traversal_cost(v) for v in vals) if vals else None
+        return self._traversals[key]
+
+    def asked(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+        """The paths size_at and traversal_at were asked for, in order: all a bound depends on besides the AST and
+        the schemas."""
+        return tuple(self._sizes), tuple(self._traversals)
+
+    def answers(self, asked: tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]) -> tuple[Any, ...]:
+        """What size_at and traversal_at answer here for those paths."""
+        return (*(self.size_at(list(p)) for p in asked[0]), None, *(self.traversal_at(list(p)) for p in asked[1]))
 
     def type_at(self, path: list[str]) -> CelType | None:
         if not path or path[0] not in self.schemas:
