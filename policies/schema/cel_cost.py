@@ -16,9 +16,12 @@ server accepts the rule on cost; a bound past it says only that the API server M
 
 Where cel-go's estimator charges less than its runtime does, the bound takes the runtime's charge: a field select on
 a value of unknown type (dyn: x-kubernetes-int-or-string, x-kubernetes-preserve-unknown-fields) costs 1, as the
-runtime charges every qualifier (runtimecost.go:151,183), where the estimator charges 0 (cost.go:516-519); and
-Kubernetes' list functions on a list of lists or maps (`indexOf`) cost the traversal of the object's own elements
-(library/cost.go:104-109,616), where the estimate charges 1 per element.
+runtime charges every qualifier (runtimecost.go:151,183), where the estimator charges 0 (cost.go:516-519);
+`startsWith`/`endsWith` cost the larger of the receiver's and the argument's size * 0.1 (the runtime charges the
+receiver's, runtimecost.go:295-296, the estimate the argument's, cost.go:778-781); `join` costs twice its result's
+size * 0.1 (library/cost.go:121-125; the estimate, once: :384-406); and Kubernetes' list functions on a list of
+lists or maps (`indexOf`) cost the traversal of the object's own elements (library/cost.go:104-109,616), where the
+estimate charges 1 per element. `estimate(..., runtime=False)` gives cel-go's estimate exactly (the ported tests).
 
 The walk is one pass over the checked AST (cel_ast.py) and never evaluates anything; sizes come from one walk of the
 object per distinct path. A size the estimator cannot bound (a function's result of unknown size: `split`) makes
@@ -221,12 +224,15 @@ class Coster:
     checker.PresenceTestHasCost(false)) (environment/base.go@v0.36.0:79)."""
 
     def __init__(self, checked: Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0,
-                 traversal_at: "Callable[[list[str]], int | None] | None" = None) -> None:
+                 traversal_at: "Callable[[list[str]], int | None] | None" = None, runtime: bool = True) -> None:
         self.refs = checked.reference_map
         self.types = checked.type_map
         self.size_at = size_at
         self.type_at = type_at
         self.traversal_at = traversal_at
+        # runtime=True: where the runtime charges more than cel-go's estimate (module doc), the runtime's charge;
+        # runtime=False: cel-go's and Kubernetes' estimate exactly (their tests' values)
+        self.runtime = runtime
         self.presence = fixed(presence_test_cost)
         self.paths: dict[int, list[str]] = {}
         self.locals: dict[str, list[_Local]] = {}
@@ -372,7 +378,8 @@ class Coster:
             return self.presence.add(self.cost(sel.operand))
         total = self.cost(sel.operand)
         # cost.go:516-519 charges map/struct/type-param operands; a dyn operand costs 1 at run time (module doc).
-        if self.get_type(sel.operand).kind in ("map", "struct", "typeparam", "dyn"):
+        if self.get_type(sel.operand).kind in ("map", "struct", "typeparam") \
+                or (self.runtime and self.get_type(sel.operand).kind == "dyn"):
             total = total.add(fixed(SELECT_AND_IDENT_COST))
         base = self.get_path(sel.operand)
         self.paths[e.id] = [*(base or []), sel.field] if base is not None else [sel.field]
@@ -534,8 +541,8 @@ class Coster:
                 if el.type.kind in ("string", "bytes"):
                     el_cost = el_cost.add(self.k8s_size(el).factor(STRING_TRAVERSAL_COST_FACTOR))
                 est = self.k8s_size(target).mul(el_cost)
-                if not el.type.scalar() and el.type.kind not in ("string", "bytes") and target.path \
-                        and self.traversal_at is not None:
+                if self.runtime and not el.type.scalar() and el.type.kind not in ("string", "bytes") \
+                        and target.path and self.traversal_at is not None:
                     # indexOf on a list of lists or maps: the runtime charges a traversal of every element
                     # (library/cost.go:104-109,616), above the estimate's 1 per element; the object's own is taken
                     deep = self.traversal_at(target.path)
@@ -567,7 +574,8 @@ class Coster:
             if args:
                 sep = self.k8s_size(args[0])
                 size = size.add(sep.mul(Est(max(count.lo - 1, 0), max(count.hi - 1, 0))))
-            return size.factor(STRING_TRAVERSAL_COST_FACTOR), size
+            # the runtime charges twice the result's size * 0.1 (library/cost.go:121-125), the estimate once
+            return size.factor((2 if self.runtime else 1) * STRING_TRAVERSAL_COST_FACTOR), size
         if function in ("find", "findAll") and target is not None and args:
             sz = self.k8s_size(target)
             str_cost = sz.add(ONE).factor(STRING_TRAVERSAL_COST_FACTOR)
@@ -623,7 +631,12 @@ class Coster:
                       "strings_quote": Est(_add(sz.lo, 2), _add(_mul(sz.hi, 2), 2))}[overload]
             return sz.factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), result
         if overload in ("starts_with_string", "ends_with_string") and len(args) == 1:
-            return self.size_or_unknown(args[0]).factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), None
+            size = self.size_or_unknown(args[0])
+            if self.runtime and target is not None:
+                # the runtime charges the receiver's size (runtimecost.go:295-296: its args[0] is the receiver),
+                # the estimate the argument's
+                size = size.union(self.size_or_unknown(target))
+            return size.factor(STRING_TRAVERSAL_COST_FACTOR).add(arg_sum), None
         if overload == "in_list" and len(args) == 2:
             return self.size_or_unknown(args[1]).factor(1).add(arg_sum), None
         if overload == "matches_string" and target is not None and len(args) == 1:
@@ -690,10 +703,11 @@ _SIZED_COMPARISONS = frozenset({
 
 
 def estimate(serialized: bytes | Any, size_at: SizeFn, type_at: TypeFn, presence_test_cost: int = 0,
-             traversal_at: Callable[[list[str]], int | None] | None = None) -> Cost:
-    """The cost range of a compiled expression (`Expression.serialize()`, or the CheckedExpr decoded from it)."""
+             traversal_at: Callable[[list[str]], int | None] | None = None, runtime: bool = True) -> Cost:
+    """The cost range of a compiled expression (`Expression.serialize()`, or the CheckedExpr decoded from it);
+    runtime=False: cel-go's estimate exactly, without the runtime's higher charges (Coster)."""
     checked = checked_expr(serialized) if isinstance(serialized, bytes) else serialized
-    coster = Coster(checked, size_at, type_at, presence_test_cost, traversal_at)
+    coster = Coster(checked, size_at, type_at, presence_test_cost, traversal_at, runtime)
     est = coster.cost(checked.expr)
     return Cost(est.lo, est.hi, coster.unknown and est.hi >= UNKNOWN_FROM)
 
