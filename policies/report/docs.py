@@ -102,7 +102,8 @@ def rules_markdown() -> str:
         "- `INPUT`: the input could not be read or rendered (invalid YAML, a broken `kustomization.yaml`, a missing file), "
         "or would make kustomize reach past the repository: a remote resource, a Helm chart, a build option off the "
         "allow-list ([security.md](security.md#kustomize-offline)).",
-        "- `SCHEMA`, `SCHEMA-MISSING`, `SCHEMA-INPUT`: the schema stage (see [schemas.md](schemas.md)).",
+        "- `SCHEMA`, `SCHEMA-MISSING`, `SCHEMA-INPUT`, `SCHEMA-NOT-RUN`, `SCHEMA-CEL`, `SCHEMA-CEL-COST`: the schema "
+        "stage (see [schemas.md](schemas.md#rules)).",
         "- `ENV`: an environment declaration is invalid, several apply to one overlay, or (info) rules that need one "
         "could not run.",
         "- `SUPPRESS`: a suppression without a reason (error: it is not applied), naming no rule (warning), or "

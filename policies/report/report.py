@@ -20,15 +20,20 @@ from ..rules import FAMILIES, RULES
 TOOL = "ddp-policies"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {ERROR: "error", WARNING: "warning", INFO: "note"}
-# Ids that are not rules in the registry but can appear in a report.
+# Ids that are not rules in the registry but can appear in a report (their default level: error, unless below).
 OTHER_IDS = {
     "INPUT": "The input could be read and rendered",
     "SCHEMA": "Every object is valid against its pinned schema",
     "SCHEMA-MISSING": "Every object's kind has a schema",
     "SCHEMA-INPUT": "The schema stage could read the object",
+    "SCHEMA-NOT-RUN": "The schema stage could check the object",
+    "SCHEMA-CEL": "Every object satisfies its CRD's validation rules (x-kubernetes-validations)",
+    "SCHEMA-CEL-COST": "Every object's CRD validation rules are within the API server's CEL cost limits",
     "ENV": "The environment declaration is valid and gives what the rules need",
     "SUPPRESS": "Every suppression names a rule and gives a reason",
 }
+
+OTHER_LEVELS = {"SCHEMA-CEL-COST": "warning"}
 
 
 @dataclass
@@ -175,7 +180,7 @@ def _rule_descriptors() -> list[dict[str, Any]]:
                     "properties": {"tags": [family.lower(), "kubernetes", "pytorch"]}})
     for rid, text in OTHER_IDS.items():
         out.append({"id": rid, "name": rid.lower(), "shortDescription": {"text": text + "."},
-                    "defaultConfiguration": {"level": "error"}})
+                    "defaultConfiguration": {"level": OTHER_LEVELS.get(rid, "error")}})
     return out
 
 

@@ -13,6 +13,10 @@ Rules:
 - `SCHEMA-CEL`: the object fails one of its CRD's own rules (`x-kubernetes-validations`), which the API server
   evaluates at admission (cel.py); checked with either validator, on objects without SCHEMA errors (the API server
   does not run the rules of an object its schema already refuses).
+- `SCHEMA-CEL-COST` (warning): an upper bound of a rule's runtime cost on the object (cel_cost.py, cel-go's
+  estimator on the object's sizes) is past the API server's per-call limit, or the bounds of all its rules are past
+  its per-object budget: the API server may refuse the object. A rule bounded past the whole budget is not evaluated
+  (SCHEMA-NOT-RUN, info).
 
 Passing (Job):  `spec.template.spec.containers: [{name: t, image: i, imagePullPolicy: Always}]`
 Failing (Job):  `imagePullPolice: Always` ->
@@ -25,7 +29,7 @@ import subprocess
 
 from ..kube.objects import Manifest, Problem
 from .builtin import BuiltinValidator, installed_version
-from .cel import RULE_CEL, evaluate_manifests, has_transition_rules, transition_problems
+from .cel import RULE_CEL, RULE_CEL_COST, evaluate_manifests, has_transition_rules, transition_problems
 from .kubeconform import KubeconformValidator, find_kubeconform, kubeconform_message_errors
 from .lookup import (MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR,
                      find_schema, kubernetes_version)
@@ -72,6 +76,6 @@ def crd_rules(manifests: list[Manifest], found: list[Problem]) -> list[Problem]:
 
 
 __all__ = ["BuiltinValidator", "KubeconformValidator", "MAX_ERRORS_PER_OBJECT", "MAX_MESSAGE", "RULE", "RULE_INPUT",
-           "RULE_CEL", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "has_transition_rules", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
+           "RULE_CEL", "RULE_CEL_COST", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "has_transition_rules", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
            "find_kubeconform", "find_schema", "installed_version", "kubeconform_message_errors", "kubernetes_version",
            "make_validator", "one_line"]

@@ -11,8 +11,15 @@ Kubernetes functions it lacks in cel_library.py. Per rule, as validateExpression
   base and the change (transition_problems), never in `make validate`;
 - false: the rule's `messageExpression` (a one-line, non-empty string), else its `message`, else `failed rule:
   <rule>`, at the rule's `fieldPath` below the node; an evaluation error: `<error> evaluating rule: <rule>`;
-- a rule that does not compile here (a function of a library not available, see cel_library.py) is said once per
-  object as not evaluated (SCHEMA-NOT-RUN, info), never as passed.
+- a rule that does not compile here (a function of a library not available, see cel_library.py), or that runs past
+  cel-cpp's 10,000 comprehension iterations (a limit of this library, not of the API server), is said once per
+  object as not evaluated (SCHEMA-NOT-RUN, info), never as passed or failed.
+
+Cost (cel_cost.py): before a rule runs, an upper bound of the cost the API server would charge it on this value is
+computed from its checked AST and the object's sizes (cel-go's estimator). A bound past celconfig.PerCallLimit, or
+bounds past celconfig.RuntimeCELCostBudget for the whole object, is a warning (SCHEMA-CEL-COST: the API server may
+refuse the object); a rule whose bound is past the whole budget is not evaluated here either (SCHEMA-NOT-RUN, info),
+which bounds this stage's own time. Within both, nothing is said: the API server accepts the object on cost.
 """
 from __future__ import annotations
 
@@ -24,14 +31,27 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..kube.objects import INFO, Manifest, Problem
+from ..kube.objects import INFO, WARNING, Manifest, Problem
 from .lookup import RULE_NOT_RUN, find_schema, load_schema
 from .messages import dotted, one_line
 
 RULE_CEL = "SCHEMA-CEL"
+RULE_CEL_COST = "SCHEMA-CEL-COST"
+# celconfig.PerCallLimit and celconfig.RuntimeCELCostBudget (k8s.io/apiserver pkg/apis/cel/config.go@v0.36.0:22,26):
+# one rule's evaluation is cancelled past the first (environment/base.go@v0.36.0:83); the rules of one object share
+# the second (apiextensions-apiserver pkg/registry/customresource/strategy.go@v0.36.0:221,309).
+PER_CALL_LIMIT = 1_000_000
+RUNTIME_COST_BUDGET = 10_000_000
+# A rule whose bound is past this is not evaluated here (its evaluation could take about as long as the API server
+# gives a whole object: the budget's comment says roughly 1 s); the API server cancels it at PER_CALL_LIMIT anyway.
+NOT_EVALUATED_ABOVE = RUNTIME_COST_BUDGET
 # celconfig.MaxEvaluatedMessageExpressionSizeBytes (k8s.io/apiserver pkg/apis/cel/config.go).
 MAX_MESSAGE_EXPRESSION = 5 * 1024
 _OLD_SELF = re.compile(r"\boldSelf\b")
+# cel-cpp's RuntimeOptions.comprehension_max_iterations (10,000 iterations per evaluation, nested ones counted
+# together), which cel-expr-python 0.1.3 neither exposes nor lets one raise: a limit of this library, not of the API
+# server, so a rule that reaches it is not evaluated here rather than failed.
+_ITERATION_BUDGET = "Iteration budget exceeded"
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
@@ -56,6 +76,21 @@ class Node:
     items: "Node | None" = None
     additional: "Node | None" = None
     root: bool = False
+    view: "dict[str, Any] | None" = None  # the schema as the rules see it (cost_schema)
+
+
+def cost_schema(node: Node) -> dict[str, Any]:
+    """The node's schema as its rules see the value: at the root, metadata is only name and generateName
+    (_root_view); the types of the paths the cost bound reads (cel_cost.schema_type)."""
+    if node.view is None:
+        view = node.schema
+        if node.root:
+            props = dict(view.get("properties") or {})
+            props["metadata"] = {"type": "object", "properties": {"name": {"type": "string"},
+                                                                  "generateName": {"type": "string"}}}
+            view = {**view, "properties": props}
+        node.view = view
+    return node.view
 
 
 def _rule(raw: dict[str, Any]) -> Rule:
@@ -193,6 +228,35 @@ class _Env:
             ext_strings.ExtStrings(), ext_math.ExtMath(), ext_optional.ExtOptional(), ext_bindings.ExtBindings(),
             ext_encoders.ExtEncoders(), cel.CelExtension("kubernetes", cel_library.declarations(cel))])
         self.programs: dict[str, Any] = {}
+        self.checked: dict[str, Any] = {}
+        # (expr, id(schema), variables) -> (schema, the paths the estimator asked about, {the answers: bound})
+        self.bounds: dict[tuple[str, int, tuple[str, ...]], tuple[Any, Any, dict[tuple[Any, ...], int | None]]] = {}
+
+    def cost(self, expr: str, values: dict[str, Any], schema: dict[str, Any]) -> int | None:
+        """An upper bound of the API server's runtime cost of `expr` on these values (None: the estimator cannot
+        bound it; cel_cost.py). Raises NotCompiled as `program` does."""
+        from . import cel_cost  # protobuf's message classes: built on first use, as cel-expr-python is loaded
+        from .cel_ast import checked_expr
+
+        checked = self.checked.get(expr)
+        if checked is None:
+            checked = self.checked[expr] = checked_expr(self.program(expr).serialize())
+        act = cel_cost.Activation(values, {name: schema for name in values})
+        # The bound is a function of the answers about the paths the estimator asks for (which paths: the AST's, the
+        # same every time; their types: the schema's): a rule on every item of a long list is estimated once per
+        # distinct tuple of answers, the rest of its items cost one walk of those paths each.
+        key = (expr, id(schema), tuple(values))
+        memo = self.bounds.get(key)
+        if memo is not None and memo[0] is schema:
+            answers = act.answers(memo[1])
+            if answers in memo[2]:
+                return memo[2][answers]
+        bound = cel_cost.estimate(checked, act.size_at, act.type_at, traversal_at=act.traversal_at).bound
+        if memo is None or memo[0] is not schema:
+            memo = self.bounds[key] = (schema, act.asked(), {})
+        if len(memo[2]) < 256:
+            memo[2][act.answers(memo[1])] = bound
+        return bound
 
     def program(self, expr: str) -> Any:
         hit = self.programs.get(expr)
@@ -252,6 +316,19 @@ class Finding:
     message: str
     rule: Rule | None  # None: a rule that could not be evaluated here (message says why)
     not_run: bool = False
+    cost: bool = False  # the API server may refuse the object on cost (RULE_CEL_COST)
+
+
+@dataclass
+class _Costs:
+    """The bounds of one object's rules (the API server's RuntimeCELCostBudget is per object)."""
+
+    total: int = 0
+    rules: int = 0
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,}"
 
 
 def _field_path(path: list[str | int], relative: str) -> list[str | int]:
@@ -281,7 +358,7 @@ def _rule_text(rule: Rule) -> str:
 
 
 def _evaluate(env: _Env, node: Node, value: Any, old: Any, path: list[str | int], out: list[Finding],
-              transitions_only: bool) -> None:
+              transitions_only: bool, costs: _Costs) -> None:
     if value is None:
         return
     if node.rules:
@@ -295,24 +372,49 @@ def _evaluate(env: _Env, node: Node, value: Any, old: Any, path: list[str | int]
                 if rule.transition:
                     data["oldSelf"] = old_view
                 try:
+                    bound = env.cost(rule.rule, data, cost_schema(node))
+                    if bound is not None:
+                        if bound > PER_CALL_LIMIT:
+                            out.append(Finding(path, f"the API server may refuse the object: a rule here may cost up "
+                                                     f"to {_fmt(bound)}, past the per-call limit "
+                                                     f"{_fmt(PER_CALL_LIMIT)} (cel-go's estimate on this object's "
+                                                     f"sizes: a bound, not the cost): `{rule.rule}`", rule, cost=True))
+                        if bound <= NOT_EVALUATED_ABOVE:  # one past it is said above and not run: not summed
+                            costs.total += bound
+                            costs.rules += 1
+                        else:
+                            out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: its cost bound "
+                                                     f"{_fmt(bound)} is past the object's whole budget "
+                                                     f"{_fmt(RUNTIME_COST_BUDGET)}", None, not_run=True))
+                            continue
                     ok, result = env.evaluate(rule.rule, data)
                 except NotCompiled as e:
                     out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: {e}", None, not_run=True))
                     continue
-                if not ok:
+                if not ok and str(result).startswith(_ITERATION_BUDGET):
+                    out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: it runs more comprehension "
+                                             "iterations than cel-expr-python allows (10,000: cel-cpp's "
+                                             "comprehension_max_iterations; the API server bounds only the cost)",
+                                       None, not_run=True))
+                elif not ok:
                     out.append(Finding(path, f"{result} evaluating rule: {_rule_text(rule)}", rule))
                 elif result is not True:
+                    if rule.message_expression:  # evaluated, and charged to the object's budget (validation.go:477)
+                        try:
+                            costs.total += env.cost(rule.message_expression, data, cost_schema(node)) or 0
+                        except NotCompiled:
+                            pass
                     out.append(Finding(_field_path(path, rule.field_path), _message(env, rule, data), rule))
     if isinstance(value, dict):
         for k, v in value.items():
             child = node.props.get(k) or (node.additional if k not in (node.schema.get("properties") or {}) else None)
             if child is not None:
                 _evaluate(env, child, v, old.get(k) if isinstance(old, dict) else None, [*path, k], out,
-                          transitions_only)
+                          transitions_only, costs)
     elif isinstance(value, list) and node.items is not None:
         olds = _correlated(node.schema, old)
         for i, v in enumerate(value):
-            _evaluate(env, node.items, v, olds(v), [*path, i], out, transitions_only)
+            _evaluate(env, node.items, v, olds(v), [*path, i], out, transitions_only, costs)
 
 
 def _correlated(schema: dict[str, Any], old: Any) -> Any:
@@ -342,8 +444,14 @@ def evaluate_schema(schema: dict[str, Any], obj: Any, old: Any = None, transitio
             return []
         node.root = isinstance(obj, dict) and "metadata" in (schema.get("properties") or {})
     out: list[Finding] = []
+    costs = _Costs()
     _evaluate(environment(), node, prepared(obj, schema), prepared(old, schema) if old is not None else None, [], out,
-              transitions_only)
+              transitions_only, costs)
+    if costs.total > RUNTIME_COST_BUDGET:
+        out.append(Finding([], f"the API server may refuse the object: its {costs.rules} CRD validation rule "
+                               f"evaluations may cost up to {_fmt(costs.total)} together, past the per-object budget "
+                               f"{_fmt(RUNTIME_COST_BUDGET)} (cel-go's estimate on this object's sizes: a bound, not "
+                               "the cost)", None, cost=True))
     return out
 
 
@@ -353,7 +461,13 @@ def problems(m: Manifest, obj: Any, schema_path: Path) -> list[Problem]:
     out = [Problem(RULE_CEL, one_line(f"{f.message} (the CRD's validation rule: the API server refuses the object)"),
                    m.source, obj=m.ref, field=dotted(f.path) or None,
                    hint=f"make the object satisfy the CRD's rule `{f.rule.rule}`" if f.rule else None)
-           for f in found if not f.not_run]
+           for f in found if not f.not_run and not f.cost]
+    out += [Problem(RULE_CEL_COST, one_line(f.message), m.source, obj=m.ref, field=dotted(f.path) or None,
+                    severity=WARNING,
+                    hint=(f"the rule `{f.rule.rule}`: " if f.rule else "")
+                    + "make the lists, maps and strings the rules iterate smaller, or check with kubectl apply "
+                      "--dry-run=server")
+            for f in found if f.cost]
     skipped = [f for f in found if f.not_run]
     if skipped:
         out.append(Problem(RULE_NOT_RUN, one_line(f"{len(skipped)} CRD validation rule(s) not evaluated here: "
@@ -386,7 +500,7 @@ def transition_problems(old: Any, new: Any) -> list[str]:
     if path is None:
         return []
     return [f"{dotted(f.path) or '(object)'}: {f.message}" for f in findings(new, path, old, transitions_only=True)
-            if not f.not_run]
+            if not f.not_run and not f.cost]
 
 
 def evaluate_manifests(items: Iterable[tuple[Manifest, Any]]) -> list[Problem]:
