@@ -169,9 +169,9 @@ simulate: $(PY) $(SIM_DEPS) ## Run OVERLAY's pods on this machine as the cluster
 report: $(PY) ## RUN=<run folder>: report.html and PNGs (loss, validation, throughput, step time per rank) from its metrics.jsonl
 	@$(PY) -m trainer.report $(call arg,$(RUN))
 
-test: $(PY) $(SIM_DEPS) $(WHEELHOUSE)/.complete ## Run the test suite: the unit level on every core (test-fast), then the slow tests one at a time
+test: $(PY) $(SIM_DEPS) $(WHEELHOUSE)/.complete ## Run the test suite: the unit level on every core (test-fast), then the slow tests on every core, a module to a worker
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -p no:cacheprovider -m slow -n auto --dist loadscope
 
 test-fast: $(PY) ## The unit-level loop: every test not marked slow (simulations, multi-process trainer runs, checkov, ...), on every core [K=<pytest -k selector>, e.g. K=jobset]
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" -n auto $(if $(K),-k $(call arg,$(K)))
