@@ -21,7 +21,7 @@ from ..kube.objects import WARNING, Manifest
 from .base import Bundle, Check, Launcher, MpiWorld, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
 from .mpirun import (HOSTFILE, INTEL, MPICH, OPEN_MPI, MpiRun, find_mpirun, mpirun_words, np_within_hosts,
-                     rank_zero_address, torchrun_agents, torchrun_under)
+                     rank_zero_address, ranks_over_hosts, torchrun_agents, torchrun_under)
 from .pods import Injected, PodGroup, container_resources
 
 # (find_mpirun, MpiRun and the implementations are read from here too.)
@@ -266,10 +266,7 @@ class MPIJobLauncher(Launcher[Workload]):
             out.append(Check(run.field, f"mpirun -np {run.np} uses {run.np} of the {total} slots the {hosts} workers' "
                              f"{gpus} GPUs each give", f"set -np {total}", severity=WARNING))
         if torchrun_under(run) is not None:  # (-H's hosts and slots where it names them, else the hostfile's)
-            listed = [n for _, n in run.hosts or []]
-            slots_named = None if run.hosts is None or None in listed else sum(n for n in listed if n is not None)
-            agents = run.np if run.np is not None else (slots_named if run.hosts is not None else total)
-            out += torchrun_agents(run, pod, agents, len(run.hosts) if run.hosts is not None else hosts)
+            out += torchrun_agents(run, pod, *ranks_over_hosts(run, total, hosts))
         elif names:
             out += rank_zero_address(w, run, pod, names[0])
         return out

@@ -149,6 +149,17 @@ def _torchrun_words(run: MpiRun) -> list[str]:
     return program
 
 
+def ranks_over_hosts(run: MpiRun, slots: int | None, hosts: int) -> tuple[int | None, int]:
+    """How many ranks mpirun starts and over how many hosts: -np, else the slots -H names (None where a host names
+    none), else the hostfile's `slots`; over -H's hosts, else the hostfile's `hosts`."""
+    if run.hosts is None:
+        return (run.np if run.np is not None else slots), hosts
+    if run.np is not None:
+        return run.np, len(run.hosts)
+    named = [n for _, n in run.hosts]
+    return (None if None in named else sum(n for n in named if n is not None)), len(run.hosts)
+
+
 def torchrun_agents(run: MpiRun, pod: Any, agents: int | None, hosts: int) -> list[Check]:
     """torchrun under mpirun: mpirun starts `agents` ranks (its -np, else the hostfile's slots) over `hosts` hosts,
     each one torchrun agent, i.e. one node of torchrun's world. torchrun takes --nnodes (default 1:1), --node-rank
@@ -317,9 +328,7 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     listed = "-H lists" if run.hostfile is None else f"the hostfile {run.hostfile} lists"
     out += np_within_hosts(run, OPEN_MPI if open_mpi else MPICH, listed)
     if torchrun_under(run) is not None:  # one torchrun agent per rank, over the hosts listed
-        slots = [n for _, n in run.hosts]
-        agents = run.np if run.np is not None else (None if None in slots else sum(n or 0 for n in slots))
-        out += torchrun_agents(run, pod, agents, len(run.hosts))
+        out += torchrun_agents(run, pod, *ranks_over_hosts(run, None, 0))
     elif not any("torchrun" in x for x in run.program):
         first, _, rest = run.hosts[0][0].partition(".")
         out += rank_zero_address(w, run, pod, first, rest.split(".")[0] or subdomain)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field as dc_field
-from typing import Any
+from typing import Any, Iterator
 
 from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
@@ -126,6 +126,16 @@ class Context:
         if pods is None:
             pods = self._pods[id(topo)] = topo.distinct_pods()
         return pods
+
+
+def resource_blocks(ctx: Context) -> Iterator[tuple[Manifest, str, Any]]:
+    """(object, field, value) of every container's `resources` in a pod template and of every container setting a
+    launcher takes resources from (a TrainJob's `resourcesPerNode`); the value as written, maybe not a mapping."""
+    for cs in ctx.containers:
+        yield cs.manifest, f"{cs.field}.resources", cs.container.get("resources")
+    for m, launcher in ctx.launched:
+        for field, resources in launcher.container_settings(m, "resources"):
+            yield m, field, resources
 
 
 def obj_problem(rule: str, m: Manifest, field: str | None, message: str, hint: str,

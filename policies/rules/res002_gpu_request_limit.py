@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from ..kube.values import as_int
 from ..launchers import gpu_resources
 from ..kube.objects import Manifest, Problem
-from .kit import Context, obj_problem
+from .kit import Context, obj_problem, resource_blocks
 
 ID = "RES002"
 NAME = "gpu-request-equals-limit"
@@ -35,10 +35,5 @@ def _check(m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
 
 
 def check(ctx: Context) -> Iterator[Problem]:
-    for cs in ctx.containers:
-        resources = cs.container.get("resources")
-        if resources and resources.get("requests"):
-            yield from _check(cs.manifest, f"{cs.field}.resources", resources)
-    for m, launcher in ctx.launched:
-        for field, resources in launcher.container_settings(m, "resources"):
-            yield from _check(m, field, resources)
+    for m, field, resources in resource_blocks(ctx):
+        yield from _check(m, field, resources)

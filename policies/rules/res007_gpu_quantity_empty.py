@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from ..kube.objects import WARNING, Manifest, Problem
 from ..launchers import gpu_resources
-from .kit import Context, obj_problem
+from .kit import Context, obj_problem, resource_blocks
 
 ID = "RES007"
 NAME = "gpu-quantity-stated"
@@ -40,8 +40,5 @@ def _check(m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
 
 
 def check(ctx: Context) -> Iterator[Problem]:
-    for cs in ctx.containers:
-        yield from _check(cs.manifest, f"{cs.field}.resources", cs.container.get("resources"))
-    for m, launcher in ctx.launched:
-        for field, resources in launcher.container_settings(m, "resources"):
-            yield from _check(m, field, resources)
+    for m, field, resources in resource_blocks(ctx):
+        yield from _check(m, field, resources)

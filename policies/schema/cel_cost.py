@@ -765,12 +765,9 @@ class Activation:
         if key in self._sizes:
             return self._sizes[key]
         out: Est | None = None
-        if path and path[0] in self.values:
-            vals = [self.values[path[0]]]
-            for part in path[1:]:
-                vals = _step(vals, part)
+        if path[0] in self.values:
             # [0, largest]: the estimator's range (cel-go's test estimator's shape); no value there: nothing runs
-            out = Est(0, max((value_size(v) for v in vals), default=0))
+            out = Est(0, max((value_size(v) for v in self.values_at(path)), default=0))
         self._sizes[key] = out
         return out
 
