@@ -265,8 +265,8 @@ class MPIJobLauncher(Launcher[Workload]):
         if gpus and run.np is not None and run.np < total and not any("torchrun" in x for x in run.program):
             out.append(Check(run.field, f"mpirun -np {run.np} uses {run.np} of the {total} slots the {hosts} workers' "
                              f"{gpus} GPUs each give", f"set -np {total}", severity=WARNING))
-        if torchrun_under(run) is not None:  # (-H's hosts and slots where it names them, else the hostfile's)
-            out += torchrun_agents(run, pod, *ranks_over_hosts(run, total, hosts))
+        if (inv := torchrun_under(run)) is not None:  # (-H's hosts and slots where it names them, else the hostfile's)
+            out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, total, hosts))
         elif names:
             out += rank_zero_address(w, run, pod, names[0])
         return out

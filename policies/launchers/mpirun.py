@@ -160,16 +160,15 @@ def ranks_over_hosts(run: MpiRun, slots: int | None, hosts: int) -> tuple[int | 
     return (None if None in named else sum(n for n in named if n is not None)), len(run.hosts)
 
 
-def torchrun_agents(run: MpiRun, pod: Any, agents: int | None, hosts: int) -> list[Check]:
+def torchrun_agents(run: MpiRun, inv: Invocation, pod: Any, agents: int | None, hosts: int) -> list[Check]:
     """torchrun under mpirun: mpirun starts `agents` ranks (its -np, else the hostfile's slots) over `hosts` hosts,
     each one torchrun agent, i.e. one node of torchrun's world. torchrun takes --nnodes (default 1:1), --node-rank
     (default 0) and the rendezvous from its own flags or PET_* env (here only what `-x` exports), never from
     OMPI_COMM_WORLD_RANK; --standalone is a c10d rendezvous at localhost:0 per agent (torch 2.13
     torch/distributed/run.py 426-429, 620-624, 988-991; mpirun(1) -x). The hosts and slots are the controller's
     hostfile (kubeflow/trainer v2.3.0 mpi.go 316-330, kubeflow/mpi-operator v0.8.0 mpi_job_controller.go) or -H.
-    What that world is, where the command shows it."""
-    inv = torchrun_under(run)
-    if inv is None or not agents:
+    What that world is, where the command shows it; `inv` is torchrun_under(run)."""
+    if not agents:
         return []
     env: dict[str, str | None] = {}
     for name, value in (run.exported or {}).items():
@@ -327,8 +326,8 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     open_mpi = run.host_option in ("-H", "--host", "--hostfile", "--machinefile", "--default-hostfile")
     listed = "-H lists" if run.hostfile is None else f"the hostfile {run.hostfile} lists"
     out += np_within_hosts(run, OPEN_MPI if open_mpi else MPICH, listed)
-    if torchrun_under(run) is not None:  # one torchrun agent per rank, over the hosts listed
-        out += torchrun_agents(run, pod, *ranks_over_hosts(run, None, 0))
+    if (inv := torchrun_under(run)) is not None:  # one torchrun agent per rank, over the hosts listed
+        out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, None, 0))
     elif not any("torchrun" in x for x in run.program):
         first, _, rest = run.hosts[0][0].partition(".")
         out += rank_zero_address(w, run, pod, first, rest.split(".")[0] or subdomain)

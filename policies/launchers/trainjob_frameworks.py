@@ -240,8 +240,8 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
         return out
     run, pod = found
     total = len(hosts) * slots
-    if torchrun_under(run) is not None:  # each rank one torchrun agent (mpirun.py)
-        out += torchrun_agents(run, pod, run.np if run.np is not None else total, len(hosts))
+    if (inv := torchrun_under(run)) is not None:  # each rank one torchrun agent (mpirun.py)
+        out += torchrun_agents(run, inv, pod, run.np if run.np is not None else total, len(hosts))
     elif not any("torchrun" in x for x in run.program):  # (rank 0 runs on the first slot of the first host)
         first, _, subdomain = hosts[0].partition(".")
         out += rank_zero_address(w, run, pod, first, subdomain)
