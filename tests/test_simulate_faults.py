@@ -121,3 +121,40 @@ def test_ctrl_c_while_a_pod_is_stopped_leaves_no_process(tmp_path):
     assert proc.returncode == 130, out[-2000:]
     assert "stopped by SIGINT; every process of every pod stopped, none left" in out
     assert not left, f"processes left behind: {left}"
+
+
+def test_a_term_fault_waits_until_the_container_has_forwarded_sigterm_to_its_paused_workers(tmp_path):
+    """The CI failure of 2026-11-29: `term:1@step=6` on the StatefulSet stopped at step 8 instead of 7 on a loaded
+    machine, the ranks continued before torchrun had forwarded SIGTERM to its paused workers. Here a parent that
+    forwards SIGTERM only once told to (a file appears) and a stopped child: the wait ends only after the forward."""
+    from policies.simulate.fault_run import pending, state_of, until_pending
+    go = tmp_path / "go"
+    parent = subprocess.Popen([sys.executable, "-c", f"""
+import os, signal, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+print(child.pid, flush=True)
+def forward(signum, frame):
+    while not os.path.exists({str(go)!r}):
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGTERM)
+signal.signal(signal.SIGTERM, forward)
+child.wait()
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())  # type: ignore[union-attr]
+        os.kill(child, signal.SIGSTOP)
+        end = time.monotonic() + 60
+        while state_of(child) not in ("T", "t") and time.monotonic() < end:
+            time.sleep(0.01)
+        parent.send_signal(signal.SIGTERM)
+        assert not until_pending(lambda: [child], signal.SIGTERM, 0.5)  # not forwarded yet: the wait gives up
+        assert not pending(child, signal.SIGTERM)
+        go.touch()
+        assert until_pending(lambda: [child], signal.SIGTERM, 60)
+        assert pending(child, signal.SIGTERM) and state_of(child) in ("T", "t")
+        os.kill(child, signal.SIGCONT)
+        assert parent.wait(timeout=60) == 0
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        parent.communicate()

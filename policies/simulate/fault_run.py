@@ -9,7 +9,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..report import engine
 from ..model import recovery
@@ -35,6 +35,30 @@ def state_of(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def pending(pid: int, signum: int) -> bool:
+    """Whether `signum` waits for the process (/proc/<pid>/status SigPnd, ShdPnd: a stopped process receives it
+    once continued)."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":" in line)
+        mask = int(fields.get("SigPnd", "0").strip(), 16) | int(fields.get("ShdPnd", "0").strip(), 16)
+    except (OSError, ValueError):
+        return False
+    return bool(mask >> (signum - 1) & 1)
+
+
+def until_pending(workers: Callable[[], list[int]], signum: int, within: float) -> bool:
+    """Waits (at most `within` s) until every stopped process of `workers()` has `signum` pending; whether it came.
+    A process that runs, or is gone, is not waited for: it handles the signal as it comes."""
+    end = time.monotonic() + within
+    while True:
+        if not [pid for pid in workers() if state_of(pid) in ("T", "t") and not pending(pid, signum)]:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
 
 
 # What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
@@ -219,6 +243,10 @@ class FaultRun:
                 "(terminationGracePeriodSeconds)")
             if sp.proc is not None:
                 send(sp.proc.pid, signal.SIGTERM)
+                # torchrun forwards it to its paused workers from its monitor loop: the ranks continue once it has
+                # reached them, so that the fault lands between step N and N+1 (a vote later on a loaded machine)
+                if not until_pending(lambda: self._workers(sp), signal.SIGTERM, 15.0):
+                    say(f"[sim] pod {sp.name}: SIGTERM had not reached every training process within 15 s")
             proc = sp.proc
             self._later(time.monotonic() + grace, lambda: self._kill_rest(sp, proc))
         elif f.action == F.PARTITION:
