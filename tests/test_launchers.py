@@ -459,6 +459,31 @@ def test_torchrun_under_mpirun_is_one_agent_per_rank():
     assert [s for s, m in found if "several torchrun agents on one host" in m] == [WARNING], found
 
 
+def test_mpirun_host_list_on_an_mpi_trainjob_counts_its_own_hosts_and_slots():
+    """`mpirun -H host:slots,...` on a TrainJob's MPI launcher: with a default hostfile set (the Trainer's
+    OMPI_MCA_orte_default_hostfile), Open MPI's -H filters its hosts (orte_hosts(7)), so the ranks are -np, else the
+    slots -H lists, over -H's hosts, as on an MPIJob. Counted from the hostfile (2 hosts x slots=2) both of these were
+    wrong: a torchrun agent per -H slot was 4 agents (two false warnings), and -np 3 over 2 listed slots only a
+    warning."""
+    from policies.kube.objects import ERROR, INFO
+
+    def topo011(command: str) -> list[tuple[str, str]]:
+        unit = mpi_unit("{numNodes: 2, numProcPerNode: 2, command: " + command + "}")
+        return [(p.severity, p.message) for p in unit.problems if p.rule == "TOPO011" and p.severity != INFO]
+
+    hosts = "-H, 'ds-launcher-0-0.ds:1,ds-node-0-0.ds:1'"
+    assert topo011(f"[mpirun, {hosts}, torchrun, --nnodes=2, --nproc-per-node=2, --rdzv-backend=c10d, "
+                   "--rdzv-endpoint=ds-launcher-0-0.ds:29400, train.py]") == []
+    [(sev, msg)] = topo011(f"[mpirun, {hosts}, torchrun, --nnodes=3, --rdzv-backend=c10d, "
+                           "--rdzv-endpoint=ds-launcher-0-0.ds:29400, train.py]")
+    assert sev == ERROR and "--nnodes 3 but mpirun starts 2 ranks" in msg
+    [(sev, msg)] = topo011(f"[mpirun, {hosts}, -np, '3', python, train.py]")
+    assert sev == ERROR and "mpirun -np 3 but -H lists 2 slots" in msg
+    assert topo011(f"[mpirun, {hosts}, -np, '2', python, train.py]") == []
+    # another hostfile than the Trainer's: its slots are TOPO012's "not checked", not counted from /etc/mpi/hostfile
+    assert topo011("[mpirun, --hostfile, /tmp/hosts, -np, '5', python, train.py]") == []
+
+
 def test_torchrun_under_mpirun_gets_one_accurate_info_line():
     """TOPO012 says what mpirun starts without claiming torchrun takes its rank from OMPI_COMM_WORLD_RANK, and does
     not tell a command that already starts torchrun to start torchrun; an MPIJob's says the same."""

@@ -109,7 +109,7 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
 def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
     """What mpirun starts, in TOPO012's words: its ranks, the program, where it takes its hosts from (`owner`'s
     hostfile at /etc/mpi/hostfile, where `checked` says what is checked of them) and what is not checked."""
-    np = f"-np {run.np}" if run.np is not None else "the slots' number of"
+    np = f"-np {run.np}" if run.np is not None else "the -H slots' number of" if run.hosts else "the slots' number of"
     program = " ".join(run.program[:2]) or "its program"
     if torchrun_under(run) is not None:
         words = _torchrun_words(run)

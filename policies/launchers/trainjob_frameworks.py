@@ -9,8 +9,8 @@ from typing import Any, Callable
 from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import INFO, WARNING
 from .base import Check, MpiWorld, Names, Workload
-from .mpirun import (OPEN_MPI, MpiRun, find_mpirun, mpirun_words, rank_zero_address, torchrun_agents,
-                     torchrun_under)
+from .mpirun import (OPEN_MPI, MpiRun, find_mpirun, mpirun_words, np_within_hosts, rank_zero_address,
+                     ranks_over_hosts, torchrun_agents, torchrun_under)
 from .pods import Injected, container_resources, trainer_gpus_per_node
 
 NODE = "node"  # constants.Node: the trainer's (and the MPI node Job's) container and Job name
@@ -168,7 +168,8 @@ def mpi_unmodelled(w: Workload, policy: str, runtime_obj: dict[str, Any] | None)
     found = mpi_launcher_run(w) if policy == "mpi" and runtime_obj is not None else None
     if found is None:
         return None
-    return mpirun_words(found[0], OPEN_MPI, "the Trainer's", "-np and -x MASTER_ADDR are checked against the hostfile (TOPO011)")
+    return mpirun_words(found[0], OPEN_MPI, "the Trainer's",
+                        "-np and -x MASTER_ADDR are checked against the hostfile, or the hosts and slots -H names (TOPO011)")
 
 
 def mpi_hosts(template: dict[str, Any], name: str, launcher_as_node: bool) -> Names:
@@ -239,12 +240,19 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
     if found is None:
         return out
     run, pod = found
+    if run.hostfile is not None and run.hostfile != f"{MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME}":
+        return out  # (another hostfile: TOPO012 says its slots were not checked)
     total = len(hosts) * slots
+    # -H's hosts and slots where the command names them (Open MPI then ignores the default hostfile), else the
+    # Trainer's hostfile; rank 0 runs on the first slot of the first host
+    first_host = run.hosts[0][0] if run.hosts else hosts[0]
     if (inv := torchrun_under(run)) is not None:  # each rank one torchrun agent (mpirun.py)
-        out += torchrun_agents(run, inv, pod, run.np if run.np is not None else total, len(hosts))
-    elif not any("torchrun" in x for x in run.program):  # (rank 0 runs on the first slot of the first host)
-        first, _, subdomain = hosts[0].partition(".")
-        out += rank_zero_address(w, run, pod, first, subdomain)
+        out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, total, len(hosts)))
+    elif not any("torchrun" in x for x in run.program):
+        first, _, subdomain = first_host.partition(".")
+        out += rank_zero_address(w, run, pod, first, subdomain or hosts[0].partition(".")[2])
+    if run.hosts is not None:
+        return out + np_within_hosts(run, OPEN_MPI)
     if run.np is None:
         return out
     if run.np > total and not run.oversubscribe:
