@@ -10,7 +10,9 @@ own rules: tests/fixtures/schema/cel/{pass,fail}/ (`# expect: RULE field` lines,
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -353,14 +355,14 @@ def test_opaque_type_libraries_are_said_not_evaluated(rule):
     """quantity, url (and ip, cidr, semver, format) return opaque CEL types that cel-expr-python cannot make from
     Python: such a rule is not evaluated, and says so, rather than passing or failing."""
     found = _check(schema({"val1": STRING}, []), {"val1": "20"}, rule)
-    assert len(found) == 1 and found[0].not_run and "not evaluated here" in found[0].message
+    assert len(found) == 1 and found[0].kind == cel.NOT_RUN and "not evaluated here" in found[0].message
 
 
 def test_not_evaluated_rule_is_one_info_line(builtin, tmp_path):
     crd_schema = schema({"val1": STRING}, [{"rule": "isQuantity(self.val1)"}, {"rule": "url(self.val1).getHost() == ''"}])
     m = Manifest({"val1": "x"}, "x.yaml")
     found = cel.evaluate_schema(crd_schema, m.obj)
-    assert [f.not_run for f in found] == [True, True]
+    assert [f.kind for f in found] == [cel.NOT_RUN, cel.NOT_RUN]
 
 
 # ---------------------------------------------------------------- transition rules in make diff
@@ -372,14 +374,36 @@ def _trainjob(**spec) -> dict:
 
 def test_transition_rules_of_the_crd_say_what_cannot_change():
     old = _trainjob(trainer={"numNodes": 2})
-    assert transition_problems(old, _trainjob(trainer={"numNodes": 2})) == []
-    assert transition_problems(old, _trainjob(trainer={"numNodes": 4})) == ["spec.trainer: field is immutable"]
+    assert transition_problems(old, _trainjob(trainer={"numNodes": 2})) == cel.Transition()
+    assert transition_problems(old, _trainjob(trainer={"numNodes": 4})).refused == ["spec.trainer: field is immutable"]
     pj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
           "spec": {"runPolicy": {"schedulingPolicy": {"queue": "a"}}, "pytorchReplicaSpecs": {}}}
     moved = {**pj, "spec": {"runPolicy": {"schedulingPolicy": {"queue": "b"}}, "pytorchReplicaSpecs": {}}}
-    assert transition_problems(pj, moved) == [
-        "spec.runPolicy.schedulingPolicy.queue: spec.runPolicy.schedulingPolicy.queue is immutable"]
-    assert transition_problems(pj, pj) == []
+    assert transition_problems(pj, moved) == cel.Transition(refused=[
+        "spec.runPolicy.schedulingPolicy.queue: spec.runPolicy.schedulingPolicy.queue is immutable"])
+    assert transition_problems(pj, pj) == cel.Transition()
+
+
+def test_a_transition_rule_not_evaluated_here_is_said_in_make_diff(monkeypatch, tmp_path):
+    """A transition rule the evaluator cannot run (here: url(), an opaque type) is neither a refusal nor silence:
+    transition_problems gives it as unchecked, and make diff prints it as such (before, it was dropped)."""
+    from policies.diff import objects as diff_objects
+    crd = tmp_path / "thing.json"
+    crd.write_text(json.dumps(schema({"val1": STRING}, [
+        {"rule": "self.val1 == oldSelf.val1 || url(self.val1).getHost() == ''"},
+        {"rule": "self.val1.size() >= oldSelf.val1.size()", "message": "val1 may not shrink"}])))
+    monkeypatch.setattr(cel, "find_schema", lambda api_version, kind: crd)
+    got = transition_problems({"val1": "abc"}, {"val1": "x"})
+    assert got.refused == ["(object): val1 may not shrink"]
+    assert len(got.unchecked) == 1 and "not evaluated here" in got.unchecked[0] and "url(" in got.unchecked[0]
+
+    key = ("example.com/v1", "Thing", "", "t")
+    side = lambda val: SimpleNamespace(objects={"overlays/x/y": {key: Manifest({"apiVersion": "example.com/v1",  # noqa: E731
+                                                                               "kind": "Thing", "val1": val}, "t.yaml")}},
+                                       errors={}, apps={})
+    [d] = diff_objects.compare(side("abc"), side("x"))  # type: ignore[arg-type]
+    assert [w for w in d.warnings if "not checked here" in w and "url(" in w and "--dry-run=server" in w], d.warnings
+    assert [w for w in d.warnings if "val1 may not shrink" in w and "refuses this change" in w], d.warnings
 
 
 def test_timestamps_convert():

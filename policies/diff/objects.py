@@ -147,7 +147,12 @@ def compare(base: Side, head: Side) -> list[OverlayDiff]:
             if diffs:
                 d.changed.append((k, diffs, unified_yaml(old[k].obj, new[k].obj, ref(k))))
                 hits = immutable_hits(k[0], k[1], diffs)
-                refused = transition_problems(old[k].obj, new[k].obj)  # the CRD's own rules that read oldSelf
+                transition = transition_problems(old[k].obj, new[k].obj)  # the CRD's own rules that read oldSelf
+                refused = transition.refused
+                if transition.unchecked:
+                    d.warnings.append(f"{ref(k)} {'; '.join(transition.unchecked)} (its CRD's transition rule, not "
+                                      "checked here): the API server decides whether this change to the existing "
+                                      "object is admitted (kubectl apply --dry-run=server)")
                 if refused:
                     d.warnings.append(f"{ref(k)} {'; '.join(refused)} (its CRD's transition rule): the API server "
                                       "refuses this change to the existing object; start a new run"

@@ -315,8 +315,11 @@ class Finding:
     path: list[str | int]
     message: str
     rule: Rule | None  # None: a rule that could not be evaluated here (message says why)
-    not_run: bool = False
-    cost: bool = False  # the API server may refuse the object on cost (RULE_CEL_COST)
+    kind: str = "refused"  # REFUSED, NOT_RUN (not evaluated here: message says why) or COST (RULE_CEL_COST)
+
+
+# Finding.kind: the object fails the rule; the rule was not evaluated here; the API server may refuse it on cost.
+REFUSED, NOT_RUN, COST = "refused", "not-run", "cost"
 
 
 @dataclass
@@ -378,24 +381,24 @@ def _evaluate(env: _Env, node: Node, value: Any, old: Any, path: list[str | int]
                             out.append(Finding(path, f"the API server may refuse the object: a rule here may cost up "
                                                      f"to {_fmt(bound)}, past the per-call limit "
                                                      f"{_fmt(PER_CALL_LIMIT)} (cel-go's estimate on this object's "
-                                                     f"sizes: a bound, not the cost): `{rule.rule}`", rule, cost=True))
+                                                     f"sizes: a bound, not the cost): `{rule.rule}`", rule, COST))
                         if bound <= NOT_EVALUATED_ABOVE:  # one past it is said above and not run: not summed
                             costs.total += bound
                             costs.rules += 1
                         else:
                             out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: its cost bound "
                                                      f"{_fmt(bound)} is past the object's whole budget "
-                                                     f"{_fmt(RUNTIME_COST_BUDGET)}", None, not_run=True))
+                                                     f"{_fmt(RUNTIME_COST_BUDGET)}", None, NOT_RUN))
                             continue
                     ok, result = env.evaluate(rule.rule, data)
                 except NotCompiled as e:
-                    out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: {e}", None, not_run=True))
+                    out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: {e}", None, NOT_RUN))
                     continue
                 if not ok and str(result).startswith(_ITERATION_BUDGET):
                     out.append(Finding(path, f"rule `{rule.rule}` not evaluated here: it runs more comprehension "
                                              "iterations than cel-expr-python allows (10,000: cel-cpp's "
                                              "comprehension_max_iterations; the API server bounds only the cost)",
-                                       None, not_run=True))
+                                       None, NOT_RUN))
                 elif not ok:
                     out.append(Finding(path, f"{result} evaluating rule: {_rule_text(rule)}", rule))
                 elif result is not True:
@@ -451,7 +454,7 @@ def evaluate_schema(schema: dict[str, Any], obj: Any, old: Any = None, transitio
         out.append(Finding([], f"the API server may refuse the object: its {costs.rules} CRD validation rule "
                                f"evaluations may cost up to {_fmt(costs.total)} together, past the per-object budget "
                                f"{_fmt(RUNTIME_COST_BUDGET)} (cel-go's estimate on this object's sizes: a bound, not "
-                               "the cost)", None, cost=True))
+                               "the cost)", None, COST))
     return out
 
 
@@ -461,14 +464,14 @@ def problems(m: Manifest, obj: Any, schema_path: Path) -> list[Problem]:
     out = [Problem(RULE_CEL, one_line(f"{f.message} (the CRD's validation rule: the API server refuses the object)"),
                    m.source, obj=m.ref, field=dotted(f.path) or None,
                    hint=f"make the object satisfy the CRD's rule `{f.rule.rule}`" if f.rule else None)
-           for f in found if not f.not_run and not f.cost]
+           for f in found if f.kind == REFUSED]
     out += [Problem(RULE_CEL_COST, one_line(f.message), m.source, obj=m.ref, field=dotted(f.path) or None,
                     severity=WARNING,
                     hint=(f"the rule `{f.rule.rule}`: " if f.rule else "")
                     + "make the lists, maps and strings the rules iterate smaller, or check with kubectl apply "
                       "--dry-run=server")
-            for f in found if f.cost]
-    skipped = [f for f in found if f.not_run]
+            for f in found if f.kind == COST]
+    skipped = [f for f in found if f.kind == NOT_RUN]
     if skipped:
         out.append(Problem(RULE_NOT_RUN, one_line(f"{len(skipped)} CRD validation rule(s) not evaluated here: "
                                                   f"{skipped[0].message}"), m.source, obj=m.ref,
@@ -491,16 +494,27 @@ def has_transition_rules(api_version: str, kind: str) -> bool:
     return False
 
 
-def transition_problems(old: Any, new: Any) -> list[str]:
-    """What the CRD's transition rules (those that read `oldSelf`) say about changing `old` into `new` in place, as
-    lines `<field>: <message>` (make diff)."""
+@dataclass
+class Transition:
+    """What the CRD's transition rules say about a change in place, as lines `<field>: <message>`: those the change
+    fails (the API server refuses it), and those not evaluated here or that the API server may refuse on cost."""
+
+    refused: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+
+
+def transition_problems(old: Any, new: Any) -> Transition:
+    """What the CRD's transition rules (those that read `oldSelf`) say about changing `old` into `new` in place
+    (make diff)."""
+    out = Transition()
     if not isinstance(old, dict) or not isinstance(new, dict):
-        return []
+        return out
     path = find_schema(str(new.get("apiVersion") or ""), str(new.get("kind") or ""))
     if path is None:
-        return []
-    return [f"{dotted(f.path) or '(object)'}: {f.message}" for f in findings(new, path, old, transitions_only=True)
-            if not f.not_run and not f.cost]
+        return out
+    for f in findings(new, path, old, transitions_only=True):
+        (out.refused if f.kind == REFUSED else out.unchecked).append(f"{dotted(f.path) or '(object)'}: {f.message}")
+    return out
 
 
 def evaluate_manifests(items: Iterable[tuple[Manifest, Any]]) -> list[Problem]:
