@@ -162,6 +162,9 @@ class Child:
         return f"{self.prefix}.{path}"
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Bundle:
     """The rendered objects of one overlay (or one file), indexed the way the launchers look things up."""
@@ -173,6 +176,8 @@ class Bundle:
     secrets: dict[str, dict[str, str]] = field(default_factory=dict)
     # The objects among `manifests` that a controller makes from another (launchers.expand), by their ref.
     children: dict[str, Child] = field(default_factory=dict)
+    # What a launcher reads of the whole bundle for each of its workloads, made once (`derived`).
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, manifests: list[Manifest], children: list[Child] | None = None) -> "Bundle":
@@ -190,6 +195,14 @@ class Bundle:
 
     def find(self, kind: str, name: str) -> Manifest | None:
         return self.by_kind.get((kind, name))
+
+    def derived(self, key: str, make: Callable[["Bundle"], T]) -> T:
+        """`make(self)`, made on the first call for `key` and kept: an index over every manifest that each
+        workload of a launcher reads (a walk per workload would be quadratic in the bundle)."""
+        if key not in self._derived:
+            self._derived[key] = make(self)
+        value: T = self._derived[key]
+        return value
 
 
 class Names(Sequence[str]):

@@ -240,9 +240,10 @@ QUEUE_KIND, SCHEDULING_GROUP = "Queue", "scheduling.volcano.sh"
 
 
 def queues(bundle: Bundle) -> dict[str, str | None]:
-    """The Volcano Queues in the manifests: name -> spec.parent."""
-    return {m.name: (str(dig(m.obj, "spec", "parent")) if dig(m.obj, "spec", "parent") else None)
-            for m in bundle.manifests if m.kind == QUEUE_KIND and group_of(m.api_version) == SCHEDULING_GROUP}
+    """The Volcano Queues in the manifests: name -> spec.parent (made once per bundle)."""
+    return bundle.derived("volcano-queues", lambda b: {
+        m.name: (str(dig(m.obj, "spec", "parent")) if dig(m.obj, "spec", "parent") else None)
+        for m in b.manifests if m.kind == QUEUE_KIND and group_of(m.api_version) == SCHEDULING_GROUP})
 
 
 def queue_checks(queue: str, known: dict[str, str | None]) -> list[Check]:
