@@ -19,7 +19,8 @@ import yaml
 
 from policies.report import engine
 from policies.kube.objects import Manifest
-from policies.schema import BuiltinValidator, crd_rules, transition_problems
+from policies.schema import BuiltinValidator, Transition, crd_rules, transition_problems
+from policies.schema import cel_transition
 from policies.schema import cel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -374,14 +375,14 @@ def _trainjob(**spec) -> dict:
 
 def test_transition_rules_of_the_crd_say_what_cannot_change():
     old = _trainjob(trainer={"numNodes": 2})
-    assert transition_problems(old, _trainjob(trainer={"numNodes": 2})) == cel.Transition()
+    assert transition_problems(old, _trainjob(trainer={"numNodes": 2})) == Transition()
     assert transition_problems(old, _trainjob(trainer={"numNodes": 4})).refused == ["spec.trainer: field is immutable"]
     pj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "p"},
           "spec": {"runPolicy": {"schedulingPolicy": {"queue": "a"}}, "pytorchReplicaSpecs": {}}}
     moved = {**pj, "spec": {"runPolicy": {"schedulingPolicy": {"queue": "b"}}, "pytorchReplicaSpecs": {}}}
-    assert transition_problems(pj, moved) == cel.Transition(refused=[
+    assert transition_problems(pj, moved) == Transition(refused=[
         "spec.runPolicy.schedulingPolicy.queue: spec.runPolicy.schedulingPolicy.queue is immutable"])
-    assert transition_problems(pj, pj) == cel.Transition()
+    assert transition_problems(pj, pj) == Transition()
 
 
 def test_a_transition_rule_not_evaluated_here_is_said_in_make_diff(monkeypatch, tmp_path):
@@ -392,7 +393,7 @@ def test_a_transition_rule_not_evaluated_here_is_said_in_make_diff(monkeypatch, 
     crd.write_text(json.dumps(schema({"val1": STRING}, [
         {"rule": "self.val1 == oldSelf.val1 || url(self.val1).getHost() == ''"},
         {"rule": "self.val1.size() >= oldSelf.val1.size()", "message": "val1 may not shrink"}])))
-    monkeypatch.setattr(cel, "find_schema", lambda api_version, kind: crd)
+    monkeypatch.setattr(cel_transition, "find_schema", lambda api_version, kind: crd)
     got = transition_problems({"val1": "abc"}, {"val1": "x"})
     assert got.refused == ["(object): val1 may not shrink"]
     assert len(got.unchecked) == 1 and "not evaluated here" in got.unchecked[0] and "url(" in got.unchecked[0]

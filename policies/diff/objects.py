@@ -14,7 +14,7 @@ import yaml
 from .. import launchers
 from ..kube.values import group_of
 from ..kube.objects import Manifest
-from ..schema.cel import has_transition_rules, transition_problems
+from ..schema.cel_transition import has_transition_rules, transition_problems
 from .trees import Key, Side, key, ref
 
 

@@ -29,7 +29,8 @@ import subprocess
 
 from ..kube.objects import Manifest, Problem
 from .builtin import BuiltinValidator, installed_version
-from .cel import RULE_CEL, RULE_CEL_COST, evaluate_manifests, has_transition_rules, transition_problems
+from .cel import RULE_CEL, RULE_CEL_COST, evaluate_manifests
+from .cel_transition import Transition, has_transition_rules, transition_problems
 from .kubeconform import KubeconformValidator, find_kubeconform, kubeconform_message_errors
 from .lookup import (MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR,
                      find_schema, kubernetes_version)
@@ -76,6 +77,7 @@ def crd_rules(manifests: list[Manifest], found: list[Problem]) -> list[Problem]:
 
 
 __all__ = ["BuiltinValidator", "KubeconformValidator", "MAX_ERRORS_PER_OBJECT", "MAX_MESSAGE", "RULE", "RULE_INPUT",
-           "RULE_CEL", "RULE_CEL_COST", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "has_transition_rules", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
+           "RULE_CEL", "RULE_CEL_COST", "RULE_MISSING", "RULE_NOT_RUN", "crd_rules", "has_transition_rules",
+           "Transition", "transition_problems", "SCHEMAS_DIR", "Validator", "ValidatorUnavailable", "as_applied", "dotted",
            "find_kubeconform", "find_schema", "installed_version", "kubeconform_message_errors", "kubernetes_version",
            "make_validator", "one_line"]

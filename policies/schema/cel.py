@@ -8,7 +8,7 @@ The library is cel-expr-python (Google's cel-cpp, the C++ sibling of the cel-go 
 Kubernetes functions it lacks in cel_library.py. Per rule, as validateExpressions does:
 - a value that is null or absent is not checked (the rules of its parent see it);
 - a rule that reads `oldSelf` (a transition rule) runs only where there is an old object: `make diff` between the
-  base and the change (transition_problems), never in `make validate`;
+  base and the change (cel_transition.py), never in `make validate`;
 - false: the rule's `messageExpression` (a one-line, non-empty string), else its `message`, else `failed rule:
   <rule>`, at the rule's `fieldPath` below the node; an evaluation error: `<error> evaluating rule: <rule>`;
 - a rule that does not compile here (a function of a library not available, see cel_library.py), or that runs past
@@ -477,43 +477,6 @@ def problems(m: Manifest, obj: Any, schema_path: Path) -> list[Problem]:
                                                   f"{skipped[0].message}"), m.source, obj=m.ref,
                            field=dotted(skipped[0].path) or None, severity=INFO,
                            hint="the API server evaluates it at admission; check it there (kubectl apply --dry-run=server)"))
-    return out
-
-
-def has_transition_rules(api_version: str, kind: str) -> bool:
-    """Whether the kind's CRD forbids some change in place (a rule that reads `oldSelf`)."""
-    path = find_schema(api_version, kind)
-    todo = [rule_tree(path)] if path is not None else []
-    while todo:
-        node = todo.pop()
-        if node is None:
-            continue
-        if any(r.transition for r in node.rules):
-            return True
-        todo += [*node.props.values(), node.items, node.additional]
-    return False
-
-
-@dataclass
-class Transition:
-    """What the CRD's transition rules say about a change in place, as lines `<field>: <message>`: those the change
-    fails (the API server refuses it), and those not evaluated here or that the API server may refuse on cost."""
-
-    refused: list[str] = field(default_factory=list)
-    unchecked: list[str] = field(default_factory=list)
-
-
-def transition_problems(old: Any, new: Any) -> Transition:
-    """What the CRD's transition rules (those that read `oldSelf`) say about changing `old` into `new` in place
-    (make diff)."""
-    out = Transition()
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return out
-    path = find_schema(str(new.get("apiVersion") or ""), str(new.get("kind") or ""))
-    if path is None:
-        return out
-    for f in findings(new, path, old, transitions_only=True):
-        (out.refused if f.kind == REFUSED else out.unchecked).append(f"{dotted(f.path) or '(object)'}: {f.message}")
     return out
 
 
