@@ -28,5 +28,6 @@ def check(ctx: Context) -> Iterator[Problem]:
             yield problem(ID, t, where, "process-group backend is nccl but the pods request no GPUs",
                           "use gloo on CPU pods, or request nvidia.com/gpu")
         elif b == "gloo" and t.gpus:
-            yield problem(ID, t, where, f"process-group backend is gloo on pods with {t.gpus} GPUs each: "
-                          "collectives go through host memory", "use nccl on GPU pods", severity=WARNING)
+            gpus = f"{t.gpus} GPU{'s' if t.gpus != 1 else ''}"
+            yield problem(ID, t, where, f"process-group backend is gloo on pods with {gpus} each: collectives go "
+                          "through host memory", "use nccl on GPU pods", severity=WARNING)

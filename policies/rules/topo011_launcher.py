@@ -27,7 +27,8 @@ the five reserved PET_* variables are not set by hand, on an MPI runtime the fou
 XGBoost runtime the four DMLC_* ones; an MPI runtime that runs the launcher as a node has both a `launcher` and a
 `node` Job where numNodes is 2 or more; the MPI launcher's `mpirun -np` fits the hostfile's slots (nodes x
 numProcPerNode: more is an error without --oversubscribe, fewer a warning) and its rank-0 address (`-x MASTER_ADDR`,
-a `tcp://` `--dist-url`) names the hostfile's first host, as an MPIJob's, and its `mpiImplementation` is not
+a `tcp://` `--dist-url`) names the hostfile's first host, as an MPIJob's (where the command names `-H host:slots,...`,
+which filters the Trainer's default hostfile, its hosts and slots instead), and its `mpiImplementation` is not
 `""` (the plugin knows only OpenMPI and never builds the JobSet); `envInjection` names existing
 containers, runtime patches reach only
 the runtime's Jobs and containers, set no env on `node` or the initializers and name a domain-prefixed
