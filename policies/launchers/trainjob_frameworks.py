@@ -243,8 +243,9 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
     if run.hostfile is not None and run.hostfile != f"{MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME}":
         return out  # (another hostfile: TOPO012 says its slots were not checked)
     total = len(hosts) * slots
-    # -H's hosts and slots where the command names them (Open MPI then ignores the default hostfile), else the
-    # Trainer's hostfile; rank 0 runs on the first slot of the first host
+    # -H's hosts and slots where the command names them (with a default hostfile set, Open MPI's -H filters its hosts:
+    # orte_hosts(7); -np past -H's slots is refused either way), else the Trainer's hostfile; rank 0 runs on the first
+    # slot of the first host
     first_host = run.hosts[0][0] if run.hosts else hosts[0]
     if (inv := torchrun_under(run)) is not None:  # each rank one torchrun agent (mpirun.py)
         out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, total, len(hosts)))
