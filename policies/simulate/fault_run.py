@@ -49,16 +49,21 @@ def pending(pid: int, signum: int) -> bool:
     return bool(mask >> (signum - 1) & 1)
 
 
+def wait_for(ready: Callable[[], bool], within: float, gone: Callable[[], bool] = lambda: False) -> bool:
+    """Polls `ready()` every 10 ms for at most `within` s, giving up sooner once `gone()`; whether it became true."""
+    end = time.monotonic() + within
+    while not ready():
+        if gone() or time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def until_pending(workers: Callable[[], list[int]], signum: int, within: float) -> bool:
     """Waits (at most `within` s) until every stopped process of `workers()` has `signum` pending; whether it came.
     A process that runs, or is gone, is not waited for: it handles the signal as it comes."""
-    end = time.monotonic() + within
-    while True:
-        if not [pid for pid in workers() if state_of(pid) in ("T", "t") and not pending(pid, signum)]:
-            return True
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
+    return wait_for(lambda: not [pid for pid in workers() if state_of(pid) in ("T", "t") and not pending(pid, signum)],
+                    within)
 
 
 # What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
@@ -198,16 +203,10 @@ class FaultRun:
             workers = self._workers(sp)
             return not workers or all(state_of(pid) in ("T", "t") for pid in workers)
 
-        end = time.monotonic() + 5.0
-        while not (self._workers(printer) and stopped(printer)):
-            if not self._workers(printer) or time.monotonic() > end:
-                return False
-            time.sleep(0.01)
-        end = time.monotonic() + 30.0
-        while not all(stopped(p) for p in self._trainers() if id(p) not in self._partitioned):
-            if time.monotonic() > end:
-                break
-            time.sleep(0.01)
+        if not wait_for(lambda: bool(self._workers(printer)) and stopped(printer), 5.0,
+                        gone=lambda: not self._workers(printer)):
+            return False
+        wait_for(lambda: all(stopped(p) for p in self._trainers() if id(p) not in self._partitioned), 30.0)
         return True
 
     def _inject(self, f: F.Fault) -> None:
