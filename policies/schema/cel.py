@@ -310,16 +310,16 @@ def _eval_error(text: str) -> str:
 
 # --- walking an object ---------------------------------------------------------------------------------------------
 
+# Finding.kind: the object fails the rule; the rule was not evaluated here; the API server may refuse it on cost.
+REFUSED, NOT_RUN, COST = "refused", "not-run", "cost"
+
+
 @dataclass
 class Finding:
     path: list[str | int]
     message: str
     rule: Rule | None  # None: a rule that could not be evaluated here (message says why)
-    kind: str = "refused"  # REFUSED, NOT_RUN (not evaluated here: message says why) or COST (RULE_CEL_COST)
-
-
-# Finding.kind: the object fails the rule; the rule was not evaluated here; the API server may refuse it on cost.
-REFUSED, NOT_RUN, COST = "refused", "not-run", "cost"
+    kind: str = REFUSED  # REFUSED, NOT_RUN (not evaluated here: message says why) or COST (RULE_CEL_COST)
 
 
 @dataclass
