@@ -103,6 +103,33 @@ def test_mpirun_world_checked(fixture, found):
     assert any(found in p.message and p.severity == "error" for p in problems), [p.line() for p in problems]
 
 
+@pytest.mark.parametrize("fixture, python", [
+    ("mpijob-master-addr-not-rank-0.yaml", '"python", "/app/train.py"'),
+    ("trainjob-mpi-master-addr-not-rank-0.yaml", "python, /app/train.py"),
+])
+@pytest.mark.parametrize("program", [["python3", "/usr/local/bin/torchrun", "--nproc-per-node", "1", "/app/train.py"],
+                                     ["bash", "-c", "cd /app; exec python -m torch.distributed.run --nproc-per-node 1 "
+                                                    "train.py"]], ids=["python3-torchrun", "bash-c-torch.distributed.run"])
+def test_mpirun_starting_torchrun_unread_claims_no_rank_zero_address(fixture, python, program, tmp_path):
+    """The same worlds with mpirun starting torchrun where torchrun_under cannot read it (through python3, or after
+    `cd /app;`): torchrun sets its workers' MASTER_ADDR from its own --master-addr (torch 2.13:
+    local_elastic_agent.py 424, run.py 629-633), so mpirun's `-x MASTER_ADDR` names no store and is not an error.
+    The MPIJob path claimed one for both; the TrainJob path for `torch.distributed.run`."""
+    text = (RULES / "TOPO011" / "fail" / fixture).read_text()
+    assert python in text
+    assert [p for p in problems_of(_write(tmp_path, text)) if "first slot mpirun fills" in p.message]
+    words = ", ".join(f'"{w}"' for w in program)
+    problems = problems_of(_write(tmp_path, text.replace(python, words)))
+    assert not [p for p in problems if "first slot mpirun fills" in p.message], [p.line() for p in problems]
+    assert not [p for p in problems if p.severity == "error"], [p.line() for p in problems]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    return path
+
+
 def test_mpirun_says_once_what_it_did_not_check():
     """An MPIJob running mpirun: one TOPO012 info line names mpirun, its ranks and what was left unchecked."""
     problems = problems_of(RULES / "TOPO011" / "pass" / "mpijob-mpirun-python.yaml")

@@ -21,7 +21,7 @@ from ..kube.objects import WARNING, Manifest
 from .base import Bundle, Check, Launcher, MpiWorld, Names, ScaleSpec, Workload
 from .job_validation import JOB_NAME_LABELS
 from .mpirun import (HOSTFILE, INTEL, MPICH, OPEN_MPI, MpiRun, find_mpirun, mpirun_words, np_within_hosts,
-                     rank_zero_address, ranks_over_hosts, torchrun_agents, torchrun_under)
+                     rank_zero_address, ranks_over_hosts, starts_torchrun, torchrun_agents, torchrun_under)
 from .pods import Injected, PodGroup, container_resources
 
 # (find_mpirun, MpiRun and the implementations are read from here too.)
@@ -262,12 +262,12 @@ class MPIJobLauncher(Launcher[Workload]):
                              f"places {slots} rank{'s' if slots != 1 else ''} per worker, so "
                              + ("GPUs stay idle" if slots < gpus else "ranks share a GPU"),
                              f"set slotsPerWorker: {gpus} (one rank per GPU)", severity=WARNING))
-        if gpus and run.np is not None and run.np < total and not any("torchrun" in x for x in run.program):
+        if gpus and run.np is not None and run.np < total and not starts_torchrun(run):
             out.append(Check(run.field, f"mpirun -np {run.np} uses {run.np} of the {total} slots the {hosts} workers' "
                              f"{gpus} GPUs each give", f"set -np {total}", severity=WARNING))
         if (inv := torchrun_under(run)) is not None:  # (-H's hosts and slots where it names them, else the hostfile's)
             out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, total, hosts))
-        elif names:
+        elif names and not starts_torchrun(run):
             out += rank_zero_address(w, run, pod, names[0])
         return out
 

@@ -149,6 +149,14 @@ def _torchrun_words(run: MpiRun) -> list[str]:
     return program
 
 
+def starts_torchrun(run: MpiRun) -> bool:
+    """torchrun somewhere in the program mpirun starts, whether or not `torchrun_under` could read it (after a
+    `cd ... &&`, as `python -m torch.distributed.run`): torchrun then gives its workers MASTER_ADDR and MASTER_PORT
+    itself (torch 2.13: local_elastic_agent.py 424, from its --master-addr, default 127.0.0.1, which reads
+    PET_MASTER_ADDR, not MASTER_ADDR: run.py 629-633), so mpirun's `-x MASTER_ADDR` and rank 0's slot name no store."""
+    return any("torchrun" in x or "torch.distributed.run" in x for x in run.program)
+
+
 def ranks_over_hosts(run: MpiRun, slots: int | None, hosts: int) -> tuple[int | None, int]:
     """How many ranks mpirun starts and over how many hosts: -np, else the slots -H names (None where a host names
     none), else the hostfile's `slots`; over -H's hosts, else the hostfile's `hosts`."""
@@ -328,7 +336,7 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     out += np_within_hosts(run, OPEN_MPI if open_mpi else MPICH, listed)
     if (inv := torchrun_under(run)) is not None:  # one torchrun agent per rank, over the hosts listed
         out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, None, 0))
-    elif not any("torchrun" in x for x in run.program):
+    elif not starts_torchrun(run):
         first, _, rest = run.hosts[0][0].partition(".")
         out += rank_zero_address(w, run, pod, first, rest.split(".")[0] or subdomain)
     return out

@@ -10,7 +10,7 @@ from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import INFO, WARNING
 from .base import Check, MpiWorld, Names, Workload
 from .mpirun import (OPEN_MPI, MpiRun, find_mpirun, mpirun_words, np_within_hosts, rank_zero_address,
-                     ranks_over_hosts, torchrun_agents, torchrun_under)
+                     ranks_over_hosts, starts_torchrun, torchrun_agents, torchrun_under)
 from .pods import Injected, container_resources, trainer_gpus_per_node
 
 NODE = "node"  # constants.Node: the trainer's (and the MPI node Job's) container and Job name
@@ -249,7 +249,7 @@ def framework_checks(w: Workload, policy: str, runtime_obj: dict[str, Any] | Non
     first_host = run.hosts[0][0] if run.hosts else hosts[0]
     if (inv := torchrun_under(run)) is not None:  # each rank one torchrun agent (mpirun.py)
         out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, total, len(hosts)))
-    elif not any("torchrun" in x for x in run.program):
+    elif not starts_torchrun(run):
         first, _, subdomain = first_host.partition(".")
         out += rank_zero_address(w, run, pod, first, subdomain or hosts[0].partition(".")[2])
     if run.hosts is not None:
