@@ -38,6 +38,8 @@ PATHS   ?=
 # make diff: the git ref to compare the working tree with.
 BASE    ?= main
 FORMAT  ?= text
+# make bench-gpu: processes (GPUs) of each trainer run; above 1 it also reports the scaling against one GPU.
+NPROC   ?= 1
 # make validate: STRICT=1 fails on warnings too; POLICY_ENV=components/<env>/policy.yaml for files and stdin.
 STRICT  ?=
 # make validate: the schema validator, builtin (in-process, the default), kubeconform, auto (kubeconform where installed) or none.
@@ -191,8 +193,8 @@ bench-trainer: $(PY) ## Trainer samples/s and CPU time: 1 process x 1 and x 2 th
 	@$(PY) bench/bench_trainer.py
 	@$(PY) bench/bench_lm.py
 
-bench-gpu: $(PY) ## On one CUDA device (about 3 min): DDP epochs, the metrics endpoint, FSDP2 causal-lm tokens/s and MFU, both resumes; writes bench/gpu-<card>.md (no CUDA: says so, exits 0)
-	@$(PY) bench/bench_gpu.py
+bench-gpu: $(PY) ## On a CUDA device (NPROC=N: N GPUs, with scaling against 1): DDP epochs, the metrics endpoint, FSDP2 causal-lm tokens/s, MFU and peak memory, --compile, host syncs, both resumes; writes bench/gpu-<card>.md (no CUDA: says so, exits 0)
+	@$(PY) bench/bench_gpu.py --nproc-per-node $(NPROC)
 
 schemas: $(PY) ## Regenerate schemas/ from the pinned Kubernetes version (every kind) and the CRDs in crds/
 	@$(PY) scripts/gen_schemas.py

@@ -1,30 +1,39 @@
 #!/usr/bin/env python3
-"""The trainer's CUDA path on one GPU, in one run of a few minutes (`make bench-gpu`): what the CPU tests cannot
-reach (NCCL, bf16 autocast, fused AdamW, FSDP2 on a GPU, checkpoints written from and read back to GPU memory, the
-GPU memory metrics the dashboard queries), each step run through the real trainer under torchrun.
+"""The trainer's CUDA path on one GPU (or N, --nproc-per-node), in one run of a few minutes (`make bench-gpu`): what
+the CPU tests cannot reach (NCCL, bf16 autocast, fused AdamW, FSDP2 on a GPU, torch.compile on a GPU, checkpoints
+written from and read back to GPU memory, the GPU memory metrics the dashboard queries, host syncs counted by CUDA),
+each step run through the real trainer under torchrun.
 
     ddp        the DDP task on MNIST-shaped data: 60,000 random 28x28 images and labels written as IDX files (the
-               task's own loader, the MNIST CNN), world size 1, NCCL, bf16 autocast, channels-last, fused AdamW;
-               seconds per epoch and samples/s (epochs after the first). While it trains, the rank's Prometheus
-               endpoint (METRICS_PORT) is scraped: which of the dashboard's metrics it serves, and its GPU memory.
+               task's own loader, the MNIST CNN), NCCL, bf16 autocast, channels-last, fused AdamW; seconds per
+               epoch and samples/s (epochs after the first). While it trains, rank 0's Prometheus endpoint
+               (METRICS_PORT) is scraped: which of the dashboard's metrics it serves, and its GPU memory.
     ddp-resume the same run folder with one epoch more: the trainer must resume from the checkpoint the first run
                wrote on the GPU (its `[DDP] resume` line) and train only the last epoch.
     kernel     the trainer's own step function in this process, data already in GPU memory: seconds per epoch
                without torchrun, the loader or the metrics (what the trainer's loop costs on top of it).
-    lm-fsdp    the causal-lm task with --strategy fsdp (FSDP2 fully_shard) at world size 1: a GPT-2 of ~125M
-               parameters (18 layers of width 768, 1,024 positions; scripts/tiny_lm.py builds it with
-               save_pretrained, random weights) on the repository's Markdown repeated to ~2M tokens, bf16;
-               tokens/s (epochs after the first) and model-FLOPs utilisation against the card's dense bf16
-               datasheet peak, with FLOPs per token 6N + 12 x layers x width x seq-len (PaLM, appendix B).
+    lm-fsdp    the causal-lm task with --strategy fsdp (FSDP2 fully_shard): a GPT-2 of ~125M parameters (18
+               layers of width 768, 1,024 positions; scripts/tiny_lm.py builds it with save_pretrained, random
+               weights) on the repository's Markdown repeated to ~2M tokens, bf16; tokens/s (epochs after the
+               first), model-FLOPs utilisation against the cards' dense bf16 datasheet peak, with FLOPs per token
+               6N + 12 x layers x width x seq-len (PaLM, appendix B), and rank 0's peak GPU memory (scraped).
     lm-resume  the same run folder with one epoch more: a DCP checkpoint saved from GPU memory and loaded back.
+    lm-compile (step `compile`) the lm-fsdp run with --compile: tokens/s and MFU against eager, and the first
+               epoch's extra seconds (the compile).
+    lm-syncs   (step `syncs`) one lm epoch under bench/sync_count.py: torch.cuda.set_sync_debug_mode("warn")
+               counts rank 0's host syncs by the trainer's phase and line; those inside `step N` phases over the
+               steps, and the lines that sync at every step.
+    *-scaling  with --nproc-per-node N above 1, the ddp and lm steps run at world size N (the same batch per
+               rank), and once more at world size 1: the scaling efficiency rate(N) / (N x rate(1)).
 
 It prints one table and writes it, with every figure as JSON, to `<out>/gpu-<card>.md` and `.json` (default
 out: bench/). A step that fails is a FAILED row with its last error line, the others still run, and the exit
 status is 1. Without CUDA it says so and exits 0 (CI has no GPU); `--cpu-fallback` runs the same steps on the
-CPU at toy sizes (gloo, a 2-layer GPT-2): tests/test_bench_gpu.py runs that, so the script cannot rot between
-the sessions that have a GPU.
+CPU at toy sizes (gloo, a 2-layer GPT-2; no GPU memory, MFU or sync count there): tests/test_trainer_bench_gpu.py
+runs that with 2 processes, so the script cannot rot between the sessions that have a GPU.
 
-    .venv/bin/python bench/bench_gpu.py                    # what `make bench-gpu` runs
+    .venv/bin/python bench/bench_gpu.py                        # what `make bench-gpu` runs
+    .venv/bin/python bench/bench_gpu.py --nproc-per-node 8     # make bench-gpu NPROC=8: one machine, 8 GPUs
     .venv/bin/python bench/bench_gpu.py --cpu-fallback --out /tmp/b
 """
 
@@ -45,6 +54,7 @@ import urllib.request
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Collection
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,6 +66,7 @@ import torch  # noqa: E402
 import bench_lm  # noqa: E402
 import bench_trainer as bt  # noqa: E402
 import tiny_lm  # noqa: E402
+from sync_count import SYNC_WARNING  # noqa: E402
 from trainer.idx import encode_idx  # noqa: E402
 from trainer.telemetry import GAUGES, PREFIX  # noqa: E402
 
@@ -82,6 +93,7 @@ class Sizes:
     log_interval: int
     lm_strategy: str = "fsdp"
     lm_resume: int = 1
+    nproc: int = 1  # --nproc-per-node: processes (GPUs) of the torchrun runs; above 1, a world-1 run is the baseline
 
 
 GPU = Sizes("cuda", "nccl", 60_000, 10_000, 512, 4, bench_lm.GPU_MODEL, 1024, 8, 3, 24, 512, 20)
@@ -135,10 +147,21 @@ def run(cmd: list[str], env_extra: dict[str, str], timeout: float) -> tuple[str,
     return proc.stdout + proc.stderr, wall
 
 
-def torchrun_cmd(args: list[str], out_dir: Path) -> list[str]:
-    return [bt.torchrun(), "--nnodes", "1", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"127.0.0.1:{bt.free_port()}", str(ROOT / "trainer" / "train.py"), *args,
-            "--out-dir", str(out_dir)]
+TRAIN = ROOT / "trainer" / "train.py"
+
+
+def torchrun_cmd(args: list[str], out_dir: Path, nproc: int = 1, script: Path = TRAIN) -> list[str]:
+    return [bt.torchrun(), "--nnodes", "1", "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", f"127.0.0.1:{bt.free_port()}", str(script), *args, "--out-dir", str(out_dir)]
+
+
+def scaling(rep: Report, step: str, unit: str, one: float, many: float, n: int) -> None:
+    """Weak scaling: the same per-rank batch at world size 1 and `n`; efficiency = rate(n) / (n x rate(1))."""
+    eff = many / (n * one)
+    rep.data[step.replace("-", "_")] = {"world_size": n, "rate_1": one, "rate_n": many, "efficiency": eff}
+    rep.add(step, f"{unit} at world size 1", f"{one:,.0f}", "the same per-rank batch in one process: the baseline")
+    rep.add(step, f"scaling efficiency, {n} against 1", f"{eff:.1%}",
+            f"{many:,.0f} / ({n} x {one:,.0f}) {unit}")
 
 
 def lines(output: str, tag: str) -> list[dict[str, str]]:
@@ -202,7 +225,7 @@ def ddp_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
     port = bt.free_port()
     try:
         with Scraper(port) as scraper:
-            out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs)], tmp / "out"),
+            out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs)], tmp / "out", sizes.nproc),
                             {"METRICS_PORT": str(port)}, timeout)
     except StepFailed as e:
         rep.fail("ddp", str(e))
@@ -218,7 +241,8 @@ def ddp_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
         return
     med = median_after_first(secs)
     rep.add("ddp", "s/epoch (median after the 1st)", f"{med:.3f}",
-            f"{sizes.train_images:,} images, batch {sizes.ddp_batch}, {start.get('backend', '?')}, amp "
+            f"{sizes.train_images:,} images, batch {sizes.ddp_batch} per rank, world size {sizes.nproc}, "
+            f"{start.get('backend', '?')}, amp "
             f"{start.get('amp', 'none')}; anchor {ANCHOR_EPOCH_S} s (hand-tuned MNIST to 99 %, one A100)")
     rep.add("ddp", "samples/s (median after the 1st)", f"{median_after_first(rates):,.0f}",
             f"epochs: {', '.join(f'{s:.3f}' for s in secs)} s; run {wall:.1f} s with start-up")
@@ -236,22 +260,37 @@ def ddp_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
         if v is None and sizes.device == "cuda":
             rep.failed.append(f"metrics:{name}")
 
-    # resume: one epoch more in the same run folder, from the checkpoint written from GPU memory
+    ddp_resume(rep, sizes, common, tmp, timeout)
+    if sizes.nproc > 1:  # the baseline: the same per-rank batch at world size 1
+        try:
+            out1, _ = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs)], tmp / "out-1"), {}, timeout)
+        except StepFailed as e:
+            rep.fail("ddp-scaling", f"world size 1: {e}")
+            return
+        rates1 = [float(e["samples/s"]) for e in lines(out1, "EPOCH")]
+        if not rates1:
+            rep.fail("ddp-scaling", "world size 1: no [EPOCH] line in the trainer's output")
+            return
+        scaling(rep, "ddp-scaling", "samples/s", median_after_first(rates1), median_after_first(rates), sizes.nproc)
+
+
+def ddp_resume(rep: Report, sizes: Sizes, common: list[str], tmp: Path, timeout: float) -> None:
+    """One epoch more in the same run folder, from the checkpoint written from GPU memory."""
     try:
-        out2, wall2 = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs + 1)], tmp / "out"), {}, timeout)
+        out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs + 1)], tmp / "out", sizes.nproc),
+                        {}, timeout)
     except StepFailed as e:
         rep.fail("ddp-resume", str(e))
         return
-    resumed = lines(out2, "DDP")
-    resume = next((r for r in resumed if "resumed_from" in r), None)
-    trained = [int(e["epoch"].split("/")[0]) for e in lines(out2, "EPOCH")]
-    rep.data["ddp_resume"] = {"resume": resume, "epochs_trained": trained, "run_wall_s": wall2}
+    resume = next((r for r in lines(out, "DDP") if "resumed_from" in r), None)
+    trained = [int(e["epoch"].split("/")[0]) for e in lines(out, "EPOCH")]
+    rep.data["ddp_resume"] = {"resume": resume, "epochs_trained": trained, "run_wall_s": wall}
     if resume is None or trained != [sizes.ddp_epochs + 1]:
         rep.fail("ddp-resume", f"expected a resume line and epoch {sizes.ddp_epochs + 1} alone; got resume="
                                f"{resume is not None}, epochs trained {trained}")
     else:
         rep.add("ddp-resume", "resumed, trained epoch", f"{trained[0]}",
-                f"from {Path(resume['resumed_from']).name}; run {wall2:.1f} s with start-up")
+                f"from {Path(resume['resumed_from']).name}; run {wall:.1f} s with start-up")
 
 
 def kernel_step(rep: Report, sizes: Sizes) -> None:
@@ -269,68 +308,179 @@ def kernel_step(rep: Report, sizes: Sizes) -> None:
             f"the trainer's train_step in this process, data in {sizes.device} memory, batch {sizes.kernel_batch}")
 
 
-def lm_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
-    step = f"lm-{sizes.lm_strategy}"
+@dataclass
+class LmRun:
+    """One causal-lm run's figures: tokens/s over the epochs after the first (all ranks), model-FLOPs utilisation
+    over the world's GPUs."""
+    out: str
+    wall: float
+    nproc: int
+    start: dict
+    epochs: list[dict[str, str]]
+    rate: float
+    tokens: float
+    seconds: float
+    mfu: float | None
+
+    def record(self) -> dict:
+        return {"world_size": self.nproc, "tokens_per_s": self.rate, "tokens": self.tokens, "seconds": self.seconds,
+                "mfu": self.mfu, "start": self.start, "epochs": self.epochs, "run_wall_s": self.wall}
+
+
+class Lm:
+    """The causal-lm steps' model, data and common arguments; `run` starts one torchrun of the trainer."""
+
+    def __init__(self, sizes: Sizes, tmp: Path, timeout: float):
+        self.sizes, self.tmp, self.timeout = sizes, tmp, timeout
+        self.info = tiny_lm.build(tmp / "lm", seed=0, name="gpt2-bench", **sizes.lm)
+        train = Path(self.info["data"]) / "train.jsonl"
+        train.write_text(train.read_text() * sizes.lm_repeat)  # more tokens per epoch: an epoch outlasts start-up
+        self.params = self.info["params"]
+        # FLOPs per token: 6N + 12 x layers x width x seq-len (PaLM, appendix B)
+        self.per_token = 6 * self.params + 12 * sizes.lm["layers"] * sizes.lm["width"] * sizes.lm_seq
+        self.name = torch.cuda.get_device_name(0) if sizes.device == "cuda" else "cpu"
+        self.peak = bench_lm.peak_flops(self.name) if sizes.device == "cuda" else None
+        amp = ["--amp", "bf16"] if sizes.device == "cuda" else []
+        self.common = [
+            "--task", "causal-lm", "--model-local-dir", self.info["model"], "--data-root", self.info["data"],
+            "--seq-len", str(sizes.lm_seq), "--batch-size", str(sizes.lm_batch), "--strategy", sizes.lm_strategy,
+            "--backend", sizes.backend, "--log-interval", "1000000", "--save-epochs", "false", "--run-id", "lm",
+            *amp,
+            # a phase that hangs (start-up, model load, first step, checkpoint save, ...) ends the run with one
+            # [ERROR] line naming it before the step's own timeout kills it silently (the H200's LM step, 2026-11-26)
+            "--phase-timeout", f"{max(30.0, timeout / 2):g}"]
+
+    def run(self, folder: str, epochs: int, nproc: int, extra: tuple[str, ...] = (), env: dict | None = None,
+            script: Path = TRAIN) -> LmRun:
+        out, wall = run(torchrun_cmd([*self.common, *extra, "--epochs", str(epochs)], self.tmp / folder, nproc, script),
+                        env or {}, self.timeout)
+        epoch_lines = lines(out, "EPOCH")
+        if not epoch_lines:
+            raise StepFailed("no [EPOCH] line in the trainer's output")
+        rate, tokens, seconds = bench_lm.tokens_per_s(out)
+        start = next((s for s in lines(out, "DDP") if s.get("strategy")), {})
+        mfu = self.per_token * rate / (nproc * self.peak) if self.peak else None
+        return LmRun(out, wall, nproc, start, epoch_lines, rate, tokens, seconds, mfu)
+
+    def mfu_row(self, rep: Report, step: str, r: LmRun) -> None:
+        gpus = f"{r.nproc} x " if r.nproc > 1 else ""
+        rep.add(step, "model-FLOPs utilisation", f"{r.mfu:.1%}" if r.mfu is not None else "n/a",
+                f"{self.per_token / 1e9:.2f} GFLOP/token against {gpus}{self.peak / 1e12:,.0f} TFLOP/s dense bf16 "
+                "(datasheet)" if self.peak else
+                ("no GPU" if self.sizes.device == "cpu" else f"no datasheet peak for {self.name!r} in bench_lm.PEAK"))
+
+
+def lm_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float, steps: Collection[str] = ()) -> None:
+    """lm-<strategy> at world size --nproc-per-node (tokens/s, MFU, rank 0's peak GPU memory), lm-resume, and with
+    more than one process lm-scaling (a world-1 baseline); `steps` may add lm-compile and lm-syncs."""
+    step, n = f"lm-{sizes.lm_strategy}", sizes.nproc
     try:
-        info = tiny_lm.build(tmp / "lm", seed=0, name="gpt2-bench", **sizes.lm)
-    except Exception as e:  # noqa: BLE001
+        lm = Lm(sizes, tmp, timeout)
+    except Exception as e:  # noqa: BLE001 - the row says what failed; the other steps run
         rep.fail(step, f"building the model: {type(e).__name__}: {e}")
         return
-    train = Path(info["data"]) / "train.jsonl"
-    text = train.read_text()
-    train.write_text(text * sizes.lm_repeat)  # more tokens per epoch, so that an epoch outlasts its start-up
-    amp = ["--amp", "bf16"] if sizes.device == "cuda" else []
-    common = ["--task", "causal-lm", "--model-local-dir", info["model"], "--data-root", info["data"],
-              "--seq-len", str(sizes.lm_seq), "--batch-size", str(sizes.lm_batch), "--strategy", sizes.lm_strategy,
-              "--backend", sizes.backend, "--log-interval", "1000000", "--save-epochs", "false",
-              "--run-id", "lm", *amp,
-              # a phase that hangs (start-up, model load, first step, checkpoint save, ...) ends the run with one
-              # [ERROR] line naming it before the step's own timeout kills it silently (the H200's LM step, 2026-11-26)
-              "--phase-timeout", f"{max(30.0, timeout / 2):g}"]
+    port = bt.free_port()
     try:
-        out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.lm_epochs)], tmp / "out"), {}, timeout)
+        with Scraper(port) as scraper:
+            eager = lm.run("out", sizes.lm_epochs, n, env={"METRICS_PORT": str(port)})
     except StepFailed as e:
         rep.fail(step, str(e))
         return
-    start = next((s for s in lines(out, "DDP") if s.get("strategy")), {})
-    epochs = lines(out, "EPOCH")
-    if not epochs:
-        rep.fail(step, "no [EPOCH] line in the trainer's output")
-        return
-    rate, tokens, seconds = bench_lm.tokens_per_s(out)
-    params = info["params"]
-    per_token = 6 * params + 12 * sizes.lm["layers"] * sizes.lm["width"] * sizes.lm_seq
-    name = torch.cuda.get_device_name(0) if sizes.device == "cuda" else "cpu"
-    peak = bench_lm.peak_flops(name) if sizes.device == "cuda" else None
-    util = per_token * rate / peak if peak else None
-    rep.data[step.replace("-", "_")] = {"params": params, "tokens_per_s": rate, "tokens": tokens, "seconds": seconds,
-                           "flops_per_token": per_token, "peak_flops": peak, "mfu": util, "start": start,
-                           "epochs": epochs, "run_wall_s": wall}
-    rep.add(step, "tokens/s (epochs after the 1st)", f"{rate:,.0f}",
-            f"GPT-2 {params / 1e6:.1f} M params, seq {sizes.lm_seq}, batch {sizes.lm_batch}, strategy "
-            f"{start.get('strategy', '?')} ({start.get('fsdp_units', '?')} FSDP units), amp {start.get('amp', '?')}, "
-            f"{tokens:,.0f} tokens in {seconds:.1f} s")
-    rep.add(step, "model-FLOPs utilisation", f"{util:.1%}" if util is not None else "n/a",
-            f"{per_token / 1e9:.2f} GFLOP/token against {peak / 1e12:,.0f} TFLOP/s dense bf16 (datasheet)"
-            if peak else ("no GPU" if sizes.device == "cpu" else f"no datasheet peak for {name!r} in bench_lm.PEAK"))
-    rep.add(step, "val_loss per epoch", ", ".join(f"{float(e['val_loss']):.3f}" for e in epochs),
+    memory = scraper.values.get(PREFIX + "gpu_memory_peak_bytes")
+    rep.data[step.replace("-", "_")] = {**eager.record(), "params": lm.params, "flops_per_token": lm.per_token,
+                                        "peak_flops": lm.peak, "gpu_memory_peak_bytes": memory}
+    start = eager.start
+    rep.add(step, "tokens/s (epochs after the 1st)", f"{eager.rate:,.0f}",
+            f"GPT-2 {lm.params / 1e6:.1f} M params, seq {sizes.lm_seq}, batch {sizes.lm_batch} per rank, world size "
+            f"{n}, strategy {start.get('strategy', '?')} ({start.get('fsdp_units', '?')} FSDP units), amp "
+            f"{start.get('amp', '?')}, {eager.tokens:,.0f} tokens in {eager.seconds:.1f} s")
+    lm.mfu_row(rep, step, eager)
+    rep.add(step, "peak GPU memory (rank 0)", f"{memory / 2**30:,.2f} GiB" if memory is not None else "not served",
+            "largest torch.cuda.max_memory_allocated scraped from rank 0's metrics endpoint" if memory is not None else
+            ("expected: the CPU serves no GPU memory" if sizes.device == "cpu" else "the GPU path must serve it"))
+    if memory is None and sizes.device == "cuda":
+        rep.failed.append(f"{step}:gpu_memory_peak_bytes")
+    rep.add(step, "val_loss per epoch", ", ".join(f"{float(e['val_loss']):.3f}" for e in eager.epochs),
             "random weights, so the loss must fall from about ln(vocab)")
-    if not sizes.lm_resume:
-        return
+    if sizes.lm_resume:
+        lm_resume(rep, lm, sizes)
+    if n > 1:
+        try:
+            one = lm.run("out-1", sizes.lm_epochs, 1)
+        except StepFailed as e:
+            rep.fail("lm-scaling", f"world size 1: {e}")
+        else:
+            scaling(rep, "lm-scaling", "tokens/s", one.rate, eager.rate, n)
+    if "compile" in steps:
+        lm_compile(rep, lm, sizes, eager)
+    if "syncs" in steps:
+        lm_syncs(rep, lm, sizes)
+
+
+def lm_resume(rep: Report, lm: Lm, sizes: Sizes) -> None:
+    """One epoch more in the eager run's folder: a DCP checkpoint saved from GPU memory and loaded back."""
     try:
-        out2, wall2 = run(torchrun_cmd([*common, "--epochs", str(sizes.lm_epochs + 1)], tmp / "out"), {}, timeout)
+        again = lm.run("out", sizes.lm_epochs + 1, sizes.nproc)
     except StepFailed as e:
         rep.fail("lm-resume", str(e))
         return
-    resume = next((r for r in lines(out2, "DDP") if "resumed_from" in r), None)
-    trained = [int(e["epoch"].split("/")[0]) for e in lines(out2, "EPOCH")]
-    rep.data["lm_resume"] = {"resume": resume, "epochs_trained": trained, "run_wall_s": wall2}
+    resume = next((r for r in lines(again.out, "DDP") if "resumed_from" in r), None)
+    trained = [int(e["epoch"].split("/")[0]) for e in again.epochs]
+    rep.data["lm_resume"] = {"resume": resume, "epochs_trained": trained, "run_wall_s": again.wall}
     if resume is None or trained != [sizes.lm_epochs + 1]:
         rep.fail("lm-resume", f"expected a resume line and epoch {sizes.lm_epochs + 1} alone; got resume="
                               f"{resume is not None}, epochs trained {trained}")
     else:
         rep.add("lm-resume", "resumed (DCP), trained epoch", f"{trained[0]}",
-                f"from {resume['resumed_from']}; run {wall2:.1f} s with start-up")
+                f"from {resume['resumed_from']}; run {again.wall:.1f} s with start-up")
+
+
+def lm_compile(rep: Report, lm: Lm, sizes: Sizes, eager: LmRun) -> None:
+    """The same run with --compile (the transformer blocks and the loss, trainer/engine.py): tokens/s and MFU after
+    the first epoch, against eager; the first epoch's extra seconds are the compile."""
+    try:
+        r = lm.run("out-compile", sizes.lm_epochs, sizes.nproc, extra=("--compile", "true"))
+    except StepFailed as e:
+        rep.fail("lm-compile", str(e))
+        return
+    if not r.start.get("compile"):
+        rep.fail("lm-compile", "the [DDP] start line names nothing compiled")
+        return
+    first = float(r.epochs[0]["train_s"]) - float(eager.epochs[0]["train_s"])
+    rep.data["lm_compile"] = {**r.record(), "against_eager": r.rate / eager.rate, "first_epoch_extra_s": first}
+    rep.add("lm-compile", "tokens/s (epochs after the 1st)", f"{r.rate:,.0f}",
+            f"--compile: {r.rate / eager.rate:.2f} x eager's {eager.rate:,.0f}; the first epoch took {first:+.1f} s "
+            "against eager's (the compile)")
+    lm.mfu_row(rep, "lm-compile", r)
+
+
+def lm_syncs(rep: Report, lm: Lm, sizes: Sizes) -> None:
+    """One epoch under bench/sync_count.py: torch.cuda.set_sync_debug_mode("warn") counts rank 0's host syncs by
+    phase and trainer line; the syncs inside `step N` phases over the steps are what the fast step must keep near 0."""
+    folder = lm.tmp / "syncs"
+    try:
+        r = lm.run("out-syncs", 1, sizes.nproc, env={"SYNC_COUNT_OUT": str(folder)},
+                   script=ROOT / "bench" / "sync_count.py")
+        record = json.loads((folder / "syncs-rank0.json").read_text())
+    except (StepFailed, OSError, ValueError) as e:
+        rep.fail("lm-syncs", f"{type(e).__name__}: {e}" if not isinstance(e, StepFailed) else str(e))
+        return
+    rep.data["lm_syncs"] = {**record, "tokens_per_s": r.rate}
+    if record["mode"] != "warn":
+        rep.add("lm-syncs", "host syncs in steps (rank 0)", "n/a", record["mode"])
+        if sizes.device == "cuda":
+            rep.failed.append("lm-syncs")
+        return
+    in_steps, steps = record["by_phase"].get("step", 0), record["steps"]
+    every = [f"{site} ({count})" for site, count in record["sites"].items() if steps and count >= steps]
+    # A sync outside Python (the autograd engine's own threads) is not a Python warning: c10 prints it on stderr,
+    # every rank's, where the counter (which swallows the ones it counts) cannot see it.
+    native = r.out.count(SYNC_WARNING)
+    rep.data["lm_syncs"]["stderr_warnings"] = native
+    rep.add("lm-syncs", "host syncs in steps (rank 0)", f"{in_steps:,}",
+            f"{in_steps / max(1, steps):.2f} per step over {steps} steps after the first; {record['total']:,} in the "
+            f"run; lines syncing every step: {', '.join(every) or 'none'}; {native:,} more printed by C++ threads "
+            "(all ranks)")
 
 
 def card_slug(name: str) -> str:
@@ -349,7 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cpu-fallback", action="store_true", help="run every step on the CPU at toy sizes (the test)")
     p.add_argument("--out", type=Path, default=ROOT / "bench", help="folder for gpu-<card>.md and .json")
-    p.add_argument("--steps", default="ddp,kernel,lm", help="which of ddp (and ddp-resume), kernel, lm to run")
+    p.add_argument("--steps", default="ddp,kernel,lm,compile,syncs",
+                   help="which of ddp (and ddp-resume), kernel, lm (and lm-resume), compile (lm with --compile), "
+                        "syncs (lm's host syncs counted) to run")
+    p.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
+                   help="processes (GPUs) of each torchrun run; above 1 the ddp and lm steps also run at world size 1 "
+                        "and report the scaling efficiency")
     p.add_argument("--timeout", type=float, default=240, help="seconds each trainer run may take")
     p.add_argument("--lm", default="", help="override the LM step's sizes, e.g. strategy=ddp,batch=16,repeat=8,epochs=2")
     args = p.parse_args(argv)
@@ -358,7 +513,11 @@ def main(argv: list[str] | None = None) -> int:
         print("bench-gpu: no CUDA device here (torch.cuda.is_available() is False): nothing measured. "
               "--cpu-fallback runs the same steps on the CPU at toy sizes.")
         return 0
-    sizes = CPU if args.cpu_fallback else GPU
+    sizes = replace(CPU if args.cpu_fallback else GPU, nproc=args.nproc_per_node)
+    if args.nproc_per_node < 1:
+        p.error(f"--nproc-per-node {args.nproc_per_node}: at least 1")
+    if cuda and not args.cpu_fallback and args.nproc_per_node > torch.cuda.device_count():
+        p.error(f"--nproc-per-node {args.nproc_per_node}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     for item in filter(None, args.lm.split(",")):
         key, _, value = item.partition("=")
         if key not in ("strategy", "batch", "repeat", "epochs", "seq", "resume"):
@@ -382,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
         for step, what, fn in (("ddp", "MNIST-shaped epochs through torchrun, then a resume",
                                 lambda: ddp_steps(rep, sizes, Path(tmp) / "ddp", args.timeout)),
                                ("kernel", "the step function in process", lambda: kernel_step(rep, sizes)),
-                               ("lm", "causal-lm with FSDP2, then a resume",
-                                lambda: lm_steps(rep, sizes, Path(tmp) / "lm", args.timeout))):
+                               ("lm", "causal-lm with FSDP2, then a resume (and --compile, the host syncs)",
+                                lambda: lm_steps(rep, sizes, Path(tmp) / "lm", args.timeout, steps))):
             if step in steps:
                 print(f"{step}: {what} ...", flush=True)
                 t = time.perf_counter()

@@ -56,3 +56,48 @@ def test_committed_gpu_figures_are_the_scripts_table(data):
     if record["failed"]:
         assert f"FAILED: {', '.join(record['failed'])}" in text
         assert all(re.search(rf"^\| {re.escape(step)} +\| FAILED ", text, re.M) for step in record["failed"])
+
+
+def test_a_refused_nproc_per_node():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_gpu.py"), "--cpu-fallback", "--nproc-per-node",
+                           "0"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--nproc-per-node 0: at least 1" in proc.stderr
+
+
+def test_more_processes_than_cuda_devices_is_refused(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(bench_gpu.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench_gpu.torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(SystemExit) as e:
+        bench_gpu.main(["--nproc-per-node", "8", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    assert "--nproc-per-node 8: this machine has 1 CUDA device(s)" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sync_counter_counts_by_phase_and_trainer_line():
+    """bench/sync_count.py's counter, fed the warning set_sync_debug_mode("warn") gives (CUDA only, so raised here
+    from code that names a trainer file): counted by phase and line, every occurrence (not once per line), and any
+    other warning shown as before."""
+    import warnings
+
+    import sync_count
+
+    shown = []
+    code = compile("import warnings\nfor _ in range(3):\n    warnings.warn(message)\n",
+                   str(ROOT / "trainer" / "loop.py"), "exec")
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda message, *rest: shown.append(str(message))
+        counter = sync_count.SyncCounter()
+        counter.install()
+        counter.enter("model load")
+        exec(code, {"message": sync_count.SYNC_WARNING})
+        counter.enter("step 1")
+        counter.enter("step 2")
+        exec(code, {"message": sync_count.SYNC_WARNING})
+        warnings.warn("something else")
+    record = counter.record("warn")
+    assert record == {"mode": "warn", "total": 6, "steps": 2, "by_phase": {"model load": 3, "step": 3},
+                      "sites": {"trainer/loop.py:3": 6}}
+    assert shown == ["something else"]
