@@ -109,12 +109,16 @@ def test_mpirun_world_checked(fixture, found):
 ])
 @pytest.mark.parametrize("program", [["python3", "/usr/local/bin/torchrun", "--nproc-per-node", "1", "/app/train.py"],
                                      ["bash", "-c", "cd /app; exec python -m torch.distributed.run --nproc-per-node 1 "
-                                                    "train.py"]], ids=["python3-torchrun", "bash-c-torch.distributed.run"])
+                                                    "train.py"],
+                                     ["bash", "-c", "cd /app; exec python -m torch.distributed.launch --use-env "
+                                                    "train.py"]],
+                         ids=["python3-torchrun", "bash-c-torch.distributed.run", "bash-c-torch.distributed.launch"])
 def test_mpirun_starting_torchrun_unread_claims_no_rank_zero_address(fixture, python, program, tmp_path):
     """The same worlds with mpirun starting torchrun where torchrun_under cannot read it (through python3, or after
     `cd /app;`): torchrun sets its workers' MASTER_ADDR from its own --master-addr (torch 2.13:
     local_elastic_agent.py 424, run.py 629-633), so mpirun's `-x MASTER_ADDR` names no store and is not an error.
-    The MPIJob path claimed one for both; the TrainJob path for `torch.distributed.run`."""
+    The MPIJob path claimed one for each; the TrainJob path for `torch.distributed.run` and `.launch`
+    (launch.py runs torchrun's agent: its main calls run.run, torch 2.13 launch.py 165-188)."""
     text = (RULES / "TOPO011" / "fail" / fixture).read_text()
     assert python in text
     assert [p for p in problems_of(_write(tmp_path, text)) if "first slot mpirun fills" in p.message]

@@ -151,10 +151,12 @@ def _torchrun_words(run: MpiRun) -> list[str]:
 
 def starts_torchrun(run: MpiRun) -> bool:
     """torchrun somewhere in the program mpirun starts, whether or not `torchrun_under` could read it (after a
-    `cd ... &&`, as `python -m torch.distributed.run`): torchrun then gives its workers MASTER_ADDR and MASTER_PORT
-    itself (torch 2.13: local_elastic_agent.py 424, from its --master-addr, default 127.0.0.1, which reads
-    PET_MASTER_ADDR, not MASTER_ADDR: run.py 629-633), so mpirun's `-x MASTER_ADDR` and rank 0's slot name no store."""
-    return any("torchrun" in x or "torch.distributed.run" in x for x in run.program)
+    `cd ... &&`, as `python -m torch.distributed.run`, or the deprecated `torch.distributed.launch`, which runs the
+    same agent: launch.py's main calls run.run): torchrun then gives its workers MASTER_ADDR and MASTER_PORT itself
+    (torch 2.13: local_elastic_agent.py 424, from its --master-addr, default 127.0.0.1, which reads PET_MASTER_ADDR,
+    not MASTER_ADDR: run.py 629-633), so mpirun's `-x MASTER_ADDR` and rank 0's slot name no store."""
+    return any(word in x for x in run.program for word in ("torchrun", "torch.distributed.run",
+                                                           "torch.distributed.launch"))
 
 
 def ranks_over_hosts(run: MpiRun, slots: int | None, hosts: int) -> tuple[int | None, int]:
