@@ -27,7 +27,8 @@ each step run through the real trainer under torchrun.
                rank), and once more at world size 1: the scaling efficiency rate(N) / (N x rate(1)).
 
 It prints one table and writes it, with every figure as JSON, to `<out>/gpu-<card>.md` and `.json` (default
-out: bench/). A step that fails is a FAILED row with its last error line, the others still run, and the exit
+out: bench/), after every step as well as at the end (a partial table says PARTIAL); `--deadline S` bounds all the
+trainer runs together (a lent GPU's time per call). A step that fails is a FAILED row with its last error line, the others still run, and the exit
 status is 1. Without CUDA it says so and exits 0 (CI has no GPU); `--cpu-fallback` runs the same steps on the
 CPU at toy sizes (gloo, a 2-layer GPT-2; no GPU memory, MFU or sync count there): tests/test_trainer_bench_gpu.py
 runs that with 2 processes, so the script cannot rot between the sessions that have a GPU.
@@ -127,8 +128,20 @@ class StepFailed(Exception):
     pass
 
 
+# --deadline: when (time.monotonic()) every trainer run must have ended; None: each has --timeout alone. A run with
+# less than LEAST_RUN_S left is not started: its step is a FAILED row that says so.
+deadline: float | None = None
+LEAST_RUN_S = 20.0
+
+
 def run(cmd: list[str], env_extra: dict[str, str], timeout: float) -> tuple[str, float]:
-    """stdout of a command (stderr appended) and its wall seconds; StepFailed with the last error line if it fails."""
+    """stdout of a command (stderr appended) and its wall seconds; StepFailed with the last error line if it fails,
+    or if --deadline leaves too little time to start it."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left < LEAST_RUN_S:
+            raise StepFailed(f"not run: --deadline leaves {max(0.0, left):.0f} s (a run needs {LEAST_RUN_S:.0f})")
+        timeout = min(timeout, left)
     env = bt._env(1)
     env.pop("OMP_NUM_THREADS")
     env.update(env_extra)
@@ -506,6 +519,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="processes (GPUs) of each torchrun run; above 1 the ddp and lm steps also run at world size 1 "
                         "and report the scaling efficiency")
     p.add_argument("--timeout", type=float, default=240, help="seconds each trainer run may take")
+    p.add_argument("--deadline", type=float, default=None, metavar="S",
+                   help="seconds all the trainer runs may take together (a lent GPU's time per call): a run is cut "
+                        "to what is left, and one not started for want of time is a FAILED row; the table is "
+                        "written after each step, so what was measured survives")
     p.add_argument("--lm", default="", help="override the LM step's sizes, e.g. strategy=ddp,batch=16,repeat=8,epochs=2")
     args = p.parse_args(argv)
     cuda = torch.cuda.is_available()
@@ -533,8 +550,27 @@ def main(argv: list[str] | None = None) -> int:
               + f", python {platform.python_version()}, {os.cpu_count()} CPUs; `bench/bench_gpu.py"
               + (" --cpu-fallback" if args.cpu_fallback else "") + "` (make bench-gpu)."]
     print("\n".join(header), flush=True)
+    global deadline
+    deadline = time.monotonic() + args.deadline if args.deadline is not None else None
     rep = Report()
     rep.data["device"] = name
+    stem = "gpu-" + card_slug(name) if sizes.device == "cuda" else "cpu-fallback"
+
+    def save(final: bool) -> str:
+        """The table and JSON as they stand: after each step (a run cut short keeps the steps before it), and at
+        the end."""
+        wall = round(time.perf_counter() - t0, 1)
+        rep.data["wall_s"] = wall
+        failed = f"; FAILED: {', '.join(rep.failed)}" if rep.failed else "."
+        table = render(rep, [*header, f"Wall time {wall} s{failed}" if final else
+                             f"PARTIAL: {wall} s so far, the steps after the last row not run yet{failed}"])
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"{stem}.md").write_text(table)
+        (args.out / f"{stem}.json").write_text(json.dumps(
+            {"device": name, "when": when, "torch": torch.__version__, "rows": [r.__dict__ for r in rep.rows],
+             "failed": rep.failed, "data": rep.data, "final": final}, indent=2, default=str) + "\n")
+        return table
+
     steps = set(args.steps.split(","))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
@@ -549,16 +585,9 @@ def main(argv: list[str] | None = None) -> int:
                 fn()
                 rep.data.setdefault("step_wall_s", {})[step] = round(time.perf_counter() - t, 1)
                 print(f"{step}: {rep.data['step_wall_s'][step]} s", flush=True)
-    rep.data["wall_s"] = round(time.perf_counter() - t0, 1)
-    header.append(f"Wall time {rep.data['wall_s']} s" + (f"; FAILED: {', '.join(rep.failed)}" if rep.failed else "."))
-    table = render(rep, header)
+                save(final=False)
+    table = save(final=True)
     print("\n" + table, flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = "gpu-" + card_slug(name) if sizes.device == "cuda" else "cpu-fallback"
-    (args.out / f"{stem}.md").write_text(table)
-    (args.out / f"{stem}.json").write_text(json.dumps(
-        {"device": name, "when": when, "torch": torch.__version__, "rows": [r.__dict__ for r in rep.rows],
-         "failed": rep.failed, "data": rep.data}, indent=2, default=str) + "\n")
     print(f"written: {args.out / (stem + '.md')} and .json")
     return 1 if rep.failed else 0
 

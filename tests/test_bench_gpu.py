@@ -101,3 +101,17 @@ def test_the_sync_counter_counts_by_phase_and_trainer_line():
     assert record == {"mode": "warn", "total": 6, "steps": 2, "by_phase": {"model load": 3, "step": 3},
                       "sites": {"trainer/loop.py:3": 6}}
     assert shown == ["something else"]
+
+
+def test_a_run_the_deadline_leaves_no_time_for_is_a_failed_row(tmp_path):
+    """--deadline (a lent GPU's time per call): a trainer run with less than LEAST_RUN_S left is not started, and
+    its step says so in a FAILED row; the table is still written, and the exit status is 1."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_gpu.py"), "--cpu-fallback", "--steps", "ddp",
+                           "--deadline", "1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads((tmp_path / "cpu-fallback.json").read_text())
+    assert record["failed"] == ["ddp"] and record["final"] is True
+    [row] = record["rows"]
+    assert (row["step"], row["figure"]) == ("ddp", "FAILED")
+    assert re.fullmatch(r"not run: --deadline leaves [01] s \(a run needs 20\)", row["value"]), row
+    assert "FAILED: ddp" in (tmp_path / "cpu-fallback.md").read_text()
