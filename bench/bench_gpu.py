@@ -188,6 +188,7 @@ class Scraper:
     def __init__(self, port: int, every: float = 0.5):
         self.url, self.every = f"http://127.0.0.1:{port}/metrics", every
         self.values: dict[str, float] = {}
+        self.last: dict[str, float] = {}  # each metric's value at the last scrape
         self.scrapes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -212,6 +213,7 @@ class Scraper:
                 if m := METRIC_RE.match(ln):
                     name, value = m.group(1), float(m.group(2))
                     self.values[name] = max(value, self.values.get(name, float("-inf")))
+                    self.last[name] = value
 
 
 def write_mnist(root: Path, sizes: Sizes) -> Path:
@@ -413,6 +415,12 @@ def lm_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float, steps: Collec
             ("expected: the CPU serves no GPU memory" if sizes.device == "cpu" else "the GPU path must serve it"))
     if memory is None and sizes.device == "cuda":
         rep.failed.append(f"{step}:gpu_memory_peak_bytes")
+    # Whether the host keeps the GPU fed: rank 0's mean step and data (batch building) time over the last stop-vote
+    # interval scraped (trainer_step_seconds and trainer_data_seconds, set at each vote)
+    step_s, data_s = (scraper.last.get(PREFIX + g) for g in ("step_seconds", "data_seconds"))
+    rep.data[step.replace("-", "_")].update(step_seconds=step_s, data_seconds=data_s)
+    rep.add(step, "data s / step s (rank 0)", f"{data_s:.4f} / {step_s:.4f}" if step_s and data_s is not None else
+            "not served", "the last vote interval scraped: building the batches on the host against the whole step")
     rep.add(step, "val_loss per epoch", ", ".join(f"{float(e['val_loss']):.3f}" for e in eager.epochs),
             "random weights, so the loss must fall from about ln(vocab)")
     if sizes.lm_resume:

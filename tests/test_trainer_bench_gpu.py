@@ -3,6 +3,7 @@ torchrun with the DDP task, a resume from its checkpoint, the step function in p
 FSDP2 with a DCP resume, with --compile, and under bench/sync_count.py, and each of the ddp and lm steps once more at
 world size 1 for the scaling rows; the table and JSON it writes hold every step's figures and no FAILED row."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,9 @@ def test_cpu_fallback_runs_every_step(tmp_path):
     assert rows[("metrics", "trainer metrics served")] == "13/15"
     assert rows[("metrics", "gpu_memory_peak_bytes")] == "not served"
     assert rows[("lm-fsdp", "peak GPU memory (rank 0)")] == "not served"
+    data_s, step_s = (float(v) for v in re.fullmatch(r"([\d.]+) / ([\d.]+)",
+                                                     rows[("lm-fsdp", "data s / step s (rank 0)")]).groups())
+    assert 0 <= data_s < step_s
     losses = [float(v) for v in rows[("lm-fsdp", "val_loss per epoch")].split(", ")]
     assert losses[-1] < losses[0]
     # world size 2 against 1: the efficiency is the two rates' ratio over 2, whatever 2 shared cores make of it
