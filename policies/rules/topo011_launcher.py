@@ -114,12 +114,27 @@ ID = "TOPO011"
 NAME = "launcher-requirements"
 
 
+def gated(ctx: Context, c: Check) -> tuple[str, str] | None:
+    """The finding's message and severity under the environment's feature gates: None where the environment runs
+    the controller with the gate the finding depends on (Check.gate) on; an error where it declares that controller's
+    gates without it; as found where it declares none."""
+    message, severity = c.message, c.severity or ""
+    if c.gate is not None and ctx.env is not None and c.gate[0] in ctx.env.feature_gates:
+        launcher_id, gate = c.gate
+        if ctx.env.feature_gates[launcher_id].get(gate, BY_ID[launcher_id].feature_gates.get(gate, False)):
+            return None
+        message, severity = f"{message}; {ctx.env.name}'s featureGates leave {gate} off", ERROR
+    return message, severity
+
+
 def check(ctx: Context) -> Iterator[Problem]:
     c: Check | None
     for c in ctx.refused:
         assert c.obj is not None, "Launcher.refused sets each Check's obj (launchers/base.py)"
         m = c.obj
-        yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
+        said = gated(ctx, c)
+        if said is not None:
+            yield Problem(ID, said[0], m.source, m.ref, c.field, c.hint, severity=said[1])
     for w in ctx.unresolved:
         c = w.unresolved
         if c is not None:
@@ -147,10 +162,6 @@ def check(ctx: Context) -> Iterator[Problem]:
                 found += [c] if c else []
         for c in found:
             m = c.obj or w.manifest
-            message, severity = c.message, c.severity or ""
-            if c.gate is not None and ctx.env is not None and c.gate[0] in ctx.env.feature_gates:
-                launcher_id, gate = c.gate
-                if ctx.env.feature_gates[launcher_id].get(gate, BY_ID[launcher_id].feature_gates.get(gate, False)):
-                    continue  # the environment runs the controller with the gate on
-                message, severity = f"{message}; {ctx.env.name}'s featureGates leave {gate} off", ERROR
-            yield Problem(ID, message, m.source, m.ref, c.field, c.hint, severity=severity)
+            said = gated(ctx, c)
+            if said is not None:  # (None: the environment runs the controller with the gate on)
+                yield Problem(ID, said[0], m.source, m.ref, c.field, c.hint, severity=said[1])
