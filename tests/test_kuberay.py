@@ -487,6 +487,21 @@ def test_duplicate_worker_group_names_are_the_webhook_s_warning() -> None:
     assert [(p.severity, p.field) for p in found] == [(WARNING, "spec.workerGroupSpecs[1].groupName")]
 
 
+def test_a_ray_job_an_appwrapper_creates_is_checked_and_reported_against_the_appwrapper() -> None:
+    """An AppWrapper's component is a child checked by its own launcher: KubeRay's refusals of a RayJob component
+    are TOPO011 errors on the AppWrapper, at the component's field (launchers.expand, engine.to_parents)."""
+    path = Path(__file__).parent / "conformance" / "appwrapper" / \
+        "accept-podsets-are-inferred-for-pytorchjobs-rayclusters-and-rayjobs.yaml"
+    objs = yaml.safe_load(path.read_text())["input"]
+    ray = next(c["template"] for o in objs for c in o["spec"]["components"] if c["template"]["kind"] == "RayJob")
+    assert not [p for p in validate(objs).problems if "KubeRay controller" in p.message]
+    ray["spec"]["rayClusterSpec"]["autoscalerOptions"] = {"idleTimeoutSeconds": -1}
+    found = [p for p in validate(objs).problems if "KubeRay controller" in p.message]
+    assert [(p.rule, p.severity, p.obj, p.field) for p in found] == [
+        ("TOPO011", ERROR, "AppWrapper/default/aw-test",
+         "spec.components[1].template.spec.rayClusterSpec.autoscalerOptions.idleTimeoutSeconds")]
+
+
 @pytest.mark.parametrize("path", CONFORMANCE, ids=[p.name for p in CONFORMANCE])
 def test_conformance_fixture_by_topo011(path: Path) -> None:
     """Each tests/conformance/kuberay/ case: refused ones get a TOPO011 error (not only a schema one), admitted ones
