@@ -108,15 +108,20 @@ def cluster_scoped() -> tuple[tuple[str, str], ...]:
 
 def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list[Check]]:
     """The manifests followed by the objects controllers make from them for other controllers (Katib's trial jobs,
-    an AppWrapper's components; see Launcher.children), those children, and what the makers' webhooks refuse."""
+    an AppWrapper's components; see Launcher.children), those children, and what the makers' webhooks refuse and the
+    children's own controllers refuse of them (Launcher.refused of each child, as of an object written in the file)."""
     children: list[Child] = []
     checks: list[Check] = []
     for m in manifests:
         launcher = of(m)
         if launcher is None:
             continue
-        children += launcher.children(m)
+        made = launcher.children(m)
+        children += made
         checks += launcher.refused(m)
+        for c in made:  # what the child's own controller refuses (a RayCluster an AppWrapper creates), reported
+            maker = of(c.manifest)  # against the parent (engine.to_parents)
+            checks += maker.refused(c.manifest) if maker is not None else []
     return (manifests + [c.manifest for c in children] if children else manifests), children, checks
 
 

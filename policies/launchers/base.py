@@ -499,6 +499,12 @@ class Launcher(Generic[W]):
         other controllers (a runtime, an Experiment); each Check's `obj` set to it."""
         return []
 
+    def unchecked(self, m: Manifest) -> str | None:
+        """For an object of a kind this launcher models without its pods (starts_pods False, though its controller
+        starts pods: KubeRay's): what of it was not checked, in words (TOPO012's one info line per object); None
+        where nothing is left out."""
+        return None
+
     def unmodelled_world(self, w: W) -> str | None:
         """For a workload whose training container starts no launcher this model maps onto torchrun's settings: what
         starts its processes instead and what of its world is checked elsewhere, in words (said in TOPO012's one info

@@ -20,9 +20,9 @@ TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
 REPLICA_SPECS: dict[str, str] = {"TFJob": "tfReplicaSpecs", "MPIJob": "mpiReplicaSpecs",
                                  "XGBoostJob": "xgbReplicaSpecs", "PaddleJob": "paddleReplicaSpecs",
                                  "JAXJob": "jaxReplicaSpecs"}
-# KubeRay (ray.io/v1): the head and worker group templates, in a RayCluster or a RayJob's rayClusterSpec.
-RAY_CLUSTER: dict[str, tuple[str, ...]] = {"RayCluster": ("spec",), "RayJob": ("spec", "rayClusterSpec"),
-                                           "RayService": ("spec", "rayClusterConfig")}
+# KubeRay (ray.io/v1): the head and worker group templates of a RayService's rayClusterConfig (RayCluster and RayJob
+# have a module of their own: kuberay.py, which reads theirs with `ray_templates`).
+RAY_CLUSTER: dict[str, tuple[str, ...]] = {"RayService": ("spec", "rayClusterConfig")}
 # Kinds that start distributed training no launcher module models.
 NOT_MODELLED: tuple[str, ...] = (*REPLICA_SPECS, *RAY_CLUSTER)
 # Where a finished object's TTL is (ARGO002; the modelled kinds say theirs: Launcher.ttl_field).
@@ -38,16 +38,21 @@ def pod_templates(m: Manifest) -> Iterator[tuple[str, Any]]:
         path = TEMPLATE_PATHS[kind]
         yield ".".join(path), dig(m.obj, *path)
     elif kind in RAY_CLUSTER:
-        base = RAY_CLUSTER[kind]
-        cluster = dig(m.obj, *base)
-        prefix = ".".join(base)
-        yield f"{prefix}.headGroupSpec.template", dig(cluster, "headGroupSpec", "template")
-        for i, g in enumerate(dig(cluster, "workerGroupSpecs") or []):
-            if isinstance(g, dict):
-                yield f"{prefix}.workerGroupSpecs[{i}].template", dig(g, "template")
-        yield "spec.submitterPodTemplate", dig(m.obj, "spec", "submitterPodTemplate") if kind == "RayJob" else None
+        yield from ray_templates(m, RAY_CLUSTER[kind], submitter=False)
     elif kind in REPLICA_SPECS:
         key = REPLICA_SPECS[kind]
         for rtype, rspec in (dig(m.obj, "spec", key) or {}).items():
             yield f"spec.{key}.{rtype}.template", dig(rspec, "template")
 
+
+
+def ray_templates(m: Manifest, base: tuple[str, ...], submitter: bool) -> Iterator[tuple[str, Any]]:
+    """(field path, template as written) of the head and each worker group of the RayClusterSpec at `base`, and with
+    `submitter` a RayJob's submitter pod template."""
+    cluster = dig(m.obj, *base)
+    prefix = ".".join(base)
+    yield f"{prefix}.headGroupSpec.template", dig(cluster, "headGroupSpec", "template")
+    for i, g in enumerate(dig(cluster, "workerGroupSpecs") or []):
+        if isinstance(g, dict):
+            yield f"{prefix}.workerGroupSpecs[{i}].template", dig(g, "template")
+    yield "spec.submitterPodTemplate", dig(m.obj, "spec", "submitterPodTemplate") if submitter else None

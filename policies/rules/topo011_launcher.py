@@ -93,13 +93,36 @@ Katib defaults them for its kind; the trial's job is then checked by its own lau
 `spec.trialTemplate.trialSpec`). AppWrapper (v1.2.1 webhook): no nested AppWrapper, no component in another
 namespace, every declared PodSet path leads to a pod template and agrees with the PodSets upstream infers for a
 known kind (path and replicas), between 1 and 8 PodSets in all; each component's object is then checked by its own
-launcher (reported at `spec.components[i].template`).
+launcher (reported at `spec.components[i].template`). KubeRay RayCluster and RayJob (v1.7.0 controller,
+utils/validation.go: a refused RayCluster gets a Warning event and no pods, a refused RayJob ValidationFailed and no
+cluster): a name of at most 53 characters (a RayJob's 47) that is a DNS-1035 label; a container in the head and in
+every worker group; minReplicas and maxReplicas not negative, min within max (unset ones the CRD defaults); no
+resources both in rayStartParams and `resources`, no rayStartParams `labels`, valid group labels; idleTimeoutSeconds
+and a priority only with autoscaler v2 (a priority on rayVersion 2.56.0 or later); no suspended worker group with the
+autoscaler; GCS fault tolerance set one way (not the ray.io/ft-enabled annotation beside gcsFaultToleranceOptions, no
+RAY_REDIS_ADDRESS without either; with the options no redis-password, REDIS_PASSWORD, RAY_REDIS_ADDRESS or
+external-storage-namespace annotation, no `storage` on the redis backend); no redis username outside the options;
+RAY_enable_autoscaler_v2 only with autoscaling and not beside autoscalerOptions.version; restartPolicy Never (or
+unset) on the head and workers under autoscaler v2; autoscalerOptions.idleTimeoutSeconds not negative and no
+KUBERAY_GEN_AUTOSCALER_START_CMD in its env; token auth on rayVersion 2.52.0 or later (Kubernetes token auth 2.55.0,
+in token mode, without secretName, never in a RayJob); an upgradeStrategy type of Recreate or None, never on a
+RayCluster labelled as made by a RayJob or RayService. A RayJob: suspended only with shutdownAfterJobFinishes, a TTL
+only with it and never negative, a rayClusterSpec or a clusterSelector naming a cluster (with a selector no suspend,
+no SidecarMode, no backoffLimit), no backoffLimit in InteractiveMode, in SidecarMode no submitter template or config
+and a head restartPolicy Never, a runtimeEnvYAML that is a YAML mapping, positive deadlines, a non-negative
+backoffLimit and a deletionStrategy that is either both legacy policies (each set, no DeleteCluster/DeleteWorkers with
+a selector, no DeleteWorkers with autoscaling, no DeleteNone with shutdownAfterJobFinishes) or deletionRules (not
+beside shutdownAfterJobFinishes, one condition each, TTLs not negative, no duplicate, TTLs not decreasing from
+DeleteWorkers to DeleteCluster to DeleteSelf). A warning where networkPolicy, tlsOptions, historyServerOptions or the
+rocksdb GCS backend needs an alpha gate, off by default (an error where the environment declares KubeRay's gates
+without it, nothing where it turns it on; what those features check once on is not modelled), and for a worker group
+name used twice, which only KubeRay's optional webhook refuses.
 
 A TrainJob whose runtime is not in the manifests is applied with a runtime from elsewhere: one info line says its
 pods could not be worked out (REF001 requires the runtime where the environment is self-contained).
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; an Indexed Job without
-completions; a Job without `restartPolicy`.
+completions; a Job without `restartPolicy`; a RayCluster worker group with idleTimeoutSeconds but no autoscaler v2.
 Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
 """
 from __future__ import annotations
@@ -114,12 +137,27 @@ ID = "TOPO011"
 NAME = "launcher-requirements"
 
 
+def gated(ctx: Context, c: Check) -> tuple[str, str] | None:
+    """The finding's message and severity under the environment's feature gates: None where the environment runs
+    the controller with the gate the finding depends on (Check.gate) on; an error where it declares that controller's
+    gates without it; as found where it declares none."""
+    message, severity = c.message, c.severity or ""
+    if c.gate is not None and ctx.env is not None and c.gate[0] in ctx.env.feature_gates:
+        launcher_id, gate = c.gate
+        if ctx.env.feature_gates[launcher_id].get(gate, BY_ID[launcher_id].feature_gates.get(gate, False)):
+            return None
+        message, severity = f"{message}; {ctx.env.name}'s featureGates leave {gate} off", ERROR
+    return message, severity
+
+
 def check(ctx: Context) -> Iterator[Problem]:
     c: Check | None
     for c in ctx.refused:
         assert c.obj is not None, "Launcher.refused sets each Check's obj (launchers/base.py)"
         m = c.obj
-        yield Problem(ID, c.message, m.source, m.ref, c.field, c.hint, severity=c.severity or "")
+        said = gated(ctx, c)
+        if said is not None:
+            yield Problem(ID, said[0], m.source, m.ref, c.field, c.hint, severity=said[1])
     for w in ctx.unresolved:
         c = w.unresolved
         if c is not None:
@@ -147,10 +185,6 @@ def check(ctx: Context) -> Iterator[Problem]:
                 found += [c] if c else []
         for c in found:
             m = c.obj or w.manifest
-            message, severity = c.message, c.severity or ""
-            if c.gate is not None and ctx.env is not None and c.gate[0] in ctx.env.feature_gates:
-                launcher_id, gate = c.gate
-                if ctx.env.feature_gates[launcher_id].get(gate, BY_ID[launcher_id].feature_gates.get(gate, False)):
-                    continue  # the environment runs the controller with the gate on
-                message, severity = f"{message}; {ctx.env.name}'s featureGates leave {gate} off", ERROR
-            yield Problem(ID, message, m.source, m.ref, c.field, c.hint, severity=severity)
+            said = gated(ctx, c)
+            if said is not None:  # (None: the environment runs the controller with the gate on)
+                yield Problem(ID, said[0], m.source, m.ref, c.field, c.hint, severity=said[1])

@@ -32,6 +32,9 @@ names the settings and the checks they hide. A `$VAR` that neither the container
 from the image's environment: a warning, phrased as the condition under which torchrun fails. A script that cannot
 be read at all is said in an info line too.
 
+A kind modelled only as its controller's admission (KubeRay's RayCluster and RayJob: the pods it starts and the Ray
+Train world, which Ray sets up in Python rather than torchrun, are not) gets one info line per object saying so.
+
 A workload whose `managedBy` names another controller (MultiKueue, an external one) gets no pods from the controller
 here: the checks that need its pods are skipped, and an info line says so.
 
@@ -102,6 +105,11 @@ def check(ctx: Context) -> Iterator[Problem]:
                       "env): the world size, the ranks and the address it forms were not checked", m.source, m.ref,
                       u.field or "spec", f"give {', '.join(u.missing)} (written, or in the env) to have "
                       "the world checked", severity=INFO)
+    for m, launcher in ctx.launched:
+        left_out = launcher.unchecked(m) if isinstance(m.obj, dict) else None
+        if left_out is not None:
+            yield Problem(ID, left_out, m.source, m.ref, "spec", "see docs/validation.md for what is checked of it",
+                          severity=INFO)
     for w in ctx.elsewhere:
         m = w.manifest
         yield Problem(ID, f"{w.launcher.not_created(w)}: the checks of its pods and torchrun world (TOPO001-TOPO010, "
