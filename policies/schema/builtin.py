@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..launchers import as_admitted
 from ..kube.objects import Manifest, Problem
 from .lookup import RULE, RULE_NOT_RUN, SCHEMAS_DIR, load_schema, triage
-from .messages import as_applied, cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
+from .defaulting import as_validated
+from .messages import cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
 
 _COMPILED: dict[Path, tuple[Any, dict[str, Any]]] = {}  # per process: schema file -> (compiled validator, schema)
 
@@ -64,7 +64,7 @@ class BuiltinValidator:
                 problems.append((i, Problem(RULE_NOT_RUN, one_line(f"schema check could not run: {path.name}: {e}"),
                                             m.source, obj=m.ref, hint="run make schemas (the schema file is unreadable)")))
                 continue
-            obj = as_applied(as_admitted(m))
+            obj = as_validated(m, path)
             if validator.is_valid(obj):
                 continue
             found: list[Problem] = []

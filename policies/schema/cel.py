@@ -1,7 +1,7 @@
 """A CRD's own rules (`x-kubernetes-validations`), evaluated in the schema stage as the API server evaluates them at
 admission: k8s.io/apiextensions-apiserver pkg/apiserver/schema/cel/validation.go (kubernetes v1.36.0) validate,
 validateExpressions, validateMap and validateArray; the object defaulted first from the schema's `default`s, as the
-API server's decoder does (pkg/apiserver/schema/defaulting/algorithm.go Default).
+API server's decoder does (defaulting.py: pkg/apiserver/schema/defaulting/algorithm.go Default).
 
 The library is cel-expr-python (Google's cel-cpp, the C++ sibling of the cel-go the API server runs): RE2 for
 `matches`, the strings, math, optional-types, bindings and encoders extensions that Kubernetes enables, with the
@@ -23,7 +23,6 @@ which bounds this stage's own time. Within both, nothing is said: the API server
 """
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..kube.objects import INFO, WARNING, Manifest, Problem
+from .defaulting import defaulted
 from .lookup import RULE_NOT_RUN, find_schema, load_schema
 from .messages import dotted, one_line
 
@@ -156,9 +156,9 @@ def _duration(text: str) -> timedelta | None:
 
 
 def prepared(value: Any, schema: Any) -> Any:
-    """The value as the rules see it: defaults applied where a field is absent (or null where not nullable), numbers
-    of a `number` field as doubles, strings of format date-time/date/duration as timestamps and durations (the API
-    server's UnstructuredToVal); a copy, the manifest unchanged."""
+    """The value as the rules see it once defaulted (defaulting.py, which evaluate_schema runs first): null fields
+    unset, numbers of a `number` field as doubles, strings of format date-time/date/duration as timestamps and
+    durations (the API server's UnstructuredToVal); a copy, the manifest unchanged."""
     if not isinstance(schema, dict):
         return value
     if isinstance(value, dict):
@@ -166,13 +166,9 @@ def prepared(value: Any, schema: Any) -> Any:
         extra = schema.get("additionalProperties")
         out: dict[str, Any] = {}
         for k, v in value.items():
-            sub = props.get(k, extra if isinstance(extra, dict) else None)
-            out[str(k)] = prepared(v, sub) if v is not None else None
-        for k, sub in props.items():
-            if isinstance(sub, dict) and "default" in sub and out.get(k) is None \
-                    and (k not in out or "null" not in _types(sub)):
-                out[k] = prepared(copy.deepcopy(sub["default"]), sub)
-        return {k: v for k, v in out.items() if v is not None}
+            if v is not None:
+                out[str(k)] = prepared(v, props.get(k, extra if isinstance(extra, dict) else None))
+        return out
     if isinstance(value, list):
         items = schema.get("items")
         return [prepared(v, items) for v in value]
@@ -448,8 +444,9 @@ def evaluate_schema(schema: dict[str, Any], obj: Any, old: Any = None, transitio
         node.root = isinstance(obj, dict) and "metadata" in (schema.get("properties") or {})
     out: list[Finding] = []
     costs = _Costs()
-    _evaluate(environment(), node, prepared(obj, schema), prepared(old, schema) if old is not None else None, [], out,
-              transitions_only, costs)
+    # the API server defaults the object (and, on an update, the stored one) before its rules see it
+    _evaluate(environment(), node, prepared(defaulted(obj, schema), schema),
+              prepared(defaulted(old, schema), schema) if old is not None else None, [], out, transitions_only, costs)
     if costs.total > RUNTIME_COST_BUDGET:
         out.append(Finding([], f"the API server may refuse the object: its {costs.rules} CRD validation rule "
                                f"evaluations may cost up to {_fmt(costs.total)} together, past the per-object budget "

@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..launchers import as_admitted
 from ..kube.objects import ERROR, Manifest, Problem
 from ..render.paths import CHECKOUT
+from .defaulting import as_validated
 from .lookup import RULE, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR, kubernetes_version, triage
-from .messages import as_applied, cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
+from .messages import cap, dotted, in_order, missing_field_problems, one_line, unknown_field_problems
 from .validator import ValidatorUnavailable
 
 _K8S_TEMPLATE = "{{.NormalizedKubernetesVersion}}-standalone{{.StrictSuffix}}/{{.ResourceKind}}{{.KindSuffix}}.json"
@@ -152,9 +152,9 @@ class KubeconformValidator:
         by_name = {f"{u:05d}-{i:07d}": (key, m, path) for key, m, path in todo for u, i in [key]}
         with tempfile.TemporaryDirectory(prefix="schema-kubeconform-") as tmp:
             folder = Path(tmp)
-            for name, (_, m, _) in by_name.items():
+            for name, (_, m, path) in by_name.items():
                 # JSON is YAML; one object per named file (unit, object) maps each result back to its manifest.
-                (folder / f"{name}.yaml").write_text(json.dumps(as_applied(as_admitted(m))))
+                (folder / f"{name}.yaml").write_text(json.dumps(as_validated(m, path)))
             try:
                 proc = subprocess.run(self.command(folder), capture_output=True, text=True, timeout=self.timeout)
             except subprocess.TimeoutExpired:
