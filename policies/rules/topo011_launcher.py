@@ -8,7 +8,9 @@ its hosts stated) starts torchrun, each rank is one torchrun agent, one node of 
 --nnodes, --node-rank and rendezvous from its own flags (or `-x` PET_* env), never from OMPI_COMM_WORLD_RANK:
 --nnodes above the ranks never completes the rendezvous, --nnodes 1 (torchrun's default) or --standalone makes each
 agent a world of one, and static rendezvous gives every agent the same --node-rank (errors); more ranks than --nnodes
-admits, or than hosts, are warnings. The same checks (the MPIJob's code) apply to mpirun started by the first pod of
+admits, or than hosts, are warnings. Where mpirun's program names torchrun in a way not read here (`python3
+.../torchrun`, after `cd ...;`, `python -m torch.distributed.run` or `.launch`), its rank-0 address is not checked:
+torchrun sets its workers' MASTER_ADDR from its own --master-addr, whatever `-x MASTER_ADDR` says. The same checks (the MPIJob's code) apply to mpirun started by the first pod of
 a world no MPI controller lays out (a plain Indexed Job, a StatefulSet, a JobSet's leader) where its command states
 the hosts (`-H host:slots,...`, or `--hostfile` mounted from a ConfigMap or Secret in the manifests): a host named
 under the world's headless Service (`<hostname>.<subdomain>`) that is no pod of it does not resolve, `-np` above the
