@@ -513,3 +513,60 @@ def test_conformance_fixture_by_topo011(path: Path) -> None:
         assert any(p.rule == "TOPO011" for p in errors), json.dumps([p.line() for p in unit.problems])
     else:
         assert not errors and not [p for p in unit.problems if p.rule == "TOPO011"], [p.line() for p in errors]
+
+
+# ------------------------------------------------- the Ray container's command as KubeRay builds the pod (IMG003)
+
+def _cluster(kind: str, command: list[str] | None, object_note: str | None = None,
+             template_note: str | None = None) -> Manifest:
+    container: dict[str, Any] = {"name": "ray-head", "image": "rayproject/ray:2.52.0"}
+    if command is not None:
+        container["command"] = command
+    group: dict[str, Any] = {"template": {"spec": {"containers": [container, {"name": "side", "image": "x:1",
+                                                                             "command": ["sleep 1"]}]}}}
+    if template_note is not None:
+        group["template"]["metadata"] = {"annotations": {"ray.io/overwrite-container-cmd": template_note}}
+    spec: dict[str, Any] = {"headGroupSpec": group}
+    meta: dict[str, Any] = {"name": "c"}
+    if object_note is not None:
+        meta["annotations"] = {"ray.io/overwrite-container-cmd": object_note}
+    body = {"RayCluster": spec, "RayJob": {"rayClusterSpec": spec}, "RayService": {"rayClusterConfig": spec}}[kind]
+    return Manifest({"apiVersion": "ray.io/v1", "kind": kind, "metadata": meta, "spec": body}, "x.yaml", 0)
+
+
+def _head(m: Manifest) -> dict[str, Any]:
+    from policies import launchers
+
+    [(field, template)] = [(f, t) for f, t in launchers.pod_templates(m) if f.endswith("headGroupSpec.template")]
+    return template["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("kind", ["RayCluster", "RayJob", "RayService"])
+def test_the_ray_container_runs_its_command_through_bash_as_kuberay_builds_it(kind: str) -> None:
+    """common/pod.go 878-912 at v1.7.0: the Ray container's command and args become words of one bash line before
+    KubeRay's own `ray start`; the template as written is unchanged, and other containers keep theirs."""
+    m = _cluster(kind, ["echo 123"])
+    head = _head(m)
+    assert head["command"] == ["/bin/bash", "-c", "--"]
+    assert head["args"] == [" echo 123  && ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start"]
+    assert "/bin/bash" not in json.dumps(m.obj)  # the manifest as written is unchanged
+    assert not _head(_cluster(kind, None))["args"][0].startswith(" ")  # no command: KubeRay's line alone
+
+
+@pytest.mark.parametrize("kind, object_note, template_note, kept", [
+    ("RayCluster", "true", None, True), ("RayCluster", "TRUE", None, True), ("RayJob", "true", None, True),
+    ("RayCluster", None, "true", True), ("RayService", None, "true", True), ("RayCluster", "false", None, False),
+    # a RayService's own annotation is not followed to its cluster here (not established): KubeRay's rewrite
+    # is assumed, which can only hide an IMG003 finding, never make a false one
+    ("RayService", "true", None, False),
+])
+def test_overwrite_container_cmd_keeps_the_command(kind: str, object_note: str | None, template_note: str | None,
+                                                   kept: bool) -> None:
+    head = _head(_cluster(kind, ["echo 1"], object_note, template_note))
+    assert (head["command"] == ["echo 1"]) is kept
+
+
+def test_a_command_that_starts_ray_itself_is_kept() -> None:
+    """BuildPod leaves a command containing `ray start` as it is: one word with spaces is then IMG003's error."""
+    head = _head(_cluster("RayCluster", ["ray start --head --block"]))
+    assert head["command"] == ["ray start --head --block"] and "args" not in head

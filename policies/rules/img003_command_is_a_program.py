@@ -6,11 +6,17 @@ train.py"]` or `["sleep 10; exit 1"]` names a program called `python train.py` t
 fails to start (StartError, "executable file not found"): a pod of the world never runs and the others wait for it
 at the rendezvous, or the job fails. Whitespace in `command[0]` is the sign; a `$(VAR)` reference in it is left
 alone (the kubelet expands it against the container's env, which only the running pod shows). The image's
-entrypoint (no `command`) and `args` are not judged: the entrypoint may be a shell.
+entrypoint (no `command`) and `args` are not judged: the entrypoint may be a shell. A container is judged as its
+controller builds the pod: KubeRay runs the Ray container of a head or worker group through `/bin/bash -c` with its
+command's words in the shell line (ray-project/kuberay v1.7.0 common/pod.go 878-912), unless the object or the group's
+template says `ray.io/overwrite-container-cmd: "true"` or the command already contains `ray start`
+(`launchers/unmodelled.py`, `as_built_by_kuberay`).
 
 Fails: `command: ["sleep 10; exit 1"]` (the Worker of project-codeflare/appwrapper v1.2.1
-samples/wrapped-failing-pytorch-job.yaml, in tests/corpus/); `command: ["python /app/train.py --epochs 1"]`.
-Passes: `command: [sh, -c, "sleep 10; exit 1"]`; `command: [torchrun, --nproc-per-node=2, train.py]`.
+samples/wrapped-failing-pytorch-job.yaml, in tests/corpus/); `command: ["python /app/train.py --epochs 1"]`; a Ray
+head's `command: ["ray start --head --block"]`.
+Passes: `command: [sh, -c, "sleep 10; exit 1"]`; `command: [torchrun, --nproc-per-node=2, train.py]`; a Ray head's
+`command: ["echo 123"]` (KubeRay's samples/ray-cluster.head-command.yaml).
 """
 from __future__ import annotations
 
