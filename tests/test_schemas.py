@@ -156,6 +156,26 @@ def test_missing_schema_names_apiversion_and_kind_and_how_to_fix(builtin):
     assert "crds/kubeflow.org/" in problem.hint and "crds/SOURCES.md" in problem.hint and "make schemas" in problem.hint
 
 
+@pytest.mark.parametrize("fixture, severity", [("unknown-builtin-version.yaml", "error"),
+                                               ("httproute-gateway-api-crd-not-pinned.yaml", "warning"),
+                                               ("unknown-crd.yaml", "warning")])
+def test_only_a_group_kubernetes_serves_is_an_error_without_a_schema(builtin, fixture, severity):
+    """A kind Kubernetes does not serve in one of its own groups cannot be applied (an error); a group it does not
+    serve, *.k8s.io ones such as Gateway API's included, may come from a CRD the cluster has (a warning: not checked)."""
+    [problem] = builtin.validate(load(FIXTURES / "fail" / fixture))
+    assert (problem.rule, problem.severity) == ("SCHEMA-MISSING", severity), problem.line()
+
+
+@pytest.mark.parametrize("group, builtin_", [("", True), ("apps", True), ("app", True), ("networking.k8s.io", True),
+                                             ("resource.k8s.io", True), ("gateway.networking.k8s.io", False),
+                                             ("snapshot.storage.k8s.io", False), ("autoscaling.k8s.io", False),
+                                             ("kubeflow.org", False)])
+def test_builtin_groups_are_the_pinned_versions(group, builtin_):
+    from policies.schema.lookup import builtin_group
+
+    assert builtin_group(group) is builtin_
+
+
 @pytest.mark.parametrize("fixture", ["unknown-crd.yaml", "unknown-builtin-version.yaml"])
 def test_missing_schema_hint_names_only_paths_in_the_repository(builtin, fixture):
     [problem] = builtin.validate(load(FIXTURES / "fail" / fixture))

@@ -71,8 +71,18 @@ def served_versions(group: str, kind: str, root: Path | None = None) -> list[str
     return sorted(p.stem[len(prefix):] for p in folder.glob(f"{prefix}*.json"))
 
 
-def builtin_group(group: str) -> bool:
-    return "." not in group or group.endswith(".k8s.io")
+def builtin_group(group: str, root: Path | None = None) -> bool:
+    """Whether Kubernetes itself serves the API group: a group without a dot (a CRD's group has one:
+    apiextensions-apiserver v0.36.0 pkg/apis/apiextensions/validation/validation.go 361, "should be a domain with at
+    least one dot"), or a group of a kind the pinned version serves (schemas/versions.json). Other groups, *.k8s.io
+    ones too (gateway.networking.k8s.io, snapshot.storage.k8s.io, autoscaling.k8s.io), are add-ons a cluster may
+    serve from CRDs or an aggregated API server."""
+    return "." not in group or group in _builtin_groups(root or SCHEMAS_DIR)
+
+
+@lru_cache(maxsize=None)
+def _builtin_groups(root: Path) -> frozenset[str]:
+    return frozenset(group_of(str(k["apiVersion"])) for k in _versions(root)["kubernetes"]["kinds"])
 
 
 def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Problem]], list[tuple[int, Manifest, Path]]]:
@@ -96,7 +106,7 @@ def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Probl
             group = group_of(api)
             if not _API_VERSION.match(api):
                 hint = "apiVersion is `<group>/<version>` or `<version>` (e.g. `batch/v1`, `v1`)"
-            elif builtin_group(group):
+            elif builtin_group(group, root):
                 hint = (f"Kubernetes v{kubernetes_version(root)} serves no {api} {kind} (schemas/SOURCES.md lists every "
                         "kind it serves): correct apiVersion/kind, or, for a custom resource, copy its upstream CRD "
                         f"into crds/{group}/ (its row and sha256 in crds/SOURCES.md) and run make schemas")
