@@ -556,9 +556,8 @@ def test_the_ray_container_runs_its_command_through_bash_as_kuberay_builds_it(ki
 @pytest.mark.parametrize("kind, object_note, template_note, kept", [
     ("RayCluster", "true", None, True), ("RayCluster", "TRUE", None, True), ("RayJob", "true", None, True),
     ("RayCluster", None, "true", True), ("RayService", None, "true", True), ("RayCluster", "false", None, False),
-    # a RayService's own annotation is not followed to its cluster here (not established): KubeRay's rewrite
-    # is assumed, which can only hide an IMG003 finding, never make a false one
-    ("RayService", "true", None, False),
+    ("RayService", "true", None, True),  # copied to its RayCluster: rayservice_controller.go 1511-1536
+    ("RayJob", None, None, False),
 ])
 def test_overwrite_container_cmd_keeps_the_command(kind: str, object_note: str | None, template_note: str | None,
                                                    kept: bool) -> None:

@@ -51,10 +51,11 @@ def ray_templates(m: Manifest, base: tuple[str, ...], submitter: bool) -> Iterat
     builds its pods: `as_built_by_kuberay`), and with `submitter` a RayJob's submitter pod template as written."""
     cluster = dig(m.obj, *base)
     prefix = ".".join(base)
-    # The object's own annotation reaches the pods' templates for a RayCluster, and for a RayJob, whose annotations
-    # its RayCluster copies (rayjob_controller.go 1004-1013 at kuberay v1.7.0); a RayService's is not followed here.
+    # The object's own annotation reaches its pods' templates: a RayCluster's (pod.go 61-75), and a RayJob's or a
+    # RayService's, which the RayCluster each makes copies (rayjob_controller.go 1004-1013, rayservice_controller.go
+    # 1511-1536 at kuberay v1.7.0).
     raw = m.metadata.get("annotations")
-    overwrite = m.kind in ("RayCluster", "RayJob") and isinstance(raw, dict) and _is_true(raw.get(OVERWRITE_CMD))
+    overwrite = isinstance(raw, dict) and _is_true(raw.get(OVERWRITE_CMD))
     yield f"{prefix}.headGroupSpec.template", as_built_by_kuberay(dig(cluster, "headGroupSpec", "template"), overwrite)
     for i, g in enumerate(dig(cluster, "workerGroupSpecs") or []):
         if isinstance(g, dict):
