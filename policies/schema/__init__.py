@@ -31,7 +31,6 @@ from ..kube.objects import Manifest, Problem
 from .builtin import BuiltinValidator, installed_version
 from .cel import RULE_CEL, RULE_CEL_COST, evaluate_manifests
 from .cel_transition import Transition, has_transition_rules, transition_problems
-from .defaulting import as_validated
 from .kubeconform import KubeconformValidator, find_kubeconform, kubeconform_message_errors
 from .lookup import (MAX_ERRORS_PER_OBJECT, MAX_MESSAGE, RULE, RULE_INPUT, RULE_MISSING, RULE_NOT_RUN, SCHEMAS_DIR,
                      find_schema, kubernetes_version)
@@ -65,10 +64,12 @@ def make_validator(prefer: str = "auto") -> Validator:
 def crd_rules(manifests: list[Manifest], found: list[Problem]) -> list[Problem]:
     """The CRD rules' problems (cel.py) of the manifests, in their order after the validator's `found`, skipping the
     objects `found` already gives a SCHEMA error (the API server's hasBlockingErr skips their rules too)."""
+    from ..launchers import as_admitted
+
     refused = {p.obj for p in found if p.rule == RULE}
-    extra = evaluate_manifests((m, as_validated(m, find_schema(str(m.obj.get("apiVersion") or ""),
-                                                               str(m.obj.get("kind") or ""))))
-                               for m in manifests if isinstance(m.obj, dict) and m.ref not in refused)
+    # (evaluate_schema fills in the CRD's defaults itself, as as_validated does for the validators)
+    extra = evaluate_manifests((m, as_applied(as_admitted(m))) for m in manifests
+                               if isinstance(m.obj, dict) and m.ref not in refused)
     if not extra:
         return found
     order = {m.ref: i for i, m in reversed(list(enumerate(manifests)))}

@@ -8,12 +8,11 @@ and its CEL rules are checked. So a CRD field that is both required and defaulte
 minReplicas and maxReplicas) may be left out.
 
 Built-in kinds are defaulted by Go code the committed OpenAPI schemas do not carry; only CRD schemas (schemas/crds/)
-are applied here. The validators (builtin.py, kubeconform.py) and the CRD rules (cel.py) all check `as_validated`'s
-object, so the three agree."""
+are applied here. The validators (builtin.py, kubeconform.py) check `as_validated`'s object; the CRD rules (cel.py
+evaluate_schema) default the object they are given with `defaulted`, so the three see the same object."""
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,6 @@ MAX_DEPTH = 256
 def is_crd_schema(path: Path) -> bool:
     """A schema `make schemas` wrote from a CRD: schemas/crds/<group>/<kind>_<version>.json."""
     return path.parent.parent.name == "crds"
-
-
-@lru_cache(maxsize=64)
-def _crd_schema(path: Path) -> dict[str, Any]:
-    return load_schema(path)
 
 
 def _allows_null(node: Any) -> bool:
@@ -85,5 +79,5 @@ def as_validated(m: Manifest, path: Path | None) -> Any:
 
     obj = as_applied(as_admitted(m))
     if path is not None and is_crd_schema(path):
-        obj = defaulted(obj, _crd_schema(path))
+        obj = defaulted(obj, load_schema(path))
     return obj

@@ -56,8 +56,10 @@ def find_schema(api_version: str, kind: str, root: Path | None = None) -> Path |
 
 
 @lru_cache(maxsize=None)
+@lru_cache(maxsize=128)
 def load_schema(path: Path) -> dict[str, Any]:
-    """A committed schema file, read once per process (the validators and the CRD rules share it)."""
+    """A committed schema file, read once per process (the validators, the defaulting and the CRD rules share it: no
+    caller changes it)."""
     schema: dict[str, Any] = json.loads(path.read_bytes())
     return schema
 
