@@ -65,7 +65,7 @@ import bench_lm  # noqa: E402
 import bench_trainer as bt  # noqa: E402
 import gpu_run  # noqa: E402
 from gpu_lm import lm_steps  # noqa: E402
-from gpu_run import (Report, Row, Scraper, Sizes, StepFailed, lines, median_after_first, resumed,  # noqa: E402,F401
+from gpu_run import (Report, Row, Sizes, StepFailed, lines, median_after_first, resumed,  # noqa: E402,F401
                      run, scaling, torchrun_cmd)
 from trainer.idx import encode_idx  # noqa: E402
 from trainer.telemetry import GAUGES, PREFIX  # noqa: E402
@@ -99,7 +99,7 @@ def ddp_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float) -> None:
               "--backend", sizes.backend, "--log-interval", str(sizes.log_interval), "--run-id", "ddp", *amp]
     port = bt.free_port()
     try:
-        with Scraper(port) as scraper:
+        with bt.Scraper(port) as scraper:
             out, wall = run(torchrun_cmd([*common, "--epochs", str(sizes.ddp_epochs)], tmp / "out", sizes.nproc),
                             {"METRICS_PORT": str(port)}, timeout)
     except StepFailed as e:

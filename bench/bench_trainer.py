@@ -49,6 +49,8 @@ from trainer.tasks.models import MnistCNN  # noqa: E402
 
 TRAIN_S_RE = re.compile(r"^\[EPOCH\] .*?train_s=([\d.]+)")
 FIELD_RE = re.compile(r"(\w+(?:/s)?)=(\S+)")
+# One sample of a scraped series: `trainer_<name>{<labels>} <value>`.
+METRIC_RE = re.compile(r"^(trainer_\w+)\{[^}]*\}\s+(\S+)$")
 GPU_TARGET_S = 1.0  # issue 3: an MNIST-shaped epoch on one H100 in under a second
 FEATURES, CLASSES, SEED = 128, 4, 42
 
@@ -189,14 +191,18 @@ def loop_worker(args: argparse.Namespace) -> int:
 
 
 class Scraper:
-    """Scrapes the trainer's endpoints (METRICS_PORT and the next port: 2 local ranks) every `interval` seconds while
-    a "+metrics" run trains, as Prometheus would (its default is every 15 to 60 s: this is harder on the trainer)."""
+    """Scrapes the trainer's endpoints (METRICS_PORT + local rank, for `ranks` ranks) every `interval` seconds while a
+    run trains, as Prometheus would (its default is every 15 to 60 s: this is harder on the trainer). Keeps the
+    trainer_* series served, and of each its largest value (GPU memory, step and epoch grow) and its value at the last
+    scrape."""
 
-    def __init__(self, port: int, ranks: int, interval: float = 0.5):
+    def __init__(self, port: int, ranks: int = 1, interval: float = 0.5):
         import threading
 
         self.urls = [f"http://127.0.0.1:{port + r}/metrics" for r in range(ranks)]
         self.interval, self.scrapes, self.series = interval, 0, set()
+        self.values: dict[str, float] = {}
+        self.last: dict[str, float] = {}
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -209,9 +215,13 @@ class Scraper:
                     with urllib.request.urlopen(url, timeout=2) as r:
                         text = r.read().decode()
                 except OSError:
-                    continue
+                    continue  # not serving yet, or already gone
                 self.scrapes += 1
                 self.series |= set(re.findall(r"^(trainer_\w+)\{", text, re.M))
+                for m in filter(None, map(METRIC_RE.match, text.splitlines())):
+                    name, value = m.group(1), float(m.group(2))
+                    self.values[name] = max(value, self.values.get(name, float("-inf")))
+                    self.last[name] = value
 
     def __enter__(self) -> "Scraper":
         self.thread.start()

@@ -14,7 +14,7 @@ import torch
 import bench_lm
 import bench_trainer as bt
 import tiny_lm
-from gpu_run import ROOT, TRAIN, Report, Scraper, Sizes, StepFailed, lines, resumed, run, scaling, torchrun_cmd
+from gpu_run import ROOT, TRAIN, Report, Sizes, StepFailed, lines, resumed, run, scaling, torchrun_cmd
 from sync_count import SYNC_WARNING
 from trainer.telemetry import PREFIX
 
@@ -92,7 +92,7 @@ def lm_steps(rep: Report, sizes: Sizes, tmp: Path, timeout: float, steps: Collec
         return
     port = bt.free_port()
     try:
-        with Scraper(port) as scraper:
+        with bt.Scraper(port) as scraper:
             eager = lm.run("out", sizes.lm_epochs, n, env={"METRICS_PORT": str(port)})
     except StepFailed as e:
         rep.fail(step, str(e))

@@ -1,23 +1,19 @@
 """What the steps of bench/bench_gpu.py share: their sizes, the report and its rows, one trainer run under torchrun
-(bounded by --timeout and --deadline, failing with its last error line), the tagged lines a run prints, rank 0's
-metrics endpoint scraped while it trains, and the scaling rows."""
+(bounded by --timeout and --deadline, failing with its last error line), the tagged lines a run prints, and the
+scaling and resume rows. The metrics endpoint is scraped by bench_trainer.Scraper, as `make bench-trainer` scrapes it."""
 
 from __future__ import annotations
 
-import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import bench_trainer as bt
 
 ROOT = Path(__file__).resolve().parent.parent
-METRIC_RE = re.compile(r"^(trainer_\w+)\{[^}]*\}\s+(\S+)$")
 
 
 @dataclass
@@ -117,41 +113,6 @@ def scaling(rep: Report, step: str, unit: str, one: float, many: float, n: int) 
 
 def lines(output: str, tag: str) -> list[dict[str, str]]:
     return [dict(bt.FIELD_RE.findall(ln)) for ln in output.splitlines() if ln.startswith(f"[{tag}] ")]
-
-
-class Scraper:
-    """Reads a Prometheus endpoint every `every` seconds while a run trains; keeps each trainer_* metric's
-    largest value (GPU memory, step, epoch grow) and the names served."""
-
-    def __init__(self, port: int, every: float = 0.5):
-        self.url, self.every = f"http://127.0.0.1:{port}/metrics", every
-        self.values: dict[str, float] = {}
-        self.last: dict[str, float] = {}  # each metric's value at the last scrape
-        self.scrapes = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> "Scraper":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                with urllib.request.urlopen(self.url, timeout=2) as r:
-                    text = r.read().decode()
-            except OSError:
-                continue  # not serving yet, or already gone
-            self.scrapes += 1
-            for ln in text.splitlines():
-                if m := METRIC_RE.match(ln):
-                    name, value = m.group(1), float(m.group(2))
-                    self.values[name] = max(value, self.values.get(name, float("-inf")))
-                    self.last[name] = value
 
 
 def median_after_first(values: list[float]) -> float:
