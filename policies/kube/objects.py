@@ -11,6 +11,19 @@ WARNING = "warning"
 INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 
+# How the API server names an object created with only metadata.generateName, before anything validates it
+# (k8s.io/apiserver v0.36.0 pkg/registry/generic/registry/store.go 465, 493; pkg/storage/names/generate.go 44-57):
+# the prefix cut to 58 characters, then 5 random characters of k8s.io/apimachinery/pkg/util/rand's alphabet (no
+# vowels, no confusable digits).
+MAX_GENERATED_NAME = 58
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def generated_name(prefix: str, suffix: str = NAME_ALPHABET[:5]) -> str:
+    """The name made from `prefix`, with `suffix` standing for the random characters (any 5 of the alphabet check
+    alike: lower-case letters and digits)."""
+    return prefix[:MAX_GENERATED_NAME] + suffix
+
 
 @dataclass
 class Manifest:
@@ -37,6 +50,15 @@ class Manifest:
     @cached_property
     def name(self) -> str:
         return str(self.metadata.get("name") or "")
+
+    @cached_property
+    def created_name(self) -> str:
+        """The name the object has once created: its name, or the one the API server makes from its generateName;
+        empty without either."""
+        prefix = self.metadata.get("generateName")
+        if self.name or not isinstance(prefix, str) or not prefix:
+            return self.name
+        return generated_name(prefix)
 
     @cached_property
     def namespace(self) -> str:

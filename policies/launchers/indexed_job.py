@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..kube.values import as_int, dig, listing, mapping
-from ..kube.objects import Manifest
+from ..kube.objects import MAX_GENERATED_NAME, Manifest
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .job_validation import INDEXED, JOB_NAME_LABELS, UID_LABELS, indexed, job_validation, selector_validation
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
@@ -15,8 +15,6 @@ from .pods import COMPLETION_INDEX, IF_ABSENT, Injected, PodGroup
 KIND = "Job"
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
-# names.MaxGeneratedNameLength: 63 minus the 5 random characters generateName appends.
-MAX_GENERATED_NAME = 58
 
 
 def job_pods(job_spec: dict[str, Any]) -> int:

@@ -269,9 +269,8 @@ class JobSetLauncher(Launcher[Workload]):
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         # With generateName the API server picks the name (5 characters after the prefix) before the webhook runs.
-        m = w.manifest
-        name = m.name or (str(m.metadata.get("generateName") or "") + "abcde")
-        return validation(name, mapping(m.obj.get("spec")))
+        # With generateName the API server picks the name before the webhook runs (Manifest.created_name).
+        return validation(w.manifest.created_name, mapping(w.manifest.obj.get("spec")))
 
     def jobs(self, w: Workload) -> tuple[Manifest, list[tuple[str, dict[str, Any]]], str | None] | None:
         return w.manifest, list(self.job_specs(w.manifest)), "OnFailure"

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..kube.objects import WARNING
+from ..kube.objects import WARNING, generated_name
 from ..kube.values import DNS1035, as_int, dig, listing, mapping
 from .base import Check
 from .core_validation import label_key_problem, label_value_problem
@@ -98,7 +98,7 @@ def name_checks(metadata: Any, kind: str) -> list[Check]:
         generate = meta.get("generateName")
         if not isinstance(generate, str) or not generate:
             return []
-        name, where = generate + "xxxxx", "metadata.generateName"
+        name, where = generated_name(generate), "metadata.generateName"
     most = MAX_CLUSTER_NAME if kind == "RayCluster" else MAX_JOB_NAME
     if len(name) > most:
         return [Check(where, f"{kind} name should be no more than {most} characters (it is {len(name)}): "

@@ -5,7 +5,8 @@ default) and kubeconform (kubeconform.py); `make_validator` chooses. lookup.py f
 turns a validator's errors into Problems.
 
 Rules:
-- `SCHEMA`: the object does not match its schema (unknown field, wrong type, missing required field, bad enum value).
+- `SCHEMA`: the object does not match its schema (unknown field, wrong type, missing required field, bad enum value),
+  or has neither a name nor a generateName (the API server validates every object's metadata).
 - `SCHEMA-MISSING`: no schema for the object's apiVersion and kind.
 - `SCHEMA-INPUT`: the object has no apiVersion or no kind, so no schema can be chosen.
 - `SCHEMA-NOT-RUN`: the check could not run for the object (validator missing, crashed, reported nothing for it);

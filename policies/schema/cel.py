@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..kube.objects import INFO, WARNING, Manifest, Problem
+from ..kube.objects import INFO, WARNING, Manifest, Problem, generated_name
 from .defaulting import defaulted
 from .lookup import RULE_NOT_RUN, find_schema, load_schema
 from .messages import dotted, one_line
@@ -202,7 +202,11 @@ def _root_view(obj: dict[str, Any]) -> dict[str, Any]:
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     out = dict(obj)
-    out["metadata"] = {k: meta[k] for k in ("name", "generateName") if isinstance(meta.get(k), str)}
+    view = {k: meta[k] for k in ("name", "generateName") if isinstance(meta.get(k), str)}
+    if not view.get("name") and view.get("generateName"):
+        # The API server names the object before it validates it (objects.generated_name).
+        view["name"] = generated_name(view["generateName"])
+    out["metadata"] = view
     return out
 
 

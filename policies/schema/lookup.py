@@ -103,6 +103,13 @@ def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Probl
             problems.append((i, Problem(RULE_INPUT, f"object has no {' and no '.join(missing)}", m.source, obj=m.ref,
                                         hint="every Kubernetes object needs a string apiVersion and kind")))
             continue
+        if not m.created_name:
+            # Every object's metadata is validated before it is stored (apimachinery v0.36.0
+            # pkg/api/validation/objectmeta.go 193-195); the API server refuses one with no name to give it.
+            problems.append((i, Problem(RULE, "the object has neither a name nor a generateName: the API server "
+                                        "refuses it (name or generateName is required)", m.source, obj=m.ref, field="metadata.name",
+                                        hint="give the object metadata.name (or metadata.generateName, for "
+                                             "kubectl create)")))
         path = find_schema(api, kind, root)
         if path is None:
             group = group_of(api)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import launchers
+from ..kube.objects import NAME_ALPHABET
 from ..kube.values import as_int
 from ..launchers import Bundle, Pod, Workload, workloads
 from ..model.topology import compute
@@ -79,13 +80,10 @@ class SimPod:
         return self.pod.name.replace("<random>", self.suffix)
 
 
-# The API server's generateName alphabet (k8s.io/apimachinery/pkg/util/rand: no vowels, no confusable digits).
-_ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
-
-
 def generated_suffix(seed: str) -> str:
+    """The 5 characters generateName appends (objects.NAME_ALPHABET), fixed by `seed`."""
     digest = hashlib.sha256(seed.encode()).digest()
-    return "".join(_ALPHANUMS[b % len(_ALPHANUMS)] for b in digest[:5])
+    return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in digest[:5])
 
 
 class Layout:
