@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trainer_helpers import PYTHON, TRAIN_PY, clean_env, run, trainer_errors
+from tests.trainer_helpers import PYTHON, TRAIN_PY, clean_env, run, run_nodes, trainer_errors
 from trainer.cli import parse_args
 from trainer.errors import EXIT_PHASE_TIMEOUT
 
@@ -35,12 +35,14 @@ def test_a_hang_at_start_up_is_named(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("phase", ["model load", "first step", "checkpoint save"])
-def test_a_hang_in_a_later_phase_is_named(tmp_path, phase):
-    # 40 s: start-up (importing torch) and the synthetic run's phases take a few seconds each even on 2 loaded cores
-    res = run(synthetic(tmp_path, "--phase-timeout", "40"), timeout=200,
-              env=clean_env(TRAINER_TEST_HOOK=f"phase:{phase}"))
-    expect_timeout(res, phase, "40")
+def test_a_hang_in_a_later_phase_is_named(tmp_path):
+    # 40 s: start-up (importing torch) and the synthetic run's phases take a few seconds each even on 2 loaded cores.
+    # The three runs wait out their limit side by side (each hangs asleep), rather than one after another.
+    phases = ["model load", "first step", "checkpoint save"]
+    results = run_nodes([synthetic(tmp_path / str(i), "--phase-timeout", "40") for i in range(len(phases))],
+                        timeout=240, envs=[clean_env(TRAINER_TEST_HOOK=f"phase:{phase}") for phase in phases])
+    for phase, res in zip(phases, results):
+        expect_timeout(res, phase, "40")
 
 
 def test_a_run_within_its_limits_is_not_stopped(tmp_path):

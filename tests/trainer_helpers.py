@@ -81,11 +81,13 @@ def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> Re
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
 
 
-def run_nodes(cmds: list[list[str]], timeout: float, env: dict[str, str] | None = None) -> list[Result]:
-    """Start several torchrun "nodes" at once and wait for all of them (killing all on timeout)."""
+def run_nodes(cmds: list[list[str]], timeout: float, env: dict[str, str] | None = None,
+              envs: list[dict[str, str]] | None = None) -> list[Result]:
+    """Start several torchrun "nodes" (or independent runs) at once and wait for all of them (killing all on
+    timeout); `envs` gives each command its own environment."""
     t0 = time.monotonic()
     procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env or clean_env(), cwd=ROOT) for c in cmds]
+                              env=envs[i] if envs else env or clean_env(), cwd=ROOT) for i, c in enumerate(cmds)]
     results = []
     try:
         for p in procs:
