@@ -2,14 +2,17 @@
 
 The API server rejects an object whose name is not a DNS-1123 subdomain (lowercase letters, digits, `-` and `.`,
 at most 253 characters); Services and Namespaces must be DNS labels (at most 63 characters; a Service must start
-with a letter). Controllers build more names from a workload's name, and those fail at run time, not at apply:
+with a letter). Roles, ClusterRoles and their bindings are the exception: their names need only be a path segment
+(kubernetes pkg/apis/rbac/validation/validation.go ValidateRBACName -> apimachinery v0.36.0
+pkg/api/validate/content/path.go 27-62: not `.` or `..`, no `/` or `%`), so `system:auth-delegator` and the
+`<prefix>:system:auth-delegator` bindings of metrics adapters are valid. Controllers build more names from a workload's name, and those fail at run time, not at apply:
 pod hostnames `<job>-<index>` and `<statefulset>-<ordinal>` must be DNS labels, the training operator makes a
 Service `<pytorchjob>-worker-<i>` per replica, and the Trainer a Service named after the TrainJob. Argo CD
 Application names (also those an ApplicationSet generates) and destination namespaces follow the same rules.
 
-Fails: a Job named `DDP_Train`; a 64-pod Indexed Job whose name is 61 characters long (pod `<name>-63` is longer
+Fails: a Job named `DDP_Train`; a RoleBinding named `team/a`; a 64-pod Indexed Job whose name is 61 characters long (pod `<name>-63` is longer
 than 63); a TrainJob named `64x8-run` (its Service would start with a digit); an Application `ddp-GKE`.
-Passes: `ddp-train-run-001` with 64 completions.
+Passes: `ddp-train-run-001` with 64 completions; a ClusterRoleBinding `custom-metrics:system:auth-delegator`.
 """
 from __future__ import annotations
 
@@ -26,6 +29,16 @@ NAME = "dns-names"
 # (pattern, length limit) of an object's own name: DNS labels for these kinds, a DNS-1123 subdomain for the others.
 NAME_RULES = {"Namespace": (DNS1123_LABEL, 63), "Service": (DNS1035_LABEL, 63)}
 SUBDOMAIN = (DNS1123_SUBDOMAIN, 253)
+# The RBAC kinds, whose names are path segments (ValidateRBACName).
+RBAC = ("rbac.authorization.k8s.io", ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"))
+
+
+def _path_segment_why(name: str) -> str | None:
+    """content.IsPathSegmentName: what makes `name` no path segment, None when it is one."""
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    bad = [c for c in ("/", "%") if c in name]
+    return "may not contain " + " or ".join(f"'{c}'" for c in bad) if bad else None
 
 
 def _why(name: str, pattern: re.Pattern[str], limit: int) -> str | None:
@@ -43,6 +56,12 @@ def check(ctx: Context) -> Iterator[Problem]:
         name = m.name
         if not name:
             continue  # the schema stage reports a missing name
+        if m.api_version.split("/")[0] == RBAC[0] and m.kind in RBAC[1]:
+            why = _path_segment_why(name)
+            if why:
+                yield obj_problem(ID, m, "metadata.name", f"{m.kind} name '{name}' {why}",
+                                  "leave '/' and '%' out of the name")
+            continue
         pattern, limit = NAME_RULES.get(m.kind, SUBDOMAIN)
         if len(name) > limit or not pattern.match(name):  # (_why says which, for the few names that fail)
             yield obj_problem(ID, m, "metadata.name", f"name '{name}' {_why(name, pattern, limit)}",
