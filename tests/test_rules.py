@@ -134,7 +134,8 @@ def test_what_the_input_does_not_show_is_not_an_error():
     """Issue 33 item 1: an unset rendezvous id on an etcd from elsewhere is a warning phrased as the condition (the
     first run works), two workloads on one etcd with one id stay an error; a TrainJob whose runtime is applied from
     elsewhere is REF001's one info line, an error only where the environment declares its manifests self-contained;
-    pod 0 naming itself by its own hostname ($(hostname)) is no TOPO003 problem."""
+    pod 0 naming itself by its own hostname ($(hostname)) is no TOPO003 problem, and a script given WORLD_SIZE
+    but no MASTER_ADDR (it may set it itself) a TOPO003 warning."""
     from policies.kube.objects import INFO, WARNING
     rules = FIXTURES / "rules"
 
@@ -152,3 +153,7 @@ def test_what_the_input_does_not_show_is_not_an_error():
     assert [p.severity for p in found] == [INFO] and "ClusterTrainingRuntime" in found[0].message
     assert not [p for p in unit.problems if p.severity == ERROR]
     assert said(rules / "TOPO003/pass/lws-leader-names-itself.yaml", "TOPO003") == []
+    # WORLD_SIZE without MASTER_ADDR: the script may set it itself; MASTER_ADDR localhost on 2 pods is shown
+    [(sev, msg)] = said(rules / "TOPO003/fail/env-world-no-master-addr.yaml", "TOPO003")
+    assert sev == WARNING and msg.startswith("MASTER_ADDR is not in the env of this 4-pod job") and ": if the" in msg
+    assert [s for s, _ in said(rules / "TOPO003/fail/master-addr-localhost.yaml", "TOPO003")] == [ERROR]

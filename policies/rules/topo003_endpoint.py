@@ -13,6 +13,10 @@ timeout. With static rendezvous pod 0 hosts the store and may name itself by its
 (`--master-addr=$(hostname)`, resolved through its /etc/hosts): then the other pods' endpoint is the one that must
 name pod 0.
 
+A script started without a launcher that gets WORLD_SIZE but no MASTER_ADDR in its env is a warning: it fails at
+`init_process_group` (env://) unless it sets MASTER_ADDR itself, which the manifests do not show (a wrapper script in
+the image may take it from LWS_LEADER_ADDRESS). A MASTER_ADDR of `localhost` on several pods stays an error.
+
 Fails: MASTER_ADDR `train-rdzv` (the Service, not a pod); MASTER_ADDR `ddp-train-0.ddp-train` after a
 `namePrefix: team-` renamed the Job to `team-ddp-train`; MASTER_ADDR `ddp-train-0.ddp-train.default.svc.cluster.local`
 where the environment declares `clusterDomain: corp.example`.
@@ -30,7 +34,7 @@ from typing import Iterator
 
 from .kit import Context, problem
 from ..command.torchrun import split_endpoint
-from ..kube.objects import Problem
+from ..kube.objects import WARNING, Problem
 from ..model.topology import Topology
 
 ID = "TOPO003"
@@ -76,7 +80,14 @@ def check(ctx: Context) -> Iterator[Problem]:
             # resolves through the pod's /etc/hosts); only the other pods need a name that reaches it.
             yield from _others(t, expected, domain)
             continue
-        if host in _LOCAL:
+        if not host and t.first.inv is None:
+            # env:// with no MASTER_ADDR in the env: the script the container starts may set it before it
+            # initialises (from LWS_LEADER_ADDRESS, a hostfile...), which the manifests do not show.
+            yield problem(ID, t, where, f"MASTER_ADDR is not in the env of this {t.pods}-pod job, which gets "
+                          "WORLD_SIZE: if the script initialises torch.distributed from env:// without setting it "
+                          "itself, init fails (MASTER_ADDR expected, but not set)",
+                          f"set MASTER_ADDR to pod 0: {expected}", severity=WARNING)
+        elif host in _LOCAL:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
                           f"the other pods cannot reach it", f"point it at pod 0: {expected}")
         elif not pod0_pattern(expected, pod.namespace, domain).match(host):
