@@ -232,7 +232,7 @@ def describe_rank_source(v: PodView, workload: Workload) -> str:
     if setting.unknown_kind == RUN_TIME:
         return f"known at run time ({setting.value})"
     if setting.origin == "default":
-        return "none (torchrun default 0)"
+        return "none (torchrun default 0)" if v.inv is not None else "none"
     if setting.origin == "flag":
         names = [setting.var] if setting.var else referenced_vars(_raw_at(v.pod, setting.field or ""))
     else:

@@ -10,6 +10,10 @@ The same holds for `accelerate launch --machine_rank`, `deepspeed --no_ssh --nod
 
 With c10d or etcd a given `--node-rank` must still be an integer: torchrun parses it before the rendezvous.
 
+A script started without a launcher whose env has no RANK is a warning: env:// initialisation fails without it
+unless the script passes a rank of its own, which the manifests do not show. A RANK written as one constant on every
+pod stays an error.
+
 Fails: `--node-rank=0` written into a Job's template; `RANK` from `metadata.name` (not a number).
 Passes: `--node-rank=$(JOB_COMPLETION_INDEX)`; NODE_RANK from the `apps.kubernetes.io/pod-index` label.
 """
@@ -18,7 +22,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..model.topology import PodView, Topology, view
-from ..kube.objects import Problem
+from ..kube.objects import WARNING, Problem
 from .kit import Context, problem
 
 # Rank sources that give pod i the rank i by construction: then pod 0 and the first pod of every other pod
@@ -53,6 +57,14 @@ def check(ctx: Context) -> Iterator[Problem]:
             if "$" in value:
                 break  # TOPO012
             where = v.node_rank.field or (v.inv.field if v.inv else v.pod.container_field)
+            if not t.torchrun and v.node_rank.origin == "default":
+                # No RANK in the env: the script may pass its own rank (from JOB_COMPLETION_INDEX, say), which the
+                # manifests do not show.
+                yield problem(ID, t, where, f"RANK is not in the env of this {t.pods}-pod job's pods: if the script "
+                              "initialises torch.distributed from env:// without a rank of its own, init fails (RANK "
+                              "expected, but not set)", "set RANK from the completion index or the pod-index label",
+                              severity=WARNING)
+                break
             if value != str(v.pod.index):
                 yield problem(ID, t, where, f"pod {v.pod.index} ({v.pod.hostname}) gets {label} {value or '(none)'}, "
                               f"expected {v.pod.index} (rank source: {t.rank_source})",
