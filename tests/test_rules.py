@@ -135,7 +135,8 @@ def test_what_the_input_does_not_show_is_not_an_error():
     first run works), two workloads on one etcd with one id stay an error; a TrainJob whose runtime is applied from
     elsewhere is REF001's one info line, an error only where the environment declares its manifests self-contained;
     pod 0 naming itself by its own hostname ($(hostname)) is no TOPO003 problem, and a script given WORLD_SIZE
-    but no MASTER_ADDR (it may set it itself) a TOPO003 warning, one given no RANK a TOPO009 warning."""
+    but no MASTER_ADDR (it may set it itself) a TOPO003 warning, one given no RANK a TOPO009 warning, one given a
+    WORLD_SIZE other than its pods a TOPO001 warning."""
     from policies.kube.objects import INFO, WARNING
     rules = FIXTURES / "rules"
 
@@ -160,3 +161,6 @@ def test_what_the_input_does_not_show_is_not_an_error():
     # no RANK in the env of a script started without a launcher: it may pass its own rank
     [(sev, msg)] = said(rules / "TOPO009/fail/env-world-no-rank.yaml", "TOPO009")
     assert sev == WARNING and msg.startswith("RANK is not in the env of this 2-pod job's pods: if the script")
+    # a hand-set WORLD_SIZE that is not the pods: the script may start more than one process per pod
+    [(sev, msg)] = said(rules / "TOPO001/fail/env-world-size-not-pods.yaml", "TOPO001")
+    assert sev == WARNING and msg.startswith("WORLD_SIZE is 4 but indexed-job creates 2 pods: if the script starts")

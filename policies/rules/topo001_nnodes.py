@@ -16,15 +16,19 @@ Fails: a Job with `completions: 4` whose container runs `torchrun --nnodes=2 ...
 4 pods whose torchrun has no `--nnodes`; 2 pods running `python train.py --backend mpi`; a TrainJob of 2 nodes
 running `python3 mnist.py` (Katib's trainjob-pytorch example).
 Also fails: `python main.py --dist-url tcp://... --world-size 3` on 2 pods; `deepspeed --no_ssh --num_nodes 3` on 2.
+A script started without a launcher whose hand-set WORLD_SIZE is neither the number of pods nor the pods times
+their GPUs gets a warning: env:// waits for WORLD_SIZE ranks, and whether the script starts one process per pod is
+not in the manifests.
+
 Passes: `completions: 4` and `torchrun --nnodes=4`; a PyTorchJob, whose operator sets `PET_NNODES` to its replicas.
 """
 from __future__ import annotations
 
 from typing import Iterator
 
-from ..kube.objects import Problem
+from ..kube.objects import WARNING, Problem
 from .kit import Context, pods_field, problem
-from ..model.topology import launcher_field
+from ..model.topology import Topology, launcher_field
 
 ID = "TOPO001"
 NAME = "nnodes-matches-pods"
@@ -44,7 +48,10 @@ def check(ctx: Context) -> Iterator[Problem]:
                           "MPI world of one (torch takes rank and size from MPI, not WORLD_SIZE)",
                           "start the script with mpirun across the pods, or use torchrun with gloo or nccl")
             continue
-        if not t.torchrun or t.nnodes_min is None:
+        if not t.torchrun:
+            yield from _env_world(t)
+            continue
+        if t.nnodes_min is None:
             continue
         assert t.first.inv is not None, "t.torchrun: pod 0 has an invocation (torchrun = first.inv is not None)"
         assert t.nnodes_max is not None, "split_nnodes gives both bounds or neither (command/torchrun.py)"
@@ -69,3 +76,23 @@ def check(ctx: Context) -> Iterator[Problem]:
         yield problem(ID, t, where, msg,
                       f"set {inv.flag('nnodes')}{' (or PET_NNODES)' if inv.reads_pet_env else ''} to {t.pods}, "
                       f"or set {pods_field(t)} to {t.nnodes_max}")
+
+
+def _env_world(t: Topology) -> Iterator[Problem]:
+    """A script started without a launcher, given WORLD_SIZE by hand: env:// waits for that many ranks. Whether the
+    script starts one process per pod (as the model takes it) or spawns one per GPU is not in the manifests: a
+    warning under that condition, silent where WORLD_SIZE is the pods or the pods x their GPUs."""
+    pod = t.first.pod
+    value = pod.env.get("WORLD_SIZE")
+    if value is None or "WORLD_SIZE" in pod.injected or not str(value).isdigit() or t.pods < 1:
+        return
+    n = int(value)
+    if n in (t.pods, t.pods * max(t.gpus, 1)):
+        return
+    effect = (f"it waits for {n - t.pods} more ranks, which never join" if n > t.pods else
+              f"the ranks from {n} up are outside the world and init refuses them")
+    yield problem(ID, t, pod.env_fields.get("WORLD_SIZE") or pod.container_field,
+                  f"WORLD_SIZE is {n} but {t.launcher_id} creates {t.pods} pods: if the script starts one process "
+                  f"per pod and initialises torch.distributed from env://, {effect}",
+                  f"set WORLD_SIZE to {t.pods} (one process per pod), or set {pods_field(t)} to {n}",
+                  severity=WARNING)
