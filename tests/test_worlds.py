@@ -143,6 +143,18 @@ def test_mpirun_says_once_what_it_did_not_check():
     assert not [p for p in problems if p.severity == "error"]
 
 
+def test_mpijob_without_workers_runs_its_ranks_in_the_launcher(tmp_path):
+    """An MPIJob with no Worker (Kueue's workload-priority KEP example): the hostfile names no host, and Open MPI
+    then takes the local node (ras_base_allocate.c's "inserting current node"): the launcher pod runs every rank. A
+    warning that nothing is distributed, not "the hostfile has 0 slots" nor "creates no pods" (the launcher is a pod)."""
+    text = (RULES / "TOPO011" / "pass" / "mpijob-mpirun-python.yaml").read_text()
+    problems = problems_of(_write(tmp_path, text[:text.index("    Worker:")]))
+    assert not [p for p in problems if p.severity == "error"], [p.line() for p in problems]
+    [said] = [p for p in problems if p.rule == "TOPO011"]
+    assert said.severity == "warning" and "Open MPI runs all 2 ranks in the launcher pod" in said.message
+    assert not [p for p in problems if "creates no pods" in p.message]
+
+
 # --- deepspeed (deepspeed/launcher/runner.py) ---------------------------------------------------------------------
 
 def test_deepspeed_no_ssh_maps_onto_the_world():

@@ -8,7 +8,8 @@ pkg/apis/kubeflow/validation/validation.go lines 49-160, checked in syncHandler 
 
 The processes are mpirun's: `-np N` ranks over the hostfile's slots (workers x slotsPerWorker, the launcher's too with
 runLauncherAsWorker). Open MPI refuses more ranks than slots without --oversubscribe ("There are not enough slots
-available"); torchrun under mpirun starts one torchrun agent per rank."""
+available"), and runs every rank on the launcher's own node where the hostfile names no host (no workers); torchrun
+under mpirun starts one torchrun agent per rank."""
 from __future__ import annotations
 
 import re
@@ -253,6 +254,15 @@ class MPIJobLauncher(Launcher[Workload]):
         if run.hosts is not None:
             out += self._hosts(w, run, pods, impl)
             names = [h.split(".")[0] for h, _ in run.hosts]
+        elif hosts == 0 and impl == OPEN_MPI:
+            # A default hostfile that names no host leaves Open MPI the local node (orte/mca/ras/base/
+            # ras_base_allocate.c "nothing found in hostfiles - inserting current node", Open MPI 4.1; prrte's alike in
+            # 5.0): every rank runs in the launcher pod, as many as its node's cores unless --oversubscribe.
+            ranks = f"all {run.np} ranks" if run.np is not None else "every rank"
+            out.append(Check(run.field, f"the hostfile names no host (no Worker pods, runLauncherAsWorker off): Open "
+                             f"MPI runs {ranks} in the launcher pod, on its node's cores, so nothing is distributed",
+                             "add Worker replicas (one per node), or set runLauncherAsWorker: true",
+                             severity=WARNING))
         elif run.np is not None and run.np > total and impl == OPEN_MPI and not run.oversubscribe:
             out.append(Check(run.field, f"mpirun -np {run.np} but the hostfile has {total} slots ({hosts} hosts x "
                              f"slotsPerWorker {slots}): Open MPI refuses to start (not enough slots available)",

@@ -393,6 +393,10 @@ def resolve(bundle: Bundle, ws: list[Workload] | None = None,
                 failed.append((w.manifest, Unreadable(f"would have {odd.count} {odd.role} pods, which the "
                                                       f"model does not work out (0 to {MAX_GROUP_PODS:,})")))
             continue
+        if w.pods == 0 and w.all_pods and w.unresolved is None:
+            # No pod of the world, only auxiliary ones (an MPIJob without workers: its launcher's mpirun runs every
+            # rank itself, which the launcher's admission checks say): no world of pods to work out.
+            continue
         try:
             if not _compute_one(bundle, w, out) and w.launcher.for_training:
                 found = _undetermined(w)

@@ -1,7 +1,9 @@
 """The controller admits the workload: what its webhook (or the API server) refuses, and what it needs first.
 
 MPIJob (mpi-operator v0.8.0): mpirun's `-np` within the slots of the operator's hostfile (workers x slotsPerWorker)
-or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe), every `-H` host one of the job's pods, and
+or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe; a hostfile that names no host, an MPIJob
+without workers, leaves Open MPI the launcher's own node: a warning that nothing is distributed), every `-H` host one
+of the job's pods, and
 the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming the host of the
 first slot, where rank 0 runs. Where mpirun (an MPIJob's, a TrainJob MPI runtime's launcher, a leader's below with
 its hosts stated) starts torchrun, each rank is one torchrun agent, one node of torchrun's world, which takes its
