@@ -143,6 +143,19 @@ def test_mpirun_says_once_what_it_did_not_check():
     assert not [p for p in problems if p.severity == "error"]
 
 
+def test_hostfile_line_without_slots_has_the_nodes_cores(tmp_path):
+    """A hostfile line without slots= gives the host its node's processor cores (Open MPI's "not enough slots" help
+    text: "N defaults to number of processor cores if not provided"; `-H host` alone is 1): -np 4 over two such
+    hosts is no error, and one TOPO012 info line says -np was not checked. With slots=1 it stays refused."""
+    text = (RULES / "TOPO011" / "fail" / "indexed-job-mpirun-hostfile-np-above-slots.yaml").read_text()
+    assert [p for p in problems_of(_write(tmp_path, text)) if "not enough slots" in p.message]
+    problems = problems_of(_write(tmp_path, text.replace(" slots=1\n", "\n")))
+    assert not [p for p in problems if p.severity == "error"], [p.line() for p in problems]
+    [said] = [p for p in problems if p.rule == "TOPO012"]
+    assert said.severity == "info" and "gives ddp-0.ddp and others no slots=" in said.message
+    assert "-np 4 was not checked" in said.message and "slots=N" in said.hint
+
+
 def test_mpijob_without_workers_runs_its_ranks_in_the_launcher(tmp_path):
     """An MPIJob with no Worker (Kueue's workload-priority KEP example): the hostfile names no host, and Open MPI
     then takes the local node (ras_base_allocate.c's "inserting current node"): the launcher pod runs every rank. A

@@ -266,11 +266,14 @@ _HOSTFILE_LINE = re.compile(r"^\s*([^\s#]+)(?:.*?\bslots\s*=\s*(\d+))?")
 
 
 def hostfile_hosts(text: str) -> list[tuple[str, int | None]]:
+    """(host, slots) of each hostfile line; None for a line without `slots=`, which Open MPI gives the node's
+    processor cores (its "not enough slots" help text, 4.1 and PRRTE alike: "Hostfile, via slots=N clauses (N
+    defaults to number of processor cores if not provided)"; `-H host` without `:N` is 1), not in the manifests."""
     out: list[tuple[str, int | None]] = []
     for line in text.splitlines():
         m = _HOSTFILE_LINE.match(line)
         if m:
-            out.append((m.group(1), int(m.group(2)) if m.group(2) else 1))
+            out.append((m.group(1), int(m.group(2)) if m.group(2) else None))
     return out
 
 
@@ -344,18 +347,28 @@ def leader_mpirun_checks(w: Workload) -> list[Check]:
     return out
 
 
-def leader_mpirun_unchecked(w: Workload) -> str | None:
-    """TOPO012's words where the leader's mpirun does not state its hosts in the manifests."""
+def leader_mpirun_unchecked(w: Workload) -> tuple[str, str] | None:
+    """TOPO012's words and hint where the leader's mpirun does not state its hosts, or their slots, in the
+    manifests."""
     found = leader_mpirun(w)
     if found is None:
         return None
     run, pod = found
     why = _stated_hosts(run, pod)
     if why is None:
-        return None
+        bare = [h for h, n in run.hosts or [] if n is None]
+        if not bare or run.oversubscribe:
+            return None
+        # (hostfile_hosts: a line without slots= has the node's processor cores)
+        return (f"mpirun's hostfile {run.hostfile} gives {bare[0]}{' and others' if len(bare) > 1 else ''} no "
+                "slots=, so Open MPI gives each its node's processor cores, which the manifests do not show: "
+                f"{'-np ' + str(run.np) if run.np is not None else 'the number of ranks'} was not checked against "
+                "the slots", "give each hostfile line slots=N (the ranks its node runs, e.g. its GPUs) to have -np "
+                "checked")
     np = f"-np {run.np}" if run.np is not None else "its"
     return (f"mpirun starts {np} ranks of `{' '.join(run.program[:2]) or 'its program'}`, but {why}: the hosts, "
-            "their slots and the host of rank 0 were not checked")
+            "their slots and the host of rank 0 were not checked", "name the hosts with -H host:slots,... (or mount "
+            "the hostfile from a ConfigMap) to have them checked")
 
 
 # The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's

@@ -24,7 +24,8 @@ per node were not checked.
 mpirun started by the first pod of a world no MPI controller lays out (an Indexed Job, a StatefulSet, a JobSet)
 whose command does not state its hosts (no `-H`, a `--hostfile` no ConfigMap or Secret in the manifests is mounted
 at, hosts known only when it runs such as `${MPI_HOST}`) gets one info line: its hosts, slots and rank 0's host
-were not checked (TOPO011 checks them where the command states them).
+were not checked (TOPO011 checks them where the command states them). So does a mounted hostfile whose lines give no
+`slots=`: Open MPI gives such a host its node's processor cores, so -np was not checked against them.
 
 A shell script (`sh -c`, read by policies/command/shell.py) may compute a value when it runs: `$(...)`, `read`, what a
 loop, a conditional or a sourced file sets. Such a value is unknown here, never an error: one info line per workload
@@ -83,9 +84,7 @@ def check(ctx: Context) -> Iterator[Problem]:
         unchecked = leader_mpirun_unchecked(w)
         if unchecked is not None:
             m = w.manifest
-            yield Problem(ID, unchecked, m.source, m.ref, w.pod(0).container_field, "name the hosts with -H "
-                          "host:slots,... (or mount the hostfile from a ConfigMap) to have them checked",
-                          severity=INFO)
+            yield Problem(ID, unchecked[0], m.source, m.ref, w.pod(0).container_field, unchecked[1], severity=INFO)
     unread: UnreadConfig | UnreadScript
     for unread in ctx.unread:
         m = unread.workload.manifest
