@@ -17,7 +17,7 @@ import pkgutil
 from typing import Any, Collection, Iterator
 
 from ..kube.objects import Manifest
-from ..kube.values import group_of, kueue_queue
+from ..kube.values import dig, group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
 from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
@@ -90,10 +90,15 @@ def pod_templates(m: Manifest) -> Iterator[tuple[str, Any]]:
     return launcher.pod_templates(m) if launcher is not None else unmodelled.pod_templates(m)
 
 
-def ttl_field(m: Manifest) -> tuple[str, ...] | None:
-    """Where a finished object of this kind keeps its TTL (Launcher.ttl_field, or the unmodelled kinds' table)."""
+def finished_ttl(m: Manifest) -> tuple[str, Any, str] | None:
+    """(field, value, what to remove) of the TTL after which a finished object of this kind is itself deleted (Launcher.finished_ttl,
+    or the unmodelled kinds' table); None where nothing deletes it."""
     launcher = of(m)
-    return launcher.ttl_field if launcher is not None else unmodelled.TTL_FIELDS.get(m.kind)
+    if launcher is not None:
+        return launcher.finished_ttl(m)
+    path = unmodelled.TTL_FIELDS.get(m.kind)
+    value = dig(m.obj, *path) if path else None
+    return None if value is None or path is None else (".".join(path), value, "the TTL")
 
 
 def run_kinds() -> tuple[str, ...]:
@@ -161,4 +166,4 @@ __all__ = ["leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX"
            "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
            "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
-           "pod_templates", "ttl_field", "run_kinds"]
+           "pod_templates", "finished_ttl", "run_kinds"]

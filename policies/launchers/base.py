@@ -14,6 +14,7 @@ from .kueue import KUEUE_GATE
 from ..kube.objects import Manifest
 from .lifecycle import WAIT, Decision, PodExit, RestartCount
 from .pods import Pod, PodGroup, make_pod
+from .scale_spec import ScaleSpec as ScaleSpec  # (kept importable from here: every launcher module names it so)
 
 
 # The most pods of one group the model works out (bounded time and memory on any input); no controller admits more.
@@ -278,19 +279,6 @@ class MpiWorld:
     pods_for: Callable[[int], int] = lambda nodes: nodes
 
 
-@dataclass
-class ScaleSpec:
-    """Where a patch of this launcher holds the topology `make scale` changes: paths into the patched object, with
-    `*` for any key. The pod count is written `nodes + offset` at each `pods` path."""
-
-    pods: list[tuple[tuple[Any, ...], int]]
-    nproc: list[tuple[Any, ...]] = field(default_factory=list)
-    # The container whose NNODES / NPROC_PER_NODE env the repository's bases read, where torchrun gets flags.
-    env_container: tuple[Any, ...] | None = None
-    resources: list[tuple[Any, ...]] = field(default_factory=list)
-    nproc_quoted: bool = False
-
-
 # The Workload subclass a launcher builds and its methods are asked about (a Launcher[JobWorkload] reads a Job's own
 # fields); consumers that hold any launcher see Launcher[Any].
 W = TypeVar("W", bound=Workload)
@@ -415,6 +403,13 @@ class Launcher(Generic[W]):
         """(field, name, what it is, is a Service name) for every DNS name the controller derives from this object's
         name, the longest of each kind (ARGO003): Service names must be DNS-1035 labels, hostnames DNS-1123 labels."""
         return []
+
+    def finished_ttl(self, m: Manifest) -> tuple[str, Any, str] | None:
+        """(field, value, what to remove so that it is not) of the TTL after which the finished object itself is
+        deleted (ARGO002): `ttl_field`'s where it is set; None where nothing deletes the object. A launcher whose
+        object is deleted only under some settings (KubeRay's RayJob) says so here."""
+        value = dig(m.obj, *self.ttl_field) if self.ttl_field else None
+        return None if value is None or self.ttl_field is None else (".".join(self.ttl_field), value, "the TTL")
 
     def pod_templates(self, m: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
         """(field path of the template, template) for every pod template this object holds."""

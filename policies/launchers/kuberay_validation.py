@@ -38,9 +38,12 @@ AUTOSCALER_V2_ENV = "RAY_enable_autoscaler_v2"
 GEN_START_CMD = "KUBERAY_GEN_AUTOSCALER_START_CMD"
 # The suffix each refusal ends with: raycluster_controller.go:165-177 (a Warning event InvalidRayClusterMetadata or
 # InvalidRayClusterSpec, then return: nothing is created); rayjob_controller.go:143-160, 466-483 (status
-# ValidationFailed at every reconcile, before any RayCluster is created).
+# ValidationFailed at every reconcile, before any RayCluster is created); rayservice_controller.go:156-171 (a Warning
+# event, condition Ready False with reason ValidationFailed, nothing created); raycronjob_controller.go:77-82.
 REFUSED = {"RayCluster": "the KubeRay controller refuses the RayCluster (a Warning event; no pods are created)",
-           "RayJob": "the KubeRay controller fails the RayJob (ValidationFailed; no RayCluster is created)"}
+           "RayJob": "the KubeRay controller fails the RayJob (ValidationFailed; no RayCluster is created)",
+           "RayService": "the KubeRay controller fails the RayService (ValidationFailed; no RayCluster is created)",
+           "RayCronJob": "the KubeRay controller refuses the RayCronJob (a Warning event; no RayJob is created)"}
 HINT = "see KubeRay's RayCluster and RayJob reference (ray-project/kuberay v1.7.0 utils/validation.go)"
 # k8s.io/apimachinery v0.36.0 pkg/util/version/version.go parse: version.ParseGeneric's pattern.
 VERSION = re.compile(r"^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)$", re.S)
@@ -333,16 +336,17 @@ def auth_checks(spec: dict[str, Any], prefix: str, kind: str) -> list[Check]:
     return []
 
 
-def job_spec(obj: dict[str, Any], gates: dict[str, bool] | None = None) -> list[Check]:
+def job_spec(obj: dict[str, Any], gates: dict[str, bool] | None = None, kind: str = "RayJob") -> list[Check]:
     """ValidateRayJobSpec (validation.go:543-630) with the deletion rules it calls (752-966), on a RayJob as the
     API server stores it (the CRD defaults backoffLimit and ttlSecondsAfterFinished to 0, submissionMode to
-    K8sJobMode; shutdownAfterJobFinishes and suspend unset are false)."""
-    on = {**FEATURE_GATES, **(gates or {})}
+    K8sJobMode; shutdownAfterJobFinishes and suspend unset are false); `kind` the object whose controller refuses it
+    (a RayCronJob's jobTemplate: obj is then {"spec": the template}, and each field is said under spec.jobTemplate)."""
+    on, at = {**FEATURE_GATES, **(gates or {})}, "spec.jobTemplate" if kind == "RayCronJob" else "spec"
     spec = mapping(obj.get("spec"))
     out: list[Check] = []
 
     def refuse(field: str, message: str, hint: str = HINT) -> None:
-        out.append(Check(f"spec.{field}" if field else "spec", f"{message}: {REFUSED['RayJob']}", hint))
+        out.append(Check(f"{at}.{field}" if field else at, f"{message}: {REFUSED[kind]}", hint))
 
     suspend, shutdown = spec.get("suspend") is True, spec.get("shutdownAfterJobFinishes") is True
     ttl = as_int(spec.get("ttlSecondsAfterFinished"), 0)
@@ -360,7 +364,7 @@ def job_spec(obj: dict[str, Any], gates: dict[str, bool] | None = None) -> list[
         refuse("ttlSecondsAfterFinished", "a RayJob with shutdownAfterJobFinishes set to false cannot have "
                "ttlSecondsAfterFinished", "set shutdownAfterJobFinishes: true, or leave ttlSecondsAfterFinished out")
     if spec.get("deletionStrategy") is not None:
-        out += deletion_checks(spec, bool(selector), on)
+        out += deletion_checks(spec, bool(selector), on, at, kind)
     if suspend and selector:
         refuse("suspend", "the clusterSelector mode doesn't support the suspend operation", "leave suspend out")
     if cluster is None and not selector:
@@ -388,8 +392,7 @@ def job_spec(obj: dict[str, Any], gates: dict[str, bool] | None = None) -> list[
         if dig(cluster, "authOptions", "enableK8sTokenAuth") is True:
             refuse("rayClusterSpec.authOptions.enableK8sTokenAuth", "K8s token auth mode is currently not supported "
                    "for RayJob", "leave enableK8sTokenAuth out")
-        out += cluster_spec(mapping(cluster), dig(obj, "metadata", "annotations"), "spec.rayClusterSpec", "RayJob",
-                            on)
+        out += cluster_spec(mapping(cluster), dig(obj, "metadata", "annotations"), f"{at}.rayClusterSpec", kind, on)
     runtime_env = spec.get("runtimeEnvYAML")
     if isinstance(runtime_env, str) and runtime_env.strip():
         why = runtime_env_problem(runtime_env)
@@ -422,18 +425,18 @@ def runtime_env_problem(text: str) -> str | None:
 DELETION_ORDER = ("DeleteWorkers", "DeleteCluster", "DeleteSelf")
 
 
-def deletion_checks(spec: dict[str, Any], selector: bool, on: dict[str, bool]) -> list[Check]:
+def deletion_checks(spec: dict[str, Any], selector: bool, on: dict[str, bool], at: str, kind: str) -> list[Check]:
     """validateDeletionConfiguration (validation.go:752-792), with validateDeletionRules (797-868),
     validateTTLConsistency (892-925) and validateLegacyDeletionPolicies (928-966)."""
+    where = f"{at}.deletionStrategy"
     if not on["RayJobDeletionPolicy"]:
-        return [Check("spec.deletionStrategy", "the RayJobDeletionPolicy feature gate must be enabled to use "
-                      f"deletionStrategy: {REFUSED['RayJob']}", "leave deletionStrategy out")]
+        return [Check(where, "the RayJobDeletionPolicy feature gate must be enabled to use "
+                      f"deletionStrategy: {REFUSED[kind]}", "leave deletionStrategy out")]
     strategy = mapping(spec.get("deletionStrategy"))
-    where = "spec.deletionStrategy"
     out: list[Check] = []
 
     def refuse(field: str, message: str, hint: str = HINT) -> None:
-        out.append(Check(f"{where}.{field}" if field else where, f"{message}: {REFUSED['RayJob']}", hint))
+        out.append(Check(f"{where}.{field}" if field else where, f"{message}: {REFUSED[kind]}", hint))
 
     legacy = strategy.get("onSuccess") is not None or strategy.get("onFailure") is not None
     rules = listing(strategy.get("deletionRules"))

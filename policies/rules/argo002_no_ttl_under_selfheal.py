@@ -5,9 +5,15 @@ have the same field). Under `syncPolicy.automated.selfHeal: true` Argo CD sees t
 and creates it again, so a training run that finished hours ago starts over and overwrites its outputs. Finished
 Jobs stay; the next run gets a new name (the run id, see docs/gitops.md) and `prune` removes the old one.
 
+A KubeRay RayJob is deleted only by a DeleteSelf policy: a `deletionStrategy.deletionRules` rule (at its
+`ttlSeconds`) or a legacy `onSuccess`/`onFailure` policy (at `ttlSecondsAfterFinished`), never with a
+`clusterSelector`. Its `ttlSecondsAfterFinished` with `shutdownAfterJobFinishes` deletes the RayCluster, not the
+RayJob, so it passes (kuberay v1.7.0 rayjob_controller.go:420-444, 1413-1573).
+
 Fails: an Application with `automated: {selfHeal: true}` whose path renders a Job with `ttlSecondsAfterFinished:
-600`, or a PyTorchJob with `runPolicy.ttlSecondsAfterFinished`.
-Passes: the same Job without the TTL; a TTL under an Application without selfHeal.
+600`, a PyTorchJob with `runPolicy.ttlSecondsAfterFinished`, or a RayJob with a DeleteSelf deletion rule.
+Passes: the same Job without the TTL; a TTL under an Application without selfHeal; a RayJob whose
+`ttlSecondsAfterFinished` shuts its cluster down.
 """
 from __future__ import annotations
 
@@ -15,7 +21,6 @@ from typing import Iterator
 
 from .. import launchers
 from ..render.files import rel
-from ..kube.values import dig
 from ..kube.objects import Problem
 from .kit import Context
 
@@ -32,12 +37,12 @@ def check(ctx: Context) -> Iterator[Problem]:
             continue
         for _, _, t in ctx.argo.targets(app):
             for m in t.manifests:
-                path = launchers.ttl_field(m)
-                ttl = dig(m.obj, *path) if path else None
-                if ttl is None or path is None:  # (no path: no ttl)
+                found = launchers.finished_ttl(m)
+                if found is None:  # (nothing deletes the finished object)
                     continue
-                yield Problem(ID, f"ttlSecondsAfterFinished is {ttl} while {app.label()} syncs this with selfHeal: "
+                field, ttl, undo = found
+                yield Problem(ID, f"{field.rsplit('.', 1)[-1]} is {ttl} while {app.label()} syncs this with selfHeal: "
                               "once the finished workload is deleted, Argo CD creates it again and the training "
-                              "runs again", rel(t.folder), obj=m.ref, field=".".join(path),
-                              hint="remove the TTL; start the next run under a new run id (make new-run), and "
+                              "runs again", rel(t.folder), obj=m.ref, field=field,
+                              hint=f"remove {undo}; start the next run under a new run id (make new-run), and "
                                    "prune removes the finished one")

@@ -117,7 +117,16 @@ and a head restartPolicy Never, a runtimeEnvYAML that is a YAML mapping, positiv
 backoffLimit and a deletionStrategy that is either both legacy policies (each set, no DeleteCluster/DeleteWorkers with
 a selector, no DeleteWorkers with autoscaling, no DeleteNone with shutdownAfterJobFinishes) or deletionRules (not
 beside shutdownAfterJobFinishes, one condition each, TTLs not negative, no duplicate, TTLs not decreasing from
-DeleteWorkers to DeleteCluster to DeleteSelf). A warning where networkPolicy, tlsOptions, historyServerOptions or the
+DeleteWorkers to DeleteCluster to DeleteSelf). A RayService (refused: a Warning event, Ready False, no cluster): a
+name of at most 47 characters that is a DNS-1035 label, a ray.io/initializing-timeout annotation that is a positive
+Go duration or number of seconds, its rayClusterConfig as a RayCluster's spec (with the RayService's annotations)
+and without Kubernetes token auth or a head Service name, an upgradeStrategy type of NewClusterWithIncrementalUpgrade,
+NewCluster or None, no negative rayClusterDeletionDelaySeconds, and for an incremental upgrade the autoscaler and
+clusterUpgradeOptions (percentages within 0-100, the step within maxSurgePercent, a positive interval, a
+gatewayClassName). A RayCronJob (refused: a Warning event, no RayJob): a name of at most 36 characters that makes its
+RayJobs' names DNS-1035 labels, a schedule robfig/cron parses (five fields or a descriptor, no TZ), a known timeZone
+(not empty), and its jobTemplate as a RayJob's spec; a warning carrying the RayCronJob gate, off by default, without
+which no controller reads it. A warning where networkPolicy, tlsOptions, historyServerOptions or the
 rocksdb GCS backend needs an alpha gate, off by default (an error where the environment declares KubeRay's gates
 without it, nothing where it turns it on; what those features check once on is not modelled), and for a worker group
 name used twice, which only KubeRay's optional webhook refuses.

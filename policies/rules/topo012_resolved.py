@@ -33,8 +33,9 @@ names the settings and the checks they hide. A `$VAR` that neither the container
 from the image's environment: a warning, phrased as the condition under which torchrun fails. A script that cannot
 be read at all is said in an info line too.
 
-A kind modelled only as its controller's admission (KubeRay's RayCluster and RayJob: the pods it starts and the Ray
-Train world, which Ray sets up in Python rather than torchrun, are not) gets one info line per object saying so.
+A kind modelled only as its controller's admission (KubeRay's RayCluster, RayJob, RayService and RayCronJob: the pods
+it starts and the Ray Train world, which Ray sets up in Python rather than torchrun, are not) gets one info line per
+object saying so.
 
 A workload whose `managedBy` names another controller (MultiKueue, an external one) gets no pods from the controller
 here: the checks that need its pods are skipped, and an info line says so.
