@@ -171,6 +171,29 @@ def test_a_name_that_makes_no_dns_1035_ray_job_name_is_refused() -> None:
     assert not kc.cron_checks(cron(name="a" * 36), ON)
 
 
+def test_a_time_zone_this_machine_cannot_look_up_is_said_not_checked(monkeypatch) -> None:
+    """Go's controller carries its time zone database (validation.go:9 imports time/tzdata); a machine without one
+    cannot tell a zone's name: an info line, never a silent pass or a claimed refusal."""
+    import zoneinfo
+
+    def missing(name: str) -> None:
+        raise zoneinfo.ZoneInfoNotFoundError(name)
+
+    monkeypatch.setattr(zoneinfo, "ZoneInfo", missing)
+    monkeypatch.setattr(zoneinfo, "available_timezones", set)
+    [said] = [c for c in kc.cron_checks(cron(zone="Asia/Taipei"), ON) if c.field == "spec.timeZone"]
+    assert said.severity == "info" and "was not checked" in said.message
+    assert not [c for c in kc.cron_checks(cron(zone="UTC"), ON) if c.field == "spec.timeZone"]
+
+
+def test_a_generate_name_is_read_as_the_name_the_api_server_makes() -> None:
+    obj = cron()
+    obj["metadata"] = {"generateName": "a" * 32}  # 37 characters once the API server adds its 5
+    assert [c.field for c in kc.cron_checks(obj, ON)] == ["metadata.generateName"]
+    obj["metadata"] = {"generateName": "nightly-"}
+    assert not kc.cron_checks(obj, ON)
+
+
 @pytest.mark.parametrize("schedule,ok", [
     ("*/5 * * * *", True), ("0 9 * * 1-5", True), ("0 0 1 jan,JUL *", True), ("0 0 * * sun", True),
     ("@daily", True), ("@every 1h30m", True), ("? * * * *", True), ("5/15 * * * *", True), ("1,,2 * * * *", True),

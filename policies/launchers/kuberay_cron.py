@@ -17,7 +17,7 @@ from __future__ import annotations
 import zoneinfo
 from typing import Any
 
-from ..kube.objects import WARNING
+from ..kube.objects import INFO, WARNING, generated_name
 from ..kube.values import DNS1035, mapping
 from .base import Check
 from .kuberay_validation import FEATURE_GATES, LAUNCHER_ID, MAX_JOB_NAME, REFUSED, job_spec
@@ -29,7 +29,9 @@ MAX_CRON_NAME = MAX_JOB_NAME - 11
 # A RayJob's name as the controller makes it today (raycronjob_controller.go:160-168: Unix minutes, 8 digits).
 CHILD_SUFFIX = "-29000000"
 # github.com/robfig/cron/v3 v3.0.1 (ray-operator/go.mod:17) parser.go: each field's bounds and names, and the
-# descriptors ParseStandard (Minute | Hour | Dom | Month | Dow | Descriptor) accepts.
+# descriptors ParseStandard (Minute | Hour | Dom | Month | Dow | Descriptor, 217-231) accepts; _range is getRange
+# (252-319) with parseIntOrName and mustParseInt (321-342), schedule_problem is Parse (88-158), normalizeFields
+# (160-215) and parseDescriptor (365-433), read against that tag's source.
 FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}),
     ("month", 1, 12, {m: i + 1 for i, m in enumerate(
@@ -142,7 +144,7 @@ def cron_checks(obj: dict[str, Any], gates: dict[str, bool] | None = None) -> li
 
     name, where = meta.get("name"), "metadata.name"
     if (not isinstance(name, str) or not name) and isinstance(meta.get("generateName"), str):
-        name, where = f"{meta['generateName']}xxxxx", "metadata.generateName"  # five characters the API server adds
+        name, where = generated_name(meta["generateName"]), "metadata.generateName"
     if isinstance(name, str) and name:
         if len(name) > MAX_CRON_NAME:
             refuse(where, f"RayCronJob name should be no more than {MAX_CRON_NAME} characters (it is {len(name)})",
@@ -164,9 +166,13 @@ def cron_checks(obj: dict[str, Any], gates: dict[str, bool] | None = None) -> li
         if not zone:
             refuse("spec.timeZone", "timeZone must not be empty string, omit the field to use the local time zone "
                    "of the KubeRay operator", "leave timeZone out, or name a time zone")
-        elif time_zone_known(zone) is False:
+        elif (known := time_zone_known(zone)) is False:
             refuse("spec.timeZone", f"invalid time zone: unknown time zone {zone}", "name an IANA time zone, such as "
                    "Europe/Berlin or UTC")
+        elif known is None:
+            out.append(Check("spec.timeZone", f"time zone {zone} was not checked: this machine has no time zone "
+                             "database (KubeRay's controller carries its own)", "install the tzdata package "
+                             "(pip install tzdata) to have it checked", severity=INFO))
     template = spec.get("jobTemplate")
     if isinstance(template, dict):
         out += job_spec({"spec": template}, on, KIND)
