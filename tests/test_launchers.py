@@ -515,12 +515,12 @@ def test_an_empty_mpi_implementation_is_admitted_but_never_reconciled():
 
 
 def test_an_open_mpi_hostfile_is_read_as_mpirun_reads_it():
-    """mpirun(1) "Specifying Host Nodes": `host [slots=N] [max_slots=M]` a line, `#` comments, one slot where none
-    is given."""
+    """mpirun(1) "Specifying Host Nodes": `host [slots=N] [max_slots=M]` a line, `#` comments; a line without
+    slots= has the node's processor cores (Open MPI's "not enough slots" help text), unknown here: None."""
     from policies.launchers.mpirun import hostfile_hosts
 
     text = "# two pods\nddp-0.ddp slots=2 max_slots=4\n\n  ddp-1.ddp   # no slots\n"
-    assert hostfile_hosts(text) == [("ddp-0.ddp", 2), ("ddp-1.ddp", 1)]
+    assert hostfile_hosts(text) == [("ddp-0.ddp", 2), ("ddp-1.ddp", None)]
 
 
 def test_hydra_hosts_are_not_held_to_open_mpis_slots():
