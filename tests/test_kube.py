@@ -30,3 +30,15 @@ def test_quantities_the_api_server_refuses(text):
 def test_value_rounds_up_as_quantity_value_does():
     assert quantity_value("1500m") == 2 and quantity_value("2") == 2 and quantity_value("100u") == 1
     assert quantity_cpu("250m") == 0.25 and quantity_bytes("1Mi") == 2**20
+
+
+def test_env_entry_is_the_kubelets_last_or_a_controllers_first():
+    """A name defined twice: the kubelet gives the process the later definition (it builds the env in order, a later
+    entry overwriting), while KubeRay's EnvVarByName and LWS's GetEnvVarValueIfInContainer stop at the first."""
+    from policies.kube.values import env_entry
+
+    c = {"env": [{"name": "A", "value": "1"}, "junk", {"name": "B"},
+                 {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]}
+    assert env_entry(c, "A") == c["env"][3]
+    assert env_entry(c, "A", first=True) == c["env"][0]
+    assert env_entry(c, "B") == {"name": "B"} and env_entry(c, "C") is None and env_entry("x", "A") is None

@@ -195,6 +195,19 @@ def listing(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def env_entry(container: Any, name: str, *, first: bool = False) -> dict[str, Any] | None:
+    """The container's env entry named `name`: the last one, the one the kubelet gives the process (a later
+    definition of a name hides an earlier one), or with `first` the first, the one a controller's lookup finds
+    (KubeRay's utils.EnvVarByName, LWS's GetEnvVarValueIfInContainer walk the list and stop at it)."""
+    found = None
+    for var in listing(mapping(container).get("env")):
+        if isinstance(var, dict) and var.get("name") == name:
+            if first:
+                return var
+            found = var
+    return found
+
+
 # --- $(VAR) expansion in env values, command and args (k8s.io/kubernetes third_party/forked/golang/expansion) -------
 
 _K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")

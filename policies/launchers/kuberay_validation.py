@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..kube.objects import WARNING, generated_name
-from ..kube.values import DNS1035, as_int, dig, listing, mapping
+from ..kube.values import DNS1035, as_int, dig, env_entry, listing, mapping
 from .base import Check
 from .core_validation import label_key_problem, label_value_problem
 
@@ -68,11 +68,8 @@ def less_than(version: tuple[int, ...], minimum: tuple[int, ...]) -> bool:
 
 
 def env_named(container: Any, name: str) -> dict[str, Any] | None:
-    """utils.EnvVarByName: the container's env entry of that name."""
-    for e in listing(mapping(container).get("env")):
-        if isinstance(e, dict) and e.get("name") == name:
-            return e
-    return None
+    """utils.EnvVarByName: the container's first env entry of that name."""
+    return env_entry(container, name, first=True)
 
 
 def autoscaling(spec: dict[str, Any]) -> bool:

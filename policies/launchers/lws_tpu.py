@@ -12,7 +12,7 @@ import functools
 
 from typing import Any
 
-from ..kube.values import listing, mapping, parse_quantity
+from ..kube.values import env_entry, listing, mapping, parse_quantity
 from .pods import Injected
 
 TPU = "google.com/tpu"
@@ -41,12 +41,9 @@ def tpu_containers(spec: Any) -> list[dict[str, Any]]:
 
 
 def _user_env(c: dict[str, Any], name: str) -> str | None:
-    """GetEnvVarValueIfInContainer: the value the container's own env gives `name`."""
-    for var in listing(c.get("env")):
-        var = mapping(var)
-        if var.get("name") == name:
-            return str(var.get("value") or "")
-    return None
+    """GetEnvVarValueIfInContainer: the value the container's own env gives `name` (its first entry of it)."""
+    var = env_entry(c, name, first=True)
+    return None if var is None else str(var.get("value") or "")
 
 
 def tpu_env(spec: Any, pod: str, leader: str, worker: int, size: int, subdomain: str, leader_requests: bool,

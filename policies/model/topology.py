@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..kube.values import as_int
+from ..kube.values import as_int, dig, env_entry
 from ..launchers import COMPLETION_INDEX, POD_INDEX, Bundle, Check, Pod, Unreadable, Workload, workloads
 from ..launchers.base import MAX_GROUP_PODS
 from ..launchers.pods import container_resources
@@ -269,11 +269,8 @@ def _raw_at(pod: Pod, field_path: str) -> str:
 
 
 def _fieldref(pod: Pod, name: str) -> str | None:
-    for var in pod.container.get("env") or []:
-        if var.get("name") == name:
-            ref = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-            return str(ref) if ref else None
-    return None
+    ref = dig(env_entry(pod.container, name), "valueFrom", "fieldRef", "fieldPath")
+    return str(ref) if ref else None
 
 
 def _pg_backend(pod: Pod, inv: Invocation | None) -> tuple[str, str] | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import launchers
 from ..kube.objects import NAME_ALPHABET
-from ..kube.values import as_int
+from ..kube.values import as_int, dig, env_entry
 from ..launchers import Bundle, Pod, Workload, workloads
 from ..model.topology import compute
 from ..render.paths import REPO
@@ -255,13 +255,11 @@ class Layout:
         sp.ports = [as_int(port.get("containerPort"), 0) or 0 for port in p.container.get("ports") or []]
 
     def _runtime_value(self, p: Pod, name: str, sp: SimPod) -> str | None:
-        for var in p.container.get("env") or []:
-            if var.get("name") == name:
-                path = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-                if path in ("status.podIP", "status.hostIP"):
-                    return sp.ip
-                if path == "spec.nodeName":
-                    return f"sim-node-{p.index}"
+        path = dig(env_entry(p.container, name), "valueFrom", "fieldRef", "fieldPath")
+        if path in ("status.podIP", "status.hostIP"):
+            return sp.ip
+        if path == "spec.nodeName":
+            return f"sim-node-{p.index}"
         return None
 
 
