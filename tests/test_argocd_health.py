@@ -20,7 +20,8 @@ ACTIONS = argocd_custom.ACTIONS
 # resource_customizations/ has no kubeflow.org, trainer.kubeflow.org, jobset.x-k8s.io or leaderworkerset.x-k8s.io
 # folder); batch/Job, StatefulSet and Pod are Argo CD's own (gitops-engine pkg/health).
 TRAINING_KINDS = {("kubeflow.org", "PyTorchJob"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"),
-                  ("jobset.x-k8s.io", "JobSet"), ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")}
+                  ("jobset.x-k8s.io", "JobSet"), ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), ("ray.io", "RayJob"),
+                  ("batch.volcano.sh", "Job")}
 # gitops-engine's HealthStatusCode values (isValidHealthStatusCode, util/lua/lua.go at v3.5.1).
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
