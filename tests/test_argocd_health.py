@@ -21,7 +21,7 @@ ACTIONS = argocd_custom.ACTIONS
 # folder); batch/Job, StatefulSet and Pod are Argo CD's own (gitops-engine pkg/health).
 TRAINING_KINDS = {("kubeflow.org", "PyTorchJob"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"),
                   ("jobset.x-k8s.io", "JobSet"), ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), ("ray.io", "RayJob"),
-                  ("batch.volcano.sh", "Job")}
+                  ("batch.volcano.sh", "Job"), ("workload.codeflare.dev", "AppWrapper")}
 # gitops-engine's HealthStatusCode values (isValidHealthStatusCode, util/lua/lua.go at v3.5.1).
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
