@@ -1,6 +1,9 @@
-"""Argo CD sees the run: every training kind's health check, and the suspend/resume actions, return on their fixtures
-what their health_test.yaml and action_test.yaml say, run in a real Lua 5.1 as Argo CD v3.5.1 runs a script from
-argocd-cm (tests/argocd_lua.py); argocd-cm.yaml carries the files' text; docs/gitops.md shows what they return."""
+"""Argo CD sees the run: every kind the validator models has a health check (the expected kinds are read from the
+launcher registry, policies/launchers REGISTRY, less the few listed in NO_HEALTH_CHECK with the reason, so a kind the
+validator comes to model fails test_every_training_kind_has_a_health_check until it has a check or a line there);
+each health check, and the suspend/resume actions, return on their fixtures what their health_test.yaml and
+action_test.yaml say, run in a real Lua 5.1 as Argo CD v3.5.1 runs a script from argocd-cm (tests/argocd_lua.py);
+argocd-cm.yaml carries the files' text; docs/gitops.md shows what they return."""
 from __future__ import annotations
 
 import json
@@ -13,14 +16,32 @@ import yaml
 from argocd_lua import action, health
 from conftest import REPO
 from policies.argocd import custom as argocd_custom, identity
+from policies.launchers import REGISTRY
 
 HEALTH = argocd_custom.HEALTH
 ACTIONS = argocd_custom.ACTIONS
-# The kinds this repository's launchers deploy that Argo CD v3.5.1 has no health check for (its
-# resource_customizations/ has no kubeflow.org, trainer.kubeflow.org, jobset.x-k8s.io or leaderworkerset.x-k8s.io
-# folder); batch/Job, StatefulSet and Pod are Argo CD's own (gitops-engine pkg/health).
-TRAINING_KINDS = {("kubeflow.org", "PyTorchJob"), ("kubeflow.org", "MPIJob"), ("trainer.kubeflow.org", "TrainJob"),
-                  ("jobset.x-k8s.io", "JobSet"), ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")}
+# The kinds the validator models (policies/launchers' registry) that get no health check here, and why. Every other
+# modelled kind gets one: Argo CD v3.5.1's resource_customizations/ has no kubeflow.org, trainer.kubeflow.org,
+# jobset.x-k8s.io, leaderworkerset.x-k8s.io, ray.io, batch.volcano.sh or workload.codeflare.dev folder, and an object
+# without a health check shows Healthy.
+NO_HEALTH_CHECK = {
+    ("batch", "Job"): "Argo CD's own check (gitops-engine pkg/health)",
+    ("apps", "StatefulSet"): "Argo CD's own check (gitops-engine pkg/health)",
+    ("trainer.kubeflow.org", "TrainingRuntime"): "a template TrainJobs name: it starts no pods",
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"): "a template TrainJobs name: it starts no pods",
+    ("ray.io", "RayCronJob"): "a schedule: its status holds only lastScheduleTime (kuberay v1.7.0 raycronjob_types.go), "
+                              "nothing that tells a failed run; each RayJob it makes has the RayJob check",
+}
+TRAINING_KINDS = set(REGISTRY) - set(NO_HEALTH_CHECK)
+# Health states a kind's fixtures do not show, and why (every other kind's show Progressing, Healthy, Degraded and
+# Suspended).
+NOT_SHOWN = {
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): ({"Degraded", "Suspended"}, "the LWS controller writes no failed "
+                                                      "or suspended state (its health.lua says why)"),
+    ("kubeflow.org", "Experiment"): ({"Suspended"}, "Katib v0.19.0's Experiment has no suspend"),
+    ("ray.io", "RayCluster"): ({"Degraded"}, "its one failure, ReplicaFailure, has a two-line message (errors.Join) "
+                                             "a docs table row cannot hold: test_a_raycluster_replica_failure_is_degraded"),
+}
 # gitops-engine's HealthStatusCode values (isValidHealthStatusCode, util/lua/lua.go at v3.5.1).
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
@@ -49,6 +70,7 @@ def test_lupa_is_a_real_lua_51():
 
 
 def test_every_training_kind_has_a_health_check():
+    assert set(NO_HEALTH_CHECK) <= set(REGISTRY), "NO_HEALTH_CHECK names a kind the validator no longer models"
     assert {argocd_custom.group_kind(f) for f in argocd_custom.health_folders()} == TRAINING_KINDS
 
 
@@ -70,15 +92,30 @@ def test_every_fixture_is_tested_and_shows_the_kind(folder):
         assert obj["kind"] == kind and obj["apiVersion"].split("/")[0] == group, path
         assert argocd_custom.stage(folder / path), f"{path}: the first comment line names the stage"
     statuses = {t["healthStatus"]["status"] for t in tests}
-    assert {"Progressing", "Healthy"} <= statuses
-    if kind != "LeaderWorkerSet":  # the LWS controller writes no failed or suspended state (its health.lua says why)
-        assert {"Degraded", "Suspended"} <= statuses
+    not_shown, _ = NOT_SHOWN.get((group, kind), (set(), ""))
+    assert {"Progressing", "Healthy", "Degraded", "Suspended"} - not_shown <= statuses
+    assert not statuses & not_shown, "NOT_SHOWN lists a state the fixtures show"
 
 
 def test_scripts_cite_the_upstream_tag():
     for folder in argocd_custom.health_folders():
         head = (folder / "health.lua").read_text(encoding="utf-8").split("local ", 1)[0]
         assert re.search(r"\bv\d+\.\d+\.\d+\b", head) and ".go" in head, folder.name
+
+
+def test_a_raycluster_replica_failure_is_degraded_with_the_controllers_message():
+    """KubeRay v1.7.0 sets ReplicaFailure when a Pod cannot be created or deleted, its message the reconcile error:
+    errors.Join(utils.ErrFailedCreateWorkerPod, err), so the reason, a newline and the API server's error
+    (raycluster_controller.go calculateStatus, utils/constant.go). Checked here on the ready fixture rather than as a
+    fixture of its own, whose message would break its row of the docs table."""
+    folder = HEALTH / "ray.io_RayCluster"
+    obj = _load(folder / "testdata/ready.yaml")
+    message = ('FailedCreateWorkerPod\npods "ddp-ray-workers-worker-7c9xk" is forbidden: exceeded quota: team-quota, '
+               "requested: cpu=1, used: cpu=8, limited: cpu=8")
+    obj["status"]["conditions"].append({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreateWorkerPod",
+                                        "message": message, "lastTransitionTime": "2026-09-01T10:20:00Z"})
+    got = health((folder / "health.lua").read_text(encoding="utf-8"), obj)
+    assert got == {"status": "Degraded", "message": message}
 
 
 @pytest.mark.parametrize("overlay, folder", [("pytorchjob", "kubeflow.org_PyTorchJob"),
