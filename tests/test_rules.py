@@ -164,3 +164,28 @@ def test_what_the_input_does_not_show_is_not_an_error():
     # a hand-set WORLD_SIZE that is not the pods: the script may start more than one process per pod
     [(sev, msg)] = said(rules / "TOPO001/fail/env-world-size-not-pods.yaml", "TOPO001")
     assert sev == WARNING and msg.startswith("WORLD_SIZE is 4 but indexed-job creates 2 pods: if the script starts")
+
+
+def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):
+    """MASTER_ADDR or RANK from a ConfigMap that is not in the manifests is in the env, its value unknown here
+    (REF001 lists the ConfigMap): TOPO003 and TOPO009 say nothing of it, where without the entry they warn that it
+    is not in the env."""
+    rules = FIXTURES / "rules"
+    for fixture, rule, name in (("TOPO009/fail/env-world-no-rank.yaml", "TOPO009", "RANK"),
+                                ("TOPO009/fail/env-world-no-rank.yaml", "TOPO003", "MASTER_ADDR")):
+        text = (rules / fixture).read_text()
+        if name == "MASTER_ADDR":
+            text = text.replace("        - {name: MASTER_ADDR, value: t-0.t}\n", "")
+        assert [p for p in problems_of(_write(tmp_path, text)) if p.rule == rule and f"{name} is not in" in p.message]
+        ref = f"        - {{name: {name}, valueFrom: {{configMapKeyRef: {{name: elsewhere, key: k}}}}}}\n"
+        text = text.replace("        - {name: WORLD_SIZE, value: \"2\"}\n",
+                            "        - {name: WORLD_SIZE, value: \"2\"}\n" + ref)
+        found = problems_of(_write(tmp_path, text))
+        assert not [p for p in found if p.rule == rule], [p.line() for p in found]
+        assert [p for p in found if p.rule == "REF001" and "ConfigMap elsewhere" in p.message]
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    return path

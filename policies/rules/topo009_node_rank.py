@@ -57,6 +57,8 @@ def check(ctx: Context) -> Iterator[Problem]:
             if "$" in value:
                 break  # TOPO012
             where = v.node_rank.field or (v.inv.field if v.inv else v.pod.container_field)
+            if not t.torchrun and v.node_rank.origin == "default" and "RANK" in v.pod.env:
+                break  # (from a ConfigMap or Secret applied elsewhere: not known here, REF001 lists it)
             if not t.torchrun and v.node_rank.origin == "default":
                 # No RANK in the env: the script may pass its own rank (from JOB_COMPLETION_INDEX, say), which the
                 # manifests do not show.
