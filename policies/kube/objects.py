@@ -25,6 +25,18 @@ def generated_name(prefix: str, suffix: str = NAME_ALPHABET[:5]) -> str:
     return prefix[:MAX_GENERATED_NAME] + suffix
 
 
+def created_name(metadata: Any) -> tuple[str, str]:
+    """(the name an object has once created, the field it comes from): metadata.name, else the one the API server
+    makes from metadata.generateName; ("", "metadata.name") without either."""
+    meta = metadata if isinstance(metadata, dict) else {}
+    name, prefix = meta.get("name"), meta.get("generateName")
+    if isinstance(name, str) and name:
+        return name, "metadata.name"
+    if isinstance(prefix, str) and prefix:
+        return generated_name(prefix), "metadata.generateName"
+    return "", "metadata.name"
+
+
 @dataclass
 class Manifest:
     """One Kubernetes object as rendered, with the file (or overlay folder) and document index it came from.
@@ -55,10 +67,7 @@ class Manifest:
     def created_name(self) -> str:
         """The name the object has once created: its name, or the one the API server makes from its generateName;
         empty without either."""
-        prefix = self.metadata.get("generateName")
-        if self.name or not isinstance(prefix, str) or not prefix:
-            return self.name
-        return generated_name(prefix)
+        return self.name or created_name(self.metadata)[0]
 
     @cached_property
     def namespace(self) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import zoneinfo
 from typing import Any
 
-from ..kube.objects import INFO, WARNING, generated_name
+from ..kube.objects import INFO, WARNING, created_name
 from ..kube.values import DNS1035, mapping
 from .base import Check
 from .kuberay_validation import FEATURE_GATES, LAUNCHER_ID, MAX_JOB_NAME, REFUSED, job_spec
@@ -142,10 +142,8 @@ def cron_checks(obj: dict[str, Any], gates: dict[str, bool] | None = None) -> li
     def refuse(field: str, message: str, hint: str) -> None:
         out.append(Check(field, f"{message}: {REFUSED[KIND]}", hint))
 
-    name, where = meta.get("name"), "metadata.name"
-    if (not isinstance(name, str) or not name) and isinstance(meta.get("generateName"), str):
-        name, where = generated_name(meta["generateName"]), "metadata.generateName"
-    if isinstance(name, str) and name:
+    name, where = created_name(meta)
+    if name:
         if len(name) > MAX_CRON_NAME:
             refuse(where, f"RayCronJob name should be no more than {MAX_CRON_NAME} characters (it is {len(name)})",
                    f"shorten the name to at most {MAX_CRON_NAME} characters")

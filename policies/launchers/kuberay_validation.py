@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..kube.objects import WARNING, generated_name
+from ..kube.objects import WARNING, created_name
 from ..kube.values import DNS1035, as_int, dig, env_entry, listing, mapping
 from .base import Check
 from .core_validation import label_key_problem, label_value_problem
@@ -92,13 +92,9 @@ def name_checks(metadata: Any, kind: str) -> list[Check]:
     """ValidateRayClusterMetadata / ValidateRayJobMetadata (validation.go:32-40, 533-541): at most 53 (RayCluster) or
     47 (RayJob) characters, a DNS-1035 label. A generateName is read as the name the API server makes from it (five
     more characters)."""
-    meta = mapping(metadata)
-    name, where = meta.get("name"), "metadata.name"
-    if not isinstance(name, str) or not name:
-        generate = meta.get("generateName")
-        if not isinstance(generate, str) or not generate:
-            return []
-        name, where = generated_name(generate), "metadata.generateName"
+    name, where = created_name(metadata)
+    if not name:
+        return []
     most = MAX_CLUSTER_NAME if kind == "RayCluster" else MAX_JOB_NAME
     if len(name) > most:
         return [Check(where, f"{kind} name should be no more than {most} characters (it is {len(name)}): "
