@@ -9,7 +9,7 @@ import pytest
 from policies.command.torchrun import DIST_URL, find_invocation, parse_argv
 
 from conftest import FIXTURES
-from test_rules import problems_of
+from test_rules import _write, problems_of
 
 RULES = FIXTURES / "rules"
 
@@ -126,12 +126,6 @@ def test_mpirun_starting_torchrun_unread_claims_no_rank_zero_address(fixture, py
     problems = problems_of(_write(tmp_path, text.replace(python, words)))
     assert not [p for p in problems if "first slot mpirun fills" in p.message], [p.line() for p in problems]
     assert not [p for p in problems if p.severity == "error"], [p.line() for p in problems]
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "job.yaml"
-    path.write_text(text)
-    return path
 
 
 def test_mpirun_says_once_what_it_did_not_check():

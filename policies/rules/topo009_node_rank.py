@@ -57,11 +57,11 @@ def check(ctx: Context) -> Iterator[Problem]:
             if "$" in value:
                 break  # TOPO012
             where = v.node_rank.field or (v.inv.field if v.inv else v.pod.container_field)
-            if not t.torchrun and v.node_rank.origin == "default" and "RANK" in v.pod.env:
-                break  # (from a ConfigMap or Secret applied elsewhere: not known here, REF001 lists it)
             if not t.torchrun and v.node_rank.origin == "default":
-                # No RANK in the env: the script may pass its own rank (from JOB_COMPLETION_INDEX, say), which the
-                # manifests do not show.
+                # No RANK: the script may pass its own rank (from JOB_COMPLETION_INDEX, say), which the manifests do
+                # not show. One from a ConfigMap or Secret applied elsewhere is not known here (REF001 lists it).
+                if "RANK" in v.pod.env:
+                    break
                 yield problem(ID, t, where, f"RANK is not in the env of this {t.pods}-pod job's pods: if the script "
                               "initialises torch.distributed from env:// without a rank of its own, init fails (RANK "
                               "expected, but not set)", "set RANK from the completion index or the pod-index label",
