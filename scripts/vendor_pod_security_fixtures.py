@@ -1,8 +1,8 @@
 """Vendor Pod Security Admission's pod fixtures (k8s.io/pod-security-admission, test/testdata at a tag) into
-tests/conformance/pod-security/fixtures.json, deduplicated: each distinct pod once (its metadata.name, which is the
+tests/fixtures/pod-security/upstream-fixtures.json, deduplicated: each distinct pod once (its metadata.name, which is the
 fixture's own name, left out), and an index of (level, version, pass|fail, name) -> pod.
 
-    .venv/bin/python scripts/vendor_pod_security_fixtures.py /work/.mirror/kubernetes+pod-security-admission/repo
+    .venv/bin/python scripts/vendor_pod_security_fixtures.py /path/to/pod-security-admission.git
     .venv/bin/python scripts/vendor_pod_security_fixtures.py MIRROR --tag v0.36.0 --out PATH
 
 MIRROR is a git repository (bare or not) of kubernetes/pod-security-admission holding the tag. Beside the pods it
@@ -23,7 +23,7 @@ import yaml
 
 REPO = "kubernetes/pod-security-admission"
 TESTDATA = "test/testdata"
-OUT = Path(__file__).resolve().parent.parent / "tests" / "conformance" / "pod-security" / "fixtures.json"
+OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "pod-security" / "upstream-fixtures.json"
 
 # check ID -> (the test/fixtures_*.go file that registers its generators, expectErrorSubstring or None for the ID)
 EXPECT = {

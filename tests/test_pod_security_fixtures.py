@@ -1,5 +1,5 @@
 """Pod Security Admission's own fixtures (k8s.io/pod-security-admission v0.36.0, test/testdata, vendored by
-scripts/vendor_pod_security_fixtures.py into tests/conformance/pod-security/fixtures.json) through
+scripts/vendor_pod_security_fixtures.py into tests/fixtures/pod-security/upstream-fixtures.json) through
 policies.kube.pod_security.evaluate, asserting what upstream asserts of them (test/run.go:355-407, Run): every pass
 pod is allowed at its level and version; every fail pod is refused, its message holds the substring the fixture's
 check expects (fixtureGenerator.expectErrorSubstring, else the check ID: test/fixtures.go:266-268) and never
@@ -16,7 +16,7 @@ import pytest
 from policies.kube import pod_security as ps
 from policies.kube.pod_security_checks import DEFAULT_CHECKS
 
-DATA = json.loads((Path(__file__).parent / "conformance" / "pod-security" / "fixtures.json").read_text())
+DATA = json.loads((Path(__file__).parent / "fixtures" / "pod-security" / "upstream-fixtures.json").read_text())
 PODS = DATA["pods"]
 # test/fixtures_test.go:96-101: a fixture file is named strings.ToLower(checkID) + its index
 CHECK_BY_FILE = {c.id.lower(): c.id for c in DEFAULT_CHECKS}

@@ -27,10 +27,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.kube.values import mapping
+from .values import mapping
 
-from policies.kube.pod_security_checks import DEFAULT_CHECKS, Check, CheckFn, go_quote, with_volume_defaults
-from policies.kube.pod_security_checks import CheckResult as CheckResult
+from .pod_security_checks import DEFAULT_CHECKS, Check, CheckFn, go_quote, with_volume_defaults
+from .pod_security_checks import CheckResult as CheckResult
 
 # api/constants.go:21-33
 LEVEL_PRIVILEGED, LEVEL_BASELINE, LEVEL_RESTRICTED = "privileged", "baseline", "restricted"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from policies.kube.values import listing, mapping
+from .values import listing, mapping
 
 
 @dataclass(frozen=True)
