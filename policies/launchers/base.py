@@ -130,6 +130,12 @@ class Workload:
                 n += 1
                 yield self.pod(g.offset + local) if not g.aux else self._make_pod(g, local, -1)
 
+    def first_pods(self) -> Iterator[Pod]:
+        """The first pod of every group that has pods, auxiliary ones included: one per template, as created."""
+        for g in self.groups:
+            if isinstance(g.count, int) and g.count > 0:
+                yield self.pod(g.offset) if not g.aux else self._make_pod(g, 0, -1)
+
     def _make_pod(self, group: PodGroup, local: int, index: int) -> Pod:
         return make_pod(group, local, index, self.namespace, self.configmaps, self.secrets,
                         f"{self.manifest.kind} controller")

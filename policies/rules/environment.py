@@ -13,6 +13,7 @@ import yaml
 from ..render.files import read_config_text, rel as _rel
 from ..render.loader import InputError
 from ..kube.objects import ERROR, SEVERITIES, Problem
+from ..kube.pod_security_admission import config as pod_security_config
 from ..kube.values import DNS1123_SUBDOMAIN
 from ..launchers import BY_ID
 from ..launchers.kueue import KUEUE_FRAMEWORKS
@@ -54,6 +55,10 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
     "featureGates": ("feature_gates", dict, "each controller's feature gates as the cluster runs it, by launcher id "
                                             "(jobset: {RestartJob: true}); unlisted gates at their defaults: what a "
                                             "gate that is off refuses is an error (TOPO011)"),
+    "podSecurity": ("pod_security", dict, "the cluster's Pod Security admission configuration, as its "
+                                          "AdmissionConfiguration's PodSecurityConfiguration says it: defaults "
+                                          "(enforce, enforce-version, warn, audit ...) for namespaces without labels "
+                                          "and exemptions (namespaces, runtimeClasses, usernames) (SEC010)"),
 }
 
 
@@ -151,6 +156,10 @@ def _load(path: Path) -> tuple[Environment | None, list[Problem]]:
         elif not isinstance(gates, dict) or not all(g in known and isinstance(v, bool) for g, v in gates.items()):
             problems.append(err(f"spec.featureGates.{launcher_id} is {gates!r}, expected gate: true|false for gates "
                                 f"among {', '.join(known)}", _line_of(text, str(launcher_id))))
+    if isinstance(env.pod_security, dict):
+        parsed, why = pod_security_config(env.pod_security)
+        problems += [err(w, _line_of(text, "podSecurity")) for w in why]
+        env.pod_security = parsed
     domain = env.cluster_domain
     if domain is not None and (len(domain) > 253 or not DNS1123_SUBDOMAIN.fullmatch(domain)):
         problems.append(err(f"spec.clusterDomain is {domain!r}, expected a DNS-1123 subdomain (at most 253 lowercase "
@@ -183,6 +192,8 @@ def tightened(own: Environment | None, operator: Environment) -> Environment:
     # The operator runs the cluster: its domain, where it declares one, is the one pod names end in.
     env.cluster_domain = operator.cluster_domain or (own.cluster_domain if own else None)
     env.feature_gates = {**(own.feature_gates if own else {}), **operator.feature_gates}
+    # The operator's AdmissionConfiguration is the cluster's; a repository's own says what it believes it to be.
+    env.pod_security = operator.pod_security or (own.pod_security if own else None)
     env.kueue_frameworks = operator.kueue_frameworks if operator.kueue_frameworks is not None else (
         own.kueue_frameworks if own else None)
     return env
@@ -225,7 +236,19 @@ def describe(env: Environment) -> dict[str, Any]:
             "requireImageDigest": env.require_image_digest, "podLosses": env.pod_losses,
             "severity": dict(env.severity), "real": env.real,
             "clusterDomain": env.cluster_domain, "kueueFrameworks": env.kueue_frameworks,
-            "featureGates": env.feature_gates}
+            "featureGates": env.feature_gates, "podSecurity": _pod_security(env)}
+
+
+def _pod_security(env: Environment) -> dict[str, Any] | None:
+    """The declared Pod Security configuration as the declaration's keys say it (make plan's JSON)."""
+    cfg = env.pod_security
+    if cfg is None:
+        return None
+    d = cfg.defaults
+    return {"defaults": {mode: str(getattr(d, mode).level) for mode in ("enforce", "audit", "warn")}
+            | {f"{mode}-version": str(getattr(d, mode).version) for mode in ("enforce", "audit", "warn")},
+            "exemptions": {"usernames": list(cfg.usernames), "namespaces": list(cfg.namespaces),
+                           "runtimeClasses": list(cfg.runtime_classes)}}
 
 
 def real_environment(folder: Path) -> str | None:

@@ -11,6 +11,7 @@ from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
 from ..launchers.pods import ContainerEnv, env_from_configmap
 from ..kube.objects import INFO, Manifest, Problem
+from ..kube.pod_security_admission import Config as PodSecurityConfig
 from ..launchers.podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from ..model.topology import Topology, Undetermined, UnreadConfig, UnreadScript, Unstated
 from ..model.trainer_contract import contract
@@ -51,6 +52,9 @@ class Environment:
     # Each controller's feature gates as the cluster runs it (launcher id -> gate -> on), unlisted gates at their
     # defaults; a controller missing here: not declared.
     feature_gates: dict[str, dict[str, bool]] = dc_field(default_factory=dict)
+    # The cluster's Pod Security admission configuration (defaults and exemptions, SEC010); None: not declared
+    # (upstream's defaults: privileged, nothing exempt).
+    pod_security: PodSecurityConfig | None = None
 
 
 @dataclass

@@ -1,0 +1,150 @@
+"""Pods meet the Pod Security level their namespace enforces.
+
+The API server's Pod Security admission (k8s.io/pod-security-admission v0.36.0, on in every cluster since 1.25)
+holds every pod to the level its namespace's labels set (`pod-security.kubernetes.io/enforce: baseline` or
+`restricted`, with `enforce-version`), over the cluster's defaults, and refuses a pod that breaks it. A controller's
+pods are refused one by one while the Job, StatefulSet or PyTorchJob itself is accepted: the world never forms, and
+only the controller's events say why. The checks are upstream's, ported with their messages (`policies/kube/
+pod_security.py`, proven on upstream's 4,241 fixture pods), and they read each pod as its controller creates it:
+the training operator's `init-pytorch` init container, for one, sets no securityContext, so no PyTorchJob with workers
+meets `restricted` as its operator is installed by default.
+
+- The level comes from the Namespace object where the manifests hold it (an invalid label is refused with the
+  Namespace); otherwise from the cluster's defaults, which an environment declares in `policy.yaml` as the cluster's
+  AdmissionConfiguration does (`spec.podSecurity: {defaults: {enforce: baseline}, exemptions: {namespaces: [...]}}`;
+  without it: `privileged`, upstream's default, and nothing is refused).
+- An error where the input shows the level: the Namespace's label, or the declared default for a Namespace in the
+  manifests without one. A warning phrased as the condition where it does not: a namespace not in the manifests (its
+  labels may set another level), a violation only in a container the controller adds (its operator may be
+  configured with another), a cluster that exempts usernames (the pods' creator may be one).
+- A namespace that only warns (`pod-security.kubernetes.io/warn`) gets a warning with the API server's words; audit
+  only records. Exempt namespaces and runtime classes are not evaluated, as upstream.
+
+Fails: a PyTorchJob whose worker template meets `restricted`, in a Namespace labelled `enforce: restricted` (the
+operator's init container does not); a pod with `hostNetwork: true` where the Namespace enforces `baseline`.
+Passes: the repository's own pod templates in a `restricted` namespace; `hostNetwork` where the namespace enforces
+`privileged` or is exempt.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..kube.objects import ERROR, WARNING, Manifest, Problem
+from ..kube.pod_security import CheckResult, LevelVersion, evaluate, forbidden_detail
+from ..kube.pod_security_admission import DEFAULT_CONFIG, PREFIX, NamespacePolicy, namespace_policy
+from .kit import Context, located, obj_problem
+
+ID = "SEC010"
+NAME = "pod-security-admission"
+SEVERITY = ERROR
+HINT = ("give the pods what the level requires (kubernetes.io/docs/concepts/security/pod-security-standards), or run "
+        "them in a namespace whose level they meet")
+
+
+@dataclass
+class PodView:
+    """One pod template as its controller creates it, and where a problem about it points."""
+
+    manifest: Manifest
+    field: str
+    namespace: str
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+    added: tuple[str, ...] = ()   # containers the controller adds to the template (none where it adds none)
+    creator: str = ""             # who creates the pods, for the usernames exemption's condition
+    # The template is a runtime's the manifests do not hold, read as its upstream installs it (a TrainJob's default).
+    assumed: bool = False
+
+
+def pod_views(ctx: Context) -> Iterator[PodView]:
+    """The pods of every modelled workload, one per template, with what the controller adds (a TrainJob's come
+    from its runtime), then every other pod template in the manifests, read in its object's namespace."""
+    covered: set[int] = set()
+    for w in ctx.workloads:
+        if w.managed_by is not None or w.unresolved is not None or w.odd_group is not None or not w.groups:
+            continue
+        covered.update(id(m) for m in (w.manifest, w.runtime) if m is not None)
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        for pod in w.first_pods():
+            added = tuple(ce.name for ce in pod.init_containers + pod.containers if ce.added)
+            if (pod.spec_field, added) in seen:
+                continue
+            seen.add((pod.spec_field, added))
+            spec = {**pod.spec, "initContainers": [ce.container for ce in pod.init_containers],
+                    "containers": [ce.container for ce in pod.containers]}
+            m, field = located(w, pod.spec_field)
+            field = field or pod.spec_field
+            yield PodView(m, field, pod.namespace, {"annotations": pod.annotations}, spec, added,
+                          f"the {w.manifest.kind} controller", assumed=field.startswith("(runtime) "))
+    for site in ctx.sites:
+        if id(site.manifest) not in covered:
+            creator = "whoever applies it" if site.manifest.kind == "Pod" else f"the {site.manifest.kind} controller"
+            yield PodView(site.manifest, site.field, site.manifest.namespace, {"annotations": site.annotations},
+                          site.spec, (), creator)
+
+
+def check(ctx: Context) -> Iterator[Problem]:
+    cfg = ctx.env.pod_security if ctx.env is not None and ctx.env.pod_security is not None else DEFAULT_CONFIG
+    namespaces = {m.name: m for m in ctx.of_kind("Namespace") if m.api_version == "v1"}
+    policies: dict[str, NamespacePolicy] = {}
+    for name, obj in namespaces.items():
+        policies[name] = found = namespace_policy(name, namespaces, cfg)
+        if found.errors:
+            # admission.go ValidateNamespace 248-252: on create, invalid labels are refused.
+            yield obj_problem(ID, obj, "metadata.labels", "the API server refuses the Namespace: "
+                              + "; ".join(found.errors), f"set {PREFIX}<enforce|warn|audit> to privileged, baseline "
+                              "or restricted and its -version to latest or v1.<minor>")
+    for view in pod_views(ctx):
+        ns = policies.get(view.namespace) or namespace_policy(view.namespace, namespaces, cfg)
+        policies.setdefault(view.namespace, ns)
+        if ns.exempt or view.spec.get("runtimeClassName") in cfg.runtime_classes:
+            continue  # admission.go ValidatePod 335, EvaluatePod 458
+        refused = evaluate(ns.policy.enforce, view.metadata, view.spec)
+        if refused:
+            yield _problem(view, ns, ns.policy.enforce, refused, cfg.usernames, "enforce")
+            continue
+        warned = evaluate(ns.policy.warn, view.metadata, view.spec)  # EvaluatePod 508-524: only if allowed
+        if warned:
+            yield _problem(view, ns, ns.policy.warn, warned, cfg.usernames, "warn")
+
+
+def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list[CheckResult],
+             usernames: tuple[str, ...], mode: str) -> Problem:
+    label = f"{PREFIX}{mode}"
+    if ns.namespace is not None:
+        where = f"namespace '{ns.name}' ({label}: {ns.labels[label]})" if label in ns.labels else \
+            f"namespace '{ns.name}' (no {label} label: the cluster's default)"
+    elif ns.name:
+        where = f"namespace '{ns.name}' (not in these manifests: the cluster's default)"
+    else:
+        where = "the namespace they are applied to (none set: the cluster's default)"
+    detail = forbidden_detail(results)
+    conditions = []
+    if ns.namespace is None:
+        conditions.append("unless that namespace's labels set another level")
+    if view.added and not evaluate(lv, view.metadata, _without(view.spec, view.added)):
+        conditions.append(f"in {', '.join(view.added)}, which {view.creator} adds as its installation does by "
+                          "default")
+    if view.assumed:
+        conditions.append("with the runtime's pod template as its upstream installs it: the runtime is not in these "
+                          "manifests")
+    if usernames:
+        conditions.append(f"unless {view.creator} creates them as one of the cluster's exempt usernames")
+    if mode == "enforce":
+        says = f"the API server refuses these pods in {where}: violates PodSecurity \"{lv}\": {detail}"
+        severity = WARNING if conditions else ERROR
+    else:
+        says = f"the API server warns on these pods in {where}: would violate PodSecurity \"{lv}\": {detail}"
+        severity = WARNING
+    if conditions:
+        says += f" ({'; '.join(conditions)})"
+    hint = HINT + ("; a container the controller adds takes its settings from the controller's installation (its "
+                   "init-container template)" if view.added else "")
+    return obj_problem(ID, view.manifest, view.field, says, hint, severity=severity)
+
+
+def _without(spec: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The pod spec without the controller's added containers: what the template itself is held to."""
+    return {**spec, **{key: [c for c in spec.get(key) or [] if not (isinstance(c, dict) and c.get("name") in names)]
+                       for key in ("initContainers", "containers")}}

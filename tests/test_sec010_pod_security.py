@@ -1,0 +1,223 @@
+"""SEC010: the pods a controller creates meet the Pod Security level their namespace enforces (k8s.io/pod-security-admission
+v0.36.0; the checks themselves are tested case by case in test_pod_security.py and on upstream's fixtures in
+test_pod_security_fixtures.py). Here: where the level comes from (the Namespace's labels, the environment's declared
+cluster defaults, exemptions), what an error is and what only a warning under a condition, and real inputs: Kubeflow's
+own platform pods in the namespaces it labels restricted, and this repository's own overlays."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from policies.kube.objects import ERROR, WARNING
+from policies.kube.pod_security_admission import config
+from policies.report import engine
+from policies.render.files import read
+from policies.rules import environment
+
+from conftest import FIXTURES, REPO
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: trainer
+  namespace: {ns}
+spec:
+  automountServiceAccountToken: false
+  {extra}
+  securityContext: {{runAsNonRoot: true, runAsUser: 1000, seccompProfile: {{type: RuntimeDefault}}}}
+  containers:
+    - name: trainer
+      image: ghcr.io/example/ddp-trainer:0.1.0
+      securityContext: {{allowPrivilegeEscalation: false, capabilities: {{drop: [ALL]}}}}
+"""
+
+
+def namespace(name: str, **labels: str) -> str:
+    lines = "".join(f"\n    pod-security.kubernetes.io/{k.replace('_', '-')}: {v}" for k, v in labels.items())
+    return f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:{lines or ' {}'}\n---\n"
+
+
+def sec010(tmp_path: Path, text: str, policy: str | None = None) -> list:
+    path = tmp_path / "in.yaml"
+    path.write_text(text)
+    unit = engine.Unit(str(path), "file", read(str(path)))
+    if policy is not None:
+        (tmp_path / "policy.yaml").write_text(policy)
+        unit.environment, errors = environment.load(tmp_path / "policy.yaml")
+        assert not errors, [e.message for e in errors]
+    engine.check_policies(unit)
+    return [p for p in unit.problems if p.rule == "SEC010"]
+
+
+def policy(pod_security: str) -> str:
+    return f"apiVersion: policies.ddp/v1\nkind: Environment\nmetadata:\n  name: t\nspec:\n  podSecurity: {pod_security}\n"
+
+
+def test_kubeflows_own_platform_pods_meet_the_restricted_level_its_namespaces_enforce(tmp_path):
+    """kubeflow/manifests labels `kubeflow` and `kubeflow-system` enforce: restricted and runs its controllers there:
+    silent. The same objects with one container's allowPrivilegeEscalation gone: refused, as the API server would."""
+    text = (FIXTURES / "pod-security/kubeflow-platform-restricted.yaml").read_text()
+    assert sec010(tmp_path, text) == []
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    operator = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "training-operator")
+    del operator["spec"]["template"]["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"]
+    found = sec010(tmp_path, yaml.safe_dump_all(docs))
+    assert [(p.severity, p.obj, p.field) for p in found] == [
+        (ERROR, "Deployment/kubeflow/training-operator", "spec.template.spec")]
+    assert ('violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container '
+            '"training-operator" must set securityContext.allowPrivilegeEscalation=false)') in found[0].message
+    assert "(pod-security.kubernetes.io/enforce: restricted)" in found[0].message
+
+
+def _overlay_in(ns: str, overlay: str) -> str:
+    """The kind-cpu overlay as rendered, every namespaced object placed in namespace `ns`."""
+    unit = engine.collect([str(REPO / "overlays/kind-cpu" / overlay)], REPO / "overlays")[0]
+    docs = []
+    for m in unit.manifests:
+        obj = yaml.safe_load(yaml.safe_dump(m.obj))
+        if m.kind not in ("ClusterTrainingRuntime",):
+            obj["metadata"]["namespace"] = ns
+        docs.append(obj)
+    return yaml.safe_dump_all(docs)
+
+
+@pytest.mark.parametrize("overlay", sorted(p.name for p in (REPO / "overlays/kind-cpu").iterdir()
+                                           if (p / "kustomization.yaml").is_file()))
+def test_the_repositorys_pods_meet_restricted_but_the_training_operators_init_container(overlay, tmp_path):
+    """Every kind-cpu overlay's pods meet `restricted`, as its templates are written to. A PyTorchJob with a
+    Master and Workers gets the training operator's init-pytorch on each worker, with no securityContext
+    (initcontainer.go at v1.9.4): a warning under that condition, since the operator's installation may template it
+    otherwise; at baseline it is admitted."""
+    text = _overlay_in("train", overlay)
+    found = sec010(tmp_path, namespace("train", enforce="restricted") + text)
+    if overlay == "pytorchjob":
+        assert [(p.severity, p.field) for p in found] == [(WARNING, "spec.pytorchReplicaSpecs.Worker.template.spec")]
+        assert 'container "init-pytorch" must set securityContext.allowPrivilegeEscalation=false' in found[0].message
+        assert "in init-pytorch, which the PyTorchJob controller adds as its installation does by default" in \
+            found[0].message
+        assert "init-container template" in found[0].hint
+    else:
+        assert found == [], [p.line() for p in found]
+    assert sec010(tmp_path, namespace("train", enforce="baseline", warn="baseline") + text) == []
+
+
+def test_the_level_comes_from_the_namespace_over_the_declared_cluster_default(tmp_path):
+    declared = policy("{defaults: {enforce: baseline}}")
+    host = POD.format(ns="train", extra="hostIPC: true")
+    # a Namespace in the manifests without a label: the cluster's declared default, shown: an error
+    found = sec010(tmp_path, namespace("train") + host, declared)
+    assert [p.severity for p in found] == [ERROR]
+    assert "namespace 'train' (no pod-security.kubernetes.io/enforce label: the cluster's default)" in found[0].message
+    assert 'violates PodSecurity "baseline:latest": host namespaces (hostIPC=true)' in found[0].message
+    # its own label over the default
+    assert sec010(tmp_path, namespace("train", enforce="privileged") + host, declared) == []
+    # no declaration: upstream's default is privileged, nothing refused
+    assert sec010(tmp_path, namespace("train") + host) == []
+    # a namespace not in the manifests: the default, unless its labels (not shown) say otherwise: a warning
+    found = sec010(tmp_path, host, declared)
+    assert [p.severity for p in found] == [WARNING]
+    assert "namespace 'train' (not in these manifests: the cluster's default)" in found[0].message
+    assert found[0].message.endswith("(unless that namespace's labels set another level)")
+    # no namespace at all: wherever it is applied
+    found = sec010(tmp_path, POD.format(ns="''", extra="hostIPC: true"), declared)
+    assert [p.severity for p in found] == [WARNING]
+    assert "the namespace they are applied to (none set: the cluster's default)" in found[0].message
+
+
+def test_exemptions_as_the_admission_plugin_reads_them(tmp_path):
+    host = POD.format(ns="train", extra="hostPID: true")
+    labelled = namespace("train", enforce="baseline")
+    assert sec010(tmp_path, labelled + host, policy("{exemptions: {namespaces: [train]}}")) == []
+    assert sec010(tmp_path, labelled + host.replace("hostPID: true", "hostPID: true\n  runtimeClassName: kata"),
+                  policy("{exemptions: {runtimeClasses: [kata]}}")) == []
+    # the pods' creator is not in the manifests: an exempt username makes the refusal a condition
+    found = sec010(tmp_path, labelled + host, policy("{exemptions: {usernames: ['system:serviceaccount:argocd:x']}}"))
+    assert [p.severity for p in found] == [WARNING]
+    assert "unless whoever applies it creates them as one of the cluster's exempt usernames" in found[0].message
+
+
+def test_a_refused_pod_gets_no_warning_and_an_admitted_one_the_warn_levels(tmp_path):
+    """EvaluatePod (admission.go 508-524): warnings only on a request it admits."""
+    no_drop = POD.format(ns="train", extra="hostIPC: true").replace(", capabilities: {drop: [ALL]}", "")
+    found = sec010(tmp_path, namespace("train", enforce="baseline", warn="restricted") + no_drop)
+    assert [p.severity for p in found] == [ERROR] and "refuses" in found[0].message
+    found = sec010(tmp_path, namespace("train", enforce="baseline", warn="restricted") +
+                   no_drop.replace("  hostIPC: true\n", ""))
+    assert [p.severity for p in found] == [WARNING]
+    assert 'the API server warns on these pods in namespace \'train\' (pod-security.kubernetes.io/warn: restricted): ' \
+           'would violate PodSecurity "restricted:latest": unrestricted capabilities' in found[0].message
+    # audit only records
+    assert sec010(tmp_path, namespace("train", audit="restricted") + no_drop.replace("  hostIPC: true\n", "")) == []
+
+
+@pytest.mark.parametrize("labels, says", [
+    ({"enforce": "strict"}, 'metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be '
+                            "one of privileged, baseline, restricted"),
+    ({"warn_version": "'1.30'"}, 'metadata.labels[pod-security.kubernetes.io/warn-version]: Invalid value: "1.30": must '
+                               'be "latest" or "v1.x"'),
+])
+def test_a_namespace_with_an_invalid_label_is_refused(labels, says, tmp_path):
+    found = sec010(tmp_path, namespace("train", **labels).rstrip("-\n"))
+    assert [(p.severity, p.obj, p.field) for p in found] == [(ERROR, "Namespace/train", "metadata.labels")]
+    assert found[0].message == f"the API server refuses the Namespace: {says}"
+
+
+def test_an_invalid_enforce_label_holds_the_pods_to_restricted(tmp_path):
+    """api.PolicyToEvaluate fails closed for enforce: an unparsable level is restricted (helpers.go)."""
+    found = sec010(tmp_path, namespace("train", enforce="strict") +
+                   POD.format(ns="train", extra="").replace(", capabilities: {drop: [ALL]}", ""))
+    assert [p.obj for p in found] == ["Namespace/train", "Pod/train/trainer"]
+    assert 'violates PodSecurity "restricted:latest"' in found[1].message
+
+
+@pytest.mark.parametrize("value, says", [
+    ("{defaults: {enforce: strict}}", "spec.podSecurity.defaults.enforce: Invalid value: 'strict': must be one of "
+                                      "privileged, baseline, restricted"),
+    ("{defaults: {warn-version: '1.30'}}", "spec.podSecurity.defaults.warn-version: Invalid value: '1.30': must be "
+                                           '"latest" or "v1.x"'),
+    ("{defaults: {enforce_version: latest}}", "spec.podSecurity.defaults.enforce_version is not a PodSecurityDefaults "
+                                              "field"),
+    ("{exemptions: {namespaces: [Train]}}", "spec.podSecurity.exemptions.namespaces[0]: Invalid value: 'Train': a "
+                                            "namespace name is a DNS-1123 label"),
+    ("{exemptions: {runtimeClasses: [kata, kata]}}", "spec.podSecurity.exemptions.runtimeClasses[1]: Duplicate "
+                                                     "value: 'kata'"),
+    ("{exemptions: {usernames: ['']}}", "spec.podSecurity.exemptions.usernames[0]: Invalid value: '': must be "
+                                        "non-empty"),
+    ("{exemption: {}}", "spec.podSecurity.exemption is not a field of a PodSecurityConfiguration"),
+    ("[baseline]", "spec.podSecurity is ['baseline'], expected a dict"),
+])
+def test_a_declaration_the_api_server_would_refuse_is_an_env_error_on_its_line(value, says, tmp_path):
+    (tmp_path / "policy.yaml").write_text(policy(value))
+    env, problems = environment.load(tmp_path / "policy.yaml")
+    assert env is None and problems
+    assert says in problems[0].message and problems[0].location[1] == 6, [p.message for p in problems]
+    assert all("\n" not in p.line() for p in problems)
+
+
+def test_a_declaration_is_defaulted_as_upstream_defaults_it():
+    cfg, errors = config({"defaults": {"enforce": "baseline", "warn": "restricted", "warn-version": "v1.30"}})
+    assert errors == [] and cfg is not None
+    assert (str(cfg.defaults.enforce), str(cfg.defaults.audit), str(cfg.defaults.warn)) == (
+        "baseline:latest", "privileged:latest", "restricted:v1.30")
+
+
+def test_the_operators_declaration_is_the_clusters(tmp_path):
+    """Under the Argo CD plugin the operator's policy runs the cluster: its podSecurity, where it declares one."""
+    (tmp_path / "own.yaml").write_text(policy("{defaults: {enforce: privileged}}"))
+    (tmp_path / "op.yaml").write_text(policy("{defaults: {enforce: restricted}}"))
+    own, _ = environment.load(tmp_path / "own.yaml")
+    operator, _ = environment.load(tmp_path / "op.yaml")
+    assert own is not None and operator is not None
+    assert environment.tightened(own, operator).pod_security == operator.pod_security
+    operator.pod_security = None
+    assert environment.tightened(own, operator).pod_security == own.pod_security
+    assert environment.describe(own)["podSecurity"]["defaults"]["enforce"] == "privileged"
+
+
+def test_malformed_namespaces_and_pods_are_read_without_a_traceback(tmp_path):
+    text = ("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: train\n  labels: {pod-security.kubernetes.io/enforce:"
+            " 3}\n---\n" + POD.format(ns="train", extra="volumes: 7\n  hostNetwork: 'yes'"))
+    found = sec010(tmp_path, text)
+    assert found and all("\n" not in p.line() for p in found)
