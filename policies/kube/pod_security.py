@@ -149,7 +149,8 @@ def compare_levels(a: str, b: str) -> int:
 
 
 def _label_error(label: str, value: Any, detail: str) -> str:
-    """field.Invalid(field.NewPath("metadata", "labels").Key(label), value, detail).Error() (api/helpers.go:262-268)."""
+    """field.Invalid(field.NewPath("metadata", "labels").Key(label), value, detail).Error() (api/helpers.go:262-268),
+    worded as apimachinery v0.36.0 pkg/util/validation/field/errors.go 99-160 words it ("%s: %q" for a string)."""
     shown = go_quote(value) if isinstance(value, str) else ("null" if value is None else str(value).lower()
                                                             if isinstance(value, bool) else str(value))
     return f"metadata.labels[{label}]: Invalid value: {shown}: {detail}"
