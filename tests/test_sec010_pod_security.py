@@ -56,11 +56,24 @@ def policy(pod_security: str) -> str:
 
 
 def test_kubeflows_own_platform_pods_meet_the_restricted_level_its_namespaces_enforce(tmp_path):
-    """kubeflow/manifests labels `kubeflow` and `kubeflow-system` enforce: restricted and runs its controllers there:
-    silent. The same objects with one container's allowPrivilegeEscalation gone: refused, as the API server would."""
+    """kubeflow/manifests labels its platform's namespaces enforce: restricted and runs 35 controllers there: silent.
+    Every one of them is read: without its containers' securityContext each is refused. One container's
+    allowPrivilegeEscalation gone: that Deployment alone is refused, as the API server would."""
     text = (FIXTURES / "pod-security/kubeflow-platform-restricted.yaml").read_text()
     assert sec010(tmp_path, text) == []
     docs = [d for d in yaml.safe_load_all(text) if d]
+    restricted = {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace" and
+                  d["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce") == "restricted"}
+    assert len(restricted) == 7
+    bare = yaml.safe_load_all(text)
+    pods = [d for d in bare if d and d["kind"] != "Namespace" and d["metadata"].get("namespace") in restricted]
+    for d in pods:
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            c.pop("securityContext", None)
+    namespaces = [d for d in docs if d["kind"] == "Namespace"]
+    found = sec010(tmp_path, yaml.safe_dump_all(namespaces + pods))
+    assert len(pods) >= 30 and sorted(p.obj for p in found) == sorted(
+        f"{d['kind']}/{d['metadata']['namespace']}/{d['metadata']['name']}" for d in pods)
     operator = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "training-operator")
     del operator["spec"]["template"]["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"]
     found = sec010(tmp_path, yaml.safe_dump_all(docs))
