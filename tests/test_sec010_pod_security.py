@@ -5,6 +5,7 @@ cluster defaults, exemptions), what an error is and what only a warning under a 
 own platform pods in the namespaces it labels restricted, and this repository's own overlays."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from policies.report import engine
 from policies.render.files import read
 from policies.rules import environment
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, run_cli
 
 POD = """apiVersion: v1
 kind: Pod
@@ -234,3 +235,17 @@ def test_malformed_namespaces_and_pods_are_read_without_a_traceback(tmp_path):
             " 3}\n---\n" + POD.format(ns="train", extra="volumes: 7\n  hostNetwork: 'yes'"))
     found = sec010(tmp_path, text)
     assert found and all("\n" not in p.line() for p in found)
+
+
+def test_the_argo_cd_plugins_operator_policy_declares_the_clusters_level(tmp_path):
+    """`validate --operator-policy` (as the plugin checks): an operator whose cluster enforces restricted by default
+    gets the kind-cpu PyTorchJob's worker pods flagged, where the manifests name no namespace, as a warning under both
+    conditions; the StatefulSet's pods meet it."""
+    op = tmp_path / "operator.yaml"
+    op.write_text(policy("{defaults: {enforce: restricted}}"))
+    proc = run_cli("validate", "--format", "json", "--operator-policy", str(op), "overlays/kind-cpu/pytorchjob",
+                   "overlays/kind-cpu/statefulset")
+    found = [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "SEC010"]
+    assert [(p["severity"], p["source"]) for p in found] == [(WARNING, "overlays/kind-cpu/pytorchjob")], proc.stdout
+    assert "the namespace they are applied to (none set: the cluster's default)" in found[0]["message"]
+    assert "unless that namespace's labels set another level; in init-pytorch" in found[0]["message"]
