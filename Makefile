@@ -45,6 +45,8 @@ STRICT  ?=
 # make validate: the schema validator, builtin (in-process, the default), kubeconform, auto (kubeconform where installed) or none.
 SCHEMA  ?=
 POLICY_ENV ?=
+# make validate, make plan: BUNDLE=1 reads each folder's plain manifest files (PATHS) as one input, as kubectl apply -f <folder> does.
+BUNDLE  ?=
 OVERLAY ?= overlays/kind-cpu/indexed-job
 SCALE_TO ?=
 DEADLINE ?=
@@ -72,7 +74,7 @@ EXPLICIT_OVERLAY = $(if $(filter command line environment,$(OVERLAY_ORIGIN)),$(O
 # The variables a user passes are data, never code (docs/security.md#make-variables): each holds its text as given,
 # never expanded by make ($(shell ...) stays text), and reaches a command as one single-quoted word (`$(call arg,...)`),
 # so quotes, `;`, backticks and $(...) in PATHS='x;touch F' are characters of a path, and the exit code is the tool's.
-USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV OVERLAY SCALE_TO DEADLINE FAULT PVC NODES GPUS_PER_NODE \
+USER_VARS := PATHS BASE FORMAT STRICT SCHEMA POLICY_ENV BUNDLE OVERLAY SCALE_TO DEADLINE FAULT PVC NODES GPUS_PER_NODE \
   PROCS_PER_NODE NEW_RUN RUN_ID DRY_RUN HEAD_REF PODS RUN IMAGE CMP_IMAGE TAG TORCH_INDEX K REPO_URL CLUSTERS \
   NAMESPACES ENV FROM GPU GPU_LABEL TOLERATION GPU_RESOURCE CLUSTER NAMESPACE LAUNCHER
 $(foreach v,$(USER_VARS),$(eval override $(v) := $$(value $(v))))
@@ -141,8 +143,8 @@ new-env: $(PY) ## ENV=<name> FROM=<env> NODES=N GPUS_PER_NODE=G (PROCS_PER_NODE=
 remove-env: $(PY) ## ENV=<name> [DRY_RUN=1]: remove an environment (its folders, identity entry, ApplicationSet element, AppProject destination) in one validated transaction (docs/environments.md)
 	@$(PY) -m policies.edit.remove_env --env=$(call arg,$(ENV)) $(if $(DRY_RUN),--dry-run)
 
-validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit|github|markdown] [STRICT=1] [SCHEMA=builtin|kubeconform|auto]
-	@$(PY) -m policies validate --format=$(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(SCHEMA),--schema=$(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
+validate: $(PY) ## Render every overlay and argocd/ (or PATHS="dir file -"), validate schemas strictly, check every rule [FORMAT=text|json|sarif|junit|github|markdown] [STRICT=1] [SCHEMA=builtin|kubeconform|auto] [BUNDLE=1]
+	@$(PY) -m policies validate --format=$(call arg,$(FORMAT)) $(if $(STRICT),--strict) $(if $(BUNDLE),--bundle) $(if $(SCHEMA),--schema=$(call arg,$(SCHEMA))) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)),overlays argocd)
 
 scale: $(PY) ## OVERLAY=<env>/<launcher> NODES=N [GPUS_PER_NODE=G | PROCS_PER_NODE=P] [NEW_RUN=1] [DRY_RUN=1]: change every topology field
 	@$(PY) -m policies.edit.scale scale $(call arg,$(EXPLICIT_OVERLAY)) --nodes=$(call arg,$(NODES)) $(if $(GPUS_PER_NODE),--gpus-per-node=$(call arg,$(GPUS_PER_NODE))) $(if $(PROCS_PER_NODE),--procs-per-node=$(call arg,$(PROCS_PER_NODE))) $(if $(NEW_RUN),--new-run) $(if $(RUN_ID),--run-id=$(call arg,$(RUN_ID))) $(if $(DRY_RUN),--dry-run) --base=$(call arg,$(BASE))
@@ -160,7 +162,7 @@ diff: $(PY) ## BASE=<git ref> [HEAD_REF=<ref>] [OVERLAY=<env>/<launcher>] [FORMA
 	@$(PY) -m policies.diff --base=$(call arg,$(BASE)) $(if $(HEAD_REF),--head=$(call arg,$(HEAD_REF))) $(if $(EXPLICIT_OVERLAY),--overlay=$(call arg,$(EXPLICIT_OVERLAY))) --format $(if $(filter markdown json,$(FORMAT)),$(FORMAT),text)
 
 plan: $(PY) ## Show each overlay's effective torchrun topology (or PATHS="...") [PODS=1: every pod and its env] [FORMAT=json] [POLICY_ENV=<policy.yaml> for files]
-	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)))
+	@$(PY) -m policies plan $(if $(filter json,$(FORMAT)),--format json) $(if $(PODS),--pods) $(if $(BUNDLE),--bundle) $(if $(POLICY_ENV),--env=$(call arg,$(POLICY_ENV))) $(if $(PATHS),$(call arg,$(PATHS)))
 
 render: $(PY) ## Print the rendered manifests of PATHS (default: every overlay)
 	@$(PY) -m policies render $(if $(PATHS),$(call arg,$(PATHS)))

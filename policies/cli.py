@@ -53,7 +53,7 @@ REPORT_FORMATS = ("text", "json", "sarif", "junit", "github", "markdown")
 
 def cmd_validate(args: argparse.Namespace) -> int:
     rc, report, _ = check(_paths(args), args.format, args.strict, args.schema, args.env, _operator(args),
-                          config=args.config, write=args.write)
+                          config=args.config, write=args.write, bundle=args.bundle)
     sys.stdout.write(report)
     return rc
 
@@ -79,13 +79,13 @@ def _writable(write: Sequence[tuple[str, str]]) -> None:
 
 def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str = "builtin",
           env: str | None = None, operator: Environment | None = None, banner: bool = True, config: str | None = None,
-          write: Sequence[tuple[str, str]] = ()) -> tuple[int, str, list[Unit]]:
+          write: Sequence[tuple[str, str]] = (), bundle: bool = False) -> tuple[int, str, list[Unit]]:
     """`validate`: the exit code, the report in `fmt`, and the units checked (the Argo CD plugin prints what it
     checked, policies/cmp.py). `operator`: the operator's policy (an Environment) each unit is checked under,
     narrowed by the unit's own declaration (environment.tightened; the Argo CD plugin). `config`: the rule
     configuration file (--config), else `.ddp-check.yaml` in the working folder where there is one (rule_config).
     `write`: (format, path) pairs, more reports of the same run written to files (the GitHub Action's SARIF,
-    annotations and summary)."""
+    annotations and summary). `bundle`: each folder's plain manifest files are one input (--bundle)."""
     from .report import engine
     from .report.report import FORMATS, Run
     from .render.trace import place
@@ -99,7 +99,7 @@ def check(paths: list[str], fmt: str = "text", strict: bool = False, schema: str
     settings = rule_config.find(config)  # a file it cannot read stops here, before anything renders
     share_renders()  # an overlay and the Argo CD Application that points at it are rendered once
     ahead = _kustomize_banner_ahead(paths) if banner else None
-    units = engine.collect(paths, DEFAULT_ROOT, env_file=env)
+    units = engine.collect(paths, DEFAULT_ROOT, env_file=env, bundle=bundle)
     if operator is not None:
         from .rules.environment import tightened
 
@@ -153,7 +153,7 @@ def _kustomize_banner(banner: Future[str]) -> None:
 def cmd_plan(args: argparse.Namespace) -> int:
     from .report import engine, plan
 
-    units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env)
+    units = engine.collect(_paths(args), DEFAULT_ROOT, env_file=args.env, bundle=args.bundle)
     engine.validate(units, None)
     if args.format == "json":
         print(plan.to_json(units))
@@ -288,6 +288,13 @@ def _check_options(ap: argparse.ArgumentParser) -> None:
                          "declaration can only narrow (argocd/cmp/operator-policy.yaml is the plugin's default)")
 
 
+def _bundle_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--bundle", action="store_true",
+                    help="read the plain manifest files of each folder as one input, as `kubectl apply -f <folder>` "
+                         "applies them (a TrainJob and its runtime, a Namespace and its pods in files of their "
+                         "own); without it each file is checked on its own, as kubeconform reads a folder")
+
+
 class _Version(argparse.Action):
     """--version, read only when asked for (the version lives in pyproject.toml or the installed metadata)."""
 
@@ -304,6 +311,7 @@ def parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="render, schema-validate and topology-check")
     v.add_argument("paths", nargs="*", help="overlay folders, manifest files, or - for standard input")
     _check_options(v)
+    _bundle_option(v)
     v.set_defaults(func=cmd_validate)
     c = sub.add_parser("changed", help="validate the overlays below the working folder that read the given files "
                                        "and the given manifest files no kustomization reads (the pre-commit hook)")
@@ -318,6 +326,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--env", metavar="POLICY_YAML", help="environment declaration for inputs that bring none (files, "
                                                         "standard input): what it declares of the cluster (Kueue) "
                                                         "decides which pods are created now")
+    _bundle_option(p)
     p.set_defaults(func=cmd_plan)
     r = sub.add_parser("render", help="print rendered manifests")
     r.add_argument("paths", nargs="*")

@@ -143,7 +143,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
             # environment declares its manifests self-contained.
             w.unresolved = Check("spec.runtimeRef", f"runtime {kind} '{rname}' is not in these manifests: the "
                                  "pods and the topology could not be worked out", "validate the TrainJob with its "
-                                 "runtime, or commit the runtime beside it", severity=INFO)
+                                 "runtime (a folder of both: --bundle), or commit the runtime beside it",
+                                 severity=INFO)
             return w
         if runtime is None:
             w.notes.append(f"runtime {UPSTREAM_RUNTIME} is not in these manifests: assumed upstream's "

@@ -40,7 +40,7 @@ class Unit:
     """One thing validated on its own: a rendered overlay or a manifest file."""
 
     source: str
-    kind: str  # "overlay" | "file" | SKIPPED
+    kind: str  # "overlay" | "file" | FOLDER | SKIPPED
     manifests: list[Manifest] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     topologies: list[Topology] = field(default_factory=list)
@@ -57,6 +57,8 @@ class Unit:
     # An overlay validated without its repository's Argo CD folder: the Applications that sync it and their
     # AppProjects (engine.validate sets it; ARGO008 checks the objects against them).
     synced: argocd.Synced | None = None
+    # The manifest files read into it: one for a file, those of the folder for a FOLDER unit (--bundle).
+    files: int = 1
 
     def expanded(self) -> tuple[list[Manifest], list[Child], list[Check]]:
         if self.expansion is None:
@@ -73,6 +75,9 @@ class Timings:
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what kubeconform reads in a folder
 SKIPPED = "skipped"  # Unit.kind of a file that holds no Kubernetes object (loader.NotKubernetes)
+# Unit.kind of the plain manifest files of one folder read as one input (--bundle), as `kubectl apply -f <folder>`
+# applies them: each object keeps its own file.
+FOLDER = "folder"
 
 
 def plain_manifests(root: Path) -> list[Path]:
@@ -90,10 +95,11 @@ def plain_manifests(root: Path) -> list[Path]:
     return sorted(out)
 
 
-def collect(paths: Iterable[str], default_root: Path, env_file: str | None = None) -> list[Unit]:
+def collect(paths: Iterable[str], default_root: Path, env_file: str | None = None, bundle: bool = False) -> list[Unit]:
     """Turn PATHS into units: overlay folders are rendered (in parallel), files and `-` are read as they are.
     A folder without a kustomization of its own gives every overlay below it and every plain manifest file outside
-    them (see `plain_manifests`), each file a unit of its own, as kubeconform reads a folder.
+    them (see `plain_manifests`), each file a unit of its own, as kubeconform reads a folder; with `bundle`, the
+    plain files of each folder are one unit (`bundled`), as `kubectl apply -f <folder>` applies them together.
     Each overlay gets the environment its components declare; `env_file` serves the units without one."""
     units: list[Unit] = []
     folders: list[tuple[int, Path]] = []
@@ -113,7 +119,7 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
             for d in found:
                 folders.append((len(units), d))
                 units.append(Unit(str(d), "overlay"))
-            units += [_read_found(f) for f in plain]
+            units += bundled(plain) if bundle else [_read_found(f) for f in plain]
             continue
         units.append(_read_file(raw))
     for (i, _), rendered in zip(folders, render_all([d for _, d in folders])):
@@ -131,6 +137,25 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
             if u.environment is None and not u.failed_input:
                 u.environment = env
     return units
+
+
+def bundled(files: list[Path]) -> list[Unit]:
+    """The plain manifest files of each folder as one unit (FOLDER, its source the folder), in the order of the
+    walk; a file that cannot be read, or holds no Kubernetes object, stays a unit of its own and says so."""
+    out: list[Unit] = []
+    groups: dict[Path, Unit] = {}
+    for f in files:
+        one = _read_found(f)
+        if one.failed_input or one.kind != "file":
+            out.append(one)
+            continue
+        group = groups.get(f.parent)
+        if group is None:
+            group = groups[f.parent] = Unit(str(f.parent), FOLDER, files=0)
+            out.append(group)
+        group.manifests += one.manifests
+        group.files += 1
+    return out
 
 
 def _read_file(raw: str) -> Unit:

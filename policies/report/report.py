@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .engine import Unit, count, count_suppressed, failed
+from .engine import FOLDER, Unit, count, count_suppressed, failed
 from ..render.files import rel
 from ..kube.objects import ERROR, INFO, WARNING, Problem
 from ..rules import FAMILIES, RULES
@@ -55,8 +55,9 @@ class Run:
 
     def summary(self) -> dict[str, Any]:
         overlays = sum(1 for u in self.units if u.kind == "overlay")
-        files = sum(1 for u in self.units if u.kind == "file")
-        return {"overlays": overlays, "files": files, "skipped": len(self.units) - overlays - files,
+        files = sum(u.files for u in self.units if u.kind in ("file", FOLDER))
+        return {"overlays": overlays, "files": files,
+                "skipped": sum(1 for u in self.units if u.kind not in ("overlay", "file", FOLDER)),
                 "objects": sum(len(u.manifests) for u in self.units),
                 "workloads": sum(len(u.topologies) for u in self.units), "rules": len(RULES),
                 "errors": count(self.units, ERROR), "warnings": count(self.units, WARNING),

@@ -108,5 +108,6 @@ def check(ctx: Context) -> Iterator[Problem]:
     listed = ", ".join(f"{kind} {name}" for (kind, _, name) in sorted(missing))
     yield Problem(ID, f"references objects applied elsewhere, which could not be checked here: {listed}",
                   ctx.source, severity=INFO, hint="validate them in one input with the objects they name (each "
-                  "file is checked on its own: `cat <files> | make validate PATHS=-`), or declare the "
-                  "environment selfContained to have each one required")
+                  "file is checked on its own: `make validate BUNDLE=1 PATHS=<folder>` reads a folder's files as "
+                  "one, `cat <files> | make validate PATHS=-` any files), or declare the environment "
+                  "selfContained to have each one required")
