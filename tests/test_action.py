@@ -120,12 +120,14 @@ def test_the_action_scripts_check_and_fail_as_the_step_would(installed: Installe
     check, _ = _script("check")
     verdict, _ = _script("Verdict")
 
-    def run(paths: str, strict: str = "false", fmt: str = "text", env_file: str = "") -> dict[str, str]:
+    def run(paths: str, strict: str = "false", fmt: str = "text", env_file: str = "",
+            bundle: str = "false") -> dict[str, str]:
         n = len(list(tmp_path.glob("output-*")))
         out, summary = tmp_path / f"output-{n}", tmp_path / f"summary-{n}.md"
         summary.write_text("earlier step's summary\n")
         env = installed.env(RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary),
-                            GITHUB_WORKSPACE=str(work), PATHS=paths, POLICY_ENV=env_file, FORMAT=fmt, STRICT=strict)
+                            GITHUB_WORKSPACE=str(work), PATHS=paths, POLICY_ENV=env_file, FORMAT=fmt, STRICT=strict,
+                            BUNDLE=bundle)
         proc = subprocess.run(["bash", "-e", "-c", check], cwd=work, env=env, capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr  # the step itself passes: the verdict comes last
@@ -176,6 +178,16 @@ def test_the_action_scripts_check_and_fail_as_the_step_would(installed: Installe
     strict = run("deploy", strict="true")
     assert strict["exit-code"] == "1" and strict["verdict"] == "1"
     assert annotations(strict["log"], "error") and not annotations(strict["log"], "warning")
+    # bundle: a folder's files as one input; the Namespace in one file holds the pod in the other to its level
+    (work / "split").mkdir()
+    (work / "split" / "namespace.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: train\n"
+                                                   "  labels: {pod-security.kubernetes.io/enforce: baseline}\n")
+    (work / "split" / "pod.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: train}\n"
+                                             "spec:\n  hostPID: true\n  containers: [{name: c, image: 'busybox:1.37'}]\n")
+    assert run("split")["exit-code"] == "0"
+    together = run("split", bundle="true")
+    assert together["exit-code"] == "1" and ("split/pod.yaml", 4, "SEC010") in [
+        (f, n, t) for f, n, t, _ in annotations(together["log"], "error")]
     # Bad input: no report, no SARIF file to upload; an annotation and the summary say so, the verdict is 2.
     bad = run("deploy", env_file="no-such-policy.yaml")
     assert bad["exit-code"] == "2" and bad["verdict"] == "2" and "sarif-file" not in bad

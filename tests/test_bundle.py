@@ -53,6 +53,11 @@ def test_a_namespace_and_its_pod_in_files_of_their_own(tmp_path):
     assert rules(together, "SEC010") == [("error", str(tmp_path / "pod.yaml"))]
     assert [(u["kind"], u["source"], u["objects"]) for u in together["units"]] == [("folder", str(tmp_path), 2)]
     assert (together["summary"]["files"], together["summary"]["objects"]) == (2, 2)
+    # traced to the line in its own file, also where another file of the folder holds an object of the same name
+    (tmp_path / "pod-copy.yaml").write_text(POD)
+    traced = [(Path(p["file"]).name, p["line"], p["traced"]) for p in validate("--bundle", str(tmp_path))["problems"]
+              if p["rule"] == "SEC010"]
+    assert sorted(traced) == [("pod-copy.yaml", 6, True), ("pod.yaml", 6, True)]
 
 
 def test_a_trainjob_beside_its_runtime(tmp_path):

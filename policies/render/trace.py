@@ -175,13 +175,19 @@ def trace_unit(unit: Any) -> None:
         from .kustomization import inputs
 
         _, files = inputs(Path(unit.source))
+        _trace(todo, files, unit.manifests)
+    elif unit.kind == "folder":  # (engine.FOLDER, --bundle): each problem in its own object's file
+        for source in dict.fromkeys(p.source for p in todo):
+            _trace([p for p in todo if p.source == source], [Path(source)],
+                   [m for m in unit.manifests if m.source == source])
     elif unit.source != "<stdin>":
-        files = [Path(unit.source)]
-    else:
-        return
+        _trace(todo, [Path(unit.source)], unit.manifests)
+
+
+def _trace(problems: list[Any], files: list[Path], manifests: list[Any]) -> None:
     tracer = Tracer(files)
-    by_ref = {m.ref: m for m in unit.manifests}
-    for p in todo:
+    by_ref = {m.ref: m for m in manifests}
+    for p in problems:
         kind, name = _ref_parts(p.obj or "")
         p.location = tracer.locate(by_ref.get(p.obj or ""), kind, name, p.field)
 

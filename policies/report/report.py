@@ -82,7 +82,7 @@ def where(p: Problem, unit: Unit) -> tuple[str | None, int | None, bool]:
         return (rel(str(k)) if k else rel(unit.source)), 1, False
     if unit.source == "<stdin>":
         return None, None, False
-    return rel(p.source if p.obj is None else unit.source), 1, False
+    return rel(p.source if p.obj is None or unit.kind == FOLDER else unit.source), 1, False
 
 
 # --- text ------------------------------------------------------------------------------------------------------
