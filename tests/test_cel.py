@@ -159,6 +159,17 @@ def test_number_fields_are_doubles_and_formats_are_typed():
     assert cel.evaluate_schema(s, {"d": 1, "t": "2000-01-01T00:00:00Z", "du": "1h2m1s"}) == []
 
 
+@pytest.mark.parametrize("text, span", [
+    ("1h2m1s", "duration('1h2m1s')"), ("1.h", "duration('1h')"), ("2 days", "duration('48h')"),
+    ("1wk", "duration('168h')"), ("12 Hours", "duration('12h')"), ("3 minutes and 2 sec", "duration('3m2s')"),
+])
+def test_a_duration_field_is_read_as_the_api_server_reads_it(text, span):
+    """k8s.io/apiserver v0.36.0 valuesunstructured.go 137-142: strfmt.ParseDuration (time.ParseDuration, then
+    kube-openapi's spelled-out units) turns the string into the CEL duration the rule sees."""
+    s = schema({"du": {"type": "string", "format": "duration"}}, [{"rule": f"self.du == {span}"}])
+    assert cel.evaluate_schema(s, {"du": text}) == []
+
+
 def test_list_of_type_map_correlates_old_items_by_key():
     item = {"type": "object", "properties": {"name": STRING, "v": STRING},
             "x-kubernetes-validations": [{"rule": "self.v == oldSelf.v", "message": "v is immutable"}]}

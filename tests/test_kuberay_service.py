@@ -80,15 +80,6 @@ def test_initializing_timeout_reads_go_durations_and_seconds(text: str, want: st
     assert (why is None) if want == "positive" else (why is not None and want in why), why
 
 
-@pytest.mark.parametrize("text,ns", [("0", 0), ("5m", 300 * 10**9), ("1h30m", 5400 * 10**9), ("1.5s", 1500 * 10**6),
-                                     ("-2us", -2000), ("+3\u00b5s", 3000), ("2562047h", 2562047 * 3600 * 10**9),
-                                     ("2562048h", None), ("1", None), ("1d", None), ("", None), ("-", None),
-                                     (".s", None), ("1..5s", None)])
-def test_go_duration(text: str, ns: int | None) -> None:
-    """Go 1.26 time.ParseDuration: units ns..h, fractions, a sign, "0" alone, nothing beyond int64."""
-    assert ks.go_duration(text) == ns
-
-
 def upgrade(surge: int | None = 50, step: int | None = 50, interval: int | None = 10, gateway: str = "istio",
             scaling: bool = True, options: bool = True) -> dict[str, Any]:
     """TestValidateClusterUpgradeOptions's RayService (2278-2305): the basic cluster, autoscaling as given, the type

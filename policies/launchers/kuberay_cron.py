@@ -17,11 +17,11 @@ from __future__ import annotations
 import zoneinfo
 from typing import Any
 
+from ..kube.durations import go_duration
 from ..kube.objects import INFO, WARNING, created_name
 from ..kube.values import DNS1035, mapping
 from .base import Check
 from .kuberay_validation import FEATURE_GATES, LAUNCHER_ID, MAX_JOB_NAME, REFUSED, job_spec
-from .kuberay_service import go_duration
 
 KIND = "RayCronJob"
 # utils/constant.go:382-385: "-" and up to a 10-digit minute count are added to name each RayJob.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..kube.durations import MAX_INT64, go_duration
 from ..kube.values import as_int, dig, mapping
 from .base import Check
 from .kuberay_validation import FEATURE_GATES, REFUSED, autoscaling, cluster_spec, name_checks
@@ -23,40 +24,7 @@ INITIALIZING_TIMEOUT = "ray.io/initializing-timeout"
 # apis/ray/v1/rayservice_types.go: the upgradeStrategy types validation.go:693-700 admits.
 UPGRADE_TYPES = ("NewClusterWithIncrementalUpgrade", "NewCluster", "None")
 INCREMENTAL = "NewClusterWithIncrementalUpgrade"
-# Go 1.26 src/time/format.go ParseDuration: the units, in nanoseconds.
-_UNITS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
-          "h": 3600 * 10**9}
 _ATOI = re.compile(r"[+-]?[0-9]+")
-_MAX_INT64 = 2**63 - 1
-
-
-def go_duration(text: str) -> int | None:
-    """time.ParseDuration: `[-+]?([0-9]*(\\.[0-9]*)?[a-z]+)+` (or "0"), in nanoseconds; None where Go refuses it
-    (no unit, an unknown unit, no digits, beyond int64)."""
-    s, sign = text, 1
-    if s[:1] in ("-", "+"):
-        sign, s = (-1 if s[0] == "-" else 1), s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        return None
-    total = 0
-    while s:
-        m = re.match(r"([0-9]*)(?:\.([0-9]*))?", s)
-        whole, frac = m.group(1) if m else "", (m.group(2) if m else None)
-        if not whole and not frac:
-            return None
-        s = s[m.end():] if m else s
-        unit = re.match(r"[^0-9.]*", s)
-        name = unit.group(0) if unit else ""
-        if name not in _UNITS:
-            return None
-        s = s[len(name):]
-        scale = _UNITS[name]
-        total += int(whole or "0") * scale + (int(frac) * scale // 10 ** len(frac) if frac else 0)
-        if total > _MAX_INT64 + (1 if sign < 0 else 0):
-            return None
-    return sign * total
 
 
 def go_atoi(text: str) -> int | None:
@@ -64,7 +32,7 @@ def go_atoi(text: str) -> int | None:
     if not _ATOI.fullmatch(text):
         return None
     value = int(text)
-    return value if -_MAX_INT64 - 1 <= value <= _MAX_INT64 else None
+    return value if -MAX_INT64 - 1 <= value <= MAX_INT64 else None
 
 
 def timeout_problem(annotations: Any) -> str | None:

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..kube.durations import strfmt_duration
 from ..kube.objects import INFO, WARNING, Manifest, Problem, generated_name
 from .defaulting import defaulted
 from .lookup import RULE_NOT_RUN, find_schema, load_schema
@@ -139,22 +140,6 @@ def _timestamp(text: str) -> datetime | None:
         return None
 
 
-_DURATION = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
-
-
-def _duration(text: str) -> timedelta | None:
-    """A Go duration (`1h2m1s`, `0`), as strfmt's duration format the API server converts to a CEL duration."""
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return timedelta(0)
-    parts = _DURATION.findall(body)
-    if not parts or "".join(n + u for n, u in parts) != body:
-        return None
-    seconds = sum(float(n) * _DURATION_UNIT[u] for n, u in parts)
-    return timedelta(seconds=-seconds if text.startswith("-") else seconds)
-
-
 def prepared(value: Any, schema: Any) -> Any:
     """The value as the rules see it once defaulted (defaulting.py, which evaluate_schema runs first): null fields
     unset, numbers of a `number` field as doubles, strings of format date-time/date/duration as timestamps and
@@ -186,12 +171,12 @@ def prepared(value: Any, schema: Any) -> Any:
                 stamp.FromDatetime(when if when.tzinfo else when.replace(tzinfo=timezone.utc))
                 return stamp
         if fmt == "duration":
-            span = _duration(value)
-            if span is not None:
+            ns = strfmt_duration(value)  # as the API server reads the field (kube/durations.py)
+            if ns is not None:
                 from google.protobuf import duration_pb2
 
                 out_span = duration_pb2.Duration()
-                out_span.FromTimedelta(span)
+                out_span.FromNanoseconds(ns)
                 return out_span
     return value
 
