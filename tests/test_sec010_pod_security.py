@@ -1,20 +1,27 @@
-"""SEC010: the pods a controller creates meet the Pod Security level their namespace enforces (k8s.io/pod-security-admission
-v0.36.0; the checks themselves are tested case by case in test_pod_security.py and on upstream's fixtures in
-test_pod_security_fixtures.py). Here: where the level comes from (the Namespace's labels, the environment's declared
-cluster defaults, exemptions), what an error is and what only a warning under a condition, and real inputs: Kubeflow's
-own platform pods in the namespaces it labels restricted, and this repository's own overlays."""
+"""SEC010: the pods a controller creates meet the Pod Security level their namespace enforces
+(k8s.io/pod-security-admission v0.36.0; the checks themselves are tested case by case in test_pod_security.py and on
+upstream's fixtures in test_pod_security_fixtures.py). Here: where the level comes from (the Namespace's labels, an
+Argo CD Application's managed namespace labels, the environment's declared cluster defaults, exemptions), what an error
+is and what only a warning under a condition, and real inputs: Kubeflow's own platform pods in the namespaces it
+labels restricted, and this repository's own overlays."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from policies.argocd import apps as argocd
 from policies.kube.objects import ERROR, WARNING
 from policies.kube.pod_security_admission import config
 from policies.report import engine
 from policies.render.files import read
+from policies.render.render import render
 from policies.rules import environment
 
 from conftest import FIXTURES, REPO, run_cli
@@ -53,7 +60,8 @@ def sec010(tmp_path: Path, text: str, policy: str | None = None) -> list:
 
 
 def policy(pod_security: str) -> str:
-    return f"apiVersion: policies.ddp/v1\nkind: Environment\nmetadata:\n  name: t\nspec:\n  podSecurity: {pod_security}\n"
+    return ("apiVersion: policies.ddp/v1\nkind: Environment\nmetadata:\n  name: t\nspec:\n"
+            f"  podSecurity: {pod_security}\n")
 
 
 def test_kubeflows_own_platform_pods_meet_the_restricted_level_its_namespaces_enforce(tmp_path):
@@ -169,8 +177,8 @@ def test_a_refused_pod_gets_no_warning_and_an_admitted_one_the_warn_levels(tmp_p
 @pytest.mark.parametrize("labels, says", [
     ({"enforce": "strict"}, 'metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be '
                             "one of privileged, baseline, restricted"),
-    ({"warn_version": "'1.30'"}, 'metadata.labels[pod-security.kubernetes.io/warn-version]: Invalid value: "1.30": must '
-                               'be "latest" or "v1.x"'),
+    ({"warn_version": "'1.30'"}, 'metadata.labels[pod-security.kubernetes.io/warn-version]: Invalid value: '
+                                 '"1.30": must be "latest" or "v1.x"'),
 ])
 def test_a_namespace_with_an_invalid_label_is_refused(labels, says, tmp_path):
     found = sec010(tmp_path, namespace("train", **labels).rstrip("-\n"))
@@ -249,3 +257,52 @@ def test_the_argo_cd_plugins_operator_policy_declares_the_clusters_level(tmp_pat
     assert [(p["severity"], p["source"]) for p in found] == [(WARNING, "overlays/kind-cpu/pytorchjob")], proc.stdout
     assert "the namespace they are applied to (none set: the cluster's default)" in found[0]["message"]
     assert "unless that namespace's labels set another level; in init-pytorch" in found[0]["message"]
+
+
+def _repository_copy(root: Path, labels: str) -> Path:
+    """The repository's overlays and argocd/ in `root`, its ApplicationSet's syncPolicy given
+    managedNamespaceMetadata with these labels (it already has CreateNamespace=true)."""
+    for d in ("base", "components", "overlays", "argocd"):
+        shutil.copytree(REPO / d, root / d)
+    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    appset = root / "argocd/applicationset.yaml"
+    text = appset.read_text()
+    assert "\n      syncPolicy:\n" in text and "- CreateNamespace=true" in text
+    appset.write_text(text.replace("\n      syncPolicy:\n", "\n      syncPolicy:\n        managedNamespaceMetadata:\n"
+                                   f"          labels: {labels}\n", 1))
+    return root
+
+
+def _pytorchjob_application(root: Path) -> tuple[str, str]:
+    """(overlay, destination namespace) of the Application of root's argocd/ that syncs a PyTorchJob overlay (the
+    repository's ApplicationSet says which launcher each environment runs; a fork's `make init` names its own)."""
+    rendered = render(root / "argocd")
+    assert rendered.error is None, rendered.error
+    for app in argocd.applications(rendered.manifests)[0]:
+        for _, source in app.sources:
+            path = str(source.get("path") or "").strip("/")
+            if path.endswith("/pytorchjob") and app.destination.get("namespace"):
+                return path, str(app.destination["namespace"])
+    pytest.skip("no Application of argocd/ syncs a PyTorchJob overlay")
+
+
+@pytest.mark.parametrize("with_argocd", [False, True], ids=["overlay alone", "with argocd"])
+def test_the_level_an_argo_cd_application_sets_on_its_destination_namespace(tmp_path, with_argocd):
+    """An overlay's objects name no namespace: they go to the Application's destination, whose labels Argo CD sets
+    from managedNamespaceMetadata at every sync with CreateNamespace=true (argo-cd v3.5.1 controller/sync.go 337-338,
+    sync_namespace.go 14-46): that level is shown, so only the init container's condition remains; the same whether
+    argocd/ is validated in the same run or not."""
+    root = _repository_copy(tmp_path / "repo", "{pod-security.kubernetes.io/enforce: restricted}")
+    overlay, namespace = _pytorchjob_application(root)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    paths = [overlay, "argocd"] if with_argocd else [overlay]
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--format", "json", *paths], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+    found = [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "SEC010"]
+    assert [(p["severity"], p["source"]) for p in found] == [(WARNING, overlay)], proc.stdout[-3000:]
+    message = found[0]["message"]
+    assert f"namespace '{namespace}' (pod-security.kubernetes.io/enforce: restricted, set by Application " in message
+    assert "'s managedNamespaceMetadata)" in message and "unless that namespace's labels" not in message
+    assert message.endswith("(in init-pytorch, which the PyTorchJob controller adds as its installation does by "
+                            "default)")
+    assert not [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "ARGO008" and p["severity"] == ERROR]

@@ -327,11 +327,11 @@ def resolve(manifests: list[Manifest], start: str,
 
 @dataclass
 class Synced:
-    """An overlay validated without its repository's Argo CD folder: each Application of that folder whose source
-    names the overlay's folder (with that source's path), and the folder's AppProjects (ARGO008 reads them)."""
-
+    """The Applications of an overlay's repository's Argo CD folder whose source names the overlay's folder (with that
+    path; SEC010 reads their destinations), and the folder's AppProjects (ARGO008, unless it checks that folder too)."""
     apps: list[tuple[App, str]] = dc_field(default_factory=list)
     projects: dict[str, Manifest] = dc_field(default_factory=dict)
+    projects_checked_elsewhere: bool = False  # the folder is validated in the same run: ARGO008 checks it there
 
 
 def synced_by(overlay: str | Path, delivery: list[Manifest]) -> Synced:

@@ -99,7 +99,8 @@ def config(value: Any) -> tuple[Config | None, list[str]]:
 @dataclass
 class NamespacePolicy:
     """The policy pods of one namespace are evaluated against (admission.go ValidatePod 346-352), and where it comes
-    from: the Namespace object's labels where it is in the manifests, the cluster's defaults otherwise."""
+    from: the Namespace object's labels where it is in the manifests, the labels an Argo CD Application sets on its
+    destination namespace (`managed`), the cluster's defaults otherwise."""
 
     name: str
     policy: Policy
@@ -107,15 +108,30 @@ class NamespacePolicy:
     labels: dict[str, str] = field(default_factory=dict)  # its pod-security.kubernetes.io/ labels
     errors: list[str] = field(default_factory=list)       # its labels' parse errors (the API server refuses it)
     exempt: bool = False                  # the cluster's exemptions name it (nothing is evaluated)
+    via: str = ""                         # who sets its labels where no Namespace object does (an Application)
+
+    def shows(self, mode: str) -> bool:
+        """Whether the input shows the level of `mode` (enforce, warn): a Namespace object does, with its label or
+        without; an Application's managedNamespaceMetadata only for a label it sets (it applies its labels
+        server-side, leaving others' labels on the namespace as they are)."""
+        return self.namespace is not None or (bool(self.via) and f"{PREFIX}{mode}" in self.labels)
 
 
 PREFIX = "pod-security.kubernetes.io/"
 
 
-def namespace_policy(name: str, namespaces: dict[str, Manifest], cfg: Config) -> NamespacePolicy:
-    """The policy of namespace `name` (namespaces: the Namespace objects of the manifests by name)."""
+def namespace_policy(name: str, namespaces: dict[str, Manifest], cfg: Config,
+                     managed: dict[str, tuple[dict[str, str], str]] | None = None) -> NamespacePolicy:
+    """The policy of namespace `name` (namespaces: the Namespace objects of the manifests by name; managed: the
+    labels an Argo CD Application sets on a destination namespace and who sets them, by namespace)."""
     ns = namespaces.get(name)
-    labels = {str(k): str(v) for k, v in mapping(ns.metadata.get("labels")).items()} if ns is not None else {}
+    via = ""
+    if ns is not None:
+        labels = {str(k): str(v) for k, v in mapping(ns.metadata.get("labels")).items()}
+    elif managed and name in managed:
+        labels, via = managed[name]
+    else:
+        labels = {}
     policy, errors = policy_to_evaluate(labels, cfg.defaults)
     return NamespacePolicy(name, policy, ns, {k: v for k, v in labels.items() if k.startswith(PREFIX)}, errors,
-                           exempt=name in cfg.namespaces)
+                           exempt=name in cfg.namespaces, via=via)

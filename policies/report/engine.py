@@ -438,28 +438,33 @@ def synced(units: list[Unit]) -> None:
         if u.kind != "overlay" or u.failed_input or not u.manifests:
             continue
         folder = delivery_folder(u.source)
-        if folder is None or folder.resolve() in validated:
+        if folder is None:
             continue
+        # Validated in this run too: ARGO008 checks the overlay there, once; the Applications are still told (where
+        # they send the overlay's objects: SEC010 reads their destination namespace).
+        elsewhere = folder.resolve() in validated
         if folder not in delivered:
             r = render(folder)
             delivered[folder] = ([], r.error) if r.error else (r.manifests, None)
         manifests, error = delivered[folder]
         where = rel(folder)
         if error:
-            u.problems.append(Problem(
-                "ARGO008", f"not checked against the AppProjects of {where}: it does not render "
-                f"({' '.join(error.split())[:200]})", u.source, severity=INFO,
-                hint=f"make validate PATHS={where} shows why"))
+            if not elsewhere:
+                u.problems.append(Problem(
+                    "ARGO008", f"not checked against the AppProjects of {where}: it does not render "
+                    f"({' '.join(error.split())[:200]})", u.source, severity=INFO,
+                    hint=f"make validate PATHS={where} shows why"))
             continue
         url, why = _repository_url(folder)
         if why is not None:
-            if argocd.projects(manifests):
+            if argocd.projects(manifests) and not elsewhere:
                 u.problems.append(Problem(
                     "ARGO008", f"not checked against the AppProjects of {where}: {why}", u.source, severity=INFO,
                     hint="give the repository a gitops.yaml with argocd.repoURL (make init REPO_URL=...)"))
             continue
         with gitops.repository_url(url) if url is not None else contextlib.nullcontext():
             u.synced = argocd.synced_by(u.source, manifests)
+        u.synced.projects_checked_elsewhere = elsewhere
 
 
 def validate(units: list[Unit], validator: Validator | None, timings: Timings | None = None) -> None:

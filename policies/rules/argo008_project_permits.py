@@ -183,7 +183,7 @@ def check(ctx: Context) -> Iterator[Problem]:
         problem = _created_namespace(app, proj, pspec, rendered)
         if problem is not None:
             yield problem
-    if ctx.synced is not None:
+    if ctx.synced is not None and not ctx.synced.projects_checked_elsewhere:
         yield from _overlay(ctx, seen)
 
 

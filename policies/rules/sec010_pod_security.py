@@ -10,9 +10,11 @@ the training operator's `init-pytorch` init container, for one, sets no security
 meets `restricted` as its operator is installed by default.
 
 - The level comes from the Namespace object where the manifests hold it (an invalid label is refused with the
-  Namespace); otherwise from the cluster's defaults, which an environment declares in `policy.yaml` as the cluster's
-  AdmissionConfiguration does (`spec.podSecurity: {defaults: {enforce: baseline}, exemptions: {namespaces: [...]}}`;
-  without it: `privileged`, upstream's default, and nothing is refused).
+  Namespace), or from the labels the Argo CD Application that syncs an overlay sets on its destination namespace
+  (`managedNamespaceMetadata` with `CreateNamespace=true`, where the overlay's objects name no namespace); otherwise
+  from the cluster's defaults, which an environment declares in `policy.yaml` as the cluster's AdmissionConfiguration
+  does (`spec.podSecurity: {defaults: {enforce: baseline}, exemptions: {namespaces: [...]}}`; without it:
+  `privileged`, upstream's default, and nothing is refused).
 - An error where the input shows the level: the Namespace's label, or the declared default for a Namespace in the
   manifests without one. A warning phrased as the condition where it does not: a namespace not in the manifests (its
   labels may set another level), a violation only in a container the controller adds (its operator may be
@@ -33,6 +35,7 @@ from typing import Any, Iterator
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.pod_security import CheckResult, LevelVersion, evaluate, forbidden_detail
 from ..kube.pod_security_admission import DEFAULT_CONFIG, PREFIX, NamespacePolicy, namespace_policy
+from ..kube.values import mapping
 from .kit import Context, located, obj_problem
 
 ID = "SEC010"
@@ -84,9 +87,29 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
                           site.spec, (), creator)
 
 
+def argo_namespaces(ctx: Context) -> tuple[list[str], dict[str, tuple[dict[str, str], str]]]:
+    """The destination namespaces of the Argo CD Applications that sync this overlay (where its objects name none,
+    theirs), and the labels an Application with CreateNamespace=true and managedNamespaceMetadata sets on its
+    namespace at every sync (argo-cd v3.5.1 controller/sync.go 337-338, sync_namespace.go 14-46)."""
+    destinations: list[str] = []
+    managed: dict[str, tuple[dict[str, str], str]] = {}
+    for app, _ in ctx.synced.apps if ctx.synced is not None else []:
+        ns = str(app.destination.get("namespace") or "")
+        if not ns:
+            continue
+        if ns not in destinations:
+            destinations.append(ns)
+        meta = app.sync_policy.get("managedNamespaceMetadata")
+        if "CreateNamespace=true" in app.options and isinstance(meta, dict):
+            labels = {str(k): str(v) for k, v in mapping(meta.get("labels")).items()}
+            managed.setdefault(ns, (labels, f"{app.label()}'s managedNamespaceMetadata"))
+    return destinations, managed
+
+
 def check(ctx: Context) -> Iterator[Problem]:
     cfg = ctx.env.pod_security if ctx.env is not None and ctx.env.pod_security is not None else DEFAULT_CONFIG
     namespaces = {m.name: m for m in ctx.of_kind("Namespace") if m.api_version == "v1"}
+    destinations, managed = argo_namespaces(ctx)
     policies: dict[str, NamespacePolicy] = {}
     for name, obj in namespaces.items():
         policies[name] = found = namespace_policy(name, namespaces, cfg)
@@ -96,17 +119,19 @@ def check(ctx: Context) -> Iterator[Problem]:
                               + "; ".join(found.errors), f"set {PREFIX}<enforce|warn|audit> to privileged, baseline "
                               "or restricted and its -version to latest or v1.<minor>")
     for view in pod_views(ctx):
-        ns = policies.get(view.namespace) or namespace_policy(view.namespace, namespaces, cfg)
-        policies.setdefault(view.namespace, ns)
-        if ns.exempt or view.spec.get("runtimeClassName") in cfg.runtime_classes:
-            continue  # admission.go ValidatePod 335, EvaluatePod 458
-        refused = evaluate(ns.policy.enforce, view.metadata, view.spec)
-        if refused:
-            yield _problem(view, ns, ns.policy.enforce, refused, cfg.usernames, "enforce")
-            continue
-        warned = evaluate(ns.policy.warn, view.metadata, view.spec)  # EvaluatePod 508-524: only if allowed
-        if warned:
-            yield _problem(view, ns, ns.policy.warn, warned, cfg.usernames, "warn")
+        # An object that names no namespace goes where the Application that syncs it sends it.
+        for name in (destinations or [""]) if not view.namespace else [view.namespace]:
+            ns = policies.get(name) or namespace_policy(name, namespaces, cfg, managed)
+            policies.setdefault(name, ns)
+            if ns.exempt or view.spec.get("runtimeClassName") in cfg.runtime_classes:
+                continue  # admission.go ValidatePod 335, EvaluatePod 458
+            refused = evaluate(ns.policy.enforce, view.metadata, view.spec)
+            if refused:
+                yield _problem(view, ns, ns.policy.enforce, refused, cfg.usernames, "enforce")
+                continue
+            warned = evaluate(ns.policy.warn, view.metadata, view.spec)  # EvaluatePod 508-524: only if allowed
+            if warned:
+                yield _problem(view, ns, ns.policy.warn, warned, cfg.usernames, "warn")
 
 
 def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list[CheckResult],
@@ -115,13 +140,15 @@ def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list
     if ns.namespace is not None:
         where = f"namespace '{ns.name}' ({label}: {ns.labels[label]})" if label in ns.labels else \
             f"namespace '{ns.name}' (no {label} label: the cluster's default)"
+    elif ns.shows(mode):
+        where = f"namespace '{ns.name}' ({label}: {ns.labels[label]}, set by {ns.via})"
     elif ns.name:
         where = f"namespace '{ns.name}' (not in these manifests: the cluster's default)"
     else:
         where = "the namespace they are applied to (none set: the cluster's default)"
     detail = forbidden_detail(results)
     conditions = []
-    if ns.namespace is None:
+    if not ns.shows(mode):
         conditions.append("unless that namespace's labels set another level")
     if view.added and not evaluate(lv, view.metadata, _without(view.spec, view.added)):
         conditions.append(f"in {', '.join(view.added)}, which {view.creator} adds as its installation does by "
