@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 
+from .values import MAX_INT64, go_atoi
+
 # Go 1.26 src/time/format.go ParseDuration: the units, in nanoseconds (both micro signs).
 _UNITS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
           "h": 3600 * 10**9}
-MAX_INT64 = 2**63 - 1
 _NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
 _UNIT = re.compile(r"[^0-9.]*")
 
@@ -61,8 +62,8 @@ def strfmt_duration(text: str) -> int | None:
         return exact
     total, found = 0, False
     for digits, unit in _STRFMT_MATCH.findall(text):
-        factor = int(digits)
-        if factor > MAX_INT64:
+        factor = go_atoi(digits)
+        if factor is None:
             return None
         unit = unit.lower()  # strings.ToLower (TrimSpace: the pattern holds no space)
         for variants in _STRFMT_UNITS:

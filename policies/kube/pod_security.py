@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .values import mapping
+from .values import go_atoi, mapping
 
 from .pod_security_checks import DEFAULT_CHECKS, Check, CheckFn, go_quote, with_volume_defaults
 from .pod_security_checks import CheckResult as CheckResult
@@ -120,7 +120,6 @@ def parse_level(value: Any) -> tuple[str, str | None]:
 
 # api/helpers.go:121: Go's `$` is the end of the text (Python's \Z), [0-9] is ASCII digits.
 _VERSION = re.compile(r"v1\.([0-9]|[1-9][0-9]*)\Z")
-_GO_MAX_INT = 2**63 - 1  # strconv.Atoi on a 64-bit int: a larger number is an error
 
 
 def parse_version(value: Any) -> tuple[Version, str | None]:
@@ -128,9 +127,10 @@ def parse_version(value: Any) -> tuple[Version, str | None]:
     if value == VERSION_LATEST:
         return LATEST, None
     match = _VERSION.match(value) if isinstance(value, str) else None
-    if match is None or int(match.group(1)) > _GO_MAX_INT:
+    minor = go_atoi(match.group(1)) if match is not None else None  # strconv.Atoi: beyond int64 is an error
+    if minor is None:
         return LATEST, 'must be "latest" or "v1.x"'
-    return Version(1, int(match.group(1))), None
+    return Version(1, minor), None
 
 
 def compare_levels(a: str, b: str) -> int:

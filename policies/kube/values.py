@@ -160,6 +160,19 @@ def quantity_value(value: Any) -> int | None:
 # --- reading a parsed object ------------------------------------------------------------------------------------
 
 
+# Go's int64 (a 64-bit platform's int): the numbers strconv.Atoi takes, and time.Duration holds.
+MAX_INT64 = 2**63 - 1
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def go_atoi(text: str) -> int | None:
+    """strconv.Atoi on a 64-bit platform: an optional sign and decimal digits within int64; None where it errs."""
+    if not _ATOI.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -MAX_INT64 - 1 <= value <= MAX_INT64 else None
+
+
 def as_int(value: Any, default: int | None = None) -> int | None:
     if value is None or isinstance(value, bool):
         return default

@@ -10,11 +10,10 @@ optional webhook (pkg/webhooks/v1/rayservice_webhook.go:49-63) checks the same m
 error; each check here is one upstream would refuse alone, so all are reported."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ..kube.durations import MAX_INT64, go_duration
-from ..kube.values import as_int, dig, mapping
+from ..kube.durations import go_duration
+from ..kube.values import as_int, dig, go_atoi, mapping
 from .base import Check
 from .kuberay_validation import FEATURE_GATES, REFUSED, autoscaling, cluster_spec, name_checks
 
@@ -24,15 +23,6 @@ INITIALIZING_TIMEOUT = "ray.io/initializing-timeout"
 # apis/ray/v1/rayservice_types.go: the upgradeStrategy types validation.go:693-700 admits.
 UPGRADE_TYPES = ("NewClusterWithIncrementalUpgrade", "NewCluster", "None")
 INCREMENTAL = "NewClusterWithIncrementalUpgrade"
-_ATOI = re.compile(r"[+-]?[0-9]+")
-
-
-def go_atoi(text: str) -> int | None:
-    """strconv.Atoi on a 64-bit platform: an optional sign and decimal digits within int64."""
-    if not _ATOI.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -MAX_INT64 - 1 <= value <= MAX_INT64 else None
 
 
 def timeout_problem(annotations: Any) -> str | None:
