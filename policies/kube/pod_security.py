@@ -35,6 +35,8 @@ from .pod_security_checks import CheckResult as CheckResult
 # api/constants.go:21-33
 LEVEL_PRIVILEGED, LEVEL_BASELINE, LEVEL_RESTRICTED = "privileged", "baseline", "restricted"
 LEVELS = (LEVEL_PRIVILEGED, LEVEL_BASELINE, LEVEL_RESTRICTED)
+# api.Policy's modes (api/helpers.go:155-160), each a label `<LABEL_PREFIX><mode>` and a PodSecurityDefaults key.
+MODES = ("enforce", "audit", "warn")
 VERSION_LATEST = "latest"
 
 # api/constants.go:35-50

@@ -9,18 +9,16 @@ environment declares its cluster's in `policy.yaml` (`spec.podSecurity`, the sam
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .objects import Manifest
-from .pod_security import DEFAULT_POLICY, LevelVersion, Policy, parse_level, parse_version, policy_to_evaluate
-from .values import DNS1123_SUBDOMAIN, mapping
+from .pod_security import (DEFAULT_POLICY, LABEL_PREFIX, MODES, LevelVersion, Policy, parse_level, parse_version,
+                           policy_to_evaluate)
+from .values import DNS1123_LABEL, DNS1123_SUBDOMAIN, mapping
 
-# admission/api/v1/types.go PodSecurityDefaults: (json key, Policy mode).
-DEFAULT_KEYS = (("enforce", "enforce"), ("audit", "audit"), ("warn", "warn"))
+# admission/api/v1/types.go PodSecurityExemptions (PodSecurityDefaults: each of MODES, and its -version).
 EXEMPTION_KEYS = ("usernames", "namespaces", "runtimeClasses")
-_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -50,19 +48,19 @@ def config(value: Any) -> tuple[Config | None, list[str]]:
     raw_defaults, raw_exemptions = value.get("defaults") or {}, value.get("exemptions") or {}
     if not isinstance(raw_defaults, dict) or not isinstance(raw_exemptions, dict):
         return None, errors + ["spec.podSecurity.defaults and .exemptions must be mappings"]
-    known = {k for key, _ in DEFAULT_KEYS for k in (key, f"{key}-version")}
+    known = {k for mode in MODES for k in (mode, f"{mode}-version")}
     errors += [f"spec.podSecurity.defaults.{k} is not a PodSecurityDefaults field ({', '.join(sorted(known))})"
                for k in raw_defaults if k not in known]
     modes: dict[str, LevelVersion] = {}
-    for key, mode in DEFAULT_KEYS:
-        level_text = raw_defaults.get(key) or "privileged"      # defaults.go: an empty level is privileged
-        version_text = raw_defaults.get(f"{key}-version") or "latest"
+    for mode in MODES:
+        level_text = raw_defaults.get(mode) or "privileged"      # defaults.go: an empty level is privileged
+        version_text = raw_defaults.get(f"{mode}-version") or "latest"
         level, level_error = parse_level(level_text)
         version, version_error = parse_version(version_text)
         if level_error:
-            errors.append(f"spec.podSecurity.defaults.{key}: Invalid value: {level_text!r}: {level_error}")
+            errors.append(f"spec.podSecurity.defaults.{mode}: Invalid value: {level_text!r}: {level_error}")
         if version_error:
-            errors.append(f"spec.podSecurity.defaults.{key}-version: Invalid value: {version_text!r}: "
+            errors.append(f"spec.podSecurity.defaults.{mode}-version: Invalid value: {version_text!r}: "
                           f"{version_error}")
         modes[mode] = LevelVersion(level, version)
     errors += [f"spec.podSecurity.exemptions.{k} is not a PodSecurityExemptions field ({', '.join(EXEMPTION_KEYS)})"
@@ -79,7 +77,7 @@ def config(value: Any) -> tuple[Config | None, list[str]]:
             text = item if isinstance(item, str) else ""
             # validation.go validateNamespaces (ValidateNamespaceName: a DNS-1123 label), validateRuntimeClasses
             # (NameIsDNSSubdomain), validateUsernames (not empty).
-            if key == "namespaces" and not (len(text) <= 63 and _NAMESPACE.fullmatch(text)):
+            if key == "namespaces" and not (len(text) <= 63 and DNS1123_LABEL.fullmatch(text)):
                 errors.append(f"{where}: Invalid value: {item!r}: a namespace name is a DNS-1123 label")
             elif key == "runtimeClasses" and not (len(text) <= 253 and DNS1123_SUBDOMAIN.fullmatch(text)):
                 errors.append(f"{where}: Invalid value: {item!r}: a RuntimeClass name is a DNS-1123 subdomain")
@@ -114,10 +112,7 @@ class NamespacePolicy:
         """Whether the input shows the level of `mode` (enforce, warn): a Namespace object does, with its label or
         without; an Application's managedNamespaceMetadata only for a label it sets (it applies its labels
         server-side, leaving others' labels on the namespace as they are)."""
-        return self.namespace is not None or (bool(self.via) and f"{PREFIX}{mode}" in self.labels)
-
-
-PREFIX = "pod-security.kubernetes.io/"
+        return self.namespace is not None or (bool(self.via) and f"{LABEL_PREFIX}{mode}" in self.labels)
 
 
 def namespace_policy(name: str, namespaces: dict[str, Manifest], cfg: Config,
@@ -133,5 +128,5 @@ def namespace_policy(name: str, namespaces: dict[str, Manifest], cfg: Config,
     else:
         labels = {}
     policy, errors = policy_to_evaluate(labels, cfg.defaults)
-    return NamespacePolicy(name, policy, ns, {k: v for k, v in labels.items() if k.startswith(PREFIX)}, errors,
+    return NamespacePolicy(name, policy, ns, {k: v for k, v in labels.items() if k.startswith(LABEL_PREFIX)}, errors,
                            exempt=name in cfg.namespaces, via=via)

@@ -13,6 +13,7 @@ import yaml
 from ..render.files import read_config_text, rel as _rel
 from ..render.loader import InputError
 from ..kube.objects import ERROR, SEVERITIES, Problem
+from ..kube.pod_security import MODES
 from ..kube.pod_security_admission import config as pod_security_config
 from ..kube.values import DNS1123_SUBDOMAIN
 from ..launchers import BY_ID
@@ -245,8 +246,8 @@ def _pod_security(env: Environment) -> dict[str, Any] | None:
     if cfg is None:
         return None
     d = cfg.defaults
-    return {"defaults": {mode: str(getattr(d, mode).level) for mode in ("enforce", "audit", "warn")}
-            | {f"{mode}-version": str(getattr(d, mode).version) for mode in ("enforce", "audit", "warn")},
+    return {"defaults": {mode: str(getattr(d, mode).level) for mode in MODES}
+            | {f"{mode}-version": str(getattr(d, mode).version) for mode in MODES},
             "exemptions": {"usernames": list(cfg.usernames), "namespaces": list(cfg.namespaces),
                            "runtimeClasses": list(cfg.runtime_classes)}}
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
-from ..kube.pod_security import CheckResult, LevelVersion, evaluate, forbidden_detail
-from ..kube.pod_security_admission import DEFAULT_CONFIG, PREFIX, NamespacePolicy, namespace_policy
+from ..kube.pod_security import LABEL_PREFIX, CheckResult, LevelVersion, evaluate, forbidden_detail
+from ..kube.pod_security_admission import DEFAULT_CONFIG, NamespacePolicy, namespace_policy
 from ..kube.values import mapping
 from .kit import Context, located, obj_problem
 
@@ -116,8 +116,8 @@ def check(ctx: Context) -> Iterator[Problem]:
         if found.errors:
             # admission.go ValidateNamespace 248-252: on create, invalid labels are refused.
             yield obj_problem(ID, obj, "metadata.labels", "the API server refuses the Namespace: "
-                              + "; ".join(found.errors), f"set {PREFIX}<enforce|warn|audit> to privileged, baseline "
-                              "or restricted and its -version to latest or v1.<minor>")
+                              + "; ".join(found.errors), f"set {LABEL_PREFIX}<enforce|warn|audit> to privileged, "
+                              "baseline or restricted and its -version to latest or v1.<minor>")
     for view in pod_views(ctx):
         # An object that names no namespace goes where the Application that syncs it sends it.
         for name in (destinations or [""]) if not view.namespace else [view.namespace]:
@@ -136,7 +136,7 @@ def check(ctx: Context) -> Iterator[Problem]:
 
 def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list[CheckResult],
              usernames: tuple[str, ...], mode: str) -> Problem:
-    label = f"{PREFIX}{mode}"
+    label = f"{LABEL_PREFIX}{mode}"
     if ns.namespace is not None:
         where = f"namespace '{ns.name}' ({label}: {ns.labels[label]})" if label in ns.labels else \
             f"namespace '{ns.name}' (no {label} label: the cluster's default)"
