@@ -36,6 +36,7 @@ from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.pod_security import LABEL_PREFIX, CheckResult, LevelVersion, evaluate, forbidden_detail
 from ..kube.pod_security_admission import DEFAULT_CONFIG, NamespacePolicy, namespace_policy
 from ..kube.values import mapping
+from .argo008_project_permits import CREATE_NAMESPACE
 from .kit import Context, located, obj_problem
 
 ID = "SEC010"
@@ -100,7 +101,7 @@ def argo_namespaces(ctx: Context) -> tuple[list[str], dict[str, tuple[dict[str, 
         if ns not in destinations:
             destinations.append(ns)
         meta = app.sync_policy.get("managedNamespaceMetadata")
-        if "CreateNamespace=true" in app.options and isinstance(meta, dict):
+        if CREATE_NAMESPACE in app.options and isinstance(meta, dict):
             labels = {str(k): str(v) for k, v in mapping(meta.get("labels")).items()}
             managed.setdefault(ns, (labels, f"{app.label()}'s managedNamespaceMetadata"))
     return destinations, managed
