@@ -469,12 +469,21 @@ def allow_privilege_escalation_1_8(metadata: dict[str, Any], spec: dict[str, Any
     return None
 
 
-def _not_on_windows(check: CheckFn) -> CheckFn:
-    """The 1.25 variants (e.g. check_allowPrivilegeEscalation.go:86-93): a pod with spec.os.name "windows" passes."""
-    def variant(metadata: dict[str, Any], spec: dict[str, Any]) -> CheckResult | None:
-        return None if _windows(spec) else check(metadata, spec)
-    variant.__name__ = check.__name__ + "_windows_exempt"
-    return variant
+def _passes_where(exempt: Callable[[dict[str, Any]], bool], suffix: str) -> Callable[[CheckFn], CheckFn]:
+    """The later version of a check that lets a pod through where `exempt(spec)` holds and runs the check otherwise,
+    named `<check>_<suffix>`."""
+    def wrap(check: CheckFn) -> CheckFn:
+        def variant(metadata: dict[str, Any], spec: dict[str, Any]) -> CheckResult | None:
+            return None if exempt(spec) else check(metadata, spec)
+        variant.__name__ = f"{check.__name__}_{suffix}"
+        return variant
+    return wrap
+
+
+# The 1.25 variants (e.g. check_allowPrivilegeEscalation.go:86-93): a pod with spec.os.name "windows" passes.
+_not_on_windows = _passes_where(_windows, "windows_exempt")
+# The 1.35 variants (check_runAsNonRoot.go:67-76, check_runAsUser.go:68-77): hostUsers: false passes.
+_user_namespace_exempt = _passes_where(relax_for_user_namespace, "user_namespace_exempt")
 
 
 def capabilities_restricted_1_22(metadata: dict[str, Any], spec: dict[str, Any]) -> CheckResult | None:
@@ -566,14 +575,6 @@ def run_as_non_root_1_0(metadata: dict[str, Any], spec: dict[str, Any]) -> Check
         return CheckResult("runAsNonRoot != true", f"pod or {_setters(implicit)} must set "
                                                    "securityContext.runAsNonRoot=true")
     return None
-
-
-def _user_namespace_exempt(check: CheckFn) -> CheckFn:
-    """The 1.35 variants (check_runAsNonRoot.go:67-76, check_runAsUser.go:68-77): hostUsers: false passes."""
-    def variant(metadata: dict[str, Any], spec: dict[str, Any]) -> CheckResult | None:
-        return None if relax_for_user_namespace(spec) else check(metadata, spec)
-    variant.__name__ = check.__name__ + "_user_namespace_exempt"
-    return variant
 
 
 def run_as_user_1_23(metadata: dict[str, Any], spec: dict[str, Any]) -> CheckResult | None:
