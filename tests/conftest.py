@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,16 @@ def run_cli(*args: str, stdin: str | None = None, cwd: Path = REPO) -> subproces
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+def copy_repository(root: Path, files: tuple[str, ...] = ("gitops.yaml",)) -> Path:
+    """What `make validate` reads of the repository (base/, components/, overlays/, argocd/) and these root files,
+    copied into `root`, for a test that changes them."""
+    for d in ("base", "components", "overlays", "argocd"):
+        shutil.copytree(REPO / d, root / d)
+    for f in files:
+        shutil.copy(REPO / f, root / f)
+    return root
 
 
 def tree_cpu_seconds(pid: int) -> float:

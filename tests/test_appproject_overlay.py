@@ -5,14 +5,13 @@ cluster-scoped object the project refuses fails before Argo CD's sync does. Ever
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_repository
 from policies.argocd import apps as argocd
 from policies.render.kustomization import find_overlays
 from policies.render.render import render
@@ -48,11 +47,7 @@ def synced(root: Path) -> list[tuple[str, str, dict]]:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("appproject-overlay") / "repo"
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
-    return root
+    return copy_repository(tmp_path_factory.mktemp("appproject-overlay") / "repo")
 
 
 @pytest.fixture(scope="module")
@@ -174,10 +169,7 @@ def _another(tmp_path: Path, url: str | None = OTHER_URL) -> Path:
     with no argocd.repoURL at all (url None)."""
     from policies.render import gitops
 
-    root = tmp_path / "theirs"
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    root = copy_repository(tmp_path / "theirs")
     ours = gitops.load(REPO / "gitops.yaml")["argocd"]["repoURL"]
     for f in [root / "gitops.yaml", *(root / "argocd").rglob("*.yaml")]:
         text = f.read_text()

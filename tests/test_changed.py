@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, copy_repository
 from policies.argocd import identity
 from policies.changed import affected
 
@@ -35,10 +35,7 @@ def test_changed_files_map_to_overlays(files, expected):
 
 
 def test_a_broken_change_fails_the_hook(tmp_path):
-    root = tmp_path / "repo"
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    shutil.copy(REPO / "gitops.yaml", root)
+    root = copy_repository(tmp_path / "repo")
     patch = root / "overlays/kind-cpu/indexed-job/patches/set-topology.yaml"
     patch.write_text(patch.read_text().replace('value: "2"\n            - name: NPROC', 'value: "3"\n            - name: NPROC'))
     proc = subprocess.run([sys.executable, "-m", "policies.changed", "--root", str(root),

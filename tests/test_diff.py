@@ -3,13 +3,12 @@ Application that syncs them, a warning for immutable fields changed in place, an
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_repository
 
 # every overlay and argocd/
 FOLDERS = len(list((REPO / "overlays").glob("*/*/kustomization.yaml"))) + 1
@@ -21,10 +20,7 @@ def sh(root, *args):
 
 @pytest.fixture()
 def repo(tmp_path):
-    root = tmp_path / "repo"
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    root = copy_repository(tmp_path / "repo")
     sh(root, "git", "init", "-q", "-b", "main")
     sh(root, "git", "add", "-A")
     sh(root, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, copy_repository
 from policies.argocd import identity
 
 
@@ -32,12 +32,7 @@ def test_python_m_policies_identity_prints_and_checks():
 
 @pytest.fixture()
 def copy(tmp_path):
-    root = tmp_path / "repo"
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    for f in ("gitops.yaml", "Makefile"):
-        shutil.copy(REPO / f, root / f)
-    return root
+    return copy_repository(tmp_path / "repo", ("gitops.yaml", "Makefile"))
 
 
 def test_each_repetition_that_disagrees_is_one_line(copy):

@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO, stop, wait_for_hook
+from conftest import REPO, copy_repository, stop, wait_for_hook
 from policies.argocd import identity
 
 GPU = "sha256:" + "a" * 64
@@ -36,12 +36,7 @@ def released(tag):
 def repo(tmp_path):
     """A copy of what the pin's validator reads of a repository (policies/edit/repo_validate.py INPUTS): it checks the
     identity and make validate over overlays/ and argocd/, so a tree without argocd/ would not validate."""
-    root = tmp_path / "repo"
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    for f in ("gitops.yaml", "Makefile"):
-        shutil.copy(REPO / f, root / f)
-    return root
+    return copy_repository(tmp_path / "repo", ("gitops.yaml", "Makefile"))
 
 
 def pin(root, *args):

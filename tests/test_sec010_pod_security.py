@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from policies.render.files import read
 from policies.render.render import render
 from policies.rules import environment
 
-from conftest import FIXTURES, REPO, run_cli
+from conftest import FIXTURES, REPO, copy_repository, run_cli
 
 POD = """apiVersion: v1
 kind: Pod
@@ -262,9 +261,7 @@ def test_the_argo_cd_plugins_operator_policy_declares_the_clusters_level(tmp_pat
 def _repository_copy(root: Path, labels: str) -> Path:
     """The repository's overlays and argocd/ in `root`, its ApplicationSet's syncPolicy given
     managedNamespaceMetadata with these labels (it already has CreateNamespace=true)."""
-    for d in ("base", "components", "overlays", "argocd"):
-        shutil.copytree(REPO / d, root / d)
-    shutil.copy(REPO / "gitops.yaml", root / "gitops.yaml")
+    copy_repository(root)
     appset = root / "argocd/applicationset.yaml"
     text = appset.read_text()
     assert "\n      syncPolicy:\n" in text and "- CreateNamespace=true" in text
