@@ -109,7 +109,8 @@ def schema_stage_child(name: str, overlays: Path) -> None:
 
 ONE_FILE_CHILD = """
 import sys
-from policies import loader, schema
+from policies import schema
+from policies.render import loader
 path = sys.argv[1]
 manifests = loader.parse(open(path, encoding="utf-8").read(), path)
 found = schema.BuiltinValidator().validate(manifests)
