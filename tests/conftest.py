@@ -39,8 +39,8 @@ def copy_repository(root: Path, files: tuple[str, ...] = ("gitops.yaml",)) -> Pa
     return root
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds used so far by process `pid` and every live process below it, with what each has reaped."""
+def _process_table() -> tuple[dict[int, list[int]], dict[int, float]]:
+    """({parent pid: child pids}, {pid: CPU seconds used, with what it has reaped}) of every live process."""
     ticks = os.sysconf("SC_CLK_TCK")
     kids: dict[int, list[int]] = {}
     used: dict[int, float] = {}
@@ -53,12 +53,69 @@ def tree_cpu_seconds(pid: int) -> float:
             continue
         kids.setdefault(int(fields[1]), []).append(int(entry.name))
         used[int(entry.name)] = sum(int(f) for f in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    return kids, used
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every live process below it, those in sessions of their own (torchrun's workers) included."""
+    kids, _ = _process_table()
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += kids.get(p, [])
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds used so far by process `pid` and every live process below it, with what each has reaped."""
+    kids, used = _process_table()
     total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
         total += used.get(p, 0.0)
         todo += kids.get(p, [])
     return total
+
+
+def reap(proc: subprocess.Popen, seconds: float = 30.0, drain: bool = True) -> tuple[str, str]:
+    """Stop `proc` and every process below it (SIGKILL) and return what it wrote, bounded however it ended: a
+    grandchild that outlived a killed parent holds its pipes open, and a plain `kill(); communicate()` then waits for
+    ever (a test's cleanup must never hang the run). Safe on a process that has already exited. `drain=False` where a
+    thread of the test reads its pipes: only wait for it."""
+    for _ in range(2):  # a second pass for what a dying parent started meanwhile
+        for pid in process_tree(proc.pid) if proc.poll() is None else []:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+    if not drain:
+        proc.wait(timeout=seconds)
+        return "", ""
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except (subprocess.TimeoutExpired, ValueError):  # ValueError: its pipes were already read to the end and closed
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe:
+                pipe.close()
+        proc.wait(timeout=seconds)
+        out, err = "", ""
+    return out or "", err or ""
+
+
+def run_bounded(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess[str]:
+    """subprocess.run(cmd, capture_output=True, text=True, timeout=timeout) that, past `timeout` or when anything
+    else ends the wait (pytest-timeout's signal included), stops every process below `cmd` too: a make, a pytest or a
+    torchrun killed alone leaves its children running, and their pipes open. TimeoutExpired carries what it wrote."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out, err = reap(proc)
+        raise subprocess.TimeoutExpired(cmd, timeout, out, err) from None
+    finally:
+        reap(proc)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def run_cpu_bounded(cmd: list[str], cpu_seconds: float, wall_seconds: float, **kwargs) -> tuple[
@@ -84,8 +141,7 @@ def run_cpu_bounded(cmd: list[str], cpu_seconds: float, wall_seconds: float, **k
                 try:
                     o, e = proc.communicate(timeout=60)
                 except subprocess.TimeoutExpired:
-                    proc.kill()
-                    o, e = proc.communicate()
+                    o, e = reap(proc)
                 why = (f"used {used:.0f} s of CPU, more than its bound of {cpu_seconds:.0f}" if used > cpu_seconds
                        else f"ran {wall_seconds:.0f} s of wall-clock time using {used:.0f} s of CPU")
                 raise AssertionError(f"{' '.join(cmd[:4])} ... {why}:\n{(o or '')[-3000:]}{(e or '')[-3000:]}")
@@ -184,11 +240,24 @@ def _slow(module: str, function: str) -> bool:
             or (module.startswith("test_trainer_") and module not in FAST_TRAINER_MODULES))
 
 
+# The most one test may ask for with @pytest.mark.timeout (pyproject.toml's `timeout`, 900 s, bounds the others):
+# what CI's 90 minutes leave after the rest of make test, about 30 minutes of it. A test that waits longer than this
+# for a run that may hang takes CI past its limit, which then names no test at all.
+MAX_TEST_SECONDS = 2100
+
+
 def pytest_collection_modifyitems(config, items):
+    too_long = []
     for item in items:
         function = getattr(item, "originalname", None) or item.name.split("[")[0]
         if _slow(Path(str(item.fspath)).stem, function):
             item.add_marker(pytest.mark.slow)
+        bound = item.get_closest_marker("timeout")
+        if bound and bound.args and bound.args[0] > MAX_TEST_SECONDS:
+            too_long.append(f"{item.nodeid} ({bound.args[0]} s)")
+    if too_long:
+        raise pytest.UsageError(f"@pytest.mark.timeout over {MAX_TEST_SECONDS} s (conftest.MAX_TEST_SECONDS), more "
+                                f"than CI's limit leaves: {', '.join(too_long)}")
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_bounded
 
 DOCS = ("README.md", "docs/deploy.md", "docs/environments.md", "docs/trainer.md")
 SHELL = {"sh", "bash", "shell", "console"}
@@ -220,16 +220,15 @@ def run_document(doc: str, tmp: Path) -> None:
         where = f"{doc}:{b.line}"
         if b.kind == "run":
             script, keys = _script(b.text.replace("/tmp/", f"{work}/"), outs, n)
-            proc = subprocess.run(["bash", "-c", script], cwd=copy, env=env, capture_output=True, text=True,
-                                  timeout=1500)
+            proc = run_bounded(["bash", "-c", script], 800, cwd=copy, env=env)
             assert proc.returncode == 0, f"{where}: exit {proc.returncode}\n{(proc.stdout + proc.stderr)[-4000:]}"
             for i, key in enumerate(keys, n):
                 recorded.setdefault(_key(key.replace(f"{work}/", "/tmp/")), outs / str(i))
             n += len(keys)
         elif b.kind.startswith("output"):
             if b.kind == "output":
-                proc = subprocess.run(["bash", "-o", "pipefail", "-c", b.arg.replace("/tmp/", f"{work}/")], cwd=copy,
-                                      env=env, capture_output=True, text=True, timeout=1500)
+                proc = run_bounded(["bash", "-o", "pipefail", "-c", b.arg.replace("/tmp/", f"{work}/")], 800,
+                                   cwd=copy, env=env)
                 got = proc.stdout
             else:
                 assert _key(b.arg) in recorded, f"{where}: `{b.arg}` did not run in an earlier block"

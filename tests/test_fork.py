@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_bounded
 from test_docs import _env, blocks, commands, fresh_copy, skip_in_a_fork
 
 URL = "https://git.acme.io/ml/ddp-gitops.git"
@@ -40,9 +40,8 @@ def deploy_new_env() -> list[str]:
     raise AssertionError("docs/deploy.md runs no make new-env")
 
 
-def make(fork, *args, timeout=900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", "-s", "--no-print-directory", *args], cwd=fork, env=_env(fork),
-                          capture_output=True, text=True, timeout=timeout)
+def make(fork, *args, timeout=600) -> subprocess.CompletedProcess[str]:
+    return run_bounded(["make", "-s", "--no-print-directory", *args], timeout, cwd=fork, env=_env(fork))
 
 
 def carry_wheelhouse(root) -> None:
@@ -101,7 +100,7 @@ def test_the_forks_own_test_fast_passes(fork):
     assert not [c for c in changes if c.startswith(THEIR_INPUTS)], changes
     for module in UNCHANGED_BY_A_FORK:
         assert (fork / "tests" / f"{module}.py").is_file(), module
-    proc = make(fork, "test-fast", "K=" + " and ".join(f"not {m}.py" for m in UNCHANGED_BY_A_FORK), timeout=1800)
+    proc = make(fork, "test-fast", "K=" + " and ".join(f"not {m}.py" for m in UNCHANGED_BY_A_FORK), timeout=800)
     tail = proc.stdout[-4000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, tail
     assert re.search(r"\d+ passed", tail) and " failed" not in tail.splitlines()[-1], tail

@@ -39,17 +39,18 @@ def phases(metrics: str) -> list[dict]:
 
 # CPU seconds the run may use: what it used here (conftest.run_cpu_bounded: 45 s of CPU in 84 s wall, 2026-11-26, on 2
 # shared cores), 5 times over. The bound is CPU time, and the simulator's own deadline is generous: on a machine loaded
-# 5 times its cores the run takes longer, not more CPU (conftest.py).
+# 5 times its cores the run takes longer, not more CPU (conftest.py). The deadline, 10 times the run here, still lets
+# make test end within CI's 90 minutes when the run hangs (the simulator then says what its world waited for).
 ELASTIC_CPU = 45
 ELASTIC_CPU_BOUND = 5 * ELASTIC_CPU
-DEADLINE = 3600
+DEADLINE = 900
 
 
-@pytest.mark.timeout(DEADLINE + 1800)
+@pytest.mark.timeout(DEADLINE + 600)
 def test_a_worker_leaves_and_returns_and_the_world_shrinks_then_grows(tmp_path):
     run = tmp_path / "run"
     proc, _ = run_cpu_bounded([sys.executable, "-m", "policies.simulate", OVERLAY, "--fault", FAULT, "--deadline",
-                               str(DEADLINE), "--run-dir", str(run)], ELASTIC_CPU_BOUND, DEADLINE + 1200, cwd=REPO,
+                               str(DEADLINE), "--run-dir", str(run)], ELASTIC_CPU_BOUND, DEADLINE + 300, cwd=REPO,
                               env={**os.environ, "PYTHONPATH": str(REPO)})
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, reap
 from policies.simulate.host import NSS_WRAPPER_CANDIDATES, installed
 
 pytestmark = pytest.mark.skipif(installed(NSS_WRAPPER_CANDIDATES) is None,
@@ -58,9 +58,7 @@ def test_a_stopped_simulation_leaves_no_process(sig, tmp_path):
         out = seen + proc.communicate(timeout=60)[0]
         left = left_behind(marker)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
         for pid in left_behind(marker):  # the pods of a simulator killed here (SIGKILL cannot be handled)
             os.kill(int(pid), signal.SIGKILL)
     assert proc.returncode == 128 + sig, out[-2000:]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import reap
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env
 
 SMALL = ["--samples", "512", "--features", "16", "--batch-size", "64", "--epochs", "1", "--log-interval", "1"]
@@ -46,9 +47,7 @@ def test_after_a_complete_run_it_waits_for_sigterm_then_exits_0(tmp_path):
             proc.send_signal(signal.SIGTERM)
             out = "".join(lines) + proc.communicate(timeout=60)[0]
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+            reap(proc)
         assert proc.returncode == 0, (attempt, out[-2000:])
         assert ("already complete" in out) == (attempt == "finds the run complete"), out[-2000:]
     # the default still exits at once
@@ -72,7 +71,5 @@ def test_pause_at_steps_stops_every_rank_after_that_step(tmp_path):
         proc.send_signal(signal.SIGCONT)
         out = "".join(lines) + proc.communicate(timeout=120)[0]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0 and "[TRAIN] epoch=1 step=4 " in out and "[DONE]" in out, out[-2000:]

@@ -4,17 +4,17 @@ FSDP2 with a DCP resume, with --compile, and under bench/sync_count.py, and each
 world size 1 for the scaling rows; the table and JSON it writes hold every step's figures and no FAILED row."""
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from conftest import run_bounded
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_cpu_fallback_runs_every_step(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_gpu.py"), "--cpu-fallback", "--out",
-                           str(tmp_path), "--timeout", "600", "--nproc-per-node", "2"],
-                          capture_output=True, text=True, timeout=2400, cwd=ROOT)
+    proc = run_bounded([sys.executable, str(ROOT / "bench" / "bench_gpu.py"), "--cpu-fallback", "--out",
+                        str(tmp_path), "--timeout", "600", "--nproc-per-node", "2"], 840, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads((tmp_path / "cpu-fallback.json").read_text())
     assert record["failed"] == []

@@ -26,6 +26,8 @@ from tests.trainer_helpers import ROOT, clean_env, has_trainer_traceback, metric
 sys.path.insert(0, str(ROOT / "scripts"))
 import tiny_lm  # noqa: E402
 
+from conftest import reap  # noqa: E402
+
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -103,9 +105,7 @@ def test_resume_after_sigkill_continues_at_the_checkpoint_step(tiny, tmp_path):
             os.kill(pid, signal.SIGKILL)
         proc.kill()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
+        reap(proc)
     saved = json.loads(pointer.read_text())
     assert saved["dir"].startswith("checkpoints/step-")
     res = run(torchrun_cmd(args), timeout=240)
@@ -365,9 +365,7 @@ def _stopped_at(tiny: Path, small: Path, out: Path, hook: str, *extra: str) -> t
                 proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     reason = json.loads(error_file.read_text())["message"] if error_file.exists() else "(no reason left)"
     return proc.returncode, "".join(lines) + reason
@@ -452,9 +450,7 @@ def test_a_watched_lm_run_feeds_the_dashboard_mlflow_and_trainjob_progress(tiny,
             time.sleep(0.2)
         out, err = proc.communicate(timeout=240)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0, err[-3000:]
     assert len(wanted) == 12 and wanted <= set(seen0), sorted(wanted - set(seen0))
     assert 0 < seen0["trainer_val_accuracy"] < 1 and seen0["trainer_checkpoint_bytes"] > 100_000

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import reap
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, sigterm_on, tagged, torchrun_cmd
 
 
@@ -102,9 +103,7 @@ def test_a_complete_run_started_again_leaves_its_finished_mlflow_run_alone(tmp_p
                     proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     text = "".join(lines)
     assert "is already complete" in text and seen_idle, text[-3000:]
@@ -140,9 +139,7 @@ def test_a_refusal_or_an_error_during_training_fails_the_mlflow_run(tmp_path, mo
                 run_dir.write_text("not a folder")
         proc.wait(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     text = "".join(lines)
     # torchrun names whichever rank failed first as the root cause: rank 0's NotADirectoryError, or rank 1 leaving

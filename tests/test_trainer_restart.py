@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import reap
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, sigterm_on, tagged, torchrun_cmd
 
 LAUNCH = [PYTHON, "-m", "trainer.launch"]
@@ -78,9 +79,7 @@ def test_ctrl_c_saves_a_checkpoint_like_sigterm(tmp_path):
             assert time.monotonic() < deadline, "".join(lines[-40:])
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     out = "".join(lines)
     assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
@@ -131,9 +130,7 @@ def test_ctrl_c_in_a_world_of_one_saves_too(tmp_path):
                 proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     out = "".join(lines)
     assert proc.returncode == 143, out[-2000:]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import reap
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, free_port, metrics, run, tagged, torchrun_cmd
 
 SAMPLES, BATCH = 8192, 16
@@ -54,9 +55,7 @@ def run_until(cmd: list[str], trigger: str, action, timeout: float) -> tuple[int
                 raise TimeoutError("".join(lines[-50:]))
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     assert fired, f"never saw {trigger!r}:\n{''.join(lines[-50:])}"
     return proc.returncode, "".join(lines)
@@ -127,9 +126,7 @@ def test_two_nodes_c10d_restart_after_a_killed_worker(tmp_path):
         codes = [p.wait(timeout=max(1.0, deadline + 30 - time.monotonic())) for p in procs]
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            reap(p, drain=False)  # the pumps read their output
         for t in pumps:
             t.join()
         for p in procs:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
 from trainer.checkpoint import single
+from conftest import reap
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, metrics, run, tagged, torchrun_cmd
 
 pytestmark = pytest.mark.timeout(150)
@@ -82,9 +82,7 @@ def test_sigterm_on_the_last_step_of_an_epoch_completes_that_epoch(tmp_path):
                 proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()
     out = "".join(lines)
     assert proc.returncode == 143, out

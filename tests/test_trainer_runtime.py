@@ -13,6 +13,7 @@ import time
 import pytest
 import torch
 
+from conftest import reap
 from test_trainer_resume import worker_pids
 from trainer_helpers import PYTHON, ROOT, TRAIN_PY, clean_env, run, tagged, torchrun_cmd
 
@@ -30,9 +31,7 @@ def _pump(proc: subprocess.Popen, lines: list[tuple[float, str]]) -> threading.T
 
 def _reap(proc: subprocess.Popen, pump: threading.Thread) -> None:
     """Leave nothing running: kill the launcher if it is still up, then drain its output."""
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    reap(proc, drain=False)
     pump.join(5)
     proc.stdout.close()
 

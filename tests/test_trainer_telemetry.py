@@ -20,6 +20,8 @@ import pytest
 
 from tests.trainer_helpers import ROOT, clean_env, metrics, torchrun_cmd
 
+from conftest import reap
+
 STATUS_PATH = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs/ddp-train/status"
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.test-token.sig"
 
@@ -152,9 +154,7 @@ def test_a_watched_run_serves_metrics_logs_to_mlflow_and_reports_progress(tmp_pa
             time.sleep(0.2)
         out, err = proc.communicate(timeout=240)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        reap(proc)
     assert proc.returncode == 0, err[-3000:]
     assert "[WARN]" not in err, err
     # Prometheus: rank 0 the job's view, rank 1 its own pace only

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import reap, run_bounded
+
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN_PY = ROOT / "trainer" / "train.py"
 PYTHON = sys.executable
@@ -76,8 +78,10 @@ class Result:
 
 
 def run(cmd: list[str], timeout: float, env: dict[str, str] | None = None) -> Result:
+    """Run `cmd` to its end; past `timeout` it is stopped with every process below it (torchrun's workers run in
+    sessions of their own and would outlive a plain kill)."""
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or clean_env(), cwd=ROOT)
+    proc = run_bounded(cmd, timeout, env=env or clean_env(), cwd=ROOT)
     return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
 
 
@@ -95,9 +99,7 @@ def run_nodes(cmds: list[list[str]], timeout: float, env: dict[str, str] | None 
             results.append(Result(p.returncode, out, err, time.monotonic() - t0))
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+            reap(p)
     return results
 
 
@@ -115,9 +117,7 @@ def sigterm_on(cmd: list[str], env: dict[str, str], line_start: str, timeout: fl
             assert time.monotonic() < deadline, "".join(lines[-40:])
         proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
         proc.stdout.close()  # type: ignore[union-attr]
     assert sent, "".join(lines[-40:])
     return proc.returncode, lines
