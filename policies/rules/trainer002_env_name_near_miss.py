@@ -41,8 +41,12 @@ _SHELL_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 TORCHRUN_ENV = tuple(f"PET_{name.upper()}" for name in DEFAULTS)
 
 
-def distance(a: str, b: str) -> int:
-    """Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b` (optimal string alignment)."""
+def distance(a: str, b: str, bound: int | None = None) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) that turn `a` into `b` (optimal string alignment).
+    With `bound`, any answer over it may come back as `bound + 1`, computed only as far as it takes to know: a
+    container's every variable is compared with every name that is read, and almost none are near."""
+    if bound is not None and abs(len(a) - len(b)) > bound:  # each edit changes the length by one at most
+        return bound + 1
     prev2: list[int] = []
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
@@ -51,6 +55,8 @@ def distance(a: str, b: str) -> int:
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
             if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
                 cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if bound is not None and min(cur) > bound and min(prev) > bound:
+            return bound + 1  # no cell of two rows in a row is within it: a swap reaches back one row only
         prev2, prev = prev, cur
     return prev[-1]
 
@@ -64,8 +70,9 @@ def near_miss(name: str, read: set[str]) -> str | None:
             continue
         if known.lower() == name.lower():
             return known
-        d = distance(name.upper(), known)
-        if d <= (1 if len(known) <= 8 else 2) and (best is None or d < best[0]):
+        limit = 1 if len(known) <= 8 else 2
+        d = distance(name.upper(), known, limit)
+        if d <= limit and (best is None or d < best[0]):
             best = (d, known)
     return best[1] if best else None
 
