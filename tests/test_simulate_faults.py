@@ -158,3 +158,47 @@ child.wait()
         assert parent.wait(timeout=60) == 0
     finally:
         reap(parent)
+
+
+def test_a_rank_that_stops_after_the_others_were_continued_is_continued_too():
+    """A rank of the repository's trainer stops itself after a pause step (PAUSE_AT_STEPS); the simulator continues
+    every rank once the faults due there are in. A rank that stops only after that (slower than the simulator's
+    waits, on a loaded machine) would hold the world until the deadline: it is continued as long as rank 0 is still
+    at that step, and not once rank 0 reports a later one (a rank stopped then is the next pause's)."""
+    from types import SimpleNamespace
+
+    from policies.simulate.fault_run import FaultRun, state_of
+
+    said: list[str] = []
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        pod = SimpleNamespace(name="ddp-train-1", training=True)
+        run = FaultRun.__new__(FaultRun)  # its state only: the pods are this one process
+        run.sim = SimpleNamespace(pods=[pod], say=said.append)
+        run._partitioned, run._workers = set(), lambda sp: [rank.pid]
+
+        def stopped() -> bool:
+            end = time.monotonic() + 30
+            while state_of(rank.pid) not in ("T", "t") and time.monotonic() < end:
+                time.sleep(0.01)
+            return state_of(rank.pid) in ("T", "t")
+
+        os.kill(rank.pid, signal.SIGSTOP)
+        assert stopped()
+        run.step, run._watch = 7, (6, time.monotonic() + 60)  # rank 0 is past the pause: not this pause's rank
+        run._continue_late()
+        assert stopped() and run._watch is None and not said
+        run.step, run._watch = 6, (6, time.monotonic() + 60)
+        run._partitioned = {id(pod)}  # a partition fault's stop is not a pause's
+        run._continue_late()
+        assert stopped() and not said
+        run._partitioned = set()
+        run._continue_late()
+        end = time.monotonic() + 30
+        while state_of(rank.pid) in ("T", "t") and time.monotonic() < end:
+            time.sleep(0.01)
+        assert state_of(rank.pid) not in ("T", "t")
+        assert said == [f"[sim] pod ddp-train-1: process {rank.pid} stopped at step 6 after the others were continued: "
+                        "continued"]
+    finally:
+        reap(rank)

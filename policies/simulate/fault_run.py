@@ -27,6 +27,9 @@ from .simulation import Simulation
 # A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
 # CrashLoopBackOff): the run ends there as hung.
 CRASH_LOOP = 3
+# How long after the ranks are continued from a pause a rank that stops itself only then (later than the waits of
+# _paused, on a loaded machine) is still continued: it would otherwise hold the world until the deadline.
+LATE_PAUSE_S = 60.0
 
 
 def state_of(pid: int) -> str:
@@ -84,6 +87,7 @@ class FaultRun:
         self.outcome: tuple[str, str] | None = None
         self._timers: list[tuple[float, Any]] = []
         self._partitioned: set[int] = set()  # the pods a partition fault stopped (not continued after a pause)
+        self._watch: tuple[int, float] | None = None  # (pause step, until when): late ranks are continued
         self._t0 = 0.0
         self._plan: tuple[tuple[int, int, int] | None] | None = None
         # The steps every rank of the repository's trainer stops after (PAUSE_AT_STEPS) until the faults due there
@@ -169,7 +173,9 @@ class FaultRun:
         e = _EPOCH_END.search(line)
         if e:
             self.epoch = int(e.group(1))
-        paused = m is not None and line.startswith("[TRAIN]") and int(m.group(1)) in self.pauses and self._paused(sp)
+        pause = m is not None and line.startswith("[TRAIN]") and int(m.group(1)) in self.pauses
+        if pause:
+            self._paused(sp)
         try:
             for f in self.faults:
                 if f.fired or f.when not in ("step", "epoch"):
@@ -178,11 +184,30 @@ class FaultRun:
                         f.when == "epoch" and e and int(e.group(1)) >= (f.at or 0)):
                     self._inject(f)
         finally:
-            if paused:
+            if pause and m is not None:  # also where a wait of _paused gave up: a rank may stop later than it
                 for other in self._trainers():
                     if id(other) not in self._partitioned:
                         for pid in pod_processes(other):
                             send(pid, signal.SIGCONT)
+                self._watch = (int(m.group(1)), time.monotonic() + LATE_PAUSE_S)
+
+    def _continue_late(self) -> None:
+        """Continues a rank that stopped itself at the pause step only after the others were continued. Until rank 0
+        reports a later step it is still that step's (the next step's all-reduce waits for every rank), so this
+        cannot continue a rank at the next pause before its faults are in."""
+        if self._watch is None:
+            return
+        step, until = self._watch
+        if self.step != step or time.monotonic() > until:
+            self._watch = None
+            return
+        for sp in self._trainers():
+            if id(sp) not in self._partitioned:
+                for pid in self._workers(sp):
+                    if state_of(pid) in ("T", "t"):
+                        self.sim.say(f"[sim] pod {sp.name}: process {pid} stopped at step {step} after the others "
+                                     "were continued: continued")
+                        send(pid, signal.SIGCONT)
 
     def _workers(self, sp: SimPod) -> list[int]:
         """The pod's training processes (its torchrun's children; the process itself where no torchrun runs)."""
@@ -195,19 +220,18 @@ class FaultRun:
         pids = pod_processes(sp)
         return [pid for pid in pids if parent_of(pid) == container] or [container]
 
-    def _paused(self, printer: SimPod) -> bool:
-        """Whether the ranks stopped themselves after this step (the repository's trainer under PAUSE_AT_STEPS):
+    def _paused(self, printer: SimPod) -> None:
+        """Waits until the ranks stopped themselves after this step (the repository's trainer under PAUSE_AT_STEPS):
         the printing pod's within a few seconds (else the trainer does not pause, and nothing is waited for), then
-        every running training pod's (bounded: a rank that never gets there does not hold the run)."""
+        every running training pod's (bounded: a rank that never gets there does not hold the run; _continue_late
+        continues it once it does)."""
         def stopped(sp: SimPod) -> bool:
             workers = self._workers(sp)
             return not workers or all(state_of(pid) in ("T", "t") for pid in workers)
 
-        if not wait_for(lambda: bool(self._workers(printer)) and stopped(printer), 5.0,
-                        gone=lambda: not self._workers(printer)):
-            return False
-        wait_for(lambda: all(stopped(p) for p in self._trainers() if id(p) not in self._partitioned), 30.0)
-        return True
+        if wait_for(lambda: bool(self._workers(printer)) and stopped(printer), 5.0,
+                    gone=lambda: not self._workers(printer)):
+            wait_for(lambda: all(stopped(p) for p in self._trainers() if id(p) not in self._partitioned), 30.0)
 
     def _inject(self, f: F.Fault) -> None:
         say = self.sim.say
@@ -301,6 +325,7 @@ class FaultRun:
                 self._timers = [(t, a) for t, a in self._timers if t > now]
             for action in due:
                 action()
+            self._continue_late()
             for sp in trainers:
                 if sp.proc is None or sp.exit_code is not None or sp.proc.poll() is None:
                     continue
