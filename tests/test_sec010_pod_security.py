@@ -303,3 +303,38 @@ def test_the_level_an_argo_cd_application_sets_on_its_destination_namespace(tmp_
     assert message.endswith("(in init-pytorch, which the PyTorchJob controller adds as its installation does by "
                             "default)")
     assert not [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "ARGO008" and p["severity"] == ERROR]
+
+
+
+def _plan(*paths: Path) -> list[dict]:
+    proc = run_cli("plan", "--format", "json", *map(str, paths))
+    assert proc.returncode in (0, 1), proc.stderr
+    return [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+
+
+def test_make_plan_says_which_pods_the_api_server_refuses(tmp_path):
+    """A refusal the input shows: make plan says those pods are not created (JSON `pods_refused`, `pods_now` without
+    them, a text note). A PyTorchJob whose Worker template alone is refused still gets its Master. A refusal under a
+    condition (a container the controller adds) is a warning: the plan claims none."""
+    refused = FIXTURES / "rules/SEC010/fail/statefulset-restricted-no-seccomp.yaml"
+    (sts,) = _plan(refused)
+    assert sts["pod_count"] == 2 and sts["pods_now"] == 0
+    assert [(r["object"], r["field"]) for r in sts["pods_refused"]] == [("StatefulSet/train/ddp-train-run-001",
+                                                                         "spec.template.spec")]
+    assert sts["pods_refused"][0]["why"].startswith("the API server refuses these pods in namespace 'train'")
+    text = run_cli("plan", str(refused)).stdout
+    assert ("note: StatefulSet/ddp-train-run-001: the pods of StatefulSet/train/ddp-train-run-001 spec.template.spec "
+            "are not created: the API server refuses these pods in namespace 'train'") in text
+
+    docs = list(yaml.safe_load_all((FIXTURES / "rules/SEC010/pass/pytorchjob-baseline.yaml").read_text()))
+    job = next(d for d in docs if d["kind"] == "PyTorchJob")
+    (pj,) = _plan(FIXTURES / "rules/SEC010/pass/pytorchjob-baseline.yaml")
+    assert pj["pods_now"] == 2 and "pods_refused" not in pj
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["hostNetwork"] = True
+    (tmp_path / "worker-host-network.yaml").write_text(yaml.safe_dump_all(docs))
+    (pj,) = _plan(tmp_path / "worker-host-network.yaml")
+    assert [r["field"] for r in pj["pods_refused"]] == ["spec.pytorchReplicaSpecs.Worker.template.spec"]
+    assert pj["pod_count"] == 2 and pj["pods_now"] == 1  # the Master's pod is admitted
+
+    (conditional,) = _plan(FIXTURES / "rules/SEC010/fail/pytorchjob-operator-init-container.yaml")
+    assert conditional["pods_now"] == 2 and "pods_refused" not in conditional

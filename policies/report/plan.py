@@ -8,10 +8,11 @@ from typing import Any, Callable
 
 from .engine import Unit
 from ..launchers import ContainerEnv, Pod, Workload
-from ..kube.objects import ERROR
+from ..kube.objects import ERROR, Problem
 from .report import problem_json, recovery_json
 from ..render.files import rel
 from ..model.topology import Topology
+from ..rules.kit import located
 from ..command.torchrun import Setting
 
 # At most this many pods of one workload are listed (a 100,000-pod Job is described, not enumerated).
@@ -84,7 +85,31 @@ def topology_doc(t: Topology) -> dict[str, Any]:
             "dns": _dns(t)}
 
 
-def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
+def refusals(u: Unit) -> dict[str, list[Problem]]:
+    """The pod templates the API server refuses as the input shows them (SEC010, not suppressed), by the object
+    they are on: the controller tries, and none of those pods is created."""
+    out: dict[str, list[Problem]] = {}
+    for p in u.problems:
+        if p.extra.get("pods_refused") and p.suppressed is None and p.obj:
+            out.setdefault(p.obj, []).append(p)
+    return out
+
+
+def _refused(w: Workload, found: dict[str, list[Problem]]) -> list[Problem]:
+    return [p for m in (w.manifest, w.runtime) if m is not None for p in found.get(m.ref, [])]
+
+
+def _admitted(w: Workload, refused: list[Problem]) -> int:
+    """The pods of `w` whose template the API server does not refuse (each group is one template)."""
+    gone = {(p.obj, p.field) for p in refused}
+    count = 0
+    for g, pod in zip([g for g in w.groups if isinstance(g.count, int) and g.count > 0], w.first_pods()):
+        m, field = located(w, pod.spec_field)
+        count += 0 if (m.ref, field) in gone else g.count
+    return count
+
+
+def workload_doc(w: Workload, t: Topology | None, refused: list[Problem] | None = None) -> dict[str, Any]:
     elsewhere = w.managed_by is not None  # its pods are never created here: none listed
     n = 0 if elsewhere else w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
     not_created = w.launcher.not_created(w)
@@ -94,7 +119,7 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
                            "services": [] if elsewhere else w.launcher.services(w),
                            "training_env": dict(w.pod(0).env) if n > 0 else {},
                            # The pods the controller here creates now, and why none where it creates none.
-                           "pods_now": 0 if not_created else w.all_pods,
+                           "pods_now": 0 if not_created else _admitted(w, refused) if refused else w.all_pods,
                            "pods_not_created": not_created}
     if not elsewhere and w.all_pods > MAX_PODS:
         out["pods_truncated"] = f"the first {MAX_PODS} of {w.all_pods} pods"
@@ -107,6 +132,8 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
             out["pods_gated"] = gated
     if elsewhere:
         out["managed_by"] = w.managed_by
+    if refused:
+        out["pods_refused"] = [{"object": p.obj, "field": p.field, "why": p.message} for p in refused]
     notes = t.notes if t is not None else w.notes  # the workload's, and what its topology adds
     if notes:
         out["notes"] = list(notes)
@@ -116,9 +143,10 @@ def workload_doc(w: Workload, t: Topology | None) -> dict[str, Any]:
 def unit_doc(u: Unit) -> dict[str, Any]:
     by_obj = {id(t.workload): t for t in u.topologies}
     survives = {id(t.workload): recovery_json(t, s) for t, s in u.recovery}
+    found = refusals(u)
     docs = []
     for w in u.workloads:
-        doc = workload_doc(w, by_obj.get(id(w)))
+        doc = workload_doc(w, by_obj.get(id(w)), _refused(w, found))
         if id(w) in survives:
             doc["recovery"] = survives[id(w)]
         docs.append(doc)
@@ -187,6 +215,10 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
                     if id(w) not in worlds and w not in idle and w.managed_by is None for n in w.notes]
             out += [f"note: {w.manifest.kind}/{w.manifest.name}: {gated}"
                     for w in u.workloads if (gated := w.launcher.gated(w))]
+            found = refusals(u)
+            out += [f"note: {w.manifest.kind}/{w.manifest.name}: the pods of {p.obj} {p.field} are not created: "
+                    f"{p.message} ({p.rule})" for w in u.workloads if w.managed_by is None
+                    for p in _refused(w, found)]
             if pods and u.workloads:
                 out.append(pods_text(u))
         out.append("")

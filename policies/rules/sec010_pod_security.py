@@ -169,7 +169,10 @@ def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list
         says += f" ({'; '.join(conditions)})"
     hint = HINT + ("; a container the controller adds takes its settings from the controller's installation (its "
                    "init-container template)" if view.added else "")
-    return obj_problem(ID, view.manifest, view.field, says, hint, severity=severity)
+    found = obj_problem(ID, view.manifest, view.field, says, hint, severity=severity)
+    if mode == "enforce" and not conditions:
+        found.extra["pods_refused"] = True  # what the input shows: make plan says none of these pods is created
+    return found
 
 
 def _without(spec: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
