@@ -48,10 +48,12 @@ def affected(changed: list[str], root: Path) -> list[str]:
     return targets
 
 
-def targets(changed: list[str], root: Path) -> list[str]:
+def targets(changed: list[str], root: Path, bundle: bool = False) -> list[str]:
     """For any repository (the pre-commit hook of other repositories, `ddp-check changed`): the overlays below root
     that read or hold a changed file, leaves only (a base another overlay reads is checked through that overlay),
-    then the changed manifest files no kustomization reads, validated as they are. Hidden folders are skipped."""
+    then the changed manifest files no kustomization reads, validated as they are; with `bundle`, each with the
+    other such files of its folder, which `validate --bundle` reads as one input (a Namespace and its pods, a
+    TrainJob and its runtime, in files of their own). Hidden folders are skipped."""
     root = root.resolve()
     overlays = [d.resolve() for d in find_overlays(root)
                 if not any(part.startswith(".") for part in d.relative_to(root).parts)]
@@ -72,7 +74,10 @@ def targets(changed: list[str], root: Path) -> list[str]:
         inside_kustomize = any(kustomization_file(d) for d in p.parents if d == root or root in d.parents)
         if (p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and p not in read_by_any
                 and not inside_kustomize):
-            out.append(os.path.relpath(p, root))
+            neighbours = [f for f in plain_manifests(p.parent) if f.parent == p.parent and f not in read_by_any]
+            for f in (neighbours or [p]) if bundle else [p]:
+                if os.path.relpath(f, root) not in out:
+                    out.append(os.path.relpath(f, root))
     return out
 
 

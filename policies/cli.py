@@ -204,12 +204,12 @@ def cmd_changed(args: argparse.Namespace) -> int:
     """The pre-commit hook's command (.pre-commit-hooks.yaml): validate what the changed files affect."""
     from .changed import targets
 
-    found = targets(args.paths, Path.cwd())
+    found = targets(args.paths, Path.cwd(), args.bundle)
     if not found:
         print("ddp-check: no overlay reads the changed files and none is a manifest: nothing to validate")
         return 0
     rc, report, _ = check(found, args.format, args.strict, args.schema, args.env, _operator(args),
-                          config=args.config, write=args.write)
+                          config=args.config, write=args.write, bundle=args.bundle)
     sys.stdout.write(report)
     return rc
 
@@ -317,6 +317,7 @@ def parser() -> argparse.ArgumentParser:
                                        "and the given manifest files no kustomization reads (the pre-commit hook)")
     c.add_argument("paths", nargs="*", metavar="FILE", help="changed files, relative to the working folder")
     _check_options(c)
+    _bundle_option(c)
     c.set_defaults(func=cmd_changed)
     p = sub.add_parser("plan", help="each overlay's effective topology, its pods, or one JSON document")
     p.add_argument("paths", nargs="*")

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import REPO, run_cli
@@ -104,3 +105,37 @@ def test_make_validate_bundle(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and f"error SEC010 {tmp_path / 'pod.yaml'}: Pod/train/trainer" in proc.stdout, \
         proc.stdout + proc.stderr
+
+
+def test_files_named_with_bundle_are_one_input_per_folder(tmp_path):
+    (tmp_path / "namespace.yaml").write_text(NAMESPACE)
+    (tmp_path / "pod.yaml").write_text(POD)
+    alone = validate("--bundle", str(tmp_path / "pod.yaml"))  # its Namespace not named: not read
+    assert rules(alone, "SEC010") == [] and [(u["kind"], u["objects"]) for u in alone["units"]] == [("folder", 1)]
+    both = validate("--bundle", str(tmp_path / "pod.yaml"), str(tmp_path / "namespace.yaml"), str(tmp_path / "pod.yaml"))
+    assert rules(both, "SEC010") == [("error", str(tmp_path / "pod.yaml"))]
+    assert [(u["kind"], u["objects"]) for u in both["units"]] == [("folder", 2)]  # a file named twice is read once
+
+
+def test_the_pre_commit_hooks_changed_bundle_reads_a_changed_file_with_its_neighbours(tmp_path):
+    """`ddp-check changed --bundle` (the hook's `args: [--bundle]`): a changed file is checked with the other plain
+    manifests of its folder, as `kubectl apply -f <folder>` applies them (not with another folder's); without it, on
+    its own."""
+    (tmp_path / "namespace.yaml").write_text(NAMESPACE)
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "pod.yaml").write_text(POD.replace("name: trainer", "name: elsewhere"))
+
+    def changed(*args: str) -> list[dict]:
+        proc = subprocess.run([sys.executable, "-m", "policies.cli", "changed", "--format", "json", *args], cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), proc.stderr
+        return [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "SEC010"]
+
+    assert changed("pod.yaml") == []  # on its own, the level of namespace 'train' is not shown
+    found = changed("--bundle", "pod.yaml")
+    assert [(p["severity"], Path(p["file"]).name, p["object"]) for p in found] == [
+        ("error", "pod.yaml", "Pod/train/trainer")]
+    # a folder with a kustomization is an overlay: a changed file there is checked through it, never bundled
+    (tmp_path / "kustomization.yaml").write_text("resources: [namespace.yaml]\n")
+    assert changed("--bundle", "pod.yaml") == []

@@ -100,3 +100,31 @@ def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
     errors = [line for line in bad.stdout.splitlines() if line.startswith("error ")]
     assert len(errors) == 1 and errors[0].startswith("error IMG003 broken.yaml: "), bad.stdout
     assert "FAILED: 2 files (3 files skipped: not Kubernetes)," in bad.stdout
+
+
+@pytest.mark.slow
+def test_the_hook_with_bundle_reads_a_changed_file_with_its_neighbours(tmp_path):
+    """`args: [--bundle]` in their .pre-commit-config.yaml, run by `pre-commit run` as a commit runs it: the changed
+    Pod is checked with the Namespace beside it in its folder, whose Pod Security level refuses it."""
+    exe = pre_commit()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert head.returncode == 0, head.stderr
+    user = outside_checkout(tmp_path / "their-repo")
+    (user / "deploy").mkdir(parents=True)
+    git(user, "init", "-q")
+    (user / "deploy" / "namespace.yaml").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: train\n  labels:\n"
+        "    pod-security.kubernetes.io/enforce: restricted\n")
+    (user / "deploy" / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: trainer\n  namespace: train\nspec:\n"
+        "  containers:\n    - name: trainer\n      image: ghcr.io/example/ddp-trainer:0.1.0\n")
+    (user / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {REPO}\n    rev: {head.stdout.strip()}\n    hooks:\n      - id: ddp-check\n"
+        "        args: [--bundle]\n")
+    git(user, "add", ".")
+    env = offline_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), HOME=str(tmp_path / "home"))
+    run = subprocess.run([exe, "run", "ddp-check", "--verbose", "--files", "deploy/pod.yaml"], cwd=user, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 1 and "Failed" in run.stdout, run.stdout + run.stderr
+    assert "error SEC010 deploy/pod.yaml: Pod/train/trainer" in run.stdout, run.stdout
+    assert "namespace 'train' (pod-security.kubernetes.io/enforce: restricted)" in run.stdout, run.stdout

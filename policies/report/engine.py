@@ -99,13 +99,18 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
     """Turn PATHS into units: overlay folders are rendered (in parallel), files and `-` are read as they are.
     A folder without a kustomization of its own gives every overlay below it and every plain manifest file outside
     them (see `plain_manifests`), each file a unit of its own, as kubeconform reads a folder; with `bundle`, the
-    plain files of each folder are one unit (`bundled`), as `kubectl apply -f <folder>` applies them together.
+    plain files of each folder are one unit (`bundled`), as `kubectl apply -f <folder>` applies them together, and so
+    are the files named, per folder (the pre-commit hook's `changed --bundle` names a changed file's neighbours).
     Each overlay gets the environment its components declare; `env_file` serves the units without one."""
     units: list[Unit] = []
     folders: list[tuple[int, Path]] = []
+    named: list[Path] = []  # with `bundle`: the files named, read together per folder after the rest
     paths = list(paths) or [str(default_root)]
     for raw in paths:
         p = Path(raw)
+        if bundle and raw != "-" and p.is_file():
+            named.append(p)
+            continue
         if raw != "-" and p.is_dir():
             found = overlays_named(p)
             if found == [p]:  # the folder is an overlay itself: its files are the kustomization's to read
@@ -129,6 +134,7 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
             units[i].manifests = rendered.manifests
             units[i].environment, env_problems = environment.for_overlay(Path(units[i].source))
             units[i].problems.extend(env_problems)
+    units += bundled(list(dict.fromkeys(named)))  # a file named twice is read once
     if env_file:
         env, env_problems = environment.load(Path(env_file))
         if env_problems:
