@@ -34,6 +34,7 @@ class Sizes:
     lm_strategy: str = "fsdp"
     lm_resume: int = 1
     nproc: int = 1  # --nproc-per-node: processes (GPUs) of the torchrun runs; above 1, a world-1 run is the baseline
+    lm_share: float = 1.0  # the share of the corpus's documents an lm epoch trains on (before lm_repeat)
 
 
 @dataclass
@@ -65,6 +66,10 @@ class StepFailed(Exception):
 # --deadline: when (time.monotonic()) every trainer run must have ended; None: each has --timeout alone. A run with
 # less than LEAST_RUN_S left is not started: its step is a FAILED row that says so.
 deadline: float | None = None
+# OMP_NUM_THREADS for every run (None: the trainer picks, cpus over local processes). The CPU fallback sets 1: on a
+# machine other jobs share, two spinning OpenMP threads per process made its lm runs up to 30 times slower (21,070 against
+# 640 tokens/s, 2026-11-30), where one thread each only waits its turn.
+threads: int | None = None
 LEAST_RUN_S = 20.0
 
 
@@ -77,7 +82,10 @@ def run(cmd: list[str], env_extra: dict[str, str], timeout: float) -> tuple[str,
             raise StepFailed(f"not run: --deadline leaves {max(0.0, left):.0f} s (a run needs {LEAST_RUN_S:.0f})")
         timeout = min(timeout, left)
     env = bt._env(1)
-    env.pop("OMP_NUM_THREADS")
+    if threads is None:
+        env.pop("OMP_NUM_THREADS")
+    else:
+        env["OMP_NUM_THREADS"] = str(threads)
     env.update(env_extra)
     t0 = time.perf_counter()
     try:
