@@ -56,9 +56,7 @@ def _process_table() -> tuple[dict[int, list[int]], dict[int, float]]:
     return kids, used
 
 
-def process_tree(pid: int) -> list[int]:
-    """`pid` and every live process below it, those in sessions of their own (torchrun's workers) included."""
-    kids, _ = _process_table()
+def _below(kids: dict[int, list[int]], pid: int) -> list[int]:
     tree, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -67,15 +65,15 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every live process below it, those in sessions of their own (torchrun's workers) included."""
+    return _below(_process_table()[0], pid)
+
+
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds used so far by process `pid` and every live process below it, with what each has reaped."""
     kids, used = _process_table()
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        total += used.get(p, 0.0)
-        todo += kids.get(p, [])
-    return total
+    return sum(used.get(p, 0.0) for p in _below(kids, pid))
 
 
 def reap(proc: subprocess.Popen, seconds: float = 30.0, drain: bool = True) -> tuple[str, str]:

@@ -3,6 +3,7 @@ that no test can hang make test (CI stops it at 90 minutes, and then says nothin
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MAX_TEST_SECONDS, REPO, process_tree, reap, run_bounded
+from policies.simulate.fault_run import state_of
 
 # A parent whose child runs in a session of its own (as torchrun starts its workers) and holds the parent's stdout:
 # killing the parent alone leaves the pipe open, so `kill(); communicate()` would wait as long as the child lives.
@@ -24,11 +26,7 @@ time.sleep(600)
 
 
 def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return state_of(pid) not in ("", "Z")
 
 
 def cmdline(proc: Path) -> str:
@@ -60,7 +58,8 @@ def test_reap_ends_the_child_that_holds_the_pipe():
         assert time.monotonic() - start < 20
         assert proc.returncode is not None and gone(child)
     finally:
-        os.system(f"kill -9 {child} 2>/dev/null")
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def test_reap_of_a_process_that_ended_returns_at_once():
