@@ -69,13 +69,15 @@ def targets(changed: list[str], root: Path, bundle: bool = False) -> list[str]:
     for folder in leaves:
         if any(p in reads[folder] or folder in p.parents for p in (_resolved(root / c) for c in changed)):
             out.append(os.path.relpath(folder, root))
+    neighbours: dict[Path, list[Path]] = {}  # with `bundle`: each folder's plain manifests, listed once
     for c in changed:
         p = _resolved(root / c)
         inside_kustomize = any(kustomization_file(d) for d in p.parents if d == root or root in d.parents)
         if (p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and p not in read_by_any
                 and not inside_kustomize):
-            neighbours = [f for f in plain_manifests(p.parent) if f.parent == p.parent and f not in read_by_any]
-            for f in (neighbours or [p]) if bundle else [p]:
+            if bundle and p.parent not in neighbours:
+                neighbours[p.parent] = [f for f in plain_manifests(p.parent, below=False) if f not in read_by_any]
+            for f in [*neighbours[p.parent], p] if bundle else [p]:  # p too where hidden (not listed)
                 if os.path.relpath(f, root) not in out:
                     out.append(os.path.relpath(f, root))
     return out

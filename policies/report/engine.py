@@ -80,17 +80,18 @@ SKIPPED = "skipped"  # Unit.kind of a file that holds no Kubernetes object (load
 FOLDER = "folder"
 
 
-def plain_manifests(root: Path) -> list[Path]:
+def plain_manifests(root: Path, below: bool = True) -> list[Path]:
     """The manifest files under `root` that no kustomization reads: every `*.yaml`, `*.yml`, `*.json` below it, in
     name order, except inside a folder that has a kustomization (an overlay, base or component: kustomize's inputs,
-    validated rendered) and inside hidden folders (`.git`, `.github`, `.venv`); hidden files are skipped too."""
+    validated rendered) and inside hidden folders (`.git`, `.github`, `.venv`); hidden files are skipped too.
+    `below=False`: those of `root` itself only."""
     out: list[Path] = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
         if kustomization_file(here):
             dirs[:] = []
             continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if below else []
         out += [here / f for f in sorted(files) if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)]
     return sorted(out)
 
