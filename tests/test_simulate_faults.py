@@ -185,14 +185,15 @@ def test_a_rank_that_stops_after_the_others_were_continued_is_continued_too():
 
         os.kill(rank.pid, signal.SIGSTOP)
         assert stopped()
-        run.step, run._watch = 7, (6, time.monotonic() + 60)  # rank 0 is past the pause: not this pause's rank
+        run.step, run._watch = 7, (6, time.monotonic() + 60, 0.0)  # rank 0 is past the pause: not this pause's rank
         run._continue_late()
         assert stopped() and run._watch is None and not said
-        run.step, run._watch = 6, (6, time.monotonic() + 60)
+        run.step, run._watch = 6, (6, time.monotonic() + 60, 0.0)
         run._partitioned = {id(pod)}  # a partition fault's stop is not a pause's
         run._continue_late()
         assert stopped() and not said
         run._partitioned = set()
+        run._watch = (6, time.monotonic() + 60, 0.0)  # looked at again now (it looks once a second)
         run._continue_late()
         end = time.monotonic() + 30
         while state_of(rank.pid) in ("T", "t") and time.monotonic() < end:

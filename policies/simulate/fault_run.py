@@ -27,9 +27,10 @@ from .simulation import Simulation
 # A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
 # CrashLoopBackOff): the run ends there as hung.
 CRASH_LOOP = 3
-# How long after the ranks are continued from a pause a rank that stops itself only then (later than the waits of
-# _paused, on a loaded machine) is still continued: it would otherwise hold the world until the deadline.
-LATE_PAUSE_S = 60.0
+# For how long after a pause a rank that stops itself only then (later than _paused waits, on a loaded machine) is
+# still continued, else it holds the world until the deadline; and how often it is looked for (a pod's processes are
+# found by reading every process's environment, and a killed pod's restart may keep the world at that step a while).
+LATE_PAUSE_S, LATE_CHECK_S = 60.0, 1.0
 
 
 def state_of(pid: int) -> str:
@@ -87,7 +88,7 @@ class FaultRun:
         self.outcome: tuple[str, str] | None = None
         self._timers: list[tuple[float, Any]] = []
         self._partitioned: set[int] = set()  # the pods a partition fault stopped (not continued after a pause)
-        self._watch: tuple[int, float] | None = None  # (pause step, until when): late ranks are continued
+        self._watch: tuple[int, float, float] | None = None  # late ranks continued: (pause step, until, next look)
         self._t0 = 0.0
         self._plan: tuple[tuple[int, int, int] | None] | None = None
         # The steps every rank of the repository's trainer stops after (PAUSE_AT_STEPS) until the faults due there
@@ -189,7 +190,7 @@ class FaultRun:
                     if id(other) not in self._partitioned:
                         for pid in pod_processes(other):
                             send(pid, signal.SIGCONT)
-                self._watch = (int(m.group(1)), time.monotonic() + LATE_PAUSE_S)
+                self._watch = (int(m.group(1)), time.monotonic() + LATE_PAUSE_S, 0.0)
 
     def _continue_late(self) -> None:
         """Continues a rank that stopped itself at the pause step only after the others were continued. Until rank 0
@@ -197,10 +198,14 @@ class FaultRun:
         cannot continue a rank at the next pause before its faults are in."""
         if self._watch is None:
             return
-        step, until = self._watch
-        if self.step != step or time.monotonic() > until:
+        step, until, due = self._watch
+        now = time.monotonic()
+        if self.step != step or now > until:
             self._watch = None
             return
+        if now < due:
+            return
+        self._watch = (step, until, now + LATE_CHECK_S)
         for sp in self._trainers():
             if id(sp) not in self._partitioned:
                 for pid in self._workers(sp):
