@@ -134,12 +134,12 @@ def test_a_term_fault_waits_until_the_container_has_forwarded_sigterm_to_its_pau
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import os, signal, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-print(child.pid, flush=True)
 def forward(signum, frame):
     while not os.path.exists({str(go)!r}):
         time.sleep(0.01)
     os.kill(child.pid, signal.SIGTERM)
-signal.signal(signal.SIGTERM, forward)
+signal.signal(signal.SIGTERM, forward)  # before the pid is printed: the test's SIGTERM may follow at once
+print(child.pid, flush=True)
 child.wait()
 """], stdout=subprocess.PIPE, text=True)
     try:
