@@ -494,6 +494,9 @@ def split_endpoint(value: str, default_port: str = "29400") -> tuple[str, str]:
 
 
 # What code that takes part in a torch.distributed world (or reads its rendezvous env) shows in its text.
+# What env:// initialisation reads (MASTER_ADDR, WORLD_SIZE) and torchrun's node count set by hand (PET_NNODES): a
+# container that gets one takes part in a distributed world (model/topology.py is_training, launchers/unmodelled.py).
+WORLD_ENV: tuple[str, ...] = ("MASTER_ADDR", "WORLD_SIZE", "PET_NNODES")
 DISTRIBUTED_CODE = re.compile(r"torch\.distributed|init_process_group|from\s+torch\s+import\s+distributed|"
                               r"\b(MASTER_ADDR|WORLD_SIZE|RANK|LOCAL_RANK)\b|accelerate|deepspeed")
 

@@ -45,6 +45,7 @@ BY_ID: dict[str, Launcher[Any]] = {launcher.id: launcher for launcher in LAUNCHE
 # Kinds that start distributed training no module models: their pod templates get the security and image rules, and
 # the engine says once per object that the topology was not checked. A kind a module comes to model leaves it.
 NOT_MODELLED: tuple[str, ...] = tuple(k for k in unmodelled.NOT_MODELLED if k not in {kind for _, kind in REGISTRY})
+unread_world = unmodelled.unread_world
 
 
 def of(m: Manifest) -> Launcher[Any] | None:
@@ -162,7 +163,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
+__all__ = ["unread_world", "leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
            "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
            "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",

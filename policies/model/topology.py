@@ -16,8 +16,8 @@ from ..launchers.pods import container_resources
 from ..kube.objects import Manifest
 from ..command.shell import ShellError
 from ..command.shellwords import RUN_TIME
-from ..command.torchrun import (DIST_URL, DISTRIBUTED_CODE, Invocation, Setting, find_invocation, inline_python,
-                                split_endpoint, split_nnodes, with_accelerate_config)
+from ..command.torchrun import (DIST_URL, DISTRIBUTED_CODE, WORLD_ENV, Invocation, Setting, find_invocation,
+                                inline_python, split_endpoint, split_nnodes, with_accelerate_config)
 
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 # What a script that starts distributed training shows in its text (an unreadable one is said unread only then).
@@ -300,8 +300,7 @@ def is_training(w: Workload, first: PodView) -> bool:
     if first.inv is not None:
         return True
     env = first.pod.env
-    return any(k in env for k in ("MASTER_ADDR", "WORLD_SIZE")) or (
-        "PET_NNODES" in env and "PET_NNODES" not in first.pod.injected)
+    return any(k in env and (k != "PET_NNODES" or k not in first.pod.injected) for k in WORLD_ENV)
 
 
 def find_service(bundle: Bundle, namespace: str, name: str | None) -> Manifest | None:

@@ -15,7 +15,7 @@ from ..argocd import apps as argocd
 from ..rules import environment
 from ..render import gitops
 from ..launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
-                         workloads)
+                         unread_world, workloads)
 from ..render.files import path_error, read, rel
 from ..render.paths import CHECKOUT
 from ..render.loader import InputError, NotKubernetes
@@ -255,6 +255,10 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                                  f"{', '.join(groups)}): nothing in it was checked; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="write it in the modelled API version; see docs/validation.md"))
+        elif of(m) is None and (unread := unread_world(m)) is not None:
+            found.append(Problem(MODEL, unread[1], m.source, m.ref, unread[0], severity=INFO,
+                                 hint="run it through a modelled launcher (docs/validation.md lists them), or "
+                                 "check its pods by hand"))
     for rule_id, rule in _applicable(frozenset(m.kind for m in manifests), tuple(rules) if rules else None):
         try:
             for p in rule.check(ctx):
