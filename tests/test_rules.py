@@ -2,6 +2,7 @@
 A rule folder's `policy.yaml` is the environment its fixtures are checked in (for the rules that need one)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,19 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "job.yaml"
     path.write_text(text)
     return path
+
+
+def test_a_headless_service_not_in_the_manifests_is_an_error_only_where_they_are_self_contained(tmp_path):
+    """TOPO004: the Service a Job's subdomain names may be applied from another file (a `service.yaml` beside
+    `job.yaml`, each applied with `kubectl apply -f`): validated alone, a warning phrased as that condition; in an
+    environment that declares its manifests self-contained (REF001's policy.yaml), an error."""
+    from policies.kube.objects import WARNING
+    fixture = FIXTURES / "rules/TOPO004/fail/service-missing.yaml"
+    [alone] = [p for p in problems_of(fixture) if p.rule == "TOPO004"]
+    assert alone.severity == WARNING and "among these manifests: unless a headless Service" in alone.message
+    (tmp_path / "fail").mkdir()
+    shutil.copy(FIXTURES / "rules/REF001/policy.yaml", tmp_path / "policy.yaml")
+    shutil.copy(fixture, tmp_path / "fail/job.yaml")
+    [declared] = [p for p in problems_of(tmp_path / "fail/job.yaml") if p.rule == "TOPO004"]
+    assert declared.severity == ERROR
+    assert "among these manifests, which self-contained-test declares self-contained" in declared.message
