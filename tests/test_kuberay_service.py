@@ -4,10 +4,15 @@ case named by its line range there; and ARGO002 on a RayJob, which only a Delete
 (rayjob_controller.go:420-444, 1413-1573). Expectations as in test_kuberay.py: "error", "ok", "gate:<name>"."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from typing import Any
 
 import pytest
 
+from conftest import REPO
 from policies.kube.objects import ERROR, WARNING, Manifest
 from policies import launchers
 from policies.launchers import kuberay_cron as kc, kuberay_service as ks
@@ -175,6 +180,19 @@ def test_a_time_zone_this_machine_cannot_look_up_is_said_not_checked(monkeypatch
     [said] = [c for c in kc.cron_checks(cron(zone="Asia/Taipei"), ON) if c.field == "spec.timeZone"]
     assert said.severity == "info" and "was not checked" in said.message
     assert not [c for c in kc.cron_checks(cron(zone="UTC"), ON) if c.field == "spec.timeZone"]
+
+
+def test_without_the_machine_s_time_zones_the_declared_tzdata_still_checks_them(tmp_path) -> None:
+    """python:3.11-slim on Debian trixie has no /usr/share/zoneinfo: zoneinfo then reads the tzdata package, which
+    the package declares (pyproject.toml, requirements.txt). With the machine's database hidden (PYTHONTZPATH
+    empty, tzdata's own path), a zone is still told from a name that is none."""
+    script = ("import zoneinfo, sys; from policies.launchers import kuberay_cron as kc; "
+              "assert zoneinfo.TZPATH == (), zoneinfo.TZPATH; "
+              "print(kc.time_zone_known('Asia/Taipei'), kc.time_zone_known('Invalid/Zone'))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONTZPATH": ""})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
 
 
 def test_a_generate_name_is_read_as_the_name_the_api_server_makes() -> None:
