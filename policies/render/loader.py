@@ -381,6 +381,16 @@ for _tag in ("set", "omap", "pairs"):
     _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
 
 
+_RESOLVER: list[Any] = []
+
+
+def plain_is_string(text: str) -> bool:
+    """Whether `text`, written as a plain (unquoted) scalar, is read here as a string."""
+    if not _RESOLVER:
+        _RESOLVER.append(_StrictLoader(""))
+    return bool(_RESOLVER[0].resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG)
+
+
 def parse(text: str, source: str) -> list[Manifest]:
     """All objects in a multi-document YAML text; `List` kinds are unpacked; empty documents are skipped."""
     try:
