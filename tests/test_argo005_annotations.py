@@ -214,3 +214,22 @@ def test_whole_floats_python_counts_over_the_limit_stay_silent(tmp_path):
     assert len(json.dumps(loaded, separators=(",", ":"))) > ANNOTATIONS_LIMIT
     assert last_applied_bytes(loaded) < ANNOTATIONS_LIMIT
     assert not _argo005(_repo(tmp_path, 0, obj=obj))
+
+
+@pytest.mark.parametrize("fill", ["<", "\u2028", "x"])
+@pytest.mark.parametrize("tracking", [Tracking(), Tracking("annotation+label", installation_id="i" * 300)])
+def test_an_object_passed_over_before_the_exact_count_is_under_half_the_limit(fill, tracking):
+    """_far_under, Python's JSON as a bound of Go's, skips the exact count only where it could not come near the
+    limit: checked at sizes on both sides of where it stops skipping, with the characters Go writes longest."""
+    from policies.rules.argo005_sync_policy import _far_under, last_applied_bytes
+    app = _app()
+    skipped = 0
+    for n in range(2_000, 40_000, 1_000):
+        obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": {"a": fill * 50}},
+               "data": {"k": fill * n, "f": [1e20] * (n // 100)}}
+        if _far_under(obj, app, tracking):
+            skipped += 1
+            exact = last_applied_bytes(as_applied(obj, app, Tracking("annotation+label", tracking.label_key,
+                                                                     tracking.installation_id)))
+            assert exact <= ANNOTATIONS_LIMIT // 2, (fill, n, exact)
+    assert 0 < skipped < 38  # both sides were tried
