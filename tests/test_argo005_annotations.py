@@ -10,7 +10,7 @@ import pytest
 
 from policies.argocd import identity
 from policies.argocd.apps import App
-from policies.kube.gojson import go_float, go_json, go_number, go_string, go_yaml_plain, min_bytes
+from policies.kube.gojson import go_float, go_json, go_number, go_string
 from policies.kube.objects import Manifest
 from policies.render import gitops
 from policies.rules.argo005_sync_policy import (ANNOTATIONS_LIMIT, LAST_APPLIED, Tracking, as_applied,
@@ -115,20 +115,6 @@ def test_go_numbers_as_kubectl_writes_them_after_apimachinery_reads_them_back():
     assert go_number(2 ** 64 - 1) == "18446744073709552000"  # beyond int64: read back as a float64
     assert go_number(-0.0) == "0"  # Go's -0 is read back as the integer 0
     assert go_json({"b": [1.0, True, None, 2], "a": {}, "c": "x"}) == '{"a":{},"b":[1,true,null,2],"c":"x"}'
-
-
-@pytest.mark.parametrize("text, plain", [
-    ("1e3", "1000"), ("1.5e3", "1500"), ("1_0e3", "10000"), ("08", "8"), ("0o17", "15"), ("y", "true"),
-    ("N", "false"), ("1e999", None), ("123", None), ("1.0", None), ("true", None), ("2024-01-01", None),
-    ("abc", None),
-])
-def test_what_go_yaml_reads_as_a_number_where_the_loader_reads_a_string(text, plain):
-    assert go_yaml_plain(text) == plain
-
-
-def test_such_a_string_counts_as_the_shorter():
-    assert min_bytes({"a": "1.5e3", "b": "1e10"}) == len('{"a":1500,"b":"1e10"}')
-    assert min_bytes({"a": "123"}) == len('{"a":"123"}')  # quoted: the loader reads a plain 123 as a number
 
 
 # ---------------------------------------------------------------- the object as Argo CD applies it

@@ -72,7 +72,7 @@ def test_folder_with_nothing_to_validate_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("text,labels", [
-    ("5: x\ntrue: y\n", {"5": "x", "true": "y"}),
+    ("5: x\ntrue: z\n", {"5": "x", "true": "z"}),
     ("1.0: a\non: b\n~: c\n2001-01-02: d\n", {"1": "a", "true": "b", "null": "c", "2001-01-02": "d"}),
 ])
 def test_non_string_keys_become_strings_as_kubectl_reads_them(text, labels):
@@ -84,7 +84,7 @@ def test_non_string_keys_become_strings_as_kubectl_reads_them(text, labels):
 
 def test_non_string_keys_validate_normally(tmp_path):
     f = tmp_path / "svc.yaml"
-    f.write_text(SERVICE.replace("  name: web\n", "  name: web\n  labels:\n    5: x\n    true: y\n")
+    f.write_text(SERVICE.replace("  name: web\n", "  name: web\n  labels:\n    5: x\n    true: z\n")
                  + "  true: stray\n")
     for schema in ("builtin",):
         proc = run_cli("validate", "--schema", schema, str(f))

@@ -114,6 +114,59 @@ def test_cli_with_kubeconform_names_the_field(tmp_path):
     assert "schema: kubeconform v" in proc.stdout.splitlines()[-1]
 
 
+# Scalars that go-yaml v2 (kubeconform's and kubectl's reader) and PyYAML read differently: `0o644`, `08`, `0X1E`,
+# `2e0` are numbers, `n` is false. Only the env value is wrong: it reaches the API server as a boolean.
+SCALARS = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2e0
+  revisionHistoryLimit: 08
+  selector: {matchLabels: {app: w}}
+  template:
+    metadata: {labels: {app: w}}
+    spec:
+      terminationGracePeriodSeconds: 0X1E
+      containers:
+      - name: w
+        image: nginx:1.27
+        env:
+        - {name: A, value: n}
+      volumes:
+      - name: cfg
+        configMap: {name: cfg, defaultMode: 0o644}
+"""
+
+
+@needs_binary
+def test_scalars_are_read_as_kubeconform_reads_the_file_itself(tmp_path):
+    """kubeconform run by hand on the file as written (its own YAML reader, the repository's schemas) and both
+    validators of `make validate` find the same one problem: no error for the numbers go-yaml reads, the boolean
+    env value refused."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "deploy.yaml"
+    f.write_text(SCALARS)
+    schemas = REPO / "schemas" / "kubernetes"
+    version = next(p.name for p in schemas.iterdir() if p.name.endswith("-standalone-strict")).split("-")[0]
+    by_hand = subprocess.run([str(BINARY), "-strict", "-output", "json", "-kubernetes-version", version.lstrip("v"),
+                              "-schema-location", f"{schemas}/{{{{.NormalizedKubernetesVersion}}}}-standalone"
+                              "{{.StrictSuffix}}/{{.ResourceKind}}{{.KindSuffix}}.json", str(f)],
+                             capture_output=True, text=True, timeout=120)
+    [resource] = json.loads(by_hand.stdout)["resources"]
+    assert resource["status"] == "statusInvalid", by_hand.stdout
+    # 0.7's report: the tree of errors in `msg` (validationErrors holds only its top)
+    assert resource["msg"].count("want") == 1 and "not allowed" not in resource["msg"], resource["msg"]
+    assert "at '/spec/template/spec/containers/0/env/0/value': got boolean, want null or string" in resource["msg"]
+    env = {**os.environ, "KUBECONFORM": str(BINARY)}
+    for schema in ("builtin", "kubeconform"):
+        proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--schema", schema, "--format", "json",
+                               str(f)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        found = [(p["rule"], p["field"]) for p in json.loads(proc.stdout)["problems"] if p["rule"] == "SCHEMA"]
+        assert found == [("SCHEMA", "spec.template.spec.containers[0].env[0].value")], (schema, proc.stdout)
+
+
 # ---------------------------------------------------------------- captured reports (no binary needed)
 
 def _fail_fixture(name: str) -> Manifest:

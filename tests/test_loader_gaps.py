@@ -3,6 +3,7 @@ base-60 numbers, integers past what go-yaml reads stay text (no internal error p
 expanded as kustomize renders them, and an input file of any size hashed in chunks under the same bound."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def test_a_long_base_60_scalar_is_read_in_linear_time(tmp_path):
 def test_an_integer_of_5000_digits_is_text_not_an_internal_error(tmp_path, where):
     big = "9" * 5000
     if where == "value":
-        text = CM + f"  k: x\nspec:\n  n: {big}\n"
+        text = CM + f"  k: x\nspec:\n  num: {big}\n"
     else:
         text = CM + f"  ? {big}\n  : x\n"  # a plain key of more than 1,024 characters must be explicit
     if where == "overlay":
@@ -78,14 +79,15 @@ def test_an_integer_of_5000_digits_is_text_not_an_internal_error(tmp_path, where
     assert "internal error" not in proc.stderr and proc.returncode in (0, 1), proc.stderr
     (m,) = parse(text, "x.yaml")
     if where == "value":
-        assert m.obj["spec"]["n"] == big  # go-yaml: neither int64, uint64 nor float64, so the string
+        assert m.obj["spec"]["num"] == big  # go-yaml: neither int64, uint64 nor float64, so the string
     else:
         assert big in m.obj["data"]
 
 
 def test_integers_go_yaml_reads_stay_numbers():
     (m,) = parse(HEAD + (f"spec:\n  a: {2**63 - 1}\n  b: {'9' * 30}\n  c: 0x{'f' * 20}\n"), "x")
-    assert m.obj["spec"]["a"] == 2**63 - 1 and m.obj["spec"]["b"] == int("9" * 30)
+    # past uint64 but decimal: go-yaml's float64 (yamlStyleFloat), which encoding/json writes 1e+30
+    assert m.obj["spec"]["a"] == 2**63 - 1 and m.obj["spec"]["b"] == 1e30 and type(m.obj["spec"]["b"]) is float
     assert m.obj["spec"]["c"] == "0x" + "f" * 20  # past uint64 and not decimal: go-yaml's text
 
 
@@ -138,3 +140,40 @@ def test_a_5_gb_sparse_file_in_an_overlay_is_one_line(tmp_path):
                           timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"error INPUT {overlay / 'blob'}: larger than 32 MiB" in proc.stdout
+
+
+@pytest.mark.parametrize("scalar, expected", [
+    # goyaml.v2/resolve.go (sigs.k8s.io/yaml 742f5e6), the reader of kubectl, kubeconform and Argo CD:
+    ("y", True), ("Y", True), ("n", False), ("N", False),              # resolveMap
+    ("0o17", 15), ("0O17", 15), ("0X1F", 31), ("0B11", 3), ("-0b11", -3),  # strconv.ParseInt(plain, 0, 64)
+    ("1e3", 1000), ("1.5e3", 1500), ("1_0e1", 100), ("+.5", 0.5), ("-.5", -0.5), ("08", 8), (".5e3", 500),
+    ("2.0", 2), ("-0.0", 0), ("2.5", 2.5),                              # whole floats: encoding/json writes 2
+    ("-9223372036854775809", -(2 ** 63)), ("18446744073709551616", 2 ** 64),  # past int64: a float64, written whole
+    ("1e999", "1e999"), ("0x", "0x"), ("1e", "1e"), ("12:30", "12:30"), ("10Gi", "10Gi"), ("yes", True),
+])
+def test_plain_scalars_resolve_as_go_yaml_v2_resolves_them(scalar, expected):
+    """What kubectl apply -f reads from a file as written (kustomize's output is already normalised: it quotes "y"
+    and writes 1e3 as 1000, tests above)."""
+    (m,) = parse(HEAD + f"spec:\n  v: {scalar}\n", "x.yaml")
+    got = m.obj["spec"]["v"]
+    assert got == expected and type(got) is type(expected), (scalar, got)
+
+
+def test_a_key_go_yaml_reads_as_a_boolean_becomes_its_text():
+    """sigs.k8s.io/yaml turns a boolean key into "true"/"false": a ConfigMap key `y` is the key "true"."""
+    (m,) = parse(CM + "  y: a\n  N: b\n  o: c\n", "x.yaml")
+    assert m.obj["data"] == {"true": "a", "false": "b", "o": "c"}
+
+
+def test_a_whole_float_replica_count_is_the_pods_the_controller_makes(tmp_path):
+    """`replicas: 2.0` (or 2e0) reaches the API server as 2: the model counts 2 pods, not its default of 1."""
+    sts = ("apiVersion: v1\nkind: Service\nmetadata: {name: t}\nspec: {clusterIP: None, selector: {app: t}}\n---\n"
+           "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: t}\nspec:\n  replicas: 2e0\n  serviceName: t\n"
+           "  selector: {matchLabels: {app: t}}\n  template:\n    metadata: {labels: {app: t}}\n    spec:\n"
+           "      containers:\n      - {name: t, image: 'x:1', command: [torchrun, --nnodes=3, --nproc-per-node=1, "
+           "--rdzv-backend=c10d, '--rdzv-endpoint=t-0.t:29500', train.py]}\n")
+    f = tmp_path / "sts.yaml"
+    f.write_text(sts)
+    proc = run_cli("validate", "--format", "json", str(f))
+    [topo] = [p for p in json.loads(proc.stdout)["problems"] if p["rule"] == "TOPO001"]
+    assert "statefulset creates 2 pods" in topo["message"], topo

@@ -48,7 +48,7 @@ CORNERS = {
     # YAML 1.1 scalars as PyYAML resolves them (and go-yaml v2 under kubectl)
     "bools": "a: yes\nb: No\nc: on\nd: OFF\ne: true\nf: 'yes'\ng: y\n",
     "numbers": "a: 0o17\nb: 017\nc: 0x1F\nd: 0b101\ne: 1_000\nf: 1:20\ng: 1.5e3\nh: 1e3\ni: .inf\nj: -.INF\nk: .nan\n"
-               "l: +12\nm: 3.\nn: 190:20:30.15\n",
+               "l: +12\nm: 3.\np: 190:20:30.15\nq: 08\nr: +.5\ns: 0X1F\nt: y\nu: N\n",
     "nulls": "a: ~\nb: null\nc:\nd: Null\ne: ''\n",
     "timestamps": "a: 2001-12-14t21:59:43.10-05:00\nb: 2002-12-14\nc: '2002-12-14'\n",
     "strings": "a: |\n  two\n  lines\nb: >-\n  folded\n  text\nc: \"q\\u00e9\"\nd: 'it''s'\ne: plain text here\n",

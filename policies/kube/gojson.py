@@ -18,13 +18,9 @@ Between the YAML and kubectl's encoder every number is read back by apimachinery
 pkg/util/json/json.go 45-47 and 113-122: an integer that fits int64 as int64, any other number as float64), so an
 integer beyond int64 is written as its float64, and -0.0 (Go's "-0") comes back as the integer 0.
 
-go-yaml v2, which sigs.k8s.io/yaml v1.6.0 reads YAML with (YAMLToJSON, yaml.go 146-148; Argo CD's repo server reads
-the rendered YAML through it: gitops-engine pkg/utils/kube/kube.go 348-387 at argo-cd v3.5.1), reads some plain scalars as numbers or booleans that this project's loader (policies/render/loader.py) reads
-as strings: `y`, `Y`, `n`, `N` (booleans: sigs.k8s.io/yaml v1.4.0 goyaml.v2/resolve.go 37-42, the fork of the go-yaml
-v2 it now imports), numbers with an exponent but no dot or no exponent sign (`1e3`, `1.5e3`), `08` and `09`
-(resolve.go 84, 163-165: yamlStyleFloat), and `0o17` (strconv.ParseInt base 0). A quoted scalar is a string in both;
-the loaded value no longer says which it was, so such a string counts as the shorter of the two (`min_bytes`).
-Mapping keys are counted as loaded (go-yaml's `1e3:` key would be "1000")."""
+The object is read as go-yaml v2 reads it (policies/render/loader.py: go_plain, whole floats as integers), the
+reader of sigs.k8s.io/yaml v1.6.0 (YAMLToJSON, yaml.go 146-148) through which Argo CD's repo server reads the
+rendered YAML (gitops-engine pkg/utils/kube/kube.go 348-387 at argo-cd v3.5.1)."""
 from __future__ import annotations
 
 import math
@@ -32,20 +28,12 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from ..render.loader import plain_is_string
-
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-# Longer strings are not looked at as plain numbers (the loader keeps a number of more digits as its text too).
-MAX_PLAIN = 400
 
 # What appendString escapes (with escapeHTML): control bytes, the quote, the backslash, <, >, &, U+2028, U+2029; a
 # lone surrogate is invalid UTF-8 (three bytes, each written \ufffd).
 _ESCAPED = re.compile("[\x00-\x1f\"\\\\<>&\u2028\u2029\ud800-\udfff]")
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-# go-yaml v2's yamlStyleFloat (resolve.go 84) and the octal literal strconv.ParseInt(s, 0, 64) reads, both matched
-# with the underscores removed (resolve.go 149-165).
-_GO_YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
-_GO_YAML_OCTAL = re.compile(r"[-+]?0[oO][0-7]+")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -129,37 +117,3 @@ def _write(value: Any, out: list[str]) -> None:
         out.append("]")
     else:
         out.append(go_string(str(value)))
-
-
-def go_yaml_plain(s: str) -> str | None:
-    """The JSON go-yaml v2 gives `s` written as a plain scalar, where this project's loader reads it as a string and
-    go-yaml does not (None otherwise)."""
-    if s in ("y", "Y", "n", "N"):
-        return "true" if s in ("y", "Y") else "false"
-    if not plain_is_string(s):
-        return None  # read as a number, boolean or null here too: a string here means it was quoted
-    plain = s.replace("_", "")
-    if _GO_YAML_OCTAL.fullmatch(plain):
-        return go_number(int(plain.replace("o", "").replace("O", ""), 8))
-    if _GO_YAML_FLOAT.fullmatch(plain):
-        number = float(plain)
-        return None if math.isinf(number) else go_number(number)  # out of float64's range: ParseFloat fails
-    return None
-
-
-def min_bytes(value: Any) -> int:
-    """The bytes of go_json(value), each string that go-yaml could have read as a number or boolean counted as the
-    shorter of the two (see the module's docstring)."""
-    total = len(go_json(value).encode("utf-8"))
-    return total - _savings(value)
-
-
-def _savings(value: Any) -> int:
-    if isinstance(value, str):
-        other = go_yaml_plain(value) if len(value) <= MAX_PLAIN else None
-        return max(0, len(go_string(value).encode("utf-8")) - len(other)) if other is not None else 0
-    if isinstance(value, dict):
-        return sum(_savings(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_savings(v) for v in value)
-    return 0

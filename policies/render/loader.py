@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any
 
 import yaml
 
 from ..kube.objects import Manifest
+from .scalars import go_plain, whole
 
 try:  # libyaml is several times faster on large renders; the pure-Python loader behaves the same
     _Base: Any = yaml.CSafeLoader
@@ -82,7 +82,8 @@ _STR_TAG, _MAP_TAG, _SEQ_TAG = (yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG,
                                 yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG)
 # Tags a plain scalar may resolve to that the builder constructs itself (with _StrictLoader's own constructors, so
 # the values are the same); any other (merge `<<`, value `=`) goes to the fallback.
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp")}
+_PLAIN_TAGS = {*(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp")),
+               "tag:ddp-k8s,go-plain"}
 _PLAIN_CACHE: dict[str, Any] = {}  # plain scalar text -> its value (the tag depends on the text alone)
 
 
@@ -272,10 +273,12 @@ class _StrictLoader(_Base):  # (_Base: Any, the C loader where PyYAML has it)
     """Safe loader that rejects duplicate keys (kubectl keeps the last one silently; strict validation refuses) and
     reads what is not JSON the way kubectl's sigs.k8s.io/yaml does: keys become strings (`5:` -> "5", `true:` ->
     "true"), timestamps stay the text written, `!!binary` is its UTF-8 text; `!!set`, `!!omap` and `!!pairs` are
-    refused. Plain scalars resolve as go-yaml resolves them (kustomize's and the API server's reader): no YAML 1.1
-    base-60 numbers (`12:30` is the string "12:30", where PyYAML read 750, and a 2 MB `1:0:0:...` took minutes to
-    build), and an integer too large for go-yaml's int64, uint64 and float64 stays the text written (go-yaml's
-    resolve falls through to a string; Python refuses more than 4,300 digits). Merge keys (`<<: *anchor`) are
+    refused. Plain scalars resolve as go-yaml v2 resolves them (go_plain: the reader of kubectl, kubeconform and Argo
+    CD; kustomize writes such values out already resolved): y/n booleans, 0o/0X/0B prefixes, 1e3 and 08 floats, a
+    whole float as the integer encoding/json writes for it, no YAML 1.1 base-60 numbers (`12:30` is the string
+    "12:30", where PyYAML read 750, and a 2 MB `1:0:0:...` took minutes to build), and an integer too large for
+    go-yaml's int64, uint64 and float64 stays the text written (go-yaml's resolve falls through to a string; Python
+    refuses more than 4,300 digits). Merge keys (`<<: *anchor`) are
     expanded, the mapping's own keys winning, as kustomize renders them."""
 
     yaml_implicit_resolvers = {
@@ -300,18 +303,18 @@ _StrictLoader.add_implicit_resolver(
                 |[-+]?\.(?:inf|Inf|INF)
                 |\.(?:nan|NaN|NAN))$""", re.X),
     list("-+0123456789."))
-# More digits than this can be no float64 (about 1.8e308): go-yaml reads the text, and Python is not asked to.
-_MAX_NUMBER_DIGITS = 400
+# What go-yaml v2 reads as a number or boolean that the resolvers above leave a string (sigs.k8s.io/yaml v1.6.0
+# goyaml.v2/resolve.go, the reader of kubectl, kubeconform and Argo CD: resolveMap's y, Y, n, N; strconv.ParseInt(s,
+# 0, 64)'s 0o, 0O, 0X, 0B prefixes; yamlStyleFloat's 1e3, 1.5e3, +.5, 08): tried last, and _go_plain decides.
+_GO_PLAIN = "tag:ddp-k8s,go-plain"
+_StrictLoader.add_implicit_resolver(_GO_PLAIN, re.compile(r"^(?:[yYnN]|[-+]?[0-9.][0-9A-Za-z_.+-]*)$"),
+                                    list("yYnN-+0123456789."))
+def _go_plain(loader: "_StrictLoader", node: yaml.ScalarNode) -> Any:
+    return whole(go_plain(node.value))
 
 
-def _int(loader: "_StrictLoader", node: yaml.ScalarNode) -> Any:
-    text = node.value.replace("_", "")
-    if len(text) > _MAX_NUMBER_DIGITS:
-        return node.value
-    value = loader.construct_yaml_int(node)
-    if abs(value) >= 2 ** 64 and (not text.lstrip("+-").isdigit() or abs(value) > sys.float_info.max):
-        return node.value  # beyond go-yaml's int64/uint64, and no float64 (or not decimal): the text
-    return value
+def _float(loader: "_StrictLoader", node: yaml.ScalarNode) -> Any:
+    return whole(loader.construct_yaml_float(node))
 
 
 def key_text(key: Any, node: yaml.Node) -> Any:
@@ -375,20 +378,12 @@ def _refuse(loader: _StrictLoader, node: yaml.Node) -> Any:
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
-_StrictLoader.add_constructor("tag:yaml.org,2002:int", _int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _go_plain)
+_StrictLoader.add_constructor(_GO_PLAIN, _go_plain)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _float)
 _StrictLoader.add_constructor("tag:yaml.org,2002:binary", _binary)
 for _tag in ("set", "omap", "pairs"):
     _StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
-
-
-_RESOLVER: list[Any] = []
-
-
-def plain_is_string(text: str) -> bool:
-    """Whether `text`, written as a plain (unquoted) scalar, is read here as a string."""
-    if not _RESOLVER:
-        _RESOLVER.append(_StrictLoader(""))
-    return bool(_RESOLVER[0].resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG)
 
 
 def parse(text: str, source: str) -> list[Manifest]:

@@ -17,9 +17,8 @@ show: the tracking annotation (or label) counts where an argocd-cm among them se
 `application.resourceTrackingMethod`; where none does, Argo CD v3.5.1's default (annotation) may have been changed by
 the installation's own argocd-cm (this repository's sets only its own keys), so an object over the limit only with
 that annotation is a warning. Where the manifests do not decide, the count takes the shorter: the Application's bare
-name (not `<namespace>_<name>`), no namespace on a kind whose scope is not known (a CRD's), no installation-id, and a
-scalar such as `1e3` or `y` (a number or boolean to go-yaml, a string to this project's loader) as the shorter of
-the two.
+name (not `<namespace>_<name>`), no namespace on a kind whose scope is not known (a CRD's), and no installation-id.
+Scalars are read as go-yaml reads them (`1e3` is 1000, `y` is true: policies/render/loader.py).
 
 The rest is practice, warnings by default (an environment raises them): an auto-syncing Application without
 `ServerSideApply=true` (the next large object would fail); no `retry` with a `backoff` (a first sync often races an
@@ -40,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..argocd.apps import CLUSTER_SCOPED, SYNC_OPTIONS, App, annotations_of, sync_options
-from ..kube.gojson import min_bytes
+from ..kube.gojson import go_json
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.values import group_of
 from .kit import Context, obj_problem
@@ -146,7 +145,7 @@ def last_applied_bytes(obj: dict[str, Any]) -> int:
     meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     notes: dict[str, Any] = meta["annotations"] if isinstance(meta.get("annotations"), dict) else {}
     others = {k: v for k, v in notes.items() if k != LAST_APPLIED}
-    body = min_bytes({**obj, "metadata": {**meta, "annotations": others}}) + 1
+    body = len(go_json({**obj, "metadata": {**meta, "annotations": others}}).encode("utf-8", "surrogatepass")) + 1
     return body + len(LAST_APPLIED) + sum(len(str(k).encode()) + len(str(v).encode()) for k, v in others.items())
 
 
