@@ -86,6 +86,31 @@ def test_parsed_objects_are_used_only_for_the_yaml_they_came_from(tmp_path):
     assert parsed.read_bytes() != b"\x00garbage"
 
 
+def test_parsed_objects_from_another_reader_are_not_used(tmp_path):
+    """The parsed objects are tagged with the reader's code too (render._READER): after an upgrade that reads YAML
+    differently (go-yaml's `2.0` as 2), objects an older reader parsed from the same YAML are parsed again."""
+    import marshal
+
+    from policies.render import render
+
+    root = copy_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    assert validate(root, cache).returncode == 0
+    (entry,) = cache.glob("*.yaml")
+    parsed = entry.with_suffix(".parsed")
+    tag, docs = marshal.loads(parsed.read_bytes())
+    assert tag.endswith(render._READER)
+    # An older reader's objects for this very YAML, with a Service that is not headless: not used.
+    for d in docs:
+        if d.get("kind") == "Service":
+            d["spec"]["clusterIP"] = "10.96.0.9"
+    for older in (tag[: -len(render._READER)], tag[: -len(render._READER)] + "0" * 64):  # as the last release wrote
+        parsed.write_bytes(marshal.dumps((older, docs)))
+        proc = validate(root, cache)
+        assert proc.returncode == 0 and "TOPO004" not in proc.stdout, proc.stdout
+        assert marshal.loads(parsed.read_bytes())[0] == tag
+
+
 def test_prefetched_renders_are_the_renders_collect_asks_for(tmp_path, monkeypatch):
     """The command line starts rendering before the validator is imported (render.prefetch); collect then takes
     those results: each overlay is rendered once, and a failure reaches the report as it would without prefetch."""

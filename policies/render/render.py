@@ -354,14 +354,28 @@ def _suspect(folder: Path) -> str:
 
 
 # Beside each cached render, its objects as parsed (marshal: plain dicts, lists and scalars, read some 20 times
-# faster than YAML is parsed), tagged with the sha256 of the YAML they came from: the YAML stays the entry, and
-# objects that do not match it are never used.
+# faster than YAML is parsed), tagged with the sha256 of the YAML they came from and of the reader that parsed it: the
+# YAML stays the entry, and objects that do not match both are never used.
 _PARSED_SUFFIX = ".parsed"
+
+
+def _reader_digest() -> str:
+    """The code that turns YAML into objects (loader.py, scalars.py): objects a changed reader parsed are not used."""
+    h = hashlib.sha256()
+    for name in ("loader.py", "scalars.py"):
+        try:
+            h.update((Path(__file__).parent / name).read_bytes())
+        except OSError:
+            h.update(b"unreadable")
+    return h.hexdigest()
+
+
+_READER = _reader_digest()
 
 
 def _read_cached(path: Path, source: str) -> list[Manifest]:
     text = path.read_text(encoding="utf-8")
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256(text.encode()).hexdigest() + _READER
     try:
         tag, docs = marshal.loads(path.with_suffix(_PARSED_SUFFIX).read_bytes())
         if tag == digest and isinstance(docs, list) and all(isinstance(d, dict) for d in docs):
@@ -375,7 +389,7 @@ def _read_cached(path: Path, source: str) -> list[Manifest]:
 
 def _write_parsed(path: Path, text: str, manifests: list[Manifest]) -> None:
     try:
-        data = marshal.dumps((hashlib.sha256(text.encode()).hexdigest(), [m.obj for m in manifests]))
+        data = marshal.dumps((hashlib.sha256(text.encode()).hexdigest() + _READER, [m.obj for m in manifests]))
     except ValueError:
         return  # something marshal cannot hold: the YAML alone serves
     _write_atomic(path.with_suffix(_PARSED_SUFFIX), data)
