@@ -1,16 +1,18 @@
 """The objects the manifests reference are in them, or said to live elsewhere.
 
 A file validated on its own often names objects applied from another repository or installed with an operator: the
-ConfigMaps, Secrets and PersistentVolumeClaims its pods mount or read env from, the etcd Service a torchrun etcd
-rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names, the Volcano Queue a Volcano Job names (other than
-`default`, which Volcano creates; its state and child queues need the cluster too). What is not in the manifests cannot be checked here (a key that is missing, a claim that does not
-bind): one info line per input lists those references. Where an environment declares its manifests self-contained
-(`selfContained: true` in its policy.yaml, as this repository's environments do), each reference that is not in them
-is an error: the pod would wait for it (ContainerCreating, CreateContainerConfigError) and the world never forms. A
+ConfigMaps, Secrets and PersistentVolumeClaims its pods mount or read env from, the ServiceAccount they run as (other
+than `default`, which every namespace has), the etcd Service a torchrun etcd rendezvous dials, the
+(Cluster)TrainingRuntime a TrainJob names, the Volcano Queue a Volcano Job names (other than `default`, which Volcano
+creates; its state and child queues need the cluster too). What is not in the manifests cannot be checked here (a key
+that is missing, a claim that does not bind): one info line per input lists those references. Where an environment
+declares its manifests self-contained (`selfContained: true` in its policy.yaml, as this repository's environments
+do), each reference that is not in them is an error: the pod would wait for it (ContainerCreating,
+CreateContainerConfigError), or the API server refuses it (a missing ServiceAccount), and the world never forms. A
 reference written `optional: true` is not one the pod waits for.
 
 Fails: an overlay of a self-contained environment whose pods read `envFrom: [{configMapRef: {name: ddp-env}}]` and
-hold no ConfigMap `ddp-env`.
+hold no ConfigMap `ddp-env`, or run as `serviceAccountName: trainer` with no ServiceAccount `trainer`.
 Passes: every referenced ConfigMap, Secret and claim in the manifests; a file without an environment (info).
 """
 from __future__ import annotations
@@ -22,6 +24,9 @@ from ..launchers.base import Need
 from ..kube.objects import ERROR, INFO, Manifest, Problem
 from .kit import Context, obj_problem
 
+# What follows a missing reference other than a pod waiting for it: the ServiceAccount admission plugin refuses the pod
+# (kubernetes plugin/pkg/admission/serviceaccount/admission.go, Plugin.Admit: "error looking up service account").
+REFUSED = {"ServiceAccount": "the API server refuses every pod (serviceaccount not found), so none is created"}
 ID = "REF001"
 NAME = "references-resolve"
 SEVERITY = INFO
@@ -56,6 +61,11 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
                     out.append(("Secret", ns, str(sec.get("secretName") or sec.get("name")), site.manifest, where))
                 if src is vol and isinstance(pvc, dict) and pvc.get("claimName"):
                     out.append(("PersistentVolumeClaim", ns, str(pvc["claimName"]), site.manifest, where))
+        # serviceAccount: the deprecated alias the API server copies into serviceAccountName where that is empty.
+        account = site.spec.get("serviceAccountName") or site.spec.get("serviceAccount")
+        if isinstance(account, str) and account and account != "default":  # `default`: every namespace has one
+            key = "serviceAccountName" if site.spec.get("serviceAccountName") else "serviceAccount"
+            out.append(("ServiceAccount", ns, account, site.manifest, f"{site.field}.{key}"))
         for field, c in site.containers():
             for j, src in enumerate(c.get("envFrom") or []):
                 if not isinstance(src, dict):
@@ -99,11 +109,11 @@ def check(ctx: Context) -> Iterator[Problem]:
     withouts = {(n.kind, n.namespace, n.name): n.without for _, n in _needs(ctx)}
     if ctx.env is not None and ctx.env.self_contained:
         for (kind, ns, name), (m, field) in missing.items():
-            what = withouts.get((kind, ns, name), "the pod waits for it and never starts")
+            what = withouts.get((kind, ns, name), REFUSED.get(kind, "the pod waits for it and never starts"))
             yield obj_problem(ID, m, field, f"{kind} '{name}' is not in the manifests, which {ctx.env.name} declares "
                               f"self-contained: {what}",
-                              f"add the {kind} to the overlay" + ("" if (kind, ns, name) in withouts else
-                                                                  ", or mark the reference optional"), severity=ERROR)
+                              f"add the {kind} to the overlay" + (", or mark the reference optional" if kind in
+                                                                  ("ConfigMap", "Secret") else ""), severity=ERROR)
         return
     listed = ", ".join(f"{kind} {name}" for (kind, _, name) in sorted(missing))
     yield Problem(ID, f"references objects applied elsewhere, which could not be checked here: {listed}",
