@@ -22,7 +22,7 @@ container's shell script.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Collection, Iterator
 
 from ..model.trainer_contract import contract
 
@@ -61,20 +61,67 @@ def distance(a: str, b: str, bound: int | None = None) -> int:
     return prev[-1]
 
 
-def near_miss(name: str, read: set[str]) -> str | None:
+def near_miss(name: str, read: Collection[str]) -> str | None:
     """The name among `read` that `name` is a near miss of (one edit for names up to 8 characters, two beyond, or
-    the same letters in another case), None when it is none's."""
-    best = None
-    for known in sorted(read):
-        if len(known) < 4 or known == name:
-            continue
-        if known.lower() == name.lower():
-            return known
-        limit = 1 if len(known) <= 8 else 2
-        d = distance(name.upper(), known, limit)
-        if d <= limit and (best is None or d < best[0]):
-            best = (d, known)
-    return best[1] if best else None
+    the same letters in another case), None when it is none's: the first in sorted order of those nearest."""
+    index = _index(frozenset(read))
+    if name not in index.answers:
+        if len(index.answers) > 4096:  # bounded on any input
+            index.answers.clear()
+        index.answers[name] = index.nearest(name)
+    return index.answers[name]
+
+
+def _deletions(word: str, most: int) -> set[str]:
+    """`word` with up to `most` of its letters deleted, itself included."""
+    out, edge = {word}, {word}
+    for _ in range(most):
+        edge = {w[:i] + w[i + 1:] for w in edge for i in range(len(w))}
+        out |= edge
+    return out
+
+
+class _Index:
+    """The names of a set read that can be a near miss's (four letters or more), by their lower case and by each of
+    their deletions within their limit, in sorted order, and the answers given so far. A name `n` edits from another
+    shares a deletion of at most `n` letters from each (an insertion, deletion or substitution costs at most one on
+    each side, a swap one too), so the names that share one with the variable are the only ones whose distance
+    needs working out (a container's variables are compared with some 60 names, almost never near)."""
+
+    def __init__(self, read: frozenset[str]):
+        self.by_case: dict[str, list[str]] = {}
+        self.by_deletion: dict[str, list[str]] = {}
+        self.answers: dict[str, str | None] = {}
+        for known in sorted(k for k in read if len(k) >= 4):
+            self.by_case.setdefault(known.lower(), []).append(known)
+            for v in _deletions(known, 1 if len(known) <= 8 else 2):
+                self.by_deletion.setdefault(v, []).append(known)
+
+    def nearest(self, name: str) -> str | None:
+        for known in self.by_case.get(name.lower(), ()):
+            if known != name:
+                return known
+        upper = name.upper()
+        best = None
+        for known in sorted({k for v in _deletions(upper, 2) for k in self.by_deletion.get(v, ())}):
+            limit = 1 if len(known) <= 8 else 2
+            d = distance(upper, known, limit)
+            if known != name and d <= limit and (best is None or d < best[0]):
+                best = (d, known)
+        return best[1] if best else None
+
+
+# By the set of names read: a handful per run (each container's trainer contract, torchrun's and its own $(NAME)s).
+_INDEXES: dict[frozenset[str], _Index] = {}
+
+
+def _index(read: frozenset[str]) -> _Index:
+    found = _INDEXES.get(read)
+    if found is None:
+        if len(_INDEXES) > 256:  # bounded on any input
+            _INDEXES.clear()
+        found = _INDEXES[read] = _Index(read)
+    return found
 
 
 def _references(c: ContainerEnv) -> set[str]:
