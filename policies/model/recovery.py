@@ -113,13 +113,15 @@ class _Replay:
 
     def lose(self, loss: Loss) -> Decision | None:
         """Replay one loss; the decision that failed the workload (or left it waiting), else None."""
+        lost_code = {DELETED: DELETED_EXIT, WORKER: PEER_LOST_EXIT}.get(loss.kind, KILLED_EXIT)
+        after_exit, w, bundle, count = self.w.launcher.after_exit, self.w, self.bundle, self.count
         for i in self.ending(loss):
             self.ends += 1
-            first = i == loss.index
-            code = {DELETED: DELETED_EXIT, WORKER: PEER_LOST_EXIT}.get(loss.kind, KILLED_EXIT) if first else \
-                PEER_LOST_EXIT
-            ended = PodExit(i, code, deleted=first and loss.kind == DELETED, node_lost=first and loss.kind == NODE_LOST)
-            d = self.w.launcher.after_exit(self.w, self.bundle, ended, self.count)
+            if i == loss.index:
+                ended = PodExit(i, lost_code, deleted=loss.kind == DELETED, node_lost=loss.kind == NODE_LOST)
+            else:
+                ended = PodExit(i, PEER_LOST_EXIT)
+            d = after_exit(w, bundle, ended, count)
             if d.action in (FAIL, WAIT, SUCCEEDED):
                 return d
             if d.awaits_node:  # the world waits until the node is deleted or the pod force-deleted
