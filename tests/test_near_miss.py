@@ -3,6 +3,7 @@ changes an answer within it."""
 from __future__ import annotations
 
 import itertools
+import random
 
 from policies.rules.trainer002_env_name_near_miss import distance, near_miss
 
@@ -32,3 +33,37 @@ def test_near_miss_takes_the_closest_name_read():
     assert near_miss("EPOHCS", read) == "EPOCHS"
     assert near_miss("MASTER_PRT", read) == "MASTER_PORT"
     assert near_miss("NCCL_DEBUG", read) is None and near_miss("MODEL_PARAMS", read) is None
+
+
+def _every_name_read(name, read):
+    """near_miss as its docstring says it, the slow way: every name read, in sorted order, its distance in full."""
+    best = None
+    for known in sorted(read):
+        if len(known) < 4 or known == name:
+            continue
+        if known.lower() == name.lower():
+            return known
+        limit = 1 if len(known) <= 8 else 2
+        d = distance(name.upper(), known)
+        if d <= limit and (best is None or d < best[0]):
+            best = (d, known)
+    return best[1] if best else None
+
+
+def test_the_index_of_names_read_gives_what_comparing_every_name_gives():
+    """near_miss looks only at the names that share a deletion with the variable: the same answer as comparing it
+    with every name read, over names of few letters (many near each other, ties, another case, swaps)."""
+    rnd = random.Random(34)
+    letters = "ABab_"
+    for _ in range(400):
+        read = {"".join(rnd.choice(letters) for _ in range(rnd.randint(2, 11))) for _ in range(rnd.randint(0, 30))}
+        for _ in range(20):
+            word = list(rnd.choice(sorted(read))) if read and rnd.random() < 0.6 else []
+            for _ in range(rnd.randint(0, 3)):
+                i = rnd.randrange(len(word) + 1)
+                if rnd.random() < 0.5:
+                    word.insert(i, rnd.choice(letters))
+                elif i + 1 < len(word):
+                    word[i], word[i + 1] = word[i + 1], word[i]
+            name = "".join(word) if rnd.random() < 0.8 else "".join(word).lower()
+            assert near_miss(name, read) == _every_name_read(name, read), (name, sorted(read))

@@ -134,3 +134,28 @@ def test_a_crashed_worker_costs_what_its_torchrun_does():
     t, _ = unit.recovery[0]
     n, d, _ = recovery.replay(t, Bundle.of(unit.manifests), [recovery.Loss(1, recovery.WORKER)] * 4)
     assert n == 4 and d is None  # three restarted by torchrun, the fourth ends all three torchruns: 3 of 4 restarts
+
+
+def _copy(unit: Unit, name: str, change=None) -> Unit:
+    manifests = [Manifest(copy.deepcopy(m.obj), m.source, m.index) for m in unit.manifests]
+    if change is not None:
+        change(next(m for m in manifests if m.kind == "PyTorchJob").obj)
+    again = Unit(name, "file", manifests)
+    check_policies(again)
+    return again
+
+
+def test_a_world_met_again_is_replayed_once_and_a_changed_one_again():
+    """The replay is worked out once per input (Context.inputs, the engine's digest of every object): the same
+    objects in another unit reuse it; backoffLimit changed (to 3, or to 3.0, "5" or true, which the operator reads
+    otherwise than 3 or 5) is another input."""
+    unit = overlay_unit("gke-t4/pytorchjob")
+    first, second = _copy(unit, "first"), _copy(unit, "second")
+    assert first.recovery[0][1] is second.recovery[0][1] and first.recovery[0][1].losses == 1
+    for limit, losses in ((3, 0), (3.0, None), ("5", None), (True, None)):
+        def change(obj, limit=limit):
+            obj["spec"]["runPolicy"]["backoffLimit"] = limit
+        (_, s), = _copy(unit, f"backoffLimit {limit!r}", change).recovery
+        assert s is not first.recovery[0][1], limit
+        if losses is not None:
+            assert s.losses == losses, (limit, s.why)

@@ -3,6 +3,7 @@ a `sh -c` script) and work out each torchrun setting the way torchrun does: flag
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,9 +42,11 @@ OPTIONS = frozenset({
 })
 
 
+@functools.lru_cache(maxsize=4096)
 def unknown_option(dest: str) -> bool:
     """Whether torchrun's parser refuses an option parsed as `dest` (written with - or _): neither an option nor a
-    prefix of one. (A prefix of several is ambiguous on some Pythons only: not claimed.)"""
+    prefix of one. (A prefix of several is ambiguous on some Pythons only: not claimed.) Asked once per option
+    written: every option is compared with each of torchrun's."""
     if len(dest) > 1 and f"-{dest[0]}" in OPTIONS and not dest[1:2].isalpha():
         return False  # `-r0`, `-t3`: a short option with its value attached
     spelled = {f"--{dest}", f"--{dest.replace('_', '-')}"} if len(dest) > 1 else {f"-{dest}", f"--{dest}"}

@@ -23,7 +23,7 @@ from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
 from ..render.kustomization import kustomization_file, overlays_named
 from ..render.paths import delivery_folder
 from ..render.render import render, render_all
-from ..rules.kit import Context, Environment
+from ..rules.kit import Context, Environment, inputs_digest
 from ..rules import RULES, Rule
 from ..schema import crd_rules
 from ..schema.lookup import RULE as SCHEMA
@@ -225,7 +225,8 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     bundle = Bundle.of(manifests, [c for c in children if c.manifest.ref not in malformed])
     broken: list[tuple[Manifest, Exception]] = []
     env = unit.environment
-    unit.workloads = workloads(bundle, broken, env.kueue_frameworks if env is not None else None)
+    kueue = env.kueue_frameworks if env is not None else None
+    unit.workloads = workloads(bundle, broken, kueue)
     resolved = resolve(bundle, unit.workloads, broken)
     # A workload the model could not read drops out of the rules (each needs its pods), said once per object; one
     # whose pods only are unreadable keeps the admission checks its spec gets (TOPO011).
@@ -238,7 +239,7 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                   workloads=unit.workloads, undetermined=resolved.undetermined, unread=resolved.unread,
                   scripts=resolved.scripts, unstated=resolved.unstated, elsewhere=resolved.elsewhere,
                   refused=refused, schema_refused=frozenset(p.obj for p in schema or [] if p.rule == SCHEMA),
-                  synced=unit.synced)
+                  synced=unit.synced, inputs=inputs_digest(bundle.manifests, kueue) if resolved.topologies else None)
     if any(m.api_version.startswith(argocd.GROUP + "/") for m in unit.manifests):
         # renders the folders Applications name, each with its environment's Kueue integrations (ARGO012)
         ctx.argo = argocd.resolve(unit.manifests, unit.source, environment.kueue_frameworks)

@@ -3,6 +3,8 @@ environment's declaration, Argo CD's resolved targets) and the helpers that turn
 Resolved before any rule runs, so rules stay pure functions of it."""
 from __future__ import annotations
 
+import hashlib
+import marshal
 import re
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterator
@@ -57,6 +59,20 @@ class Environment:
     pod_security: PodSecurityConfig | None = None
 
 
+def inputs_digest(manifests: list[Manifest], kueue: list[str] | None) -> bytes:
+    """What an input's workloads and topologies follow from, as a digest: every object as the model reads it, in
+    order, and the environment's Kueue integrations. Two inputs with the same digest get the same model, and what
+    the model works out from it alone (a world's pod-loss replay, policies/model/recovery.py) is worked out once.
+    marshal (version 2: no references, which would follow the objects' identity) writes the values with their types
+    (1, 1.0, '1' and True apart) and reads back equal; a value it does not write (a YAML timestamp), repr."""
+    values = ([m.obj for m in manifests], kueue)
+    try:
+        data, how = marshal.dumps(values, 2), b"marshal"
+    except ValueError:
+        data, how = repr(values).encode(), b"repr"
+    return hashlib.blake2b(data, digest_size=16, person=how).digest()
+
+
 @dataclass
 class Context:
     """What every rule reads: the overlay's objects, the training workloads' topologies, where they came from, and
@@ -94,6 +110,9 @@ class Context:
     _pods: dict[int, list[Pod]] = dc_field(default_factory=dict, repr=False)
     # Values several rules derive from the same objects, worked out once per overlay (images, ...).
     memo: dict[str, Any] = dc_field(default_factory=dict, repr=False)
+    # What the topologies follow from (inputs_digest, given by the engine, which resolves them): inputs with the same
+    # digest have the same topologies, in the same order; None: not known.
+    inputs: bytes | None = None
 
     @property
     def sites(self) -> list[PodSite]:

@@ -22,7 +22,7 @@ container's shell script.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Collection, Iterator
 
 from ..model.trainer_contract import contract
 
@@ -61,20 +61,76 @@ def distance(a: str, b: str, bound: int | None = None) -> int:
     return prev[-1]
 
 
-def near_miss(name: str, read: set[str]) -> str | None:
+def near_miss(name: str, read: Collection[str]) -> str | None:
     """The name among `read` that `name` is a near miss of (one edit for names up to 8 characters, two beyond, or
-    the same letters in another case), None when it is none's."""
-    best = None
-    for known in sorted(read):
-        if len(known) < 4 or known == name:
-            continue
-        if known.lower() == name.lower():
-            return known
-        limit = 1 if len(known) <= 8 else 2
-        d = distance(name.upper(), known, limit)
-        if d <= limit and (best is None or d < best[0]):
-            best = (d, known)
-    return best[1] if best else None
+    the same letters in another case), None when it is none's: the first in sorted order of those nearest. Worked
+    out once per name and set of names read (a handful of sets per run)."""
+    names = frozenset(read)
+    answers = _ANSWERS.get(names)
+    if answers is None:
+        if len(_ANSWERS) > 256:  # bounded on any input
+            _ANSWERS.clear()
+        answers = _ANSWERS[names] = {}
+    if name not in answers:
+        if len(answers) > 4096:
+            answers.clear()
+        answers[name] = _INDEX.nearest(name, names)
+    return answers[name]
+
+
+def _deletions(word: str, most: int) -> set[str]:
+    """`word` with up to `most` of its letters deleted, itself included."""
+    out, edge = {word}, {word}
+    for _ in range(most):
+        edge = {w[:i] + w[i + 1:] for w in edge for i in range(len(w))}
+        out |= edge
+    return out
+
+
+class _Index:
+    """Every name read so far that can be a near miss's (four letters or more: the trainer's contract and torchrun's
+    in every set, a container's own $(NAME)s), by its lower case and by each of its deletions within its limit. A
+    name `n` edits from another shares a deletion of at most `n` letters from each (an insertion, deletion or
+    substitution costs at most one on each side, a swap one too), so the names read that share one with the
+    variable are the only ones whose distance needs working out (a container's variables are compared with some 60
+    names, almost never near)."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.by_case: dict[str, set[str]] = {}
+        self.by_deletion: dict[str, set[str]] = {}
+
+    def _add(self, read: frozenset[str]) -> None:
+        new = [k for k in read if len(k) >= 4 and k not in self.known]
+        if new and len(self.known) + len(new) > 20_000:  # bounded on any input
+            self.known.clear()
+            self.by_case.clear()
+            self.by_deletion.clear()
+            new = [k for k in read if len(k) >= 4]
+        for known in new:
+            self.known.add(known)
+            self.by_case.setdefault(known.lower(), set()).add(known)
+            for v in _deletions(known, 1 if len(known) <= 8 else 2):
+                self.by_deletion.setdefault(v, set()).add(known)
+
+    def nearest(self, name: str, read: frozenset[str]) -> str | None:
+        self._add(read)
+        for known in sorted(k for k in self.by_case.get(name.lower(), ()) if k in read):
+            if known != name:
+                return known
+        upper = name.upper()
+        best = None
+        for known in sorted({k for v in _deletions(upper, 2) for k in self.by_deletion.get(v, ()) if k in read}):
+            limit = 1 if len(known) <= 8 else 2
+            d = distance(upper, known, limit)
+            if known != name and d <= limit and (best is None or d < best[0]):
+                best = (d, known)
+        return best[1] if best else None
+
+
+_INDEX = _Index()
+# near_miss's answers, by the set of names read.
+_ANSWERS: dict[frozenset[str], dict[str, str | None]] = {}
 
 
 def _references(c: ContainerEnv) -> set[str]:
