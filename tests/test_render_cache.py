@@ -151,3 +151,26 @@ def test_prefetch_never_raises(tmp_path):
 
     render.prefetch([str(tmp_path / "nothing"), "-", "\0bad"])
     assert not render._PREFETCHED
+
+
+def test_two_copies_of_an_overlay_each_get_objects_naming_their_own_folder(tmp_path, monkeypatch):
+    """Copies of an overlay (make new-env's, a generated tree) hold the same files, so they share the disk cache's
+    entry; within a run each still gets its own objects, whose source names its own folder: a suppressed problem's
+    source named whichever copy rendered first."""
+    from policies.render import render
+
+    root = copy_repo(tmp_path / "repo")
+    first, second = root / "overlays/kind-cpu/indexed-job", root / "overlays/kind-cpu/indexed-job-copy"
+    shutil.copytree(first, second)
+    monkeypatch.setenv("POLICIES_CACHE_DIR", str(tmp_path / "cache"))
+    from policies.render import kustomization
+
+    # share_renders() for this test only: the memos are this process's (pytest's worker's) and go back to off.
+    for module, name in ((render, "_RUN_MEMO"), (kustomization, "_INPUTS_MEMO"), (kustomization, "_RESOLVED")):
+        monkeypatch.setattr(module, name, None)
+    render.share_renders()
+    a, b, again = render.render(first), render.render(second), render.render(first)
+    assert again is a  # the same folder asked again: rendered once
+    assert a.source != b.source and b.source.endswith("indexed-job-copy")
+    assert {m.source for m in b.manifests} == {b.source} and {m.source for m in a.manifests} == {a.source}
+    assert [m.obj for m in a.manifests] == [m.obj for m in b.manifests]

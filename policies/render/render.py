@@ -72,7 +72,7 @@ def _cache_key(folder: Path, options: list[str] | None = None) -> str | None:
 
 # One validate run renders a folder once, even where several checks ask for it (an overlay and the Argo CD
 # Application that points at it): results by content key, for this process only, when share_renders() is on.
-_RUN_MEMO: dict[str, "Rendered"] | None = None
+_RUN_MEMO: dict[tuple[str, str], "Rendered"] | None = None
 
 
 def share_renders() -> None:
@@ -171,11 +171,14 @@ def _render(folder: Path, options: list[str] | None = None) -> Rendered:
             memo_key = _content_key(folder, options)
         except (OSError, RuntimeError, InputError):  # RuntimeError: a symlink loop (pathlib before 3.13)
             memo_key = None
-        if memo_key is not None and memo_key in _RUN_MEMO:
-            return _RUN_MEMO[memo_key]
+        # By folder too: the content key is relative to the folder, so two folders that hold the same files (copies of
+        # an overlay) share the disk cache's entry, but each gets its own objects, which name their own source.
+        run_key = (str(resolved(folder)), memo_key) if memo_key is not None else None
+        if run_key is not None and run_key in _RUN_MEMO:
+            return _RUN_MEMO[run_key]
     rendered = _render_uncached_run(folder, source, kfile, memo_key, options)
     if memo_key is not None and _RUN_MEMO is not None and not rendered.error:
-        _RUN_MEMO[memo_key] = rendered
+        _RUN_MEMO[(str(resolved(folder)), memo_key)] = rendered
     return rendered
 
 
