@@ -33,6 +33,16 @@ HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 PERCENT = re.compile(r"^([0-9]+)%$")
 
 
+# The API groups Kubernetes v1.36 serves itself (schemas/kubernetes: the core group "" and the rest); any other is a
+# custom resource's.
+BUILT_IN_GROUPS = frozenset({
+    "", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "rbac.authorization.k8s.io", "storage.k8s.io",
+    "scheduling.k8s.io", "node.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "resource.k8s.io",
+    "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "certificates.k8s.io",
+    "flowcontrol.apiserver.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "internal.apiserver.k8s.io",
+    "storagemigration.k8s.io"})
+
+
 def group_of(api_version: str) -> str:
     """The API group of an apiVersion (`batch/v1` -> `batch`; the core group `v1` -> "")."""
     return api_version.split("/", 1)[0] if "/" in api_version else ""

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 from ..command.shell import ShellError
 from ..command.torchrun import DISTRIBUTED_CODE, WORLD_ENV, find_invocation, inline_python
-from ..kube.values import dig
+from ..kube.values import BUILT_IN_GROUPS, dig, group_of
 from ..kube.objects import Manifest
 
 # Workload kinds with one pod template -> its path.
@@ -114,8 +114,8 @@ def unread_world(m: Manifest) -> tuple[str, str] | None:
                                "and image checks ran, but how many pods take part and the world they form were not "
                                "checked")
         return None
-    if m.kind in REPLICA_SPECS:
-        return None
+    if m.kind in REPLICA_SPECS or group_of(m.api_version) in BUILT_IN_GROUPS:
+        return None  # a built-in kind with pods is a Pod or in TEMPLATE_PATHS
     specs = shaped_pod_specs(m)
     if not specs:
         return None

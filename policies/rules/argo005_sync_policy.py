@@ -41,7 +41,7 @@ from typing import Any, Iterator
 from ..argocd.apps import CLUSTER_SCOPED, SYNC_OPTIONS, App, annotations_of, sync_options
 from ..kube.gojson import go_json
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
-from ..kube.values import group_of
+from ..kube.values import BUILT_IN_GROUPS, group_of
 from .kit import Context, obj_problem
 
 ID = "ARGO005"
@@ -59,12 +59,6 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 METHOD_KEY, LABEL_KEY, INSTALLATION_KEY = ("application.resourceTrackingMethod", "application.instanceLabelKey",
                                            "installationID")
 ANNOTATION, LABEL, BOTH = "annotation", "label", "annotation+label"
-# The API groups of Kubernetes v1.36 whose cluster-scoped kinds CLUSTER_SCOPED lists: their other kinds are
-# namespaced. A kind of another group (a CRD's) may be either.
-BUILT_IN_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "rbac.authorization.k8s.io",
-                   "storage.k8s.io", "scheduling.k8s.io", "node.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-                   "events.k8s.io", "resource.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-                   "apiregistration.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io"}
 
 
 @dataclass(frozen=True)
@@ -112,6 +106,8 @@ def as_applied(obj: dict[str, Any], app: App, tracking: Tracking) -> dict[str, A
     meta = dict(obj.get("metadata") or {}) if isinstance(obj.get("metadata"), dict) else {}
     api, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
     group = group_of(api)
+    # CLUSTER_SCOPED lists the built-in groups' cluster-scoped kinds: their other kinds are namespaced; a kind of another
+    # group (a CRD's) may be either.
     scope = False if (group, kind) in CLUSTER_SCOPED else True if group in BUILT_IN_GROUPS else None
     own, dest = str(meta.get("namespace") or ""), str(app.destination.get("namespace") or "")
     if scope is True and not own and dest:
