@@ -141,3 +141,19 @@ def test_the_shape_search_is_bounded():
     assert unmodelled.shaped_pod_specs(m) == []  # the spec after SHAPE_VALUES values is not read
     m.obj["spec"]["items"] = m.obj["spec"]["items"][-2:]
     assert unmodelled.shaped_pod_specs(m) == [("spec.items[1]", {"containers": [{"name": "c", "image": "x"}]})]
+
+
+@pytest.mark.parametrize("doc", [
+    "apiVersion: x.io/v1\nkind: T\nmetadata: {name: d}\nspec: [1, {containers: 5}, {containers: [{image: 1, command: 7, "
+    "env: 3}]}]\n",
+    "apiVersion: x.io/v1\nkind: T\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{image: x, command: [sh, "
+    "-c, 'if then fi (((']}]}}}\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{name: c, image: "
+    "x, command: 'torchrun x.py', env: [{name: A}, {valueFrom: {}}, 5]}]}}}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: {a: b}}\n",
+])
+def test_malformed_pod_specs_are_no_internal_error(doc):
+    """Without the schema stage (--schema none) the search reads whatever the object holds: at most a MODEL line."""
+    out = run_cli("validate", "--schema", "none", "--format", "json", "-", stdin=doc)
+    assert out.returncode in (0, 1) and "internal error" not in out.stderr, out.stderr
+    assert not [p for p in json.loads(out.stdout)["problems"] if p["rule"] == "INTERNAL"]

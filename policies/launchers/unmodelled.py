@@ -74,12 +74,14 @@ def world_starter(spec: dict[str, Any]) -> str | None:
     runs (torchrun, `python -m torch.distributed.run`, `accelerate launch`, `deepspeed`, the ImageNet example's
     --dist-url), torch.distributed code written in the manifest (`python -c`), or an env variable such a world
     reads (WORLD_SIZE ...); None where nothing in it does."""
-    for c in spec.get("containers") or []:
+    containers = spec.get("containers")
+    for c in containers if isinstance(containers, list) else []:
         if not isinstance(c, dict):
             continue
         words = [w for key in ("command", "args") if isinstance(c.get(key), list) for w in c[key]]
         argv = [str(w) for w in words if isinstance(w, (str, int, float))]
-        env = {str(e["name"]): e.get("value") for e in c.get("env") or []
+        entries = c.get("env")
+        env = {str(e["name"]): e.get("value") for e in (entries if isinstance(entries, list) else [])
                if isinstance(e, dict) and isinstance(e.get("name"), str)}
         try:
             inv = find_invocation(argv, [""] * len(argv), env)

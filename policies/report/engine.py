@@ -256,10 +256,16 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                                  f"{', '.join(groups)}): nothing in it was checked; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="write it in the modelled API version; see docs/validation.md"))
-        elif of(m) is None and (unread := unread_world(m)) is not None:
-            found.append(Problem(MODEL, unread[1], m.source, m.ref, unread[0], severity=INFO,
-                                 hint="run it through a modelled launcher (docs/validation.md lists them), or "
-                                 "check its pods by hand"))
+        elif of(m) is None:
+            try:
+                unread = unread_world(m)
+            except Exception as exc:  # noqa: BLE001 - an object it cannot read is a line, not a crash
+                found.append(_internal(m, f"the {m.kind}'s pod specs could not be read", exc))
+                continue
+            if unread is not None:
+                found.append(Problem(MODEL, unread[1], m.source, m.ref, unread[0], severity=INFO,
+                                     hint="run it through a modelled launcher (docs/validation.md lists them), or "
+                                     "check its pods by hand"))
     for rule_id, rule in _applicable(frozenset(m.kind for m in manifests), tuple(rules) if rules else None):
         try:
             for p in rule.check(ctx):
