@@ -201,7 +201,8 @@ class StatefulSetLauncher(Launcher[StatefulSetWorkload]):
         (kubernetes v1.36.0 pkg/controller/statefulset/stateful_set_control.go updateStatefulSet: replicas missing
         or failed are recreated); a pod on a lost node only once the node is deleted or the pod force-deleted. Exit 0
         restarts the container too (restartPolicy Always): a StatefulSet never completes, and never fails."""
-        in_place = kubelet_restarts({**w.pod(ended.index).spec, "restartPolicy": "Always"}, ended, count)
+        # kubelet_restarts reads the pod spec's restartPolicy only: the pod itself need not be made.
+        in_place = kubelet_restarts({"restartPolicy": "Always"}, ended, count)
         if in_place is not None:
             return in_place
         if ended.node_lost:
