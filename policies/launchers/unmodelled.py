@@ -125,4 +125,5 @@ def unread_world(m: Manifest) -> tuple[str, str] | None:
     more = f" (and {len(specs) - 1} more pod specs)" if len(specs) > 1 else ""
     runs = f", whose pods run {starters[0]}" if starters else ""
     return specs[0][0], (f"{m.kind} ({m.api_version}) is not modelled: it holds this pod spec{more}{runs}; no check "
-                         f"read {'them' if more else 'it'} (security, images, how many pods start, any torchrun world they form)")
+                         f"read {'them' if more else 'it'} (security, images, how many pods start, any torchrun "
+                         "world they form)")

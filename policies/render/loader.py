@@ -82,8 +82,9 @@ _STR_TAG, _MAP_TAG, _SEQ_TAG = (yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG,
                                 yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG)
 # Tags a plain scalar may resolve to that the builder constructs itself (with _StrictLoader's own constructors, so
 # the values are the same); any other (merge `<<`, value `=`) goes to the fallback.
-_PLAIN_TAGS = {*(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp")),
-               "tag:ddp-k8s,go-plain"}
+# _GO_PLAIN: the plain scalars go_plain reads as go-yaml v2 does (numbers, y/n), resolved below.
+_GO_PLAIN = "tag:ddp-k8s,go-plain"
+_PLAIN_TAGS = {*(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp")), _GO_PLAIN}
 _PLAIN_CACHE: dict[str, Any] = {}  # plain scalar text -> its value (the tag depends on the text alone)
 
 
@@ -287,15 +288,8 @@ class _StrictLoader(_Base):  # (_Base: Any, the C loader where PyYAML has it)
         for first, resolvers in _Base.yaml_implicit_resolvers.items()}
 
 
-# PyYAML's int and float patterns (resolver.py) less their sexagesimal alternatives: go-yaml (v2 resolve.go, v3
-# resolve.go) has none.
-_StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:int",
-    re.compile(r"""^(?:[-+]?0b[0-1_]+
-                |[-+]?0[0-7_]+
-                |[-+]?(?:0|[1-9][0-9_]*)
-                |[-+]?0x[0-9a-fA-F_]+)$""", re.X),
-    list("-+0123456789"))
+# PyYAML's float pattern (resolver.py) less its sexagesimal alternative: go-yaml (v2 resolve.go, v3 resolve.go) has
+# none.
 _StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
@@ -303,12 +297,14 @@ _StrictLoader.add_implicit_resolver(
                 |[-+]?\.(?:inf|Inf|INF)
                 |\.(?:nan|NaN|NAN))$""", re.X),
     list("-+0123456789."))
-# What go-yaml v2 reads as a number or boolean that the resolvers above leave a string (sigs.k8s.io/yaml v1.6.0
-# goyaml.v2/resolve.go, the reader of kubectl, kubeconform and Argo CD: resolveMap's y, Y, n, N; strconv.ParseInt(s,
-# 0, 64)'s 0o, 0O, 0X, 0B prefixes; yamlStyleFloat's 1e3, 1.5e3, +.5, 08): tried last, and _go_plain decides.
-_GO_PLAIN = "tag:ddp-k8s,go-plain"
+# Every other plain scalar that may be a number or a boolean to go-yaml v2 (sigs.k8s.io/yaml v1.6.0 goyaml.v2/
+# resolve.go, the reader of kubectl, kubeconform and Argo CD): integers in every base strconv.ParseInt(s, 0, 64) takes
+# (0x, 0o, 0b, a leading 0, either case), resolveMap's y, Y, n, N, yamlStyleFloat's 1e3, 1.5e3, +.5, 08: tried last,
+# and go_plain decides (the text where go-yaml reads a string).
 _StrictLoader.add_implicit_resolver(_GO_PLAIN, re.compile(r"^(?:[yYnN]|[-+]?[0-9.][0-9A-Za-z_.+-]*)$"),
                                     list("yYnN-+0123456789."))
+
+
 def _go_plain(loader: "_StrictLoader", node: yaml.ScalarNode) -> Any:
     return whole(go_plain(node.value))
 

@@ -165,7 +165,7 @@ def _render(folder: Path, options: list[str] | None = None) -> Rendered:
     outside = reaches_out(folder) or oversized(folder)
     if outside:
         return Rendered(source, [], outside)
-    memo_key = None
+    memo_key = run_key = None
     if _RUN_MEMO is not None:
         try:
             memo_key = _content_key(folder, options)
@@ -177,8 +177,8 @@ def _render(folder: Path, options: list[str] | None = None) -> Rendered:
         if run_key is not None and run_key in _RUN_MEMO:
             return _RUN_MEMO[run_key]
     rendered = _render_uncached_run(folder, source, kfile, memo_key, options)
-    if memo_key is not None and _RUN_MEMO is not None and not rendered.error:
-        _RUN_MEMO[(str(resolved(folder)), memo_key)] = rendered
+    if run_key is not None and _RUN_MEMO is not None and not rendered.error:
+        _RUN_MEMO[run_key] = rendered
     return rendered
 
 
