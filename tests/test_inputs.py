@@ -71,6 +71,41 @@ def test_folder_with_nothing_to_validate_says_so(tmp_path):
     summary(proc)
 
 
+@pytest.mark.parametrize("name", ["kustomization.yaml", "kustomization.yml", "Kustomization"])
+def test_a_kustomization_file_named_is_its_folder_rendered(tmp_path, name):
+    """kustomize builds folders: naming an overlay's kustomization file (tab completion gives the file) validates
+    the overlay, as naming its folder does, rather than the file's one document as a manifest."""
+    shutil.copytree(REPO / "base", tmp_path / "base")
+    shutil.copytree(REPO / "components", tmp_path / "components")
+    overlay = tmp_path / "overlays/kind-cpu/indexed-job"
+    shutil.copytree(REPO / "overlays/kind-cpu/indexed-job", overlay)
+    if name != "kustomization.yaml":
+        (overlay / "kustomization.yaml").rename(overlay / name)
+    units = engine.collect([str(overlay / name)], tmp_path)
+    assert [(u.source, u.kind) for u in units] == [(str(overlay), "overlay")]
+    named, folder = (run_cli("validate", "--schema", "builtin", str(p)) for p in (overlay / name, overlay))
+    assert named.returncode == 0, named.stdout
+    assert named.stdout == folder.stdout.replace(summary(folder), summary(named))
+    assert summary(named).startswith("OK: 1 rendered folder, 5 objects")
+
+
+@pytest.mark.parametrize("kind,api", [("Kustomization", "v1beta1"), ("Component", "v1alpha1")])
+def test_kustomize_configuration_in_another_file_is_one_true_line(tmp_path, kind, api):
+    """A Kustomization in a file of another name is read by no kustomize, and `kubectl apply -f` sends it to an
+    API server without that kind: one error saying so, not "no name" and "no schema" about an object it never was;
+    the file's other objects are still checked."""
+    f = tmp_path / "runtimes.yaml"
+    f.write_text(SERVICE + f"---\napiVersion: kustomize.config.k8s.io/{api}\nkind: {kind}\nresources: [a.yaml]\n")
+    proc = run_cli("validate", "--schema", "builtin", str(f))  # kubeconform: test_kubeconform.py
+    assert proc.returncode == 1
+    problems = [ln for ln in proc.stdout.splitlines() if ln.startswith(("error", "warning", "info"))]
+    assert problems == [
+        f"error SCHEMA-INPUT {f}: {kind}/ kind: a {kind} is kustomize's configuration, read only from a file "
+        "named kustomization.yaml, kustomization.yml or Kustomization: the API server serves no such kind (fix: "
+        "name the file kustomization.yaml and validate its folder (kustomize builds folders))"], proc.stdout
+    assert summary(proc).startswith("FAILED: 1 file, 2 objects")
+
+
 @pytest.mark.parametrize("text,labels", [
     ("5: x\ntrue: z\n", {"5": "x", "true": "z"}),
     ("1.0: a\non: b\n~: c\n2001-01-02: d\n", {"1": "a", "true": "b", "null": "c", "2001-01-02": "d"}),

@@ -94,6 +94,24 @@ def test_kubeconform_starts_once_per_run(tmp_path, monkeypatch):
 
 
 @needs_binary
+@needs_binary
+def test_kustomize_configuration_is_one_line_with_kubeconform_too(tmp_path):
+    """As with the builtin validator (test_inputs.py): a Kustomization in a file kustomize does not read is one
+    SCHEMA-INPUT line, and kubeconform is not asked about it."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "x.yaml"
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n"
+                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n")
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--schema", "kubeconform", str(f)],
+                          cwd=REPO, env={**os.environ, "KUBECONFORM": str(BINARY)}, capture_output=True, text=True,
+                          timeout=120)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("error", "warning", "info"))]
+    assert proc.returncode == 1 and len(lines) == 1, proc.stdout + proc.stderr
+    assert lines[0].startswith(f"error SCHEMA-INPUT {f}: Kustomization/ kind: a Kustomization is kustomize's")
+
+
 def test_cli_with_kubeconform_names_the_field(tmp_path):
     f = tmp_path / "svc.yaml"
     # Non-string keys are read as kubectl reads them: the label `5` is fine, `true:` under spec is an unknown field.

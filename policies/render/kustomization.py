@@ -58,6 +58,18 @@ def find_overlays(root: Path) -> list[Path]:
     return [d for d in found if (k := kustomization_file(d)) and not _is_component(k)]
 
 
+def folder_named(raw: str) -> Path | None:
+    """The folder a word of PATHS names: a folder, or the folder of a kustomization file named itself (kustomize
+    builds folders, so `overlays/x/kustomization.yaml` stands for the overlay `overlays/x`, not for a manifest file
+    whose one object the API server has no kind for); None for `-` and any other file."""
+    p = Path(raw)
+    if raw == "-":
+        return None
+    if p.name in KUSTOMIZATION_FILES and p.is_file():
+        return p.parent
+    return p if p.is_dir() else None
+
+
 def overlays_named(folder: Path) -> list[Path]:
     """The overlays a folder given as PATHS stands for: itself where it has a kustomization, else every overlay
     below it (find_overlays)."""

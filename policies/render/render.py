@@ -22,8 +22,8 @@ import yaml
 
 from . import kustomization, offline
 from .gitops import ConfigError, build_options, kubectl
-from .kustomization import (KUSTOMIZATION_FILES, collect_inputs, inputs, kustomization_file, overlays_named,
-                            reaches_out, resolved)
+from .kustomization import (KUSTOMIZATION_FILES, collect_inputs, folder_named, inputs, kustomization_file,
+                            overlays_named, reaches_out, resolved)
 from .files import path_error, rel
 from .loader import MAX_INPUT_BYTES, InputError, check_bounds, parse
 from ..kube.objects import Manifest
@@ -435,8 +435,7 @@ def prefetch(paths: list[str], delivery: bool = False) -> None:
     try:
         folders: list[Path] = []
         for raw in paths:
-            p = Path(raw)
-            if raw != "-" and p.is_dir():
+            if (p := folder_named(raw)) is not None:
                 folders += overlays_named(p)
         if not folders:
             return

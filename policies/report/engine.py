@@ -20,7 +20,7 @@ from ..render.files import path_error, read, rel
 from ..render.paths import CHECKOUT
 from ..render.loader import InputError, NotKubernetes
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
-from ..render.kustomization import kustomization_file, overlays_named
+from ..render.kustomization import folder_named, kustomization_file, overlays_named
 from ..render.paths import delivery_folder
 from ..render.render import render, render_all
 from ..rules.kit import Context, Environment, inputs_digest
@@ -108,7 +108,7 @@ def collect(paths: Iterable[str], default_root: Path, env_file: str | None = Non
     named: list[Path] = []  # with `bundle`: the files named, read together per folder after the rest
     paths = list(paths) or [str(default_root)]
     for raw in paths:
-        p = Path(raw)
+        p = folder_named(raw) or Path(raw)
         if bundle and raw != "-" and p.is_file():
             named.append(p)
             continue

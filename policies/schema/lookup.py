@@ -103,6 +103,16 @@ def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Probl
             problems.append((i, Problem(RULE_INPUT, f"object has no {' and no '.join(missing)}", m.source, obj=m.ref,
                                         hint="every Kubernetes object needs a string apiVersion and kind")))
             continue
+        if group_of(api) == "kustomize.config.k8s.io":
+            # kustomize reads its configuration only from a file of these names (kustomize v5.8.1 api/konfig/
+            # general.go RecognizedKustomizationFileNames); in any other file `kubectl apply -f` sends it to the API
+            # server, which serves no such group. (A kustomization file named on the command line is its folder.)
+            problems.append((i, Problem(RULE_INPUT, f"a {kind} is kustomize's configuration, read only from a file "
+                                        "named kustomization.yaml, kustomization.yml or Kustomization: the API server "
+                                        "serves no such kind", m.source, obj=m.ref, field="kind",
+                                        hint="name the file kustomization.yaml and validate its folder (kustomize "
+                                             "builds folders)")))
+            continue
         if not m.created_name:
             # Every object's metadata is validated before it is stored (apimachinery v0.36.0
             # pkg/api/validation/objectmeta.go 193-195); the API server refuses one with no name to give it.
