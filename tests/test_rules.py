@@ -206,3 +206,42 @@ def test_a_headless_service_not_in_the_manifests_is_an_error_only_where_they_are
     [declared] = [p for p in problems_of(tmp_path / "fail/job.yaml") if p.rule == "TOPO004"]
     assert declared.severity == ERROR
     assert "among these manifests, which self-contained-test declares self-contained" in declared.message
+
+
+def test_res002_checks_a_trainjobs_gpu_request_as_merged_into_its_runtime(tmp_path):
+    """RES002 on a TrainJob's resourcesPerNode: the Trainer merges it key by key into the runtime's node container
+    (kubeflow/trainer v2.3.0 trainingruntime.go 199-233), so a GPU request is whole where the runtime sets the limit
+    (found on Kueue's TrainJob page, whose request has no limit of its own). With the runtime in the manifests the
+    merge is checked; with one the manifests do not hold, a warning says what the cluster's copy must have; a runtime
+    without an mlPolicy merges nothing."""
+    from policies.kube.objects import WARNING
+    rules = FIXTURES / "rules/RES002"
+    runtime_limit = (rules / "pass/trainjob-limit-in-runtime.yaml").read_text()
+
+    def said(text: str) -> list[tuple[str, str]]:
+        return [(p.severity, p.message) for p in problems_of(_write(tmp_path, text)) if p.rule == "RES002"]
+
+    assert said(runtime_limit) == []
+    two = runtime_limit.replace("nvidia.com/gpu: 1\n                  securityContext", "nvidia.com/gpu: 2\n"
+                                "                  securityContext")
+    assert said(two) == [(ERROR, "nvidia.com/gpu request 1 differs from the limit 2 in the node container of "
+                                 "ClusterTrainingRuntime 'ddp-torch', once merged: the API server rejects the "
+                                 "trainer's pods")]
+    trainjob = "---\n" + runtime_limit.split("\n---\n")[-1]
+    assert said(trainjob) == [(WARNING, "nvidia.com/gpu request 1 has no limit: the API server rejects the trainer's "
+                                        "pods unless ClusterTrainingRuntime 'ddp-torch' (not in these manifests) sets "
+                                        "limits.nvidia.com/gpu on its node container")]
+    upstream = trainjob.replace("name: ddp-torch", "name: torch-distributed")
+    [(sev, msg)] = said(upstream)
+    assert sev == WARNING and msg.startswith("nvidia.com/gpu request 1 has no limit (none in ClusterTrainingRuntime "
+                                             "'torch-distributed' as upstream installs it, kubeflow/trainer v2.3.0)")
+    both = trainjob.replace("        cpu: '3'\n        memory: 12Gi\n      requests:",
+                            "        cpu: '3'\n        memory: 12Gi\n        nvidia.com/gpu: 2\n      requests:")
+    [(sev, msg)] = said(both)
+    assert sev == WARNING and "differs from the limit 2" in msg and "if ClusterTrainingRuntime 'ddp-torch' (not in " \
+        "these manifests) has an mlPolicy" in msg
+    no_policy = (rules / "fail/request-without-limit.yaml").read_text()
+    assert [s for s, _ in said(no_policy)] == [ERROR]
+    start = no_policy.index("  mlPolicy:")
+    end = no_policy.index("  template:", start)
+    assert said(no_policy[:start] + no_policy[end:]) == []

@@ -4,36 +4,82 @@ GPUs are an extended resource: they cannot be overcommitted, so the API server r
 the limit or a request with no limit. Write the limit (the request then defaults to it), or both, equal. Checked on
 every container of every pod template and on a TrainJob's `resourcesPerNode`.
 
-Fails: `requests: {nvidia.com/gpu: 4}, limits: {nvidia.com/gpu: 8}`; a GPU request without a limit.
-Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.com/gpu: 1}`.
+A TrainJob's `resourcesPerNode` is merged key by key into its runtime's `node` container (kubeflow/trainer v2.3.0
+pkg/runtime/core/trainingruntime.go 199-233, MergeResourceRequirements), so what the API server sees is the merge: a
+GPU request there is whole where the runtime's container sets the limit. With the runtime in the manifests the merge
+is checked (an error); with a runtime the manifests do not hold (upstream's `torch-distributed` as the Trainer
+installs it, or one applied from elsewhere), the cluster's copy may set the limit: a warning phrased as that
+condition. A runtime without `mlPolicy` merges nothing, so nothing of the TrainJob's is checked.
+
+Fails: `requests: {nvidia.com/gpu: 4}, limits: {nvidia.com/gpu: 8}`; a GPU request without a limit; a TrainJob's GPU
+request where its runtime's node container sets no GPU limit.
+Passes: `requests` and `limits` both `nvidia.com/gpu: 8`; only `limits: {nvidia.com/gpu: 1}`; a TrainJob's GPU
+request with the limit in its runtime's node container.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..kube.values import as_int
+from ..kube.values import as_int, dig, mapping
 from ..launchers import gpu_resources
-from ..kube.objects import Manifest, Problem
+from ..launchers.trainingruntime import merge_resources
+from ..kube.objects import WARNING, Manifest, Problem
 from .kit import Context, obj_problem, resource_blocks
 
 ID = "RES002"
 NAME = "gpu-request-equals-limit"
 
 
-def _check(m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
+def _gaps(resources: Any, keys: Any = None) -> Iterator[tuple[str, str]]:
+    """(key, what is wrong) for each GPU request without an equal limit; only the keys in `keys` where given."""
     if not isinstance(resources, dict):
         return
-    requests = resources.get("requests") or {}
-    limits = resources.get("limits") or {}
+    requests = mapping(resources.get("requests"))
+    limits = mapping(resources.get("limits"))
     for key in gpu_resources(requests):
+        if keys is not None and key not in keys:
+            continue
         if key not in limits:
-            yield obj_problem(ID, m, f"{field}.requests", f"{key} request {requests[key]} has no limit: the API "
-                              "server rejects it", f"set limits.{key} to {requests[key]}")
+            yield key, f"{key} request {requests[key]} has no limit"
         elif as_int(limits[key]) != as_int(requests[key]):
-            yield obj_problem(ID, m, f"{field}.requests", f"{key} request {requests[key]} differs from the limit "
-                              f"{limits[key]}: the API server rejects it", f"make both {limits[key]}")
+            yield key, f"{key} request {requests[key]} differs from the limit {limits[key]}"
+
+
+def _hint(key: str, resources: dict[str, Any]) -> str:
+    limit = mapping(resources.get("limits")).get(key)
+    return f"make both {limit}" if limit is not None else f"set limits.{key} to {resources['requests'][key]}"
+
+
+def _trainjob(ctx: Context, m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
+    """A TrainJob's resourcesPerNode, as merged into its runtime's node container."""
+    w = next((w for w in ctx.workloads if w.manifest is m), None)
+    runtime_obj = getattr(w, "runtime_obj", None)
+    name = f"{getattr(w, 'runtime_kind', '') or 'runtime'} '{getattr(w, 'runtime_name', '')}'"
+    if runtime_obj is not None and not isinstance(dig(runtime_obj, "spec", "mlPolicy"), dict):
+        return  # trainingruntime.go 199-200: merged only into a runtime with an mlPolicy
+    if not isinstance(resources, dict):
+        return
+    own = set(mapping(resources.get("requests"))) | set(mapping(resources.get("limits")))
+    base = getattr(w, "runtime_resources", {}) if runtime_obj is not None else {}
+    merged = merge_resources(mapping(base), resources)
+    for key, wrong in _gaps(merged, own):
+        if runtime_obj is not None and w is not None and w.runtime is not None:
+            yield obj_problem(ID, m, f"{field}.requests", f"{wrong} in the node container of {name}, once merged: "
+                              "the API server rejects the trainer's pods", _hint(key, merged))
+            continue
+        upstream = runtime_obj is not None and key not in mapping(base).get("limits", {})
+        said = f" (none in {name} as upstream installs it, kubeflow/trainer v2.3.0)" if upstream else ""
+        cond = (f"if {name} (not in these manifests) has an mlPolicy, which merges resourcesPerNode into its node "
+                "container" if key in mapping(resources.get("limits")) else
+                f"unless {name} (not in these manifests) sets limits.{key} on its node container")
+        yield obj_problem(ID, m, f"{field}.requests", f"{wrong}{said}: the API server rejects the trainer's pods "
+                          f"{cond}", _hint(key, merged), severity=WARNING)
 
 
 def check(ctx: Context) -> Iterator[Problem]:
     for m, field, resources in resource_blocks(ctx):
-        yield from _check(m, field, resources)
+        if m.kind == "TrainJob" and field == "spec.trainer.resourcesPerNode":
+            yield from _trainjob(ctx, m, field, resources)
+            continue
+        for key, wrong in _gaps(resources):
+            yield obj_problem(ID, m, f"{field}.requests", f"{wrong}: the API server rejects it", _hint(key, resources))
