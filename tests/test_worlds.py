@@ -94,6 +94,28 @@ def test_mpirun_reads_hosts_hostfile_and_exports():
     assert run.hostfile == "/tmp/h" and run.np == 2
 
 
+def test_mpirun_in_a_script_is_read_as_the_shell_reads_it():
+    """A launcher's `bash -c` script is parsed (mvdan/sh, policies/command/shell.py), not split at white space:
+    a backslash-newline continues the mpirun line (OCI's nccl-tests MPIJobs write one option per line, and the
+    program was taken to be `\\ -mca`), quotes keep `"-p 2222"` one value, the container's env gives `-np $N`,
+    and an -np computed at run time is unknown rather than the slots' count."""
+    from policies.launchers.mpijob import find_mpirun
+    from policies.launchers.mpirun import ranks_over_hosts
+
+    script = ('NP=$(($(wc -l < /etc/mpi/hostfile)*8))\nwhile ! ssh -p 2222 w-0 true; do sleep 5; done\n'
+              'mpirun --allow-run-as-root \\\n  -mca plm_rsh_args "-p 2222" --hostfile /etc/mpi/hostfile \\\n'
+              '  -np $NP -x NCCL_DEBUG=WARN \\\n  /opt/nccl-tests/all_reduce_perf -b 8 -e 4G\n')
+    argv = ["bash", "-c", script]
+    run = find_mpirun(argv, ["c0", "a0", "a1"])
+    assert run.program == ["/opt/nccl-tests/all_reduce_perf", "-b", "8", "-e", "4G"]
+    assert run.hostfile == "/etc/mpi/hostfile" and run.exported == {"NCCL_DEBUG": "WARN"} and run.field == "a1"
+    assert run.np is None and run.np_text.startswith("$((") and ranks_over_hosts(run, 8, 2) == (None, 2)
+    known = find_mpirun(["sh", "-c", "mpirun -np $N \\\n python t.py"], ["c0", "a0", "a1"], {"N": "16"})
+    assert known.np == 16 and known.np_text is None and known.program == ["python", "t.py"]
+    unread = find_mpirun(["sh", "-c", "mpirun -np 4 \\\n python t.py; if"], ["c0", "a0", "a1"])  # no parse
+    assert unread.np == 4 and unread.program[0] == "python"  # white space, without the continuation's backslash
+
+
 @pytest.mark.parametrize("fixture,found", [
     ("fail/mpijob-master-addr-not-rank-0.yaml", "rank 0 (the first slot mpirun fills) runs on ddp-worker-0"),
     ("fail/mpijob-hosts-beyond-workers.yaml", "-H lists 2 slots"),

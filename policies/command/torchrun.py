@@ -56,7 +56,7 @@ def unknown_option(dest: str) -> bool:
 # torchrun flags that take no value; every other option takes one.
 _BOOLEAN = {"standalone", "module", "m", "no_python", "run_path", "virtual_local_rank"}
 _LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
-_SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
+SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
 
 
 @dataclass
@@ -426,7 +426,7 @@ def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | Non
     inv = parse_argv(argv, fields)
     if inv is not None:
         return inv
-    if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
+    if not argv or argv[0].rsplit("/", 1)[-1] not in SHELLS:
         return None
     # sh [-flags] -c 'script' [$0 $1 ...]  or  bash -xc 'script'
     for i in range(1, len(argv) - 1):

@@ -221,7 +221,8 @@ class MPIJobLauncher(Launcher[Workload]):
         if launcher is None:
             return None
         pod = w._make_pod(launcher, 0, -1)
-        return find_mpirun(*pod.argv(pod.containers[0])) if pod.containers else None
+        return find_mpirun(*pod.argv(pod.containers[0]), pod.containers[0].env, pod.hostname) if pod.containers \
+            else None
 
     def admission(self, w: Workload, bundle: Bundle, torchrun: bool) -> list[Check]:
         spec = mapping(w.manifest.obj.get("spec"))
@@ -238,7 +239,7 @@ class MPIJobLauncher(Launcher[Workload]):
         if not pod.containers:
             return out
         argv, fields = pod.argv(pod.containers[0])
-        run = find_mpirun(argv, fields)
+        run = find_mpirun(argv, fields, pod.containers[0].env, pod.hostname)
         slots = slots_per_worker(spec) or 0
         impl = str(spec.get("mpiImplementation") or OPEN_MPI)
         hosts = (worker.count if worker else 0) + (1 if launcher_as_worker(spec) else 0)

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..command.torchrun import Invocation, parse_argv, split_nnodes
+from ..command import shell
+from ..command.torchrun import SHELLS, Invocation, parse_argv, split_nnodes
 from ..kube.objects import WARNING
 from ..kube.values import as_int
 from .base import Check, Names, Workload
@@ -40,19 +41,52 @@ class MpiRun:
     # The option that gave the hosts (`-H`, `--host`: Open MPI's, which refuses more ranks than slots; `-hosts`:
     # hydra's, which does not).
     host_option: str | None = None
+    # -np's word where it is no number (`-np $NP`, computed at run time): the ranks are then unknown, not the slots'.
+    np_text: str | None = None
 
 
-def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
-    """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside `sh -c` text split at
-    white space (a script's words, not parsed: a value computed at run time is not read)."""
-    words: list[tuple[str, str]] = []
-    for tok, where in zip(argv, fields):
-        parts = tok.split() if (" " in tok or "\n" in tok) else [tok]
-        words += [(p, where) for p in parts]
+def _script_commands(argv: list[str], fields: list[str], env: dict[str, str | None],
+                     hostname: str) -> list[list[tuple[str, str]]] | None:
+    """The simple commands of a `sh -c` script (`bash -xc ...`) as the shell runs them (policies/command/shell.py:
+    mvdan/sh's parser; a `\\`-newline continues a line, quotes group words, a value known only at run time stays its
+    text), each word with the script's field; None where argv runs no script, or one that cannot be read."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in SHELLS:
+        return None
+    for i in range(1, len(argv) - 1):
+        if argv[i].startswith("-") and "c" in argv[i][1:]:
+            try:
+                return [[(str(x), fields[i + 1]) for x in cmd.argv]
+                        for cmd in shell.Script(argv[i + 1], env, hostname, argv[i + 2:]).commands()]
+            except shell.ShellError:
+                return None
+    return None
+
+
+def find_mpirun(argv: list[str], fields: list[str], env: dict[str, str | None] | None = None,
+                hostname: str = "") -> MpiRun | None:
+    """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside a `sh -c` script,
+    read as the shell reads it with the container's `env` (a value computed at run time is not read); a script that
+    cannot be parsed is split at white space."""
+    commands = _script_commands(argv, fields, env or {}, hostname)
+    if commands is None:
+        words: list[tuple[str, str]] = []
+        for tok, where in zip(argv, fields):
+            parts = tok.split() if (" " in tok or "\n" in tok) else [tok]
+            words += [(p, where) for p in parts if p != "\\"]
+        commands = [words]
+    for words in commands:
+        run = _mpirun_in(words)
+        if run is not None:
+            return run
+    return None
+
+
+def _mpirun_in(words: list[tuple[str, str]]) -> MpiRun | None:
     for i, (w, where) in enumerate(words):
         if w.rsplit("/", 1)[-1] not in _MPIRUN:
             continue
         np = None
+        np_text: str | None = None
         over = False
         hosts: list[tuple[str, int | None]] | None = None
         host_option: str | None = None
@@ -87,6 +121,7 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
             joined = _NP_JOINED.match(word)
             if _NP.match(word) and j + 1 < len(words):
                 np = as_int(words[j + 1][0])
+                np_text = None if np is not None else words[j + 1][0]
                 j += 2
                 continue
             if joined:
@@ -102,14 +137,15 @@ def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
             if x in ("&&", ";", "||", "|"):
                 program = program[:end]
                 break
-        return MpiRun(np, over, program, where, hosts, hostfile, exported, host_option)
+        return MpiRun(np, over, program, where, hosts, hostfile, exported, host_option, np_text)
     return None
 
 
 def mpirun_words(run: MpiRun, impl: str, owner: str, checked: str) -> str:
     """What mpirun starts, in TOPO012's words: its ranks, the program, where it takes its hosts from (`owner`'s
     hostfile at /etc/mpi/hostfile, where `checked` says what is checked of them) and what is not checked."""
-    np = f"-np {run.np}" if run.np is not None else "the -H slots' number of" if run.hosts else "the slots' number of"
+    np = f"-np {run.np}" if run.np is not None else f"-np `{run.np_text}` (known at run time)" if run.np_text else \
+        "the -H slots' number of" if run.hosts else "the slots' number of"
     program = " ".join(run.program[:2]) or "its program"
     if torchrun_under(run) is not None:
         words = _torchrun_words(run)
@@ -162,6 +198,8 @@ def starts_torchrun(run: MpiRun) -> bool:
 def ranks_over_hosts(run: MpiRun, slots: int | None, hosts: int) -> tuple[int | None, int]:
     """How many ranks mpirun starts and over how many hosts: -np, else the slots -H names (None where a host names
     none), else the hostfile's `slots`; over -H's hosts, else the hostfile's `hosts`."""
+    if run.np_text is not None:
+        return None, len(run.hosts) if run.hosts is not None else hosts
     if run.hosts is None:
         return (run.np if run.np is not None else slots), hosts
     if run.np is not None:
@@ -291,7 +329,7 @@ def leader_mpirun(w: Workload) -> tuple[MpiRun, Any] | None:
     pod = w.pod(0)
     if not pod.containers:
         return None
-    run = find_mpirun(*pod.argv())
+    run = find_mpirun(*pod.argv(), pod.env, pod.hostname)
     return (run, pod) if run is not None else None
 
 

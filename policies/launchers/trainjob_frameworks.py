@@ -142,7 +142,7 @@ def mpi_launcher_run(w: Workload) -> tuple[MpiRun, Any] | None:
         return None
     pod = w._make_pod(launcher, 0, -1)
     container = next((c for c in pod.containers if c.name == NODE), None)
-    run = find_mpirun(*pod.argv(container)) if container is not None else None
+    run = find_mpirun(*pod.argv(container), container.env, pod.hostname) if container is not None else None
     return (run, pod) if run is not None else None
 
 
