@@ -5,6 +5,7 @@ refuses. A runtime starts no pods itself: trainjob.py builds them."""
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -182,3 +183,29 @@ def merge_resources(base: dict[str, Any], override: dict[str, Any]) -> dict[str,
         if merged:
             out[section] = merged
     return out
+
+
+@dataclass
+class NodeResources:
+    """A TrainJob's resourcesPerNode as its pods get it: merged key by key into its runtime's `node` container
+    (kubeflow/trainer v2.3.0 pkg/runtime/core/trainingruntime.go 199-233, MergeResourceRequirements)."""
+
+    merged: dict[str, Any]
+    base: dict[str, Any]   # the runtime node container's own resources
+    runtime: str           # the runtime, in words
+    shown: bool            # the runtime is in these manifests
+    upstream: bool         # it is not, and is read as upstream installs it
+
+
+def node_resources(w: Any, resources: Any) -> NodeResources | None:
+    """What `resources` (a TrainJob workload's spec.trainer.resourcesPerNode) becomes in its pods; None where
+    nothing is merged (a runtime without mlPolicy: trainingruntime.go 199-200) or it is no mapping."""
+    runtime_obj = getattr(w, "runtime_obj", None)
+    if not isinstance(resources, dict) or runtime_obj is not None and \
+            not isinstance(dig(runtime_obj, "spec", "mlPolicy"), dict):
+        return None
+    base = mapping(getattr(w, "runtime_resources", {})) if runtime_obj is not None else {}
+    runtime = f"{getattr(w, 'runtime_kind', '') or 'runtime'} '{getattr(w, 'runtime_name', '')}'"
+    shown = runtime_obj is not None and getattr(w, "runtime", None) is not None
+    return NodeResources(merge_resources(base, resources), base, runtime, shown, runtime_obj is not None and not shown)
+

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..kube.values import as_int, dig, mapping
+from ..kube.values import as_int, mapping
 from ..launchers import gpu_resources
-from ..launchers.trainingruntime import merge_resources
+from ..launchers.trainingruntime import node_resources
 from ..kube.objects import WARNING, Manifest, Problem
-from .kit import Context, obj_problem, resource_blocks
+from .kit import Context, obj_problem
 
 ID = "RES002"
 NAME = "gpu-request-equals-limit"
@@ -50,36 +50,33 @@ def _hint(key: str, resources: dict[str, Any]) -> str:
     return f"make both {limit}" if limit is not None else f"set limits.{key} to {resources['requests'][key]}"
 
 
-def _trainjob(ctx: Context, m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
-    """A TrainJob's resourcesPerNode, as merged into its runtime's node container."""
+def _merged(ctx: Context, m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
+    """A setting outside any pod template (a TrainJob's resourcesPerNode), as the controller merges it."""
     w = next((w for w in ctx.workloads if w.manifest is m), None)
-    runtime_obj = getattr(w, "runtime_obj", None)
-    name = f"{getattr(w, 'runtime_kind', '') or 'runtime'} '{getattr(w, 'runtime_name', '')}'"
-    if runtime_obj is not None and not isinstance(dig(runtime_obj, "spec", "mlPolicy"), dict):
-        return  # trainingruntime.go 199-200: merged only into a runtime with an mlPolicy
-    if not isinstance(resources, dict):
+    node = node_resources(w, resources)
+    if node is None:
         return
     own = set(mapping(resources.get("requests"))) | set(mapping(resources.get("limits")))
-    base = getattr(w, "runtime_resources", {}) if runtime_obj is not None else {}
-    merged = merge_resources(mapping(base), resources)
-    for key, wrong in _gaps(merged, own):
-        if runtime_obj is not None and w is not None and w.runtime is not None:
-            yield obj_problem(ID, m, f"{field}.requests", f"{wrong} in the node container of {name}, once merged: "
-                              "the API server rejects the trainer's pods", _hint(key, merged))
+    for key, wrong in _gaps(node.merged, own):
+        if node.shown:
+            yield obj_problem(ID, m, f"{field}.requests", f"{wrong} in the node container of {node.runtime}, once "
+                              "merged: the API server rejects the trainer's pods", _hint(key, node.merged))
             continue
-        upstream = runtime_obj is not None and key not in mapping(base).get("limits", {})
-        said = f" (none in {name} as upstream installs it, kubeflow/trainer v2.3.0)" if upstream else ""
-        cond = (f"if {name} (not in these manifests) has an mlPolicy, which merges resourcesPerNode into its node "
-                "container" if key in mapping(resources.get("limits")) else
-                f"unless {name} (not in these manifests) sets limits.{key} on its node container")
+        said = (f" (none in {node.runtime} as upstream installs it, kubeflow/trainer v2.3.0)"
+                if node.upstream and key not in mapping(node.base.get("limits")) else "")
+        cond = (f"if {node.runtime} (not in these manifests) has an mlPolicy, which merges resourcesPerNode into its "
+                "node container" if key in mapping(resources.get("limits")) else
+                f"unless {node.runtime} (not in these manifests) sets limits.{key} on its node container")
         yield obj_problem(ID, m, f"{field}.requests", f"{wrong}{said}: the API server rejects the trainer's pods "
-                          f"{cond}", _hint(key, merged), severity=WARNING)
+                          f"{cond}", _hint(key, node.merged), severity=WARNING)
 
 
 def check(ctx: Context) -> Iterator[Problem]:
-    for m, field, resources in resource_blocks(ctx):
-        if m.kind == "TrainJob" and field == "spec.trainer.resourcesPerNode":
-            yield from _trainjob(ctx, m, field, resources)
-            continue
+    for cs in ctx.containers:
+        resources = mapping(cs.container.get("resources"))
         for key, wrong in _gaps(resources):
-            yield obj_problem(ID, m, f"{field}.requests", f"{wrong}: the API server rejects it", _hint(key, resources))
+            yield obj_problem(ID, cs.manifest, f"{cs.field}.resources.requests", f"{wrong}: the API server rejects "
+                              "it", _hint(key, resources))
+    for m, launcher in ctx.launched:
+        for field, resources in launcher.container_settings(m, "resources"):
+            yield from _merged(ctx, m, field, resources)
