@@ -91,9 +91,9 @@ def test_a_kustomization_file_named_is_its_folder_rendered(tmp_path, name):
 
 @pytest.mark.parametrize("kind,api", [("Kustomization", "v1beta1"), ("Component", "v1alpha1")])
 def test_kustomize_configuration_in_another_file_is_one_true_line(tmp_path, kind, api):
-    """A Kustomization in a file of another name is read by no kustomize, and `kubectl apply -f` sends it to an
-    API server without that kind: one error saying so, not "no name" and "no schema" about an object it never was;
-    the file's other objects are still checked."""
+    """A Kustomization beside manifests is read by no kustomize, and `kubectl apply -f` sends it to an API server
+    without that kind: one error saying so, not "no name" and "no schema" about an object it never was; the file's
+    other objects are still checked."""
     f = tmp_path / "runtimes.yaml"
     f.write_text(SERVICE + f"---\napiVersion: kustomize.config.k8s.io/{api}\nkind: {kind}\nresources: [a.yaml]\n")
     proc = run_cli("validate", "--schema", "builtin", str(f))  # kubeconform: test_kubeconform.py
@@ -104,6 +104,51 @@ def test_kustomize_configuration_in_another_file_is_one_true_line(tmp_path, kind
         "named kustomization.yaml, kustomization.yml or Kustomization: the API server serves no such kind (fix: "
         "name the file kustomization.yaml and validate its folder (kustomize builds folders))"], proc.stdout
     assert summary(proc).startswith("FAILED: 1 file, 2 objects")
+
+
+KIND_CONFIG = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n- role: worker\n"
+
+
+@pytest.mark.parametrize("text,what", [
+    (KIND_CONFIG, "kind's cluster configuration, which no API server serves"),
+    ("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 110\n",
+     "the kubelet's configuration, which no API server serves"),
+    ("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
+     "a kubeconfig (kubectl's client configuration), which no API server serves"),
+    ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n",
+     "kustomize's configuration, which no API server serves (kustomize reads it only from kustomization.yaml, "
+     "kustomization.yml or Kustomization)"),
+    (KIND_CONFIG + "---\napiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n",
+     "kind's cluster configuration and the API server's audit policy, which no API server serves"),
+])
+def test_a_tools_configuration_file_is_skipped_as_not_kubernetes(tmp_path, text, what):
+    """Files that share a manifest's header but that a tool reads from disk (kind's cluster config, as this
+    repository's kind/cluster.yaml; a component's configuration; a kubeconfig) are no manifest: skipped with one
+    info line saying what they are, as a workflow file is, in a folder walk and in the pre-commit hook of another
+    repository alike (it called kind's config an object "the API server refuses" for want of a name)."""
+    f = tmp_path / "config.yaml"
+    f.write_text(text)
+    proc = run_cli("validate", "--schema", "builtin", str(f))
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.splitlines()[0] == f"info SKIP {f}: {what}: not a Kubernetes manifest, not checked"
+    assert "(1 file skipped: not Kubernetes)" in summary(proc)
+
+
+def test_a_tools_configuration_beside_manifests_is_one_error(tmp_path):
+    f = tmp_path / "mixed.yaml"
+    f.write_text(SERVICE + "---\n" + KIND_CONFIG)
+    proc = run_cli("validate", "--schema", "builtin", str(f))
+    problems = [ln for ln in proc.stdout.splitlines() if ln.startswith(("error", "warning", "info"))]
+    assert problems == [f"error SCHEMA-INPUT {f}: Cluster/ kind: a Cluster is kind's cluster configuration: the API "
+                        "server serves no such kind (fix: keep it in a file of its own, apart from the manifests)"]
+
+
+def test_configuration_groups_are_served_by_no_cluster():
+    """Every group CONFIGURATION_GROUPS names is neither Kubernetes' own nor a pinned CRD's: nothing served is
+    skipped."""
+    from policies.kube.values import BUILT_IN_GROUPS, CONFIGURATION_GROUPS
+    crd_groups = {p.name for p in (REPO / "schemas" / "crds").iterdir() if p.is_dir()}
+    assert not set(CONFIGURATION_GROUPS) & (BUILT_IN_GROUPS | crd_groups)
 
 
 @pytest.mark.parametrize("text,labels", [

@@ -77,7 +77,11 @@ def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
         f"repos:\n  - repo: {REPO}\n    rev: HEAD\n    hooks:\n      - id: ddp-check\n")
     (user / "chart").mkdir()
     (user / "chart" / "values.yaml").write_text("replicaCount: 2\nimage:\n  repository: x\n  tag: '1'\n")
-    others = (".github/workflows/ci.yml", ".pre-commit-config.yaml", "chart/values.yaml")
+    # A tool's configuration with a manifest's header (kind's cluster config): no object either.
+    (user / "kind").mkdir()
+    (user / "kind" / "cluster.yaml").write_text("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n"
+                                                "- role: control-plane\n")
+    others = (".github/workflows/ci.yml", ".pre-commit-config.yaml", "chart/values.yaml", "kind/cluster.yaml")
     git(user, "add", ".")
     env = offline_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), HOME=str(tmp_path / "home"))
 
@@ -90,7 +94,7 @@ def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
     assert good.returncode == 0, good.stdout + good.stderr
     assert "Passed" in good.stdout
     # The patch reached the overlay: one rendered folder and the good file; the others skipped, one line each.
-    assert "OK: 1 rendered folder, 1 file (3 files skipped: not Kubernetes)," in good.stdout, good.stdout
+    assert "OK: 1 rendered folder, 1 file (4 files skipped: not Kubernetes)," in good.stdout, good.stdout
     skipped = sorted(line.split()[2].rstrip(":") for line in good.stdout.splitlines() if line.startswith("info SKIP "))
     assert skipped == sorted(others), good.stdout
 
@@ -99,7 +103,7 @@ def test_try_repo_passes_the_good_and_fails_the_broken_manifest(tmp_path):
     assert "Failed" in bad.stdout and "Traceback" not in bad.stdout + bad.stderr
     errors = [line for line in bad.stdout.splitlines() if line.startswith("error ")]
     assert len(errors) == 1 and errors[0].startswith("error IMG003 broken.yaml: "), bad.stdout
-    assert "FAILED: 2 files (3 files skipped: not Kubernetes)," in bad.stdout
+    assert "FAILED: 2 files (4 files skipped: not Kubernetes)," in bad.stdout
 
 
 @pytest.mark.slow

@@ -43,6 +43,39 @@ BUILT_IN_GROUPS = frozenset({
     "storagemigration.k8s.io"})
 
 
+# Configuration files that share the manifest's header but no API server serves: a tool or a component reads them
+# from disk (kind's cluster config: kind v0.31 pkg/apis/config/v1alpha4; kustomize's: api/types; the component
+# configuration of Kubernetes v1.36 staging/src/k8s.io/{kubelet,kube-proxy,kube-scheduler,apiserver,...}/config;
+# kubeadm's; a kubeconfig, `v1` `Config`, client-go tools/clientcmd/api/v1). None of these groups is among
+# BUILT_IN_GROUPS (tests/test_inputs.py checks it), and a cluster has no CRD for them.
+CONFIGURATION_GROUPS = {
+    "kind.x-k8s.io": "kind's cluster configuration",
+    "kustomize.config.k8s.io": "kustomize's configuration",
+    "kubeadm.k8s.io": "kubeadm's configuration",
+    "kubelet.config.k8s.io": "the kubelet's configuration",
+    "kubeproxy.config.k8s.io": "kube-proxy's configuration",
+    "kubescheduler.config.k8s.io": "the scheduler's configuration",
+    "kubecontrollermanager.config.k8s.io": "the controller manager's configuration",
+    "controllermanager.config.k8s.io": "the controller manager's configuration",
+    "cloudcontrollermanager.config.k8s.io": "the cloud controller manager's configuration",
+    "apiserver.config.k8s.io": "the API server's configuration",
+    "apiserver.k8s.io": "the API server's configuration",
+    "audit.k8s.io": "the API server's audit policy",
+    "pod-security.admission.config.k8s.io": "the API server's Pod Security configuration",
+    "eventratelimit.admission.k8s.io": "the API server's admission configuration",
+    "clientauthentication.k8s.io": "a client credential plugin's message",
+}
+
+
+def configuration(doc: Any) -> str | None:
+    """What a document configures where it is such a file (CONFIGURATION_GROUPS, or a kubeconfig), else None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("apiVersion"), str):
+        return None
+    if doc["apiVersion"] == "v1" and doc.get("kind") == "Config":
+        return "a kubeconfig (kubectl's client configuration)"
+    return CONFIGURATION_GROUPS.get(group_of(doc["apiVersion"]))
+
+
 def group_of(api_version: str) -> str:
     """The API group of an apiVersion (`batch/v1` -> `batch`; the core group `v1` -> "")."""
     return api_version.split("/", 1)[0] if "/" in api_version else ""

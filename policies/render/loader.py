@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from ..kube.objects import Manifest
+from ..kube.values import configuration
 from .scalars import go_plain, whole
 
 try:  # libyaml is several times faster on large renders; the pure-Python loader behaves the same
@@ -23,7 +24,12 @@ class InputError(Exception):
 
 class NotKubernetes(InputError):
     """A file none of whose documents is a Kubernetes object (a GitHub workflow, Helm values, a
-    .pre-commit-config.yaml): not a manifest at all, so it is skipped, not an error (engine.SKIPPED)."""
+    .pre-commit-config.yaml, kind's cluster configuration): not a manifest at all, so it is skipped, not an error
+    (engine.SKIPPED). `why` says what it is instead."""
+
+    def __init__(self, source: str, why: str = "no document has an apiVersion, a kind or metadata") -> None:
+        super().__init__(f"{source}: {why}: not a Kubernetes manifest")
+        self.why = why
 
 
 # Bounds on what one input may be and what one YAML document may expand to, checked on the parser's events before
@@ -448,7 +454,13 @@ def objects(docs: list[Any], source: str) -> list[Manifest]:
     header, and one odd document beside Kubernetes objects a broken manifest: the schema stage reports each."""
     present = [doc for doc in docs if doc is not None]
     if present and not any(looks_like_an_object(doc) for doc in present):
-        raise NotKubernetes(f"{source}: no document has an apiVersion, a kind or metadata: not a Kubernetes manifest")
+        raise NotKubernetes(source)
+    configures = {configuration(doc) for doc in present}
+    if present and None not in configures:  # (one beside Kubernetes objects: schema.lookup.triage says so)
+        kustomize = " (kustomize reads it only from kustomization.yaml, kustomization.yml or Kustomization)" if \
+            any(isinstance(d, dict) and d.get("kind") in ("Kustomization", "Component") for d in present) else ""
+        raise NotKubernetes(source, " and ".join(sorted(str(c) for c in configures)) + ", which no API server "
+                            "serves" + kustomize)
     out: list[Manifest] = []
     for i, doc in enumerate(docs):
         if doc is None:

@@ -169,12 +169,12 @@ def _read_file(raw: str) -> Unit:
     unit = Unit("<stdin>" if raw == "-" else raw, "file")
     try:
         unit.manifests = read(raw)
-    except NotKubernetes:
+    except NotKubernetes as exc:
         # YAML or JSON that is no Kubernetes object at all (a workflow, Helm values): said once, at info level, and
         # not counted as a file checked. `validate <folder>` and the pre-commit hook (`changed`) agree on it.
         unit.kind = SKIPPED
-        unit.problems.append(Problem("SKIP", "no document has an apiVersion, a kind or metadata: not a "
-                                     "Kubernetes manifest, not checked", unit.source, severity=INFO))
+        unit.problems.append(Problem("SKIP", f"{exc.why}: not a Kubernetes manifest, not checked", unit.source,
+                                     severity=INFO))
     except InputError as exc:
         unit = _input_error(unit.source, "file", str(exc))
     return unit
