@@ -238,3 +238,29 @@ def test_sidecars_count_in_pod_sums():
 def test_quantity_string(written, said):
     q = parse_quantity(written)
     assert q is not None and canonical(q) == said
+
+
+@pytest.mark.parametrize("item,expected", [
+    ({"type": "Container", "min": {"cpu": "500m"}, "default": {"cpu": "250m"}},
+     [("spec.limits[0].defaultRequest.cpu", "min value 500m is greater than default request value 250m"),
+      ("spec.limits[0].default.cpu", "min value 500m is greater than default value 250m")]),
+    ({"type": "Container", "min": {"memory": "2Gi"}, "max": {"memory": "1Gi"}},
+     [("spec.limits[0].min.memory", "min value 2Gi is greater than max value 1Gi"),
+      ("spec.limits[0].defaultRequest.memory", "min value 2Gi is greater than default request value 1Gi"),
+      ("spec.limits[0].default.memory", "min value 2Gi is greater than default value 1Gi")]),
+    ({"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}},
+     [("spec.limits[0].maxLimitRequestRatio.cpu", "ratio 500m is less than 1")]),
+    ({"type": "Pod", "min": {"cpu": "1"}, "max": {"cpu": "2"}, "maxLimitRequestRatio": {"cpu": "3"}},
+     [("spec.limits[0].maxLimitRequestRatio.cpu", "ratio 3 is greater than max/min = 2.000000")]),
+    ({"type": "Container", "default": {"nvidia.com/gpu": "2"}, "defaultRequest": {"nvidia.com/gpu": "1"}},
+     [("spec.limits[0].defaultRequest.nvidia.com/gpu", "default value 2 must equal to defaultRequest value 1 in "
+       "nvidia.com/gpu")]),
+    ({"type": "Pod", "default": {"cpu": "1"}},
+     [("spec.limits[0].default", "Forbidden: may not be specified when `type` is 'Pod'")]),
+    ({"type": "Container", "min": {"cpu": "100m"}, "max": {"cpu": "2"}, "default": {"cpu": "1"}}, []),
+    ({"type": "Container", "default": {"nvidia.com/gpu": "1"}}, []),
+])
+def test_validate_limit_range(item, expected):
+    """ValidateLimitRange on the defaulted object (the `max`-defaulted default of the second case included)."""
+    from policies.kube.limit_range import refusals
+    assert refusals({"spec": {"limits": [item]}}) == expected

@@ -122,6 +122,59 @@ def items(limit_range: dict[str, Any]) -> list[Item]:
     return found
 
 
+def _overcommit_allowed(name: str) -> bool:
+    """helper.IsOvercommitAllowed: a native resource (no domain, or a kubernetes.io one) that is not hugepages."""
+    native = "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
+    return native and not name.startswith("hugepages-")
+
+
+def refusals(limit_range: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the API server's ValidateLimitRange (pkg/apis/core/validation/validation.go) refuses on the defaulted
+    object, beyond the schema: (field, message) for each item's values out of order (min <= defaultRequest <= default
+    <= max), a ratio under 1 or over max/min, a default that differs from defaultRequest for a resource that cannot
+    be overcommitted (GPUs, hugepages), a type given twice, a default on a Pod item. A refused LimitRange never
+    exists, so it holds no pod."""
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    raws = [r for r in mapping(limit_range.get("spec")).get("limits") or [] if isinstance(r, dict)]
+    for i, (raw, item) in enumerate(zip(raws, items(limit_range))):
+        at = f"spec.limits[{i}]"
+        if item.type in seen:
+            found.append((f"{at}.type", f'Duplicate value: "{item.type}"'))
+        seen.add(item.type)
+        if item.type == POD:
+            for key in ("default", "defaultRequest"):
+                if mapping(raw.get(key)):
+                    found.append((f"{at}.{key}", "Forbidden: may not be specified when `type` is 'Pod'"))
+        keys = set(item.min) | set(item.max) | set(item.default) | set(item.default_request) | set(item.ratio)
+        for k in sorted(keys):
+            lo, hi, d, dr, ratio = (item.min.get(k), item.max.get(k), item.default.get(k),
+                                    item.default_request.get(k), item.ratio.get(k))
+            pairs = ((lo, hi, "min", "min value {} is greater than max value {}"),
+                     (lo, dr, "defaultRequest", "min value {} is greater than default request value {}"),
+                     (dr, hi, "defaultRequest", "default request value {} is greater than max value {}"),
+                     (dr, d, "defaultRequest", "default request value {} is greater than default limit value {}"),
+                     (lo, d, "default", "min value {} is greater than default value {}"),
+                     (d, hi, "default", "default value {} is greater than max value {}"))
+            for a, b, key, text in pairs:
+                if a is not None and b is not None and a.value > b.value:
+                    found.append((f"{at}.{key}.{k}", text.format(canonical(a), canonical(b))))
+            if ratio is not None and ratio.value < 1:
+                found.append((f"{at}.maxLimitRequestRatio.{k}", f"ratio {canonical(ratio)} is less than 1"))
+            if ratio is not None and lo is not None and hi is not None:
+                r, mn, mx = float(value(ratio)), value(lo), value(hi)
+                if value(ratio) < MAX_MILLI_VALUE and mn < MAX_MILLI_VALUE and mx < MAX_MILLI_VALUE:
+                    r, mn, mx = milli_value(ratio) / 1000, milli_value(lo), milli_value(hi)
+                bound = float(mx) / float(mn) if mn else float("inf")
+                if r > bound:
+                    found.append((f"{at}.maxLimitRequestRatio.{k}",
+                                  f"ratio {canonical(ratio)} is greater than max/min = {bound:f}"))
+            if not _overcommit_allowed(k) and d is not None and dr is not None and d.value != dr.value:
+                found.append((f"{at}.defaultRequest.{k}", f"default value {canonical(d)} must equal to defaultRequest "
+                              f"value {canonical(dr)} in {k}"))
+    return found
+
+
 @dataclass
 class Container:
     """A container's name and resources, as quantities, as admission sees them."""

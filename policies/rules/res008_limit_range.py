@@ -17,6 +17,9 @@ a `min` or a `maxLimitRequestRatio` without defaults refuses it too).
 - A warning phrased as the condition where it does not: the pods name no namespace and the LimitRange names one (or
   the other way round) with no Application to say where they go; a finding only in a container the controller adds;
   a runtime's template the manifests do not hold.
+- A LimitRange the API server itself refuses (pkg/apis/core/validation/validation.go ValidateLimitRange, on the
+  defaulted object: values out of the order min <= defaultRequest <= default <= max, a ratio under 1 or over
+  max/min, a GPU default unlike its defaultRequest) is an error of its own and holds no pod.
 - What the defaults set is named in the message (upstream's `kubernetes.io/limit-ranger` annotation) where it matters.
   Several LimitRanges in one namespace run in the manifests' order (upstream lists them in no set order).
 - Defaulted limits do not feed TOPO002's CPU reasoning: the topology model reads the templates as written, so a
@@ -26,7 +29,8 @@ a `min` or a `maxLimitRequestRatio` without defaults refuses it too).
 Fails: a StatefulSet whose container limits `cpu: 2` in a namespace whose LimitRange allows `max: {cpu: 1}` per
 Container; a Pod item's `max: {memory: 1Gi}` under a 2Gi pod; a container the defaults give a 4:1 memory ratio where
 `maxLimitRequestRatio` allows 2; a PyTorchJob under `min: {cpu: 200m}`, which the operator's `init-pytorch` (request
-50m) breaks (a warning: the operator adds it); a LimitRange in a namespace the pods do not name (a warning).
+50m) breaks (a warning: the operator adds it); a LimitRange in a namespace the pods do not name (a warning); a
+LimitRange whose `min` is over its `default` (the API server refuses it).
 Passes: the same containers within `min` and `max`; a LimitRange whose `default` gives containers without limits one
 within `max`.
 """
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..kube.limit_range import Admission, admit, aggregate
+from ..kube.limit_range import Admission, admit, aggregate, refusals
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from .kit import Context, obj_problem
 from .sec010_pod_security import PodView, argo_namespaces, pod_views
@@ -47,7 +51,9 @@ HINT = ("give each container requests and limits within the LimitRange's min, ma
 
 
 def limit_ranges(ctx: Context) -> list[Manifest]:
-    return [m for m in ctx.of_kind("LimitRange") if m.api_version == "v1"]
+    """The LimitRanges the API server accepts (the schema stage's refusals and ValidateLimitRange's left out)."""
+    return [m for m in ctx.of_kind("LimitRange")
+            if m.api_version == "v1" and m.ref not in ctx.schema_refused and not refusals(m.obj)]
 
 
 def homes(namespace: str, destinations: list[str]) -> list[str | None]:
@@ -76,6 +82,12 @@ def matches(view_ns: str, ranges: list[Manifest], destinations: list[str]) -> It
 
 
 def check(ctx: Context) -> Iterator[Problem]:
+    for m in ctx.of_kind("LimitRange"):
+        if m.api_version == "v1" and m.ref not in ctx.schema_refused:
+            for field, says in refusals(m.obj):
+                yield obj_problem(ID, m, field, f"the API server refuses the LimitRange: {says}, so it holds no pod",
+                                  "keep each resource's min <= defaultRequest <= default <= max, a ratio within "
+                                  "1..max/min, and default equal to defaultRequest for GPUs and hugepages")
     ranges = limit_ranges(ctx)
     if not ranges:
         return
