@@ -79,7 +79,7 @@ def written(value_: Any) -> Quantity | None:
     return parse_quantity(value_)
 
 
-def _add(a: Quantity | None, b: Quantity) -> Quantity:
+def add(a: Quantity | None, b: Quantity) -> Quantity:
     """Quantity.Add: the sum keeps the first one's format."""
     return Quantity(a.value + b.value, a.suffix, a.number) if a is not None else b
 
@@ -301,17 +301,17 @@ def pod_totals(pod: list[Container], limits: bool) -> dict[str, Quantity]:
         own = c.limits if limits else c.requests
         if not c.init:
             for k, q in own.items():
-                total[k] = _add(total.get(k), q)
+                total[k] = add(total.get(k), q)
             continue
         if c.sidecar:
             for k, q in own.items():
-                total[k] = _add(total.get(k), q)
-                sidecars[k] = _add(sidecars.get(k), q)
+                total[k] = add(total.get(k), q)
+                sidecars[k] = add(sidecars.get(k), q)
             candidate = dict(sidecars)
         else:
             candidate = dict(own)
             for k, q in sidecars.items():
-                candidate[k] = _add(candidate.get(k), q)
+                candidate[k] = add(candidate.get(k), q)
         for k, q in candidate.items():
             if k not in inits or q.value > inits[k].value:
                 inits[k] = q

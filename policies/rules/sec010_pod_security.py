@@ -64,6 +64,7 @@ class PodView:
     # (a kind no module models); and the workload that creates them (None for other pod templates).
     count: int | None = None
     workload: Workload | None = None
+    aux: bool = False  # an auxiliary group's pods (a TrainJob's initializers), not the training world's
 
 
 def pod_views(ctx: Context) -> Iterator[PodView]:
@@ -75,9 +76,10 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
             continue
         covered.update(id(m) for m in (w.manifest, w.runtime) if m is not None)
         seen: dict[tuple[str, tuple[str, ...]], PodView] = {}
-        counts = [g.count for g in w.groups if isinstance(g.count, int) and g.count > 0]  # first_pods' groups
+        groups = [g for g in w.groups if isinstance(g.count, int) and g.count > 0]  # first_pods' groups
         views: list[PodView] = []
-        for pod, count in zip(w.first_pods(), counts):
+        for pod, group in zip(w.first_pods(), groups):
+            count = group.count
             added = tuple(ce.name for ce in pod.init_containers + pod.containers if ce.added)
             key = (pod.spec_field, added)
             if key in seen:
@@ -89,7 +91,7 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
             field = field or pod.spec_field
             seen[key] = found = PodView(m, field, pod.namespace, {"annotations": pod.annotations}, spec, added,
                                         f"the {w.manifest.kind} controller", assumed=field.startswith("(runtime) "),
-                                        count=count * w.copies, workload=w)
+                                        count=count * w.copies, workload=w, aux=group.aux)
             views.append(found)
         yield from views
     for site in ctx.sites:
