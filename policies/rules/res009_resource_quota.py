@@ -129,10 +129,14 @@ def _together(ctx: Context, quota: Manifest, home: str | None,
         if own and over:
             blamed = True
             first = own[0][0]
+            assumed = any(v.assumed for v, _ in own)
             yield obj_problem(ID, first.manifest, first.field, f"the world's {t.pods} pods must all run at once "
                               f"(--nnodes {t.nnodes_min}) but together ask for {pretty(over)}, over ResourceQuota "
                               f"'{quota.name}' in {where} (limited: {pretty({k: limits[k] for k in over})}, used: at "
-                              "least 0): the pods past it are refused and the others wait for them", HINT_WORLD)
+                              "least 0): the pods past it are refused and the others wait for them"
+                              + (" (with the runtime's pod template as its upstream installs it: the runtime is not in "
+                                 "these manifests)" if assumed else ""), HINT_WORLD,
+                              severity=WARNING if assumed else ERROR)
     if blamed:
         return
     total = _sum([(u, v.count or 0) for v, u in pods if not v.aux and v.count], tracked)
