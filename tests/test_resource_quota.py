@@ -1,6 +1,7 @@
-"""The ResourceQuota port (policies/kube/resource_quota.py) on cases after upstream's kubernetes
-pkg/quota/v1/evaluator/core/pods_test.go (TestPodConstraintsFunc, TestPodEvaluatorUsage, TestPodEvaluatorMatchingScopes)
-and plugin/pkg/admission/resourcequota/controller.go's messages."""
+"""The ResourceQuota port (policies/kube/resource_quota.py) on upstream's cases: kubernetes
+pkg/quota/v1/evaluator/core/pods_test.go TestPodConstraintsFunc (its five container cases, by name) and
+TestPodEvaluatorUsage (the cases for a pod just created: no deletion timestamp, no terminal phase, no overhead, no
+pod-level resources), then scopes (podMatchesScopeFunc) and controller.go's prettyPrint."""
 from __future__ import annotations
 
 import pytest
@@ -19,15 +20,22 @@ def c(name, requests=None, limits=None, **extra):
 
 
 @pytest.mark.parametrize("spec,required,message", [
+    # init container resource missing
     ({"initContainers": [c("dummy", {"cpu": "1m"}, {"cpu": "2m"})]}, ["memory"], "must specify memory for: dummy"),
-    ({"initContainers": [c("foo"), c("bar")]}, ["memory"], "must specify memory for: bar,foo"),
+    # multiple init container resource missing
+    ({"initContainers": [c("foo", {"cpu": "1m"}, {"cpu": "2m"}), c("bar", {"cpu": "1m"}, {"cpu": "2m"})]}, ["memory"],
+     "must specify memory for: bar,foo"),
+    # container resource missing
     ({"containers": [c("dummy", {"cpu": "1m"}, {"cpu": "2m"})]}, ["memory"], "must specify memory for: dummy"),
-    ({"containers": [c("foo"), c("bar")]}, ["memory"], "must specify memory for: bar,foo"),
+    # multiple container resource missing
+    ({"containers": [c("foo", {"cpu": "1m"}, {"cpu": "2m"}), c("bar", {"cpu": "1m"}, {"cpu": "2m"})]}, ["memory"],
+     "must specify memory for: bar,foo"),
+    # container resource missing multiple
     ({"containers": [c("foo"), c("bar")]}, ["memory", "cpu"], "must specify cpu for: bar,foo; memory for: bar,foo"),
+    # (here) a request without a limit, and a limit alone, which is also the request (SetDefaults_Pod)
     ({"containers": [c("foo", {"cpu": "1"})]}, ["limits.cpu", "requests.cpu"], "must specify limits.cpu for: foo"),
-    # a limit alone is also the request (SetDefaults_Pod, before admission)
     ({"containers": [c("foo", None, {"cpu": "1"})]}, ["limits.cpu", "requests.cpu"], None),
-    # not in validationSet: a GPU or storage quota never makes containers state it
+    # (here) not in validationSet: a GPU or storage quota never makes containers state it
     ({"containers": [c("foo")]}, ["requests.nvidia.com/gpu", "requests.ephemeral-storage", "pods"], None),
 ])
 def test_pod_constraints(spec, required, message):
@@ -40,21 +48,34 @@ def usage(spec):
 
 def test_pod_usage():
     base = {"count/pods": "1", "pods": "1"}
-    assert usage({"initContainers": [c("a", {"cpu": "1m"}, {"cpu": "2m"})]}) == {
-        **base, "cpu": "1m", "requests.cpu": "1m", "limits.cpu": "2m"}
-    assert usage({"containers": [c("a", {"memory": "1m"}, {"memory": "2m"})]}) == {
-        **base, "memory": "1m", "requests.memory": "1m", "limits.memory": "2m"}
-    assert usage({"containers": [c("a", {"ephemeral-storage": "32Mi"}, {"ephemeral-storage": "64Mi"})]}) == {
-        **base, "ephemeral-storage": "32Mi", "requests.ephemeral-storage": "32Mi", "limits.ephemeral-storage": "64Mi"}
-    assert usage({"containers": [c("a", {"hugepages-1Gi": "2Gi"}, {"hugepages-1Gi": "2Gi"})]}) == {
-        **base, "hugepages-1Gi": "2Gi", "requests.hugepages-1Gi": "2Gi"}
-    assert usage({"containers": [c("a", {"example.com/dongle": "3"}, {"example.com/dongle": "3"})]}) == {
-        **base, "requests.example.com/dongle": "3"}
-    # init container maximums override the sum of containers
-    assert usage({"initContainers": [c("i", {"cpu": "4"}, {"cpu": "8"})],
-                  "containers": [c("a", {"cpu": "1"}, {"cpu": "2"}), c("b", {"cpu": "1"}, {"cpu": "2"})]}) == {
-        **base, "cpu": "4", "requests.cpu": "4", "limits.cpu": "8"}
-    # a sidecar runs beside the containers
+    for key in ("initContainers", "containers"):  # "init container ..." and "container ..." cases alike
+        assert usage({key: [c("a", {"cpu": "1m"}, {"cpu": "2m"})]}) == {
+            **base, "cpu": "1m", "requests.cpu": "1m", "limits.cpu": "2m"}
+        assert usage({key: [c("a", {"memory": "1m"}, {"memory": "2m"})]}) == {
+            **base, "memory": "1m", "requests.memory": "1m", "limits.memory": "2m"}
+        assert usage({key: [c("a", {"ephemeral-storage": "32Mi"}, {"ephemeral-storage": "64Mi"})]}) == {
+            **base, "ephemeral-storage": "32Mi", "requests.ephemeral-storage": "32Mi",
+            "limits.ephemeral-storage": "64Mi"}
+        assert usage({key: [c("a", {"hugepages-2Mi": "100Mi"})]}) == {
+            **base, "hugepages-2Mi": "100Mi", "requests.hugepages-2Mi": "100Mi"}
+        assert usage({key: [c("a", {"example.com/dongle": "3"}, {"example.com/dongle": "3"})]}) == {
+            **base, "requests.example.com/dongle": "3"}
+
+
+def test_init_container_maximums_override_sum_of_containers():
+    def r(cpu, mem, dongle):
+        return {"cpu": cpu, "memory": mem, "example.com/dongle": dongle}
+    spec = {"initContainers": [c("i0", r("4", "100M", "4"), r("8", "200M", "4")),
+                               c("i1", r("1", "50M", "2"), r("2", "100M", "2"))],
+            "containers": [c("a", r("1", "50M", "1"), r("2", "100M", "1")),
+                           c("b", r("2", "25M", "2"), r("5", "50M", "2"))]}
+    assert usage(spec) == {"count/pods": "1", "pods": "1", "cpu": "4", "requests.cpu": "4", "limits.cpu": "8",
+                           "memory": "100M", "requests.memory": "100M", "limits.memory": "200M",
+                           "requests.example.com/dongle": "4"}
+
+
+def test_sidecars_add_to_the_containers():
+    """resourcehelper.PodRequests: a restartable init container runs beside the containers."""
     assert usage({"initContainers": [c("s", {"cpu": "1"}, None, restartPolicy="Always")],
                   "containers": [c("a", {"cpu": "2"})]})["requests.cpu"] == "3"
 

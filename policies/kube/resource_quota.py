@@ -9,7 +9,8 @@ used: ..., limited: ...`, `prettyPrint`). Quota admission runs after LimitRanger
 What the cluster already uses (`status.used`) is not in the manifests: it is at least 0, so a pod or a world that
 needs more than `hard` on its own is refused whatever runs beside it. Scopes the manifests cannot settle
 (`CrossNamespacePodAffinity`) and pods with pod-level `spec.resources` (their usage and exemptions follow
-PodLevelResources) are left out: nothing is claimed about them."""
+PodLevelResources) are left out: nothing is claimed about them. A pod's `spec.overhead` (which RuntimeClass admission sets) is
+not added to its usage: the usage here is never more than upstream's."""
 from __future__ import annotations
 
 from fractions import Fraction
