@@ -22,6 +22,7 @@ a `min` or a `maxLimitRequestRatio` without defaults refuses it too).
   max/min, a GPU default unlike its defaultRequest) is an error of its own and holds no pod.
 - What the defaults set is named in the message (upstream's `kubernetes.io/limit-ranger` annotation) where it matters.
   Several LimitRanges in one namespace run in the manifests' order (upstream lists them in no set order).
+- Pods with pod-level `spec.resources` are left out: what the release pinned here makes of them is not ported.
 - Defaulted limits do not feed TOPO002's CPU reasoning: the topology model reads the templates as written, so a
   CPU pod whose only limit is a LimitRange's default still gets TOPO002's "no CPU limit or request" warning, which
   only says less than it could (TOPO002's CPU checks are all warnings).
@@ -93,6 +94,8 @@ def check(ctx: Context) -> Iterator[Problem]:
         return
     destinations, _ = argo_namespaces(ctx)
     for view in pod_views(ctx):
+        if view.spec.get("resources"):
+            continue  # pod-level resources (PodLevelResources): what LimitRanger makes of them is not ported
         for home, shown, maybe in matches(view.namespace, ranges, destinations):
             refused = admit([lr.obj for lr in shown], view.spec) if shown else None
             if refused is not None and refused.refused_by is not None:
