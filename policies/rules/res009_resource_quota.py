@@ -21,9 +21,11 @@ pods (a TrainJob's initializers) and templates of kinds no module models are not
 (`Terminating`, `BestEffort`, `PriorityClass` and their negations); a quota with a `CrossNamespacePodAffinity` scope,
 and pods with pod-level `spec.resources`, are left out.
 
-Fails: a PyTorchJob in a namespace whose quota sets `limits.cpu`, its container stating none; a 2-pod static world
-asking for 16 GPUs under a quota of 8 `requests.nvidia.com/gpu`; a pod asking for more GPUs than the quota allows.
-Passes: the same world under a quota of 16; a container without a CPU limit that a LimitRange's default gives one.
+Fails: a StatefulSet whose sidecar states no CPU limit in a namespace whose quota sets `limits.cpu`; an Indexed Job
+world of 4 pods of 1 GPU (`--nnodes=4`) under a quota of 2 `requests.nvidia.com/gpu`; a pod asking for a GPU under a
+quota of 0; 3 pods under `pods: 2` (a warning).
+Passes: the same world under a quota of 4; the sidecar given a CPU limit by a LimitRange default; a `BestEffort`
+quota beside pods that state their resources.
 """
 from __future__ import annotations
 
