@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .values import Quantity, mapping, parse_quantity
+from .values import Quantity, listing, mapping, parse_quantity
 
 CONTAINER, POD = "Container", "Pod"
 # resource.MaxMilliValue: the largest value whose milli-value fits an int64.
@@ -107,7 +107,7 @@ def items(limit_range: dict[str, Any]) -> list[Item]:
     """The LimitRange's items as the API server stores them (pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem:
     for type Container, a missing `default` is `max`, a missing `defaultRequest` is `default`, else `min`)."""
     found = []
-    for raw in mapping(limit_range.get("spec")).get("limits") or []:
+    for raw in listing(mapping(limit_range.get("spec")).get("limits")):
         if not isinstance(raw, dict):
             continue
         item = Item(str(raw.get("type") or ""), _quantities(raw.get("min")), _quantities(raw.get("max")),
@@ -136,7 +136,7 @@ def refusals(limit_range: dict[str, Any]) -> list[tuple[str, str]]:
     exists, so it holds no pod."""
     found: list[tuple[str, str]] = []
     seen: set[str] = set()
-    raws = [r for r in mapping(limit_range.get("spec")).get("limits") or [] if isinstance(r, dict)]
+    raws = [r for r in listing(mapping(limit_range.get("spec")).get("limits")) if isinstance(r, dict)]
     for i, (raw, item) in enumerate(zip(raws, items(limit_range))):
         at = f"spec.limits[{i}]"
         if item.type in seen:
@@ -191,7 +191,7 @@ def containers(spec: dict[str, Any]) -> list[Container]:
     container with limits gets each missing request from its limit)."""
     found = []
     for key, init in (("containers", False), ("initContainers", True)):
-        for c in spec.get(key) or []:
+        for c in listing(spec.get(key)):
             if not isinstance(c, dict):
                 continue
             res = mapping(c.get("resources"))

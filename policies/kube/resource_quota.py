@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from .limit_range import Container, canonical, pod_totals
-from .values import Quantity, mapping, parse_quantity
+from .values import Quantity, listing, mapping, parse_quantity
 
 # pods.go validationSet: "if a quota tracks cpu or memory related resources, the incoming pod is required to have
 # those values set ... do not add more resources to this list!" (GPUs are not in it).
@@ -95,8 +95,8 @@ def _best_effort(pod: list[Container]) -> bool:
 def scope_selectors(quota: dict[str, Any]) -> list[dict[str, Any]]:
     """getScopeSelectorsFromQuota: each of spec.scopes as Exists, then spec.scopeSelector's expressions."""
     spec = mapping(quota.get("spec"))
-    found = [{"scopeName": s, "operator": "Exists"} for s in spec.get("scopes") or []]
-    found += [e for e in mapping(spec.get("scopeSelector")).get("matchExpressions") or [] if isinstance(e, dict)]
+    found = [{"scopeName": s, "operator": "Exists"} for s in listing(spec.get("scopes"))]
+    found += [e for e in listing(mapping(spec.get("scopeSelector")).get("matchExpressions")) if isinstance(e, dict)]
     return found
 
 
@@ -119,7 +119,7 @@ def holds(quota: dict[str, Any], spec: dict[str, Any], pod: list[Container]) -> 
             ok = _best_effort(pod) == (name == "BestEffort")
         elif name == "PriorityClass":
             pc = str(spec.get("priorityClassName") or "")
-            values = [str(v) for v in s.get("values") or []]
+            values = [str(v) for v in listing(s.get("values"))]
             ok = {"Exists": bool(pc), "DoesNotExist": not pc, "In": bool(pc) and pc in values,
                   "NotIn": not (pc and pc in values)}.get(str(op), False)
         else:

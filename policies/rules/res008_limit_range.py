@@ -41,6 +41,7 @@ from typing import Iterator
 
 from ..kube.limit_range import Admission, admit, aggregate, refusals
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
+from ..kube.values import listing
 from .kit import Context, obj_problem
 from .sec010_pod_security import PodView, argo_namespaces, pod_views
 
@@ -135,6 +136,6 @@ def _problem(view: PodView, home: str | None, chain: list[Manifest], found: Admi
 
 def _without(view: PodView) -> dict[str, object]:
     """The pod spec without the containers the controller adds: what the template itself is held to."""
-    return {**view.spec, **{key: [c for c in view.spec.get(key) or []
+    return {**view.spec, **{key: [c for c in listing(view.spec.get(key))
                                   if not (isinstance(c, dict) and c.get("name") in view.added)]
                             for key in ("initContainers", "containers")}}
