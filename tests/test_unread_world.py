@@ -151,6 +151,10 @@ def test_the_shape_search_is_bounded():
     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {spec: {containers: [{name: c, image: "
     "x, command: 'torchrun x.py', env: [{name: A}, {valueFrom: {}}, 5]}]}}}\n",
     "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: {a: b}}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 5, initContainers: [3, {name: x}]}\n",
+    "apiVersion: v1\nkind: LimitRange\nmetadata: {name: l}\nspec: {limits: 5}\n---\napiVersion: v1\nkind: ResourceQuota\n"
+    "metadata: {name: q}\nspec: {hard: {limits.cpu: '1'}, scopes: 3}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+    "spec: {containers: [{name: c, resources: {limits: [1]}}]}\n",
 ])
 def test_malformed_pod_specs_are_no_internal_error(doc):
     """Without the schema stage (--schema none) the search reads whatever the object holds: at most a MODEL line."""

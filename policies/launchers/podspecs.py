@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import launchers
 from ..kube.objects import Manifest
+from ..kube.values import listing
 
 
 @dataclass
@@ -25,7 +26,7 @@ class PodSite:
         """(field path, container) for every init container and container, listed once (several rules read them)."""
         if self._containers is None:
             self._containers = [(f"{self.field}.{key}[{i}]", c) for key in ("initContainers", "containers")
-                                for i, c in enumerate(self.spec.get(key) or []) if isinstance(c, dict)]
+                                for i, c in enumerate(listing(self.spec.get(key))) if isinstance(c, dict)]
         return self._containers
 
 

@@ -36,6 +36,7 @@ from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.pod_security import LABEL_PREFIX, CheckResult, LevelVersion, evaluate, forbidden_detail
 from ..kube.pod_security_admission import DEFAULT_CONFIG, NamespacePolicy, namespace_policy
 from ..kube.values import mapping
+from ..launchers import Workload
 from .argo008_project_permits import CREATE_NAMESPACE
 from .kit import Context, located, obj_problem
 
@@ -59,6 +60,11 @@ class PodView:
     creator: str = ""             # who creates the pods, for the usernames exemption's condition
     # The template is a runtime's the manifests do not hold, read as its upstream installs it (a TrainJob's default).
     assumed: bool = False
+    # How many pods are created from it at once (every copy of the workload), None where the manifests do not say
+    # (a kind no module models); and the workload that creates them (None for other pod templates).
+    count: int | None = None
+    workload: Workload | None = None
+    aux: bool = False  # an auxiliary group's pods (a TrainJob's initializers), not the training world's
 
 
 def pod_views(ctx: Context) -> Iterator[PodView]:
@@ -69,23 +75,31 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
         if w.managed_by is not None or w.unresolved is not None or w.odd_group is not None or not w.groups:
             continue
         covered.update(id(m) for m in (w.manifest, w.runtime) if m is not None)
-        seen: set[tuple[str, tuple[str, ...]]] = set()
-        for pod in w.first_pods():
+        seen: dict[tuple[str, tuple[str, ...]], PodView] = {}
+        groups = [g for g in w.groups if isinstance(g.count, int) and g.count > 0]  # first_pods' groups
+        views: list[PodView] = []
+        for pod, group in zip(w.first_pods(), groups):
+            count = group.count
             added = tuple(ce.name for ce in pod.init_containers + pod.containers if ce.added)
-            if (pod.spec_field, added) in seen:
+            key = (pod.spec_field, added)
+            if key in seen:
+                seen[key].count = (seen[key].count or 0) + count * w.copies
                 continue
-            seen.add((pod.spec_field, added))
             spec = {**pod.spec, "initContainers": [ce.container for ce in pod.init_containers],
                     "containers": [ce.container for ce in pod.containers]}
             m, field = located(w, pod.spec_field)
             field = field or pod.spec_field
-            yield PodView(m, field, pod.namespace, {"annotations": pod.annotations}, spec, added,
-                          f"the {w.manifest.kind} controller", assumed=field.startswith("(runtime) "))
+            seen[key] = found = PodView(m, field, pod.namespace, {"annotations": pod.annotations}, spec, added,
+                                        f"the {w.manifest.kind} controller", assumed=field.startswith("(runtime) "),
+                                        count=count * w.copies, workload=w, aux=group.aux)
+            views.append(found)
+        yield from views
     for site in ctx.sites:
         if id(site.manifest) not in covered:
-            creator = "whoever applies it" if site.manifest.kind == "Pod" else f"the {site.manifest.kind} controller"
+            plain = site.manifest.kind == "Pod"
+            creator = "whoever applies it" if plain else f"the {site.manifest.kind} controller"
             yield PodView(site.manifest, site.field, site.manifest.namespace, {"annotations": site.annotations},
-                          site.spec, (), creator)
+                          site.spec, (), creator, count=1 if plain else None)
 
 
 def argo_namespaces(ctx: Context) -> tuple[list[str], dict[str, tuple[dict[str, str], str]]]:
