@@ -20,6 +20,8 @@ HOSTFILE = "/etc/mpi/hostfile"
 OPEN_MPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
 
 _MPIRUN = ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "horovodrun")
+# Any of them within a word (a word of a command is a name of _MPIRUN only where it holds one).
+_MPIRUN_IN = re.compile("|".join(re.escape(name) for name in _MPIRUN))
 _NP = re.compile(r"^-{1,2}(?:np|n|c)$")
 _NP_JOINED = re.compile(r"^-{1,2}(?:np|n)=(\d+)$")
 
@@ -45,6 +47,8 @@ class MpiRun:
 def find_mpirun(argv: list[str], fields: list[str]) -> MpiRun | None:
     """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside `sh -c` text split at
     white space (a script's words, not parsed: a value computed at run time is not read)."""
+    if not _MPIRUN_IN.search("\n".join(argv)):  # no word names one (most commands: torchrun, python)
+        return None
     words: list[tuple[str, str]] = []
     for tok, where in zip(argv, fields):
         parts = tok.split() if (" " in tok or "\n" in tok) else [tok]
