@@ -517,6 +517,7 @@ _RESTRICTED_VOLUME_SOURCES = ("hostPath", "gcePersistentDisk", "awsElasticBlockS
                               "glusterfs", "rbd", "flexVolume", "cinder", "cephfs", "flocker", "fc", "azureFile",
                               "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk", "portworxVolume",
                               "scaleIO", "storageos")
+_VOLUME_SOURCES = frozenset(_ALLOWED_VOLUME_SOURCES + _RESTRICTED_VOLUME_SOURCES)
 
 
 def restricted_volumes_1_0(metadata: dict[str, Any], spec: dict[str, Any]) -> CheckResult | None:
@@ -547,9 +548,10 @@ def with_volume_defaults(spec: dict[str, Any]) -> dict[str, Any]:
     volumes = spec.get("volumes")
     if not isinstance(volumes, list):
         return spec
-    sources = _ALLOWED_VOLUME_SOURCES + _RESTRICTED_VOLUME_SOURCES
-    defaulted = [{**(v or {}), "emptyDir": {}} if (v is None or isinstance(v, dict))
-                 and all(_ptr(v, s) is None for s in sources) else v for v in volumes]  # null: a zero Volume
+    # (a volume's own keys looked up among the sources: a handful, where the sources are 30)
+    defaulted = [{**(v or {}), "emptyDir": {}} if v is None or (isinstance(v, dict) and not any(
+                 k in _VOLUME_SOURCES and isinstance(x, dict) for k, x in v.items())) else v
+                 for v in volumes]  # null: a zero Volume
     return spec if defaulted == volumes else {**spec, "volumes": defaulted}
 
 

@@ -154,8 +154,25 @@ class Quantity:
         return float(self.value)
 
 
+# parse_quantity's answers for the strings it read (a Quantity is not changed once made): an input names a few
+# sizes many times over, and Fraction's parsing of one costs more than the rest of a rule's look at it.
+_PARSED: dict[str, Quantity | None] = {}
+
+
 def parse_quantity(value: Any) -> Quantity | None:
     """A resource quantity (`256Gi`, `1500m`, `4e9`, a YAML number); None where the API server would refuse it."""
+    if type(value) is str:
+        try:
+            return _PARSED[value]
+        except KeyError:
+            if len(_PARSED) > 4096:  # bounded on any input
+                _PARSED.clear()
+            q = _PARSED[value] = _parse_quantity(value)
+            return q
+    return _parse_quantity(value)
+
+
+def _parse_quantity(value: Any) -> Quantity | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int):

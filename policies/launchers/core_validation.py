@@ -35,6 +35,8 @@ MAX_INT32 = 2**31 - 1
 # either end or twice in a row).
 QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 PORT_NAME = re.compile(r"^[-a-z0-9]+$")
+# A character an env name may not hold: RelaxedEnvironmentVariableValidation allows printable ASCII (32 to 126) but '='.
+_NOT_ENV_NAME = re.compile(r"[^\x20-\x3c\x3e-\x7e]")
 # pkg/kubelet/util/util.go GetNodenameForKernel: fqdnMaxLen, the kernel's limit on a host name (struct utsname
 # nodename); the cluster domain where the environment declares none (the kubelet's clusterDomain is commonly it).
 HOSTNAME_MAX = 64
@@ -144,7 +146,7 @@ def _container(c: dict[str, Any], where: str, volumes: set[str], host_network: b
         var, ew = mapping(var), f"{where}.env[{i}]"
         vname = str(var.get("name") or "")
         # RelaxedEnvironmentVariableValidation (GA in 1.34): any printable ASCII but '='.
-        if vname and any(not 32 <= ord(ch) <= 126 or ch == "=" for ch in vname):
+        if _NOT_ENV_NAME.search(vname):
             out.append(Check(f"{ew}.name", f"env name {vname!r} holds '=' or a character that is not printable "
                              f"ASCII: {REFUSE}", "rename the variable"))
         source = var.get("valueFrom")

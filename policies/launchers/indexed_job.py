@@ -146,8 +146,7 @@ def job_after_exit(job_spec: dict[str, Any], pod_spec: dict[str, Any], container
             return Decision(FAIL, who, f"restartPolicy OnFailure, backoffLimit {backoff}: {restarts} container "
                             f"restart{'s' if restarts != 1 else ''} reach the limit -> Job failed "
                             "(BackoffLimitExceeded)", JOB_SOURCE + "job_controller.go pastBackoffLimitOnFailure")
-        in_place.why = f"restartPolicy OnFailure, backoffLimit {backoff} ({restarts} of {backoff} counted): " + \
-            in_place.why.split(": ", 1)[1]
+        in_place.head = lambda: f"restartPolicy OnFailure, backoffLimit {backoff} ({restarts} of {backoff} counted)"
         return in_place
     how = f"restartPolicy {spec['restartPolicy']}" + (
         ", pod on a lost node (evicted: DisruptionTarget)" if ended.node_lost else

@@ -4,7 +4,7 @@ launcher module's `after_exit` decides with these; `make simulate FAULT=...` (po
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 RESTART_CONTAINER = "restart-container"  # the kubelet starts the container again in the same pod (same name, IP, volumes)
 RECREATE_POD = "recreate-pod"            # the controller creates a new pod for the same index (a fresh emptyDir)
@@ -81,8 +81,36 @@ class Decision:
     awaits_node: bool = False
 
 
+class Restarted(Decision):
+    """The kubelet's restart in place (kubelet_restarts), its `why` written when first read: a pod-loss replay makes
+    thousands and reads the why of the few that end or stall the world. `head`, where a controller set it, stands
+    in for the message's first part (`restartPolicy <policy>`), with what the controller counts."""
+
+    def __init__(self, who: str, policy: Any, n: int, delay: float, exit_code: int) -> None:
+        # Decision's fields without its __init__, whose `why` this class words on demand.
+        self.action, self.controller, self.source = RESTART_CONTAINER, who, KUBELET_SOURCE
+        self.delay, self.counted, self.awaits_node = delay, True, False
+        self.head: str | Callable[[], str] | None = None
+        self._policy, self._n, self._exit_code, self._delay = policy, n, exit_code, delay
+        self._why: str | None = None
+
+    @property
+    def why(self) -> str:
+        if self._why is not None:  # set in full
+            return self._why
+        after = " after it completed (exit 0)" if self._exit_code == 0 else ""
+        text = (f"restartPolicy {self._policy}: container restarted in place{after} (restart {self._n + 1}, back-off "
+                f"{self._delay:.0f} s)")
+        head = self.head() if callable(self.head) else self.head
+        return text if head is None else f"{head}: " + text.split(": ", 1)[1]
+
+    @why.setter
+    def why(self, text: str) -> None:
+        self._why = text
+
+
 def kubelet_restarts(pod_spec: dict[str, Any], ended: PodExit, count: RestartCount, who: str = "kubelet"
-                     ) -> Decision | None:
+                     ) -> Restarted | None:
     """The kubelet restarts a container in place (restartPolicy Always, exit 0 included, or OnFailure and a non-zero
     exit) unless the pod was deleted or its node lost; the first restart at once, then 10 s doubling to 300 s."""
     policy = pod_spec.get("restartPolicy") or "Always"
@@ -90,9 +118,7 @@ def kubelet_restarts(pod_spec: dict[str, Any], ended: PodExit, count: RestartCou
         return None
     n = count.container_restarts.get(ended.index, 0)
     delay = 0.0 if n == 0 else min(KUBELET_BACKOFF * 2 ** (n - 1), KUBELET_MAX_BACKOFF)
-    after = " after it completed (exit 0)" if ended.exit_code == 0 else ""
-    return Decision(RESTART_CONTAINER, who, f"restartPolicy {policy}: container restarted in place{after} (restart "
-                    f"{n + 1}, back-off {delay:.0f} s)", KUBELET_SOURCE, delay)
+    return Restarted(who, policy, n, delay, ended.exit_code)
 
 
 def completed(pod_spec: dict[str, Any], ended: PodExit, who: str = "kubelet") -> Decision | None:

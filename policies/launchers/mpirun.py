@@ -21,6 +21,8 @@ HOSTFILE = "/etc/mpi/hostfile"
 OPEN_MPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
 
 _MPIRUN = ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "horovodrun")
+# Any of them within a word (a word of a command is a name of _MPIRUN only where it holds one).
+_MPIRUN_IN = re.compile("|".join(re.escape(name) for name in _MPIRUN))
 _NP = re.compile(r"^-{1,2}(?:np|n|c)$")
 _NP_JOINED = re.compile(r"^-{1,2}(?:np|n)=(\d+)$")
 
@@ -67,6 +69,8 @@ def find_mpirun(argv: list[str], fields: list[str], env: dict[str, str | None] |
     """The first mpirun (mpiexec, horovodrun ...) in a launcher's command and args, also inside a `sh -c` script,
     read as the shell reads it with the container's `env` (a value computed at run time is not read); a script that
     cannot be parsed is split at white space."""
+    if not _MPIRUN_IN.search("\n".join(argv)):  # no word names one (most commands: torchrun, python)
+        return None
     commands = _script_commands(argv, fields, env or {}, hostname)
     if commands is None:
         words: list[tuple[str, str]] = []

@@ -344,8 +344,11 @@ class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
         policy = replica.get("restartPolicy") or "OnFailure"
         backoff = as_int(mapping(spec.get("runPolicy")).get("backoffLimit"))
         pod_policy = "Never" if policy == "ExitCode" else policy
-        pod_spec = {**w.pod(ended.index).spec, "restartPolicy": pod_policy}
-        head = f"{group.role} restartPolicy {policy}, backoffLimit {backoff if backoff is not None else 'unset'}"
+        # completed and kubelet_restarts read the pod spec's restartPolicy only: the pod itself need not be made.
+        pod_spec = {"restartPolicy": pod_policy}
+
+        def head() -> str:  # worded only when a message is read
+            return f"{group.role} restartPolicy {policy}, backoffLimit {backoff if backoff is not None else 'unset'}"
         done = completed(pod_spec, ended)
         if done is not None:
             return done
@@ -353,30 +356,30 @@ class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
         if in_place is not None:
             restarts = count.total_restarts() + 1
             if backoff is not None and (restarts > 0 if backoff == 0 else restarts >= backoff):
-                return Decision(FAIL, who, f"{head}: {restarts} container restart{'s' if restarts != 1 else ''} "
+                return Decision(FAIL, who, f"{head()}: {restarts} container restart{'s' if restarts != 1 else ''} "
                                 f"reach the limit -> PyTorchJob failed", src + "pkg/core/job.go:132 PastBackoffLimit")
-            in_place.why = f"{head} ({restarts} restarts counted): " + in_place.why.split(": ", 1)[1]
+            in_place.head = lambda: f"{head()} ({restarts} restarts counted)"
             return in_place
         if ended.node_lost:
-            return Decision(RECREATE_POD, who, f"{head}, pod on a lost node -> created again, same name, only once the "
-                            "Node object is deleted or the pod force-deleted", src + "pkg/controller.v1/common/pod.go:312",
-                            awaits_node=True)
+            return Decision(RECREATE_POD, who, f"{head()}, pod on a lost node -> created again, same name, only once "
+                            "the Node object is deleted or the pod force-deleted",
+                            src + "pkg/controller.v1/common/pod.go:312", awaits_node=True)
         if ended.deleted:
-            return Decision(RECREATE_POD, who, f"{head}, pod deleted -> created again, same name",
+            return Decision(RECREATE_POD, who, f"{head()}, pod deleted -> created again, same name",
                             src + "pkg/controller.v1/common/pod.go ReconcilePods")
         if policy == "ExitCode":
             if ended.exit_code >= 128:
                 failures = count.total_failed() + 1
                 if backoff is not None and failures > backoff:
-                    return Decision(FAIL, who, f"{head}: {failures} failed pods > {backoff} -> PyTorchJob failed",
+                    return Decision(FAIL, who, f"{head()}: {failures} failed pods > {backoff} -> PyTorchJob failed",
                                     src + "pkg/controller.v1/common/job.go ReconcileJobs exceedsBackoffLimit")
-                return Decision(RECREATE_POD, who, f"{head}: exit code {ended.exit_code} is retryable (>= 128) -> pod "
-                                "deleted and created again, same name", src + "pkg/controller.v1/common/pod.go:352")
+                return Decision(RECREATE_POD, who, f"{head()}: exit code {ended.exit_code} is retryable (>= 128) -> "
+                                "pod deleted and created again, same name", src + "pkg/controller.v1/common/pod.go:352")
             torchrun = " (torchrun exits 1 when its workers fail, a pre-emption's SIGTERM included)" \
                 if ended.exit_code == 1 else ""
-            return Decision(FAIL, who, f"{head}: exit code {ended.exit_code} is not retryable{torchrun} -> PyTorchJob "
-                            "failed", src + "pkg/controller.v1/common/pod.go:367")
-        return Decision(FAIL, who, f"{head}: a {group.role} replica failed -> PyTorchJob failed",
+            return Decision(FAIL, who, f"{head()}: exit code {ended.exit_code} is not retryable{torchrun} -> "
+                            "PyTorchJob failed", src + "pkg/controller.v1/common/pod.go:367")
+        return Decision(FAIL, who, f"{head()}: a {group.role} replica failed -> PyTorchJob failed",
                         src + "pkg/controller.v1/pytorch/pytorchjob_controller.go:441")
 
     def scale_down(self, m: Manifest, nodes: int) -> list[str]:

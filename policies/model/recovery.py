@@ -81,6 +81,9 @@ def torchrun_restarts(t: Topology) -> int:
     return as_int(v.inv.setting("max_restarts", v.pod.env, v.pod.env_fields).value, 0) or 0
 
 
+_STOPS = (FAIL, WAIT, SUCCEEDED)  # the decisions that end a replay
+
+
 class _Replay:
     """The world's pods as the controller sees them while losses are replayed: its counts, and each torchrun's
     restarts left."""
@@ -115,6 +118,7 @@ class _Replay:
         """Replay one loss; the decision that failed the workload (or left it waiting), else None."""
         lost_code = {DELETED: DELETED_EXIT, WORKER: PEER_LOST_EXIT}.get(loss.kind, KILLED_EXIT)
         after_exit, w, bundle, count = self.w.launcher.after_exit, self.w, self.bundle, self.count
+        stops, left, budget = _STOPS, self.left, self.budget  # read once: thousands of pod ends per replay
         for i in self.ending(loss):
             self.ends += 1
             if i == loss.index:
@@ -122,12 +126,12 @@ class _Replay:
             else:
                 ended = PodExit(i, PEER_LOST_EXIT)
             d = after_exit(w, bundle, ended, count)
-            if d.action in (FAIL, WAIT, SUCCEEDED):
+            if d.action in stops:
                 return d
             if d.awaits_node:  # the world waits until the node is deleted or the pod force-deleted
                 self.waited = self.waited or d
-            self.count.record(d, i)
-            self.left[i] = self.budget  # a new container, a new torchrun
+            count.record(d, i)
+            left[i] = budget  # a new container, a new torchrun
             if d.action == RECREATE_ALL:  # every pod recreated: the rest of this loss ends with them
                 self.left = {j: self.budget for j in range(self.t.pods)}
                 break

@@ -29,6 +29,7 @@ an error only in an environment that declares itself self-contained).
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterator
 
@@ -43,9 +44,11 @@ _LOCAL = {"", "localhost", "127.0.0.1", "::1", "0.0.0.0"}
 DEFAULT_DOMAIN = "cluster.local"
 
 
+@functools.lru_cache(maxsize=256)
 def pod0_pattern(base: str, namespace: str, domain: str | None = None) -> re.Pattern[str]:
     """Pod 0's name `base`, optionally followed by `.<namespace>` (any label where the pod's namespace is not
-    written), `.svc`, `.svc.<domain>` (cluster.local where the environment declares none), and a final dot."""
+    written), `.svc`, `.svc.<domain>` (cluster.local where the environment declares none), and a final dot. Made
+    once per name, namespace and domain (a pattern is not changed once compiled)."""
     ns = re.escape(namespace) if namespace else r"[a-z0-9-]+"
     return re.compile(rf"^{re.escape(base)}(\.{ns}(\.svc(\.{re.escape(domain or DEFAULT_DOMAIN)})?)?)?\.?$")
 

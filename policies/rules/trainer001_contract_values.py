@@ -52,10 +52,11 @@ def check(ctx: Context) -> Iterator[Problem]:
                 yield obj_problem(ID, m, f, f"{flag} is '{value}', which "
                                   f"{contract.SCRIPT} refuses ({why}; trainer/contract.py): every rank exits 2 "
                                   "before training", _hint(var, flag))
+        env = c.env
         for name, var in contract.ENV.items():
             if var.flag is None or var.flag in given:
                 continue
-            value = c.env.get(name)
+            value = env.get(name)
             if value is None or "$(" in value:
                 continue
             why = var.refuses(value)
