@@ -13,7 +13,8 @@ from . import git
 from .entry import guarded
 from .render.loader import InputError
 from .report.engine import MANIFEST_SUFFIXES, plain_manifests
-from .render.kustomization import KUSTOMIZATION_FILES, find_overlays, inputs, kustomization_file
+from .render.kustomization import (HELM_CHART_FILE, KUSTOMIZATION_FILES, find_overlays, helm_chart, inputs,
+                                   kustomization_file)
 
 REPO = Path(__file__).resolve().parent.parent
 # A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).
@@ -72,6 +73,9 @@ def targets(changed: list[str], root: Path, bundle: bool = False) -> list[str]:
     neighbours: dict[Path, list[Path]] = {}  # with `bundle`: each folder's plain manifests, listed once
     for c in changed:
         p = _resolved(root / c)
+        # A file of a Helm chart stands for the chart's Chart.yaml, which says the chart is helm's to render.
+        chart = next((d for d in p.parents if (d == root or root in d.parents) and helm_chart(d)), None)
+        p = chart / HELM_CHART_FILE if chart is not None else p
         inside_kustomize = any(kustomization_file(d) for d in p.parents if d == root or root in d.parents)
         if (p.suffix.lower() in MANIFEST_SUFFIXES and p.is_file() and p not in read_by_any
                 and not inside_kustomize):

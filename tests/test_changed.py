@@ -2,6 +2,7 @@
 fails the commit with the same lines make validate prints."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -85,3 +86,34 @@ def test_plain_manifests_beside_the_overlays_are_validated(tmp_path):
     assert proc.returncode == 1 and "overlays/extras/quota.yaml" in proc.stdout, proc.stdout + proc.stderr
     # A file inside an overlay's folder is the overlay's, as before.
     assert affected(["overlays/kind-cpu/trainjob/notes.yaml"], root) == ["overlays/kind-cpu/trainjob"]
+
+
+HELM_JOB = ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n"
+            "  completions: {{ .Values.replicas }}\n")
+
+
+def test_a_helm_chart_is_helms_to_render_in_another_repository(tmp_path):
+    """Another repository's pre-commit hook (`ddp-check changed`) and a folder walk meet a Helm chart: its templates
+    (`{{ }}`) are no YAML and its Chart.yaml has no kind, and both were errors. A chart (a folder with a Chart.yaml,
+    as helm's loader reads one) is its Chart.yaml alone, skipped with a line saying helm renders it and the
+    validator does not; a manifest beside the chart is still checked."""
+    from policies.changed import targets
+
+    chart = tmp_path / "deploy" / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: trainer\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("replicas: 2\n")
+    (chart / "templates" / "job.yaml").write_text(HELM_JOB)
+    (tmp_path / "deploy" / "svc.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata:\n  name: q\nspec:\n"
+                                                  "  ports: [{port: 80}]\n")
+    changed = ["deploy/chart/templates/job.yaml", "deploy/chart/values.yaml", "deploy/svc.yaml"]
+    assert targets(changed, tmp_path) == ["deploy/chart/Chart.yaml", "deploy/svc.yaml"]
+    for args in (["changed", *changed], ["validate", "deploy"]):
+        proc = subprocess.run([sys.executable, "-m", "policies.cli", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        skip = [ln for ln in proc.stdout.splitlines() if ln.startswith("info SKIP")]
+        assert skip == ["info SKIP deploy/chart/Chart.yaml: a Helm chart's Chart.yaml: the chart is helm's to render, "
+                        "which the validator does not run (`helm template <chart> | make validate PATHS=-` checks "
+                        "what it renders): not a Kubernetes manifest, not checked"], proc.stdout
+        assert "OK: 1 file (1 file skipped: not Kubernetes), 1 object" in proc.stdout

@@ -47,6 +47,16 @@ def kustomization_file(folder: Path) -> Path | None:
     return None
 
 
+# A Helm chart's root holds its Chart.yaml (helm v3 pkg/chart/loader/directory.go reads it first, and refuses a
+# folder without one); everything below it is helm's input (templates with `{{ }}`, values), as a kustomization's
+# folder is kustomize's.
+HELM_CHART_FILE = "Chart.yaml"
+
+
+def helm_chart(folder: Path) -> bool:
+    return os.path.isfile(os.path.join(os.fspath(folder), HELM_CHART_FILE))
+
+
 def find_overlays(root: Path) -> list[Path]:
     """Every folder under `root` with a kustomization (of kind Kustomization, not Component) that no other overlay
     below `root` includes, i.e. the leaves users deploy."""

@@ -453,6 +453,10 @@ def objects(docs: list[Any], source: str) -> list[Manifest]:
     Kubernetes at all: NotKubernetes. A document with metadata and no apiVersion or kind is a manifest missing its
     header, and one odd document beside Kubernetes objects a broken manifest: the schema stage reports each."""
     present = [doc for doc in docs if doc is not None]
+    if source.rsplit("/", 1)[-1] == "Chart.yaml" and len(present) == 1 and isinstance(present[0], dict) and \
+            "kind" not in present[0]:
+        raise NotKubernetes(source, "a Helm chart's Chart.yaml: the chart is helm's to render, which the validator "
+                            "does not run (`helm template <chart> | make validate PATHS=-` checks what it renders)")
     if present and not any(looks_like_an_object(doc) for doc in present):
         raise NotKubernetes(source)
     configures = {configuration(doc) for doc in present}

@@ -20,7 +20,7 @@ from ..render.files import path_error, read, rel
 from ..render.paths import CHECKOUT
 from ..render.loader import InputError, NotKubernetes
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
-from ..render.kustomization import folder_named, kustomization_file, overlays_named
+from ..render.kustomization import HELM_CHART_FILE, folder_named, helm_chart, kustomization_file, overlays_named
 from ..render.paths import delivery_folder
 from ..render.render import render, render_all
 from ..rules.kit import Context, Environment, inputs_digest
@@ -83,13 +83,15 @@ FOLDER = "folder"
 def plain_manifests(root: Path, below: bool = True) -> list[Path]:
     """The manifest files under `root` that no kustomization reads: every `*.yaml`, `*.yml`, `*.json` below it, in
     name order, except inside a folder that has a kustomization (an overlay, base or component: kustomize's inputs,
-    validated rendered) and inside hidden folders (`.git`, `.github`, `.venv`); hidden files are skipped too.
-    `below=False`: those of `root` itself only."""
+    validated rendered) and inside hidden folders (`.git`, `.github`, `.venv`); hidden files are skipped too. A Helm
+    chart (a folder with a Chart.yaml) is its Chart.yaml alone: its templates are helm's to render (the loader skips
+    it, saying so). `below=False`: those of `root` itself only."""
     out: list[Path] = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        if kustomization_file(here):
+        if kustomization_file(here) or helm_chart(here):
             dirs[:] = []
+            out += [here / HELM_CHART_FILE] if helm_chart(here) and not kustomization_file(here) else []
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if below else []
         out += [here / f for f in sorted(files) if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)]
