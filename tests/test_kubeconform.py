@@ -94,7 +94,6 @@ def test_kubeconform_starts_once_per_run(tmp_path, monkeypatch):
 
 
 @needs_binary
-@needs_binary
 def test_kustomize_configuration_is_one_line_with_kubeconform_too(tmp_path):
     """As with the builtin validator (test_inputs.py): a Kustomization in a file kustomize does not read is one
     SCHEMA-INPUT line, and kubeconform is not asked about it."""
@@ -112,6 +111,7 @@ def test_kustomize_configuration_is_one_line_with_kubeconform_too(tmp_path):
     assert lines[0].startswith(f"error SCHEMA-INPUT {f}: Kustomization/ kind: a Kustomization is kustomize's")
 
 
+@needs_binary
 def test_cli_with_kubeconform_names_the_field(tmp_path):
     f = tmp_path / "svc.yaml"
     # Non-string keys are read as kubectl reads them: the label `5` is fine, `true:` under spec is an unknown field.
