@@ -41,7 +41,6 @@ from typing import Iterator
 
 from ..kube.limit_range import Admission, admit, aggregate, refusals
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
-from ..kube.values import listing
 from .kit import Context, obj_problem
 from .sec010_pod_security import PodView, argo_namespaces, pod_views
 
@@ -112,30 +111,21 @@ def check(ctx: Context) -> Iterator[Problem]:
 def _problem(view: PodView, home: str | None, chain: list[Manifest], found: Admission,
              condition: str | None) -> Problem:
     assert found.refused_by is not None
-    lr = chain[found.refused_by]
-    conditions = [condition] if condition else []
-    if view.added:
-        bare = admit([m.obj for m in chain], _without(view))
-        if bare.refused_by is None:
-            conditions.append(f"in {', '.join(view.added)}, which {view.creator} adds as its installation does by "
-                              "default")
-    if view.assumed:
-        conditions.append("with the runtime's pod template as its upstream installs it: the runtime is not in these "
-                          "manifests")
-    where = f"namespace '{home}'" if home else "the namespace they are applied to"
-    says = f"the API server refuses these pods in {where}: LimitRange '{lr.name}': {aggregate(found.findings)}"
+    says = f"LimitRange '{chain[found.refused_by].name}': {aggregate(found.findings)}"
     if found.annotation:
         says += f" (LimitRanger plugin set: {'; '.join(found.annotation)})"
+    only_added = bool(view.added) and admit([m.obj for m in chain], view.without_added()).refused_by is None
+    return refusal(ID, view, home, says, HINT, ([condition] if condition else []) + view.conditions(only_added))
+
+
+def refusal(rule: str, view: PodView, home: str | None, says: str, hint: str, conditions: list[str]) -> Problem:
+    """An admission plugin's refusal of these pods (RES008, RES009) where they land (`home`; None: wherever they
+    are applied): an error the plan counts as pods refused, or a warning under its conditions."""
+    where = f"namespace '{home}'" if home else "the namespace they are applied to"
+    text = f"the API server refuses these pods in {where}: {says}"
     if conditions:
-        says += f" ({'; '.join(conditions)})"
-    p = obj_problem(ID, view.manifest, view.field, says, HINT, severity=WARNING if conditions else ERROR)
+        text += f" ({'; '.join(conditions)})"
+    p = obj_problem(rule, view.manifest, view.field, text, hint, severity=WARNING if conditions else ERROR)
     if not conditions:
         p.extra["pods_refused"] = True  # make plan: none of these pods is created
     return p
-
-
-def _without(view: PodView) -> dict[str, object]:
-    """The pod spec without the containers the controller adds: what the template itself is held to."""
-    return {**view.spec, **{key: [c for c in listing(view.spec.get(key))
-                                  if not (isinstance(c, dict) and c.get("name") in view.added)]
-                            for key in ("initContainers", "containers")}}

@@ -36,7 +36,7 @@ from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.resource_quota import constraints, hard, holds, matching, modelled, pod_usage, pretty
 from ..kube.values import Quantity
 from .kit import Context, obj_problem
-from .res008_limit_range import limit_ranges, matches
+from .res008_limit_range import limit_ranges, matches, refusal
 from .sec010_pod_security import PodView, argo_namespaces, pod_views
 
 ID = "RES009"
@@ -94,25 +94,11 @@ def _refused(view: PodView, quota: Manifest, pod: list[Container], home: str | N
             hint = HINT_EXCEED
     if says is None:
         return None
-    conditions = [condition] if condition else []
-    if view.added and missing is not None:
-        bare = [c for c in pod if c.name not in view.added]
-        if constraints(tracked, bare) is None:
-            conditions.append(f"in {', '.join(view.added)}, which {view.creator} adds as its installation does by "
-                              "default")
-    if view.assumed:
-        conditions.append("with the runtime's pod template as its upstream installs it: the runtime is not in these "
-                          "manifests")
-    where = f"namespace '{home}'" if home else "the namespace they are applied to"
-    text = f"the API server refuses these pods in {where}: {says}"
+    only_added = bool(view.added) and missing is not None and \
+        constraints(tracked, [c for c in pod if c.name not in view.added]) is None
     if lrs:
-        text += f" (after LimitRange {', '.join(repr(m.name) for m in lrs)})"
-    if conditions:
-        text += f" ({'; '.join(conditions)})"
-    p = obj_problem(ID, view.manifest, view.field, text, hint, severity=WARNING if conditions else ERROR)
-    if not conditions:
-        p.extra["pods_refused"] = True
-    return p
+        says += f" (after LimitRange {', '.join(repr(m.name) for m in lrs)})"
+    return refusal(ID, view, home, says, hint, ([condition] if condition else []) + view.conditions(only_added))
 
 
 def _together(ctx: Context, quota: Manifest, home: str | None,

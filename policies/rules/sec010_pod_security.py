@@ -35,7 +35,7 @@ from typing import Any, Iterator
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.pod_security import LABEL_PREFIX, CheckResult, LevelVersion, evaluate, forbidden_detail
 from ..kube.pod_security_admission import DEFAULT_CONFIG, NamespacePolicy, namespace_policy
-from ..kube.values import mapping
+from ..kube.values import listing, mapping
 from ..launchers import Workload
 from .argo008_project_permits import CREATE_NAMESPACE
 from .kit import Context, located, obj_problem
@@ -60,6 +60,23 @@ class PodView:
     creator: str = ""             # who creates the pods, for the usernames exemption's condition
     # The template is a runtime's the manifests do not hold, read as its upstream installs it (a TrainJob's default).
     assumed: bool = False
+
+    def without_added(self) -> dict[str, Any]:
+        """The pod spec without the containers the controller adds: what the template itself is held to."""
+        return {**self.spec, **{key: [c for c in listing(self.spec.get(key))
+                                      if not (isinstance(c, dict) and c.get("name") in self.added)]
+                                for key in ("initContainers", "containers")}}
+
+    def conditions(self, only_added: bool) -> list[str]:
+        """What a finding about these pods holds only under: it is only in a container the controller adds
+        (`only_added`, which the caller works out with without_added), or the template is a runtime's the manifests
+        do not hold."""
+        out = [f"in {', '.join(self.added)}, which {self.creator} adds as its installation does by default"] \
+            if self.added and only_added else []
+        if self.assumed:
+            out.append("with the runtime's pod template as its upstream installs it: the runtime is not in these "
+                       "manifests")
+        return out
     # How many pods are created from it at once (every copy of the workload), None where the manifests do not say
     # (a kind no module models); and the workload that creates them (None for other pod templates).
     count: int | None = None
@@ -165,12 +182,7 @@ def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list
     conditions = []
     if not ns.shows(mode):
         conditions.append("unless that namespace's labels set another level")
-    if view.added and not evaluate(lv, view.metadata, _without(view.spec, view.added)):
-        conditions.append(f"in {', '.join(view.added)}, which {view.creator} adds as its installation does by "
-                          "default")
-    if view.assumed:
-        conditions.append("with the runtime's pod template as its upstream installs it: the runtime is not in these "
-                          "manifests")
+    conditions += view.conditions(bool(view.added) and not evaluate(lv, view.metadata, view.without_added()))
     if usernames:
         conditions.append(f"unless {view.creator} creates them as one of the cluster's exempt usernames")
     if mode == "enforce":
@@ -188,8 +200,3 @@ def _problem(view: PodView, ns: NamespacePolicy, lv: LevelVersion, results: list
         found.extra["pods_refused"] = True  # what the input shows: make plan says none of these pods is created
     return found
 
-
-def _without(spec: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    """The pod spec without the controller's added containers: what the template itself is held to."""
-    return {**spec, **{key: [c for c in spec.get(key) or [] if not (isinstance(c, dict) and c.get("name") in names)]
-                       for key in ("initContainers", "containers")}}
