@@ -11,10 +11,9 @@ from pathlib import Path
 
 from . import git
 from .entry import guarded
-from .render.loader import InputError
+from .render.loader import HELM_CHART_FILE, InputError
 from .report.engine import MANIFEST_SUFFIXES, plain_manifests
-from .render.kustomization import (HELM_CHART_FILE, KUSTOMIZATION_FILES, find_overlays, helm_chart, inputs,
-                                   kustomization_file)
+from .render.kustomization import KUSTOMIZATION_FILES, find_overlays, helm_chart, inputs, kustomization_file
 
 REPO = Path(__file__).resolve().parent.parent
 # A change under these can change what an Argo CD Application syncs: validate argocd/ too (its rules render them).

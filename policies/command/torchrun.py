@@ -56,7 +56,7 @@ def unknown_option(dest: str) -> bool:
 # torchrun flags that take no value; every other option takes one.
 _BOOLEAN = {"standalone", "module", "m", "no_python", "run_path", "virtual_local_rank"}
 _LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
-SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
 
 
 @dataclass
@@ -426,13 +426,8 @@ def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | Non
     inv = parse_argv(argv, fields)
     if inv is not None:
         return inv
-    if not argv or argv[0].rsplit("/", 1)[-1] not in SHELLS:
-        return None
-    # sh [-flags] -c 'script' [$0 $1 ...]  or  bash -xc 'script'
-    for i in range(1, len(argv) - 1):
-        tok = argv[i]
-        if not (tok.startswith("-") and "c" in tok[1:]):
-            continue
+    i = script_index(argv)
+    if i is not None:
         script_field = fields[i + 1]
         host = hostname if hostname is not None else str(env.get("HOSTNAME") or "")
         for cmd in shell.Script(argv[i + 1], env, host, argv[i + 2:]).commands():
@@ -467,8 +462,15 @@ def find_invocation(argv: list[str], fields: list[str], env: dict[str, str | Non
                 found.env = {**{k: cmd.env[k] for k in cmd.exported if k in cmd.env}, **scoped}
                 found.tainted = cmd.tainted
                 return found
-        break
     return None
+
+
+def script_index(argv: list[str]) -> int | None:
+    """Where a shell's `-c` is in `sh [-flags] -c 'script' [$0 $1 ...]` (or `bash -xc 'script'`): the script is the
+    next word; None where argv runs no shell script."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    return next((i for i in range(1, len(argv) - 1) if argv[i].startswith("-") and "c" in argv[i][1:]), None)
 
 
 def split_nnodes(value: str) -> tuple[int | None, int | None]:

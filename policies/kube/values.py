@@ -48,9 +48,13 @@ BUILT_IN_GROUPS = frozenset({
 # configuration of Kubernetes v1.36 staging/src/k8s.io/{kubelet,kube-proxy,kube-scheduler,apiserver,...}/config;
 # kubeadm's; a kubeconfig, `v1` `Config`, client-go tools/clientcmd/api/v1). None of these groups is among
 # BUILT_IN_GROUPS (tests/test_inputs.py checks it), and a cluster has no CRD for them.
+KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
+# The files kustomize reads its configuration from (kustomize v5.8.1 api/konfig/general.go
+# RecognizedKustomizationFileNames; render/kustomization.py KUSTOMIZATION_FILES), in words.
+KUSTOMIZE_READS = "kustomization.yaml, kustomization.yml or Kustomization"
 CONFIGURATION_GROUPS = {
     "kind.x-k8s.io": "kind's cluster configuration",
-    "kustomize.config.k8s.io": "kustomize's configuration",
+    KUSTOMIZE_GROUP: "kustomize's configuration",
     "kubeadm.k8s.io": "kubeadm's configuration",
     "kubelet.config.k8s.io": "the kubelet's configuration",
     "kubeproxy.config.k8s.io": "kube-proxy's configuration",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..command import shell
-from ..command.torchrun import SHELLS, Invocation, parse_argv, split_nnodes
+from ..command.torchrun import Invocation, parse_argv, script_index, split_nnodes
 from ..kube.objects import WARNING
 from ..kube.values import as_int
 from .base import Check, Names, Workload
@@ -52,16 +52,14 @@ def _script_commands(argv: list[str], fields: list[str], env: dict[str, str | No
     """The simple commands of a `sh -c` script (`bash -xc ...`) as the shell runs them (policies/command/shell.py:
     mvdan/sh's parser; a `\\`-newline continues a line, quotes group words, a value known only at run time stays its
     text), each word with the script's field; None where argv runs no script, or one that cannot be read."""
-    if not argv or argv[0].rsplit("/", 1)[-1] not in SHELLS:
+    i = script_index(argv)
+    if i is None:
         return None
-    for i in range(1, len(argv) - 1):
-        if argv[i].startswith("-") and "c" in argv[i][1:]:
-            try:
-                return [[(str(x), fields[i + 1]) for x in cmd.argv]
-                        for cmd in shell.Script(argv[i + 1], env, hostname, argv[i + 2:]).commands()]
-            except shell.ShellError:
-                return None
-    return None
+    try:
+        return [[(str(x), fields[i + 1]) for x in cmd.argv]
+                for cmd in shell.Script(argv[i + 1], env, hostname, argv[i + 2:]).commands()]
+    except shell.ShellError:
+        return None
 
 
 def find_mpirun(argv: list[str], fields: list[str], env: dict[str, str | None] | None = None,

@@ -16,7 +16,7 @@ import yaml
 
 from . import offline
 from .files import read_text, rel
-from .loader import InputError
+from .loader import HELM_CHART_FILE, InputError
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
@@ -47,13 +47,9 @@ def kustomization_file(folder: Path) -> Path | None:
     return None
 
 
-# A Helm chart's root holds its Chart.yaml (helm v3 pkg/chart/loader/directory.go reads it first, and refuses a
-# folder without one); everything below it is helm's input (templates with `{{ }}`, values), as a kustomization's
-# folder is kustomize's.
-HELM_CHART_FILE = "Chart.yaml"
-
-
 def helm_chart(folder: Path) -> bool:
+    """A Helm chart's root: everything below it is helm's input (templates with `{{ }}`, values), as a
+    kustomization's folder is kustomize's."""
     return os.path.isfile(os.path.join(os.fspath(folder), HELM_CHART_FILE))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ..kube.objects import Manifest
-from ..kube.values import configuration
+from ..kube.values import KUSTOMIZE_GROUP, KUSTOMIZE_READS, configuration, group_of
 from .scalars import go_plain, whole
 
 try:  # libyaml is several times faster on large renders; the pure-Python loader behaves the same
@@ -20,6 +20,12 @@ except AttributeError:  # pragma: no cover
 
 class InputError(Exception):
     """Bad input: the message is the whole one-line report."""
+
+
+# A Helm chart's root holds its Chart.yaml (helm v3 pkg/chart/loader/directory.go reads it first, and refuses a
+# folder without one): the loader skips it as helm's (objects), and a folder walk reads nothing else of the chart
+# (render/kustomization.py helm_chart).
+HELM_CHART_FILE = "Chart.yaml"
 
 
 class NotKubernetes(InputError):
@@ -453,7 +459,7 @@ def objects(docs: list[Any], source: str) -> list[Manifest]:
     Kubernetes at all: NotKubernetes. A document with metadata and no apiVersion or kind is a manifest missing its
     header, and one odd document beside Kubernetes objects a broken manifest: the schema stage reports each."""
     present = [doc for doc in docs if doc is not None]
-    if source.rsplit("/", 1)[-1] == "Chart.yaml" and len(present) == 1 and isinstance(present[0], dict) and \
+    if source.rsplit("/", 1)[-1] == HELM_CHART_FILE and len(present) == 1 and isinstance(present[0], dict) and \
             "kind" not in present[0]:
         raise NotKubernetes(source, "a Helm chart's Chart.yaml: the chart is helm's to render, which the validator "
                             "does not run (`helm template <chart> | make validate PATHS=-` checks what it renders)")
@@ -461,8 +467,8 @@ def objects(docs: list[Any], source: str) -> list[Manifest]:
         raise NotKubernetes(source)
     configures = {configuration(doc) for doc in present}
     if present and None not in configures:  # (one beside Kubernetes objects: schema.lookup.triage says so)
-        kustomize = " (kustomize reads it only from kustomization.yaml, kustomization.yml or Kustomization)" if \
-            any(isinstance(d, dict) and d.get("kind") in ("Kustomization", "Component") for d in present) else ""
+        kustomize = f" (kustomize reads it only from {KUSTOMIZE_READS})" if \
+            any(group_of(d["apiVersion"]) == KUSTOMIZE_GROUP for d in present) else ""
         raise NotKubernetes(source, " and ".join(sorted(str(c) for c in configures)) + ", which no API server "
                             "serves" + kustomize)
     out: list[Manifest] = []

@@ -18,9 +18,9 @@ from ..launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workloa
                          unread_world, workloads)
 from ..render.files import path_error, read, rel
 from ..render.paths import CHECKOUT
-from ..render.loader import InputError, NotKubernetes
+from ..render.loader import HELM_CHART_FILE, InputError, NotKubernetes
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
-from ..render.kustomization import HELM_CHART_FILE, folder_named, helm_chart, kustomization_file, overlays_named
+from ..render.kustomization import folder_named, helm_chart, kustomization_file, overlays_named
 from ..render.paths import delivery_folder
 from ..render.render import render, render_all
 from ..rules.kit import Context, Environment, inputs_digest
@@ -89,9 +89,9 @@ def plain_manifests(root: Path, below: bool = True) -> list[Path]:
     out: list[Path] = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        if kustomization_file(here) or helm_chart(here):
+        if (kfile := kustomization_file(here)) or helm_chart(here):  # (a folder with both is kustomize's)
             dirs[:] = []
-            out += [here / HELM_CHART_FILE] if helm_chart(here) and not kustomization_file(here) else []
+            out += [] if kfile else [here / HELM_CHART_FILE]
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if below else []
         out += [here / f for f in sorted(files) if not f.startswith(".") and f.lower().endswith(MANIFEST_SUFFIXES)]

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..kube.values import configuration, group_of
+from ..kube.values import KUSTOMIZE_GROUP, KUSTOMIZE_READS, configuration, group_of
 from ..kube.objects import WARNING, Manifest, Problem
 from ..render.paths import DATA
 
@@ -107,14 +107,14 @@ def triage(manifests: list[Manifest], root: Path) -> tuple[list[tuple[int, Probl
         if configures is not None:
             # Read from disk by its tool (kube/values.py CONFIGURATION_GROUPS), never served: beside Kubernetes
             # objects, `kubectl apply -f` sends it to the API server, which has no such kind. kustomize reads its
-            # own only from a file of these names (kustomize v5.8.1 api/konfig/general.go
-            # RecognizedKustomizationFileNames); a kustomization file named on the command line is its folder.
-            where = ("kustomize's configuration, read only from a file named kustomization.yaml, kustomization.yml "
-                     "or Kustomization" if group_of(api) == "kustomize.config.k8s.io" else configures)
+            # own only from a file of these names (KUSTOMIZE_READS); a kustomization file named on the command line
+            # is its folder.
+            kustomize = group_of(api) == KUSTOMIZE_GROUP
+            where = f"{configures}, read only from a file named {KUSTOMIZE_READS}" if kustomize else configures
             problems.append((i, Problem(RULE_INPUT, f"a {kind} is {where}: the API server serves no such kind",
                                         m.source, obj=m.ref, field="kind",
                                         hint="name the file kustomization.yaml and validate its folder (kustomize "
-                                             "builds folders)" if group_of(api) == "kustomize.config.k8s.io" else
+                                             "builds folders)" if kustomize else
                                              "keep it in a file of its own, apart from the manifests")))
             continue
         if not m.created_name:
