@@ -74,11 +74,6 @@ def canonical(q: Quantity, fmt: str | None = None) -> str:
     return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"
 
 
-def written(value_: Any) -> Quantity | None:
-    """A quantity as written in a manifest; None where it is none (the schema stage says so)."""
-    return parse_quantity(value_)
-
-
 def add(a: Quantity | None, b: Quantity) -> Quantity:
     """Quantity.Add: the sum keeps the first one's format."""
     return Quantity(a.value + b.value, a.suffix, a.number) if a is not None else b
@@ -100,7 +95,8 @@ class Item:
 
 
 def _quantities(block: Any) -> dict[str, Quantity]:
-    return {str(k): q for k, v in mapping(block).items() if (q := written(v)) is not None}
+    # A value that is no quantity is left out: the schema stage says so.
+    return {str(k): q for k, v in mapping(block).items() if (q := parse_quantity(v)) is not None}
 
 
 def items(limit_range: dict[str, Any]) -> list[Item]:
