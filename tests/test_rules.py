@@ -245,3 +245,48 @@ def test_res002_checks_a_trainjobs_gpu_request_as_merged_into_its_runtime(tmp_pa
     start = no_policy.index("  mlPolicy:")
     end = no_policy.index("  template:", start)
     assert said(no_policy[:start] + no_policy[end:]) == []
+
+
+def test_res002_on_a_runtimes_own_template_names_the_trainjobs_it_breaks(tmp_path):
+    """A (Cluster)TrainingRuntime starts no pods: the API server admits it, and rejects the pods of the TrainJobs on
+    it. A GPU request without a limit in the trainer's node container breaks only a TrainJob whose resourcesPerNode
+    leaves it (kubeflow/trainer v2.3.0 trainingruntime.go 199-233): a warning on the runtime, an error on each such
+    TrainJob in the manifests, the one without resourcesPerNode included. A container the merge does not reach (any
+    container of a runtime without mlPolicy; an initializer's) breaks every TrainJob on it: an error."""
+    from policies.kube.objects import WARNING
+    text = (FIXTURES / "rules/RES002/pass/trainjob-limit-in-runtime.yaml").read_text()
+    gap = text.replace("                    limits:\n                      nvidia.com/gpu: 1\n",
+                       "                    requests:\n                      nvidia.com/gpu: 1\n")
+    assert gap != text
+    runtime = gap[:gap.index("---\napiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob")]
+
+    def said(text: str) -> set[tuple[str, str, str]]:
+        return {(p.severity, p.obj, p.message) for p in problems_of(_write(tmp_path, text)) if p.rule == "RES002"}
+
+    warned = (WARNING, "ClusterTrainingRuntime/ddp-torch", "nvidia.com/gpu request 1 has no limit: the API server "
+              "rejects the pods of a TrainJob on ClusterTrainingRuntime 'ddp-torch' unless its "
+              "spec.trainer.resourcesPerNode sets limits.nvidia.com/gpu")
+    assert said(runtime) == {warned}
+    # The TrainJob requests the GPU itself: the merge is checked, as before.
+    assert said(gap) == {(ERROR, "TrainJob/ddp-train", "nvidia.com/gpu request 1 has no limit in the node container "
+                          "of ClusterTrainingRuntime 'ddp-torch', once merged: the API server rejects the trainer's "
+                          "pods"), warned}
+    # The TrainJob sets no resourcesPerNode, or one without the GPU: its pods get the runtime's request as it is.
+    left = (ERROR, "TrainJob/ddp-train", "nvidia.com/gpu request 1 has no limit in the node container of "
+            "ClusterTrainingRuntime 'ddp-torch', and spec.trainer.resourcesPerNode does not set nvidia.com/gpu: the "
+            "API server rejects the trainer's pods")
+    assert said(gap[:gap.index("    resourcesPerNode:")]) == {left, warned}
+    at = gap.index("    resourcesPerNode:")
+    assert said(gap[:at] + gap[at:].replace("        nvidia.com/gpu: 1\n", "")) == {left, warned}
+    # The TrainJob mends it: only the runtime's warning stays (about other TrainJobs on it).
+    mended = gap[:at] + gap[at:].replace("      requests:", "        nvidia.com/gpu: 1\n      requests:")
+    assert said(mended) == {warned}
+    # No mlPolicy: nothing is merged, every TrainJob on the runtime is rejected.
+    start, end = runtime.index("  mlPolicy:"), runtime.index("  template:", runtime.index("  mlPolicy:"))
+    assert said(runtime[:start] + runtime[end:]) == {(ERROR, "ClusterTrainingRuntime/ddp-torch", "nvidia.com/gpu "
+                                                      "request 1 has no limit: the API server rejects the pods of "
+                                                      "every TrainJob on ClusterTrainingRuntime 'ddp-torch'")}
+    # A container other than `node` in the trainer's Job: the merge does not reach it.
+    sidecar = runtime.replace("                  name: node\n", "                  name: node-sidecar\n")
+    assert [(sev, msg.split(": ", 1)[1]) for sev, _, msg in said(sidecar) if "request 1" in msg] == \
+        [(ERROR, "the API server rejects the pods of every TrainJob on ClusterTrainingRuntime 'ddp-torch'")]

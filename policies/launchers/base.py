@@ -394,7 +394,7 @@ class Launcher(Generic[W]):
         return "spec"
 
     def setting_field(self, w: W, name: str) -> str | None:
-        """The field that sets a torchrun setting the controller injects (`nproc`, `nnodes`, `rdzv_id`)."""
+        """The field that sets a setting the controller injects (`nproc`, `nnodes`, `rdzv_id`, `resources`)."""
         return None
 
     def dns_field(self, w: W, pod: Pod) -> str:

@@ -18,8 +18,9 @@ from .torchtune import TORCHTUNE_ENTRYPOINT, torchtune_checks
 from .trainjob_frameworks import (MODELLED_POLICIES, MPI_LAUNCHER, framework_checks, mpi_env, mpi_hosts, mpi_node_count,
                                   mpi_node_job_trainer, mpi_note, mpi_slots, mpi_unmodelled, mpi_world, no_torch_notice,
                                   plugin_env, policy_kind)
-from .trainingruntime import (ANCESTORS, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches, merge_resources,
-                              is_trainer_step, load_upstream_runtime, owned, owned_template, runtime_job_specs)
+from .trainingruntime import (ANCESTORS, RESOURCES_PER_NODE, UPSTREAM_RUNTIME, ancestor, apply_runtime_patches,
+                              merge_resources, is_trainer_step, load_upstream_runtime, owned, owned_template,
+                              runtime_job_specs)
 
 KIND = "TrainJob"
 # The initializer steps, their container's name, and the TrainJob field that configures them.
@@ -334,7 +335,8 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         return "spec.trainer.numNodes"
 
     def setting_field(self, w: Workload, name: str) -> str | None:
-        return {"nproc": "spec.trainer.numProcPerNode", "nnodes": "spec.trainer.numNodes"}.get(name)
+        return {"nproc": "spec.trainer.numProcPerNode", "nnodes": "spec.trainer.numNodes",
+                "resources": RESOURCES_PER_NODE}.get(name)
 
     def dns_names(self, m: Manifest) -> list[tuple[str, str, str, bool]]:
         return [("metadata.name", m.name, "the headless Service the controller creates", True)]
