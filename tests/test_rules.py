@@ -290,3 +290,33 @@ def test_res002_on_a_runtimes_own_template_names_the_trainjobs_it_breaks(tmp_pat
     sidecar = runtime.replace("                  name: node\n", "                  name: node-sidecar\n")
     assert [(sev, msg.split(": ", 1)[1]) for sev, _, msg in said(sidecar) if "request 1" in msg] == \
         [(ERROR, "the API server rejects the pods of every TrainJob on ClusterTrainingRuntime 'ddp-torch'")]
+
+
+def test_img003_on_a_runtime_and_a_trainjob(tmp_path):
+    """A TrainJob's spec.trainer.command is the trainer's `node` container's command (kubeflow/trainer v2.3.0
+    jobset/builder.go 126-135): one string with spaces there fails as it would in a pod template. In the runtime's
+    own `node` container such a command breaks only a TrainJob that does not replace it: a warning phrased so; in
+    another container of the runtime, every TrainJob on it: an error."""
+    from policies.kube.objects import WARNING
+    text = (FIXTURES / "rules/RES002/pass/trainjob-limit-in-runtime.yaml").read_text()
+
+    def said(text: str) -> set[tuple[str, str, str | None, str]]:
+        return {(p.severity, p.obj, p.field, p.message) for p in problems_of(_write(tmp_path, text))
+                if p.rule == "IMG003"}
+
+    assert said(text) == set()
+    trainjob = text.replace("    command:\n    - torchrun\n", "    command:\n    - python /app/trainer/train.py\n")
+    assert said(trainjob) == {(ERROR, "TrainJob/ddp-train", "spec.trainer.command[0]",
+                               "spec.trainer.command[0] is 'python /app/trainer/train.py': the runtime starts a program of that "
+                               "whole name (no shell splits a command): the container fails to start unless the "
+                               "image has a file so named")}
+    node = "                  image: ghcr.io/example/ddp-trainer:0.1.0\n                  name: node\n"
+    runtime = text.replace(node, "                  command: [python train.py]\n" + node)
+    where = "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].command[0]"
+    assert said(runtime) == {(WARNING, "ClusterTrainingRuntime/ddp-torch", where, "container 'node' command[0] is "
+                              "'python train.py': the runtime starts a program of that whole name (no shell splits a "
+                              "command): the container fails to start unless the image has a file so named, in a "
+                              "TrainJob on ClusterTrainingRuntime 'ddp-torch' unless its spec.trainer.command "
+                              "replaces it")}
+    other = runtime.replace("                  name: node\n", "                  name: node-sidecar\n")
+    assert [sev for sev, *_ in said(other)] == [ERROR]

@@ -431,7 +431,7 @@ class Launcher(Generic[W]):
         return None
 
     def container_settings(self, m: Manifest, key: str) -> list[tuple[str, Any]]:
-        """(field, value) of the container settings (`image`, `resources`) this object sets outside any pod
+        """(field, value) of the container settings (`image`, `command`, `resources`) this object sets outside any pod
         template, which the controller writes into the pods (a TrainJob's spec.trainer)."""
         return []
 

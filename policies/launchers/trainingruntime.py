@@ -194,32 +194,38 @@ class TemplateUse:
     """A container of a (Cluster)TrainingRuntime's pod templates as the pods it becomes: the runtime starts none
     itself (the API server admits it whatever its containers ask for), every TrainJob on it does."""
 
-    user: str                   # the objects whose pods it is in, in words (one of them)
-    resources_from: str | None  # the TrainJob field merged into its resources; None: the pods get the template's
+    user: str                 # the objects whose pods it is in, in words (one of them)
+    set_by: dict[str, str]    # container key -> the TrainJob field that replaces it (merges it: `resources`)
 
 
 def template_use(m: Manifest, container_field: str) -> TemplateUse | None:
     """What a container of a runtime's templates (`container_field`, as podspecs lists it) becomes; None for any
-    other object. The Trainer merges a TrainJob's resourcesPerNode into the `node` container of the trainer step's
-    Job, or of the MPI `node` Job under runLauncherAsNode, and only where the runtime has an mlPolicy
-    (kubeflow/trainer v2.3.0 pkg/runtime/core/trainingruntime.go 199-206); ContainerPatch (trainjob_types.go 466-494)
-    sets no resources, so every other container's are the pods'."""
+    other object. In the `node` container of the trainer step's Job a TrainJob's spec.trainer sets `image`,
+    `command` and `args` (kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/jobset/builder.go 113-139); its
+    resourcesPerNode is merged into the `resources` of that container, or of the MPI `node` Job's under
+    runLauncherAsNode, only where the runtime has an mlPolicy (pkg/runtime/core/trainingruntime.go 199-206).
+    ContainerPatch (trainjob_types.go 466-494) sets none of these, so every other container's are the pods'."""
     if m.kind not in RUNTIME_KINDS:
         return None
     ml = dig(m.obj, "spec", "mlPolicy")
     launcher_as_node = isinstance(ml, dict) and mapping(ml.get("mpi")).get("runLauncherAsNode") is True
     node = STEP_CONTAINERS[TRAINER_STEP]
-    use = TemplateUse(f"TrainJob on {m.kind} '{m.name}'", None)
+    set_by: dict[str, str] = {}
     for i, rj in enumerate(listing(dig(m.obj, "spec", "template", "spec", "replicatedJobs"))):
         rj = mapping(rj)
-        merges = isinstance(ml, dict) and (is_trainer_step(rj) or launcher_as_node and rj.get("name") == node)
         prefix = f"spec.template.spec.replicatedJobs[{i}].template.spec.template.spec.containers["
-        if merges and container_field.startswith(prefix):
-            containers = listing(dig(rj, "template", "spec", "template", "spec", "containers"))
-            k = as_int(container_field[len(prefix):-1])
-            if k is not None and 0 <= k < len(containers) and mapping(containers[k]).get("name") == node:
-                return TemplateUse(use.user, RESOURCES_PER_NODE)
-    return use
+        if not container_field.startswith(prefix):
+            continue
+        containers = listing(dig(rj, "template", "spec", "template", "spec", "containers"))
+        k = as_int(container_field[len(prefix):-1])
+        if k is None or not 0 <= k < len(containers) or mapping(containers[k]).get("name") != node:
+            break
+        if is_trainer_step(rj):
+            set_by.update(image="spec.trainer.image", command="spec.trainer.command", args="spec.trainer.args")
+        if isinstance(ml, dict) and (is_trainer_step(rj) or launcher_as_node and rj.get("name") == node):
+            set_by["resources"] = RESOURCES_PER_NODE
+        break
+    return TemplateUse(f"TrainJob on {m.kind} '{m.name}'", set_by)
 
 
 @dataclass

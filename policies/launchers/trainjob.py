@@ -345,7 +345,7 @@ class TrainJobLauncher(Launcher[TrainJobWorkload]):
         return iter(())  # the pods' templates live in the runtime (see runtime_templates)
 
     def container_settings(self, m: Manifest, key: str) -> list[tuple[str, Any]]:
-        name = {"image": "image", "resources": "resourcesPerNode"}.get(key)
+        name = {"image": "image", "command": "command", "resources": "resourcesPerNode"}.get(key)
         value = dig(m.obj, "spec", "trainer", name) if name else None
         return [(f"spec.trainer.{name}", value)] if value else []
 

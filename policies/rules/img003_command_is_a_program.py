@@ -10,20 +10,23 @@ entrypoint (no `command`) and `args` are not judged: the entrypoint may be a she
 controller builds the pod: KubeRay runs the Ray container of a head or worker group through `/bin/bash -c` with its
 command's words in the shell line (ray-project/kuberay v1.7.0 common/pod.go 878-912), unless the object or the group's
 template says `ray.io/overwrite-container-cmd: "true"` or the command already contains `ray start`
-(`launchers/unmodelled.py`, `as_built_by_kuberay`).
+(`launchers/unmodelled.py`, `as_built_by_kuberay`). In a (Cluster)TrainingRuntime the trainer's `node` container
+takes a TrainJob's `spec.trainer.command` in place of its own (kubeflow/trainer v2.3.0 jobset/builder.go 126-135), so
+there it is a warning phrased as that condition.
 
 Fails: `command: ["sleep 10; exit 1"]` (the Worker of project-codeflare/appwrapper v1.2.1
 samples/wrapped-failing-pytorch-job.yaml, in tests/corpus/); `command: ["python /app/train.py --epochs 1"]`; a Ray
-head's `command: ["ray start --head --block"]`.
+head's `command: ["ray start --head --block"]`; a TrainJob's `spec.trainer.command: ["python train.py"]`.
 Passes: `command: [sh, -c, "sleep 10; exit 1"]`; `command: [torchrun, --nproc-per-node=2, train.py]`; a Ray head's
 `command: ["echo 123"]` (KubeRay's samples/ray-cluster.head-command.yaml).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
-from ..kube.objects import Problem
-from .kit import Context, obj_problem
+from ..kube.objects import WARNING, Manifest, Problem
+from ..launchers.trainingruntime import template_use
+from .kit import RULE_DEFAULT, Context, obj_problem
 
 ID = "IMG003"
 NAME = "command-is-a-program"
@@ -31,19 +34,31 @@ NAME = "command-is-a-program"
 
 def check(ctx: Context) -> Iterator[Problem]:
     for cs in ctx.containers:
-        command = cs.container.get("command")
-        if not isinstance(command, list) or not command:
-            continue
-        first = command[0]
-        if not isinstance(first, str) or "$(" in first or not any(ch.isspace() for ch in first):
-            continue
-        words = first.split()
-        yield obj_problem(ID, cs.manifest, f"{cs.field}.command[0]",
-                          f"container '{cs.name}' command[0] is '{_short(first)}': the runtime starts a program of "
-                          "that whole name (no shell splits a command): the container fails to start unless the "
-                          "image has a file so named",
-                          f"split it into words (command: {_words(words)}), or run it through a shell: "
-                          f"command: [sh, -c, {_quoted(first)}]")
+        use = template_use(cs.manifest, cs.field)
+        replaced = use.set_by.get("command") if use else None
+        unless = f", in a {use.user} unless its {replaced} replaces it" if use and replaced else ""
+        yield from _judged(cs.manifest, f"{cs.field}.command", f"container '{cs.name}' command[0]",
+                           cs.container.get("command"), unless)
+    for m, launcher in ctx.launched:
+        for field, command in launcher.container_settings(m, "command"):
+            yield from _judged(m, field, f"{field}[0]", command, "")
+
+
+def _judged(m: Manifest, field: str, what: str, command: Any, unless: str) -> Iterator[Problem]:
+    """`command` (at `field`: a container's, or a setting the controller writes into one) as the runtime runs it;
+    `unless` words what may replace it (a warning then)."""
+    if not isinstance(command, list) or not command:
+        return
+    first = command[0]
+    if not isinstance(first, str) or "$(" in first or not any(ch.isspace() for ch in first):
+        return
+    words = first.split()
+    yield obj_problem(ID, m, f"{field}[0]",
+                      f"{what} is '{_short(first)}': the runtime starts a program of that whole name "
+                      "(no shell splits a command): the container fails to start unless the image has a file so "
+                      f"named{unless}",
+                      f"split it into words (command: {_words(words)}), or run it through a shell: "
+                      f"command: [sh, -c, {_quoted(first)}]", severity=WARNING if unless else RULE_DEFAULT)
 
 
 def _short(text: str, limit: int = 80) -> str:

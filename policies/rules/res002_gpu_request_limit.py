@@ -92,13 +92,13 @@ def _template(cs: ContainerSite, resources: dict[str, Any]) -> Iterator[Problem]
         hint = _hint(key, resources)
         if use is None:
             yield obj_problem(ID, cs.manifest, field, f"{wrong}: the API server rejects it", hint)
-        elif use.resources_from is None:
+        elif "resources" not in use.set_by:
             yield obj_problem(ID, cs.manifest, field, f"{wrong}: the API server rejects the pods of every "
                               f"{use.user}", hint)
         else:
             mend = f"sets limits.{key}" if key not in mapping(resources.get("limits")) else "makes them equal"
             yield obj_problem(ID, cs.manifest, field, f"{wrong}: the API server rejects the pods of a {use.user} "
-                              f"unless its {use.resources_from} {mend}", hint, severity=WARNING)
+                              f"unless its {use.set_by['resources']} {mend}", hint, severity=WARNING)
 
 
 def check(ctx: Context) -> Iterator[Problem]:
