@@ -2,9 +2,10 @@
 resources a quota makes every container state, and what a pod counts against `hard`. Ported from kubernetes
 pkg/quota/v1/evaluator/core/pods.go (`validationSet`, `podResources`, `Constraints`, `enforcePodContainerConstraints`,
 `podComputeUsageHelper`, `PodUsageFunc`, `podMatchesScopeFunc`, `IsTerminating`, the newest text readable here:
-the release line with DRA extended resources and pod-level resources) and plugin/pkg/admission/resourcequota/
-controller.go (`checkRequest`: `failed quota: <name>: <constraint>`, `exceeded quota: <name>, requested: ...,
-used: ..., limited: ...`, `prettyPrint`). Quota admission runs after LimitRanger's defaulting, on pod creation.
+the release line with DRA extended resources and pod-level resources) and the admission framework in
+k8s.io/apiserver v0.36.0 pkg/admission/plugin/resourcequota/controller.go (`CheckRequest` 412-627: `failed quota:
+<name>: <constraint>` 471, `exceeded quota: <name>, requested: ..., used: ..., limited: ...` 622, each masked to the
+resources over `hard`; `prettyPrint` 741-754). Quota admission runs after LimitRanger's defaulting, on pod creation.
 
 What the cluster already uses (`status.used`) is not in the manifests: it is at least 0, so a pod or a world that
 needs more than `hard` on its own is refused whatever runs beside it. Scopes the manifests cannot settle

@@ -2,8 +2,8 @@
 
 Quota admission (on wherever a namespace holds a `ResourceQuota`) checks every pod at creation, after LimitRanger
 has filled in its defaults (`policies/kube/resource_quota.py`, ported from kubernetes
-pkg/quota/v1/evaluator/core/pods.go and plugin/pkg/admission/resourcequota/controller.go). Two refusals follow from
-the manifests alone, since what the cluster already uses (`status.used`) is at least 0:
+pkg/quota/v1/evaluator/core/pods.go and k8s.io/apiserver v0.36.0 pkg/admission/plugin/resourcequota/controller.go).
+Two refusals follow from the manifests alone, since what the cluster already uses (`status.used`) is at least 0:
 
 - A quota that tracks `cpu`, `memory`, `requests.*` or `limits.*` of them makes every container and init container
   state that value (`failed quota: compute: must specify limits.cpu for: init-pytorch`; upstream keeps this rule for
