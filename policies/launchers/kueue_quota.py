@@ -1,0 +1,195 @@
+"""Kueue's flavor assignment (kubernetes-sigs/kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go), as far
+as it settles that a ClusterQueue can never admit a workload, whatever else runs or ran: the reasons its scheduler
+gives when a pod set fits no flavor even with the queue empty. It stays pending with that message in its
+QuotaReserved condition, and Kueue never unsuspends the job.
+
+A pod set is a pod template and its count; its requests are resourcehelpers.PodRequests of the template after
+AdjustResources made each missing request its limit (pkg/workload/resources.go 124-156; workload.go 105-140 then
+multiplies by the count). Kueue's `pods` resource is the count where the ClusterQueue covers `pods` (flavorassigner.go
+738-745). For each resource of a pod set, the resource group that covers it (none: `resource %s unavailable in
+ClusterQueue`, 1069-1072) offers its flavors in order; a flavor fits (checkFlavorForPodSets 1208-1257) unless one of
+its nodeTaints with effect NoSchedule or NoExecute is tolerated neither by the pod nor by the flavor (`untolerated
+taint %s in flavor %s`), its nodeLabels do not match the pod's required node affinity (`flavor %s doesn't match node
+affinity`: kube/scheduling.py `flavor_matches`), or a resource of the group needs more than the flavor's maximum
+capacity (fitsResourceQuota 1330-1354: `insufficient quota for %s in flavor %s, previously considered podsets
+requests (%s) + current podset request (%s) > maximum capacity (%s)`). The maximum capacity is the flavor's
+nominalQuota for a ClusterQueue in no cohort; in a cohort at most nominalQuota + borrowingLimit, and with no
+borrowingLimit whatever the cohort lends, which the manifests do not settle (pkg/cache/scheduler/resource_node.go
+potentialAvailable 124-140). A reason is Kueue's own (Status.Message sorts and joins them with ", ", 353-365).
+
+Beyond one pod set: every pod set must get a flavor whose capacity holds what it and the pod sets before it put
+there, so pod sets that together need more of a resource than all the flavors any of them may use can hold are never
+admitted together (said in this module's words, as Kueue says it for whichever pod set comes last).
+
+Not read, and so never the ground for a claim: LimitRange defaults and RuntimeClass overhead Kueue adds (they only
+raise requests), Kueue's Configuration (resource transformations, excludeResourcePrefixes), partial admission, TAS,
+a flavor the manifests do not hold (it may fit)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..kube.limit_range import canonical, containers, pod_totals
+from ..kube.scheduling import flavor_matches, taint_text, untolerated_taint
+from ..kube.values import Quantity, dig, listing, mapping, parse_quantity
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+POD_COUNT = "pods"
+TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+# Annotations and labels under which Kueue may admit fewer pods, or reads the pod sets from elsewhere: nothing is
+# claimed of such a workload (partial admission: jobframework's job-min-parallelism; workload slices; a prebuilt
+# Workload).
+NOT_SETTLED = ("kueue.x-k8s.io/job-min-parallelism", "kueue.x-k8s.io/elastic-job", "kueue.x-k8s.io/prebuilt-workload-name")
+
+
+@dataclass
+class PodSet:
+    name: str                      # in words (the template's field)
+    count: int
+    spec: dict[str, Any]           # the pod spec Kueue reads (tolerations, affinity)
+    requests: dict[str, Quantity]  # one pod's (PodRequests after limits-as-requests), none zero
+
+
+def pod_requests(spec: dict[str, Any]) -> dict[str, Quantity]:
+    """One pod's requests as Kueue counts them: containers summed, init containers and sidecars as PodRequests
+    takes them, each missing request its limit, the pod's overhead added; zero values left out."""
+    total = dict(pod_totals(containers(spec), False))
+    for k, v in mapping(spec.get("overhead")).items():
+        q = parse_quantity(v)
+        if q is not None:
+            total[str(k)] = Quantity(total[str(k)].value + q.value, q.suffix, q.number) if k in total else q
+    return {k: q for k, q in total.items() if q.value > 0}
+
+
+def _amount(resource: str, value: Fraction) -> str:
+    q = Quantity(value, "", "")
+    return canonical(q, "BinarySI" if resource in ("memory", "ephemeral-storage") or
+                     resource.startswith("hugepages-") else "DecimalSI")
+
+
+@dataclass
+class Flavor:
+    name: str
+    obj: dict[str, Any] | None               # the ResourceFlavor, where the manifests hold it
+    capacity: dict[str, Fraction | None]     # resource -> maximum capacity (None: the manifests do not settle it)
+
+
+def resource_groups(cq: dict[str, Any]) -> list[tuple[set[str], list[Flavor]]]:
+    """(covered resources, flavors in order) of each of a ClusterQueue's resource groups."""
+    spec = mapping(cq.get("spec"))
+    cohort = spec.get("cohortName") or spec.get("cohort")  # v1beta2, v1beta1
+    out = []
+    for rg in listing(spec.get("resourceGroups")):
+        covered = {str(r) for r in listing(mapping(rg).get("coveredResources"))}
+        flavors = []
+        for f in listing(mapping(rg).get("flavors")):
+            caps: dict[str, Fraction | None] = {}
+            for r in listing(mapping(f).get("resources")):
+                nominal = parse_quantity(mapping(r).get("nominalQuota", 0))
+                borrow = mapping(r).get("borrowingLimit")
+                limit = parse_quantity(borrow) if borrow is not None else None
+                cap: Fraction | None = nominal.value if nominal is not None else None
+                if cohort and cap is not None:
+                    cap = cap + limit.value if limit is not None else None
+                caps[str(mapping(r).get("name"))] = cap
+            flavors.append(Flavor(str(mapping(f).get("name")), None, caps))
+        out.append((covered, flavors))
+    return out
+
+
+def _group(groups: list[tuple[set[str], list[Flavor]]], resource: str) -> int | None:
+    return next((i for i, (covered, _) in enumerate(groups) if resource in covered), None)
+
+
+def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], podsets: list[PodSet]) -> list[str]:
+    """Why the ClusterQueue `cq` can never admit these pod sets together, in Kueue's words where it has them; empty
+    where it may. `flavor_objs`: the ResourceFlavors the manifests hold, by name."""
+    groups = resource_groups(cq)
+    for _, flavors in groups:
+        for f in flavors:
+            f.obj = flavor_objs.get(f.name)
+    pods_covered = _group(groups, POD_COUNT) is not None
+    reasons: list[str] = []
+    usable: dict[str, set[str]] = {}   # resource -> flavors some pod set may put it in
+    needed: dict[str, Fraction] = {}   # resource -> what all the pod sets need
+    for ps in podsets:
+        totals = {k: q.value * ps.count for k, q in ps.requests.items() if k != POD_COUNT}
+        if pods_covered and ps.count:
+            totals[POD_COUNT] = Fraction(ps.count)
+        why: list[str] = []
+        by_group: dict[int, list[str]] = {}
+        for r in sorted(totals):
+            gi = _group(groups, r)
+            if gi is None:
+                why.append(f"resource {r} unavailable in ClusterQueue")
+            else:
+                by_group.setdefault(gi, []).append(r)
+        for gi, wanted in by_group.items():
+            fits, said = _flavors_for(ps, groups[gi][1], wanted, totals)
+            if not fits:
+                why += said
+            for f in fits:
+                for r in wanted:
+                    usable.setdefault(r, set()).add(f.name)
+        if why:
+            reasons.append(f"couldn't assign flavors to pod set {ps.name}: {', '.join(sorted(why))}")
+        for r, v in totals.items():
+            needed[r] = needed.get(r, Fraction(0)) + v
+    if reasons or len(podsets) < 2:
+        return reasons
+    for r in sorted(needed):
+        gi = _group(groups, r)
+        caps = [f.capacity.get(r, Fraction(0)) for f in groups[gi][1] if f.name in usable.get(r, set())] \
+            if gi is not None else []
+        if caps and all(c is not None for c in caps) and needed[r] > sum(c for c in caps if c is not None):
+            names = ", ".join(sorted(usable[r]))
+            most = sum((c for c in caps if c is not None), Fraction(0))
+            reasons.append(f"insufficient quota for {r}: the pod sets together request {_amount(r, needed[r])}, more "
+                           f"than the maximum capacity of the flavors they may use ({names}: {_amount(r, most)})")
+    return reasons
+
+
+def _flavors_for(ps: PodSet, flavors: list[Flavor], wanted: list[str], totals: dict[str, Fraction]) \
+        -> tuple[list[Flavor], list[str]]:
+    """The flavors of one resource group that may take the pod set's `wanted` resources, and Kueue's reasons for
+    each that cannot (checkFlavorForPodSets, then fitsResourceQuota for each resource with the queue empty)."""
+    fits: list[Flavor] = []
+    said: list[str] = []
+    tolerations = listing(ps.spec.get("tolerations"))
+    for f in flavors:
+        if f.obj is None:  # not in the manifests: it may fit
+            fits.append(f)
+            continue
+        fspec = mapping(f.obj.get("spec"))
+        taint = untolerated_taint(fspec.get("nodeTaints"), tolerations + listing(fspec.get("tolerations")),
+                                  TAINT_EFFECTS)
+        if taint is not None:
+            said.append(f"untolerated taint {taint_text(taint)} in flavor {f.name}")
+            continue
+        if not flavor_matches(ps.spec, mapping(fspec.get("nodeLabels"))):
+            said.append(f"flavor {f.name} doesn't match node affinity")
+            continue
+        over = [r for r in wanted if (cap := f.capacity.get(r, Fraction(0))) is not None and totals[r] > cap]
+        for r in over:
+            cap = f.capacity.get(r, Fraction(0)) or Fraction(0)
+            said.append(f"insufficient quota for {r} in flavor {f.name}, previously considered podsets requests "
+                        f"(0) + current podset request ({_amount(r, totals[r])}) > maximum capacity "
+                        f"({_amount(r, cap)})")
+        if not over:
+            fits.append(f)
+    return fits, said
+
+
+def queue_objects(manifests: list[Any], namespace: str, queue: str) -> tuple[Any, Any, dict[str, dict[str, Any]]]:
+    """The LocalQueue `queue` of `namespace` (either namespace unset: any), its ClusterQueue, and every
+    ResourceFlavor by name, among these manifests; None for those they do not hold."""
+    def kueue(m: Any, kind: str) -> bool:
+        return bool(m.kind == kind and m.api_version.split("/")[0] == KUEUE_GROUP)
+
+    local = next((m for m in manifests if kueue(m, "LocalQueue") and m.name == queue and
+                  (not namespace or not m.namespace or m.namespace == namespace)), None)
+    target = dig(local.obj, "spec", "clusterQueue") if local is not None else None
+    cluster = next((m for m in manifests if kueue(m, "ClusterQueue") and m.name == target), None) if target else None
+    flavors = {m.name: m.obj for m in manifests if kueue(m, "ResourceFlavor")}
+    return local, cluster, flavors
