@@ -310,6 +310,8 @@ def evaluate(lv: LevelVersion, metadata: Any, spec: Any) -> list[CheckResult]:
     """checkRegistry.EvaluatePod (registry.go:67-88) on the default registry, the forbidden results only, in check
     order (baseline checks by ID, then restricted checks by ID), on the pod as the API server hands it to admission
     (a volume with no source defaulted to an emptyDir: `with_volume_defaults`). Never raises on a malformed pod."""
+    if lv.level == LEVEL_PRIVILEGED:
+        return []  # EvaluatePod runs no check: the pod is not defaulted for nothing
     return _REGISTRY.evaluate_pod(lv, metadata if isinstance(metadata, dict) else {},
                                   with_volume_defaults(mapping(spec)))
 

@@ -208,6 +208,12 @@ class PodGroup:
                             spec, raw, pick_container(raw, self.container_name), f"{self.template_field}.spec")
         return self._shared
 
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The pod spec of every pod of the group (the template's; Pod.spec)."""
+        spec: dict[str, Any] = self.shared()[2]
+        return spec
+
 
 
 def make_pod(group: PodGroup, local: int, index: int, namespace: str, configmaps: dict[str, dict[str, str]],

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
-from ..kube.pod_security import LABEL_PREFIX, CheckResult, LevelVersion, evaluate, forbidden_detail
+from ..kube.pod_security import LABEL_PREFIX, LEVEL_PRIVILEGED, CheckResult, LevelVersion, evaluate, forbidden_detail
 from ..kube.pod_security_admission import DEFAULT_CONFIG, NamespacePolicy, namespace_policy
 from ..kube.values import listing, mapping
 from ..launchers import Workload
@@ -150,6 +150,11 @@ def check(ctx: Context) -> Iterator[Problem]:
             yield obj_problem(ID, obj, "metadata.labels", "the API server refuses the Namespace: "
                               + "; ".join(found.errors), f"set {LABEL_PREFIX}<enforce|warn|audit> to privileged, "
                               "baseline or restricted and its -version to latest or v1.<minor>")
+    for name in managed:
+        policies.setdefault(name, namespace_policy(name, namespaces, cfg, managed))
+    if all(p.enforce.level == p.warn.level == LEVEL_PRIVILEGED
+           for p in [cfg.defaults] + [ns.policy for ns in policies.values()]):
+        return  # every pod's namespace enforces and warns at privileged, where EvaluatePod runs no check
     for view in pod_views(ctx):
         # An object that names no namespace goes where the Application that syncs it sends it.
         for name in (destinations or [""]) if not view.namespace else [view.namespace]:

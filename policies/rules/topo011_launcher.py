@@ -190,9 +190,10 @@ def check(ctx: Context) -> Iterator[Problem]:
     for w in ctx.workloads:
         t = topologies.get(id(w))
         found = w.launcher.admission(w, ctx.bundle, t.torchrun if t else False) + leader_mpirun_checks(w)
-        # The longest hostname of each group of pods is its last one's.
+        # The longest hostname of each group of pods is its last one's; the kubelet reads setHostnameAsFQDN in the
+        # pod spec, the group's template's, so that pod is made only where the template sets it.
         for g in w.world_groups:
-            if g.count > 0 and not w.suspended:
+            if g.count > 0 and not w.suspended and g.spec.get("setHostnameAsFQDN") is True:
                 pod = w.pod(g.offset + g.count - 1)
                 c = core_validation.fqdn_hostname(pod, f"{pod.spec_field}.setHostnameAsFQDN", domain)
                 found += [c] if c else []
