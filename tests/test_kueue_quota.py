@@ -10,7 +10,7 @@ import pytest
 
 from policies.kube.scheduling import flavor_matches, taint_text, tolerates, untolerated_taint
 from policies.kube.values import parse_quantity
-from policies.launchers.kueue_quota import PodSet, never_admitted, pod_requests
+from policies.launchers.kueue_quota import PodSet, namespace_refused, never_admitted, pod_requests
 
 # toleration_test.go: (toleration, taint, tolerated)
 TOLERATIONS = [
@@ -192,3 +192,23 @@ def test_pod_requests_as_kueue_counts_them():
             "overhead": {"cpu": "250m"}}
     got = {k: str(q.value) for k, q in pod_requests(spec).items()}
     assert got == {"nvidia.com/gpu": "8", "cpu": "13/4"}  # max(2 + 0.5, 3) + 0.25
+
+
+def test_the_namespace_selector_of_the_cluster_queue():
+    """ValidateAdmissibility (pkg/workload/resources.go 228-246): an unset namespaceSelector selects nothing; `{}`
+    every namespace; a selector on other labels than the name label is judged only against a Namespace object."""
+    unset = {"spec": {}}
+    assert namespace_refused(unset, "default", None) == ("workload namespace doesn't match ClusterQueue selector (the "
+                                                         "ClusterQueue sets no namespaceSelector, which selects no "
+                                                         "namespace)")
+    assert namespace_refused({"spec": {"namespaceSelector": {}}}, "default", None) is None
+    by_name = {"spec": {"namespaceSelector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}]}}}
+    assert namespace_refused(by_name, "team-b", None) is None
+    assert namespace_refused(by_name, "default", None) == ("workload namespace doesn't match ClusterQueue selector "
+                                                           "(namespace default)")
+    team = {"spec": {"namespaceSelector": {"matchLabels": {"team": "ml"}}}}
+    assert namespace_refused(team, "default", None) is None  # the cluster's Namespace may carry the label
+    assert namespace_refused(team, "default", {"metadata": {"labels": {"team": "ml"}}}) is None
+    assert namespace_refused(team, "default", {"metadata": {"labels": {"team": "web"}}}).endswith("(namespace default)")
+    assert namespace_refused(team, "", None) is None  # a namespace the manifests do not name

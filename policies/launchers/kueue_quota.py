@@ -32,9 +32,12 @@ from typing import Any
 
 from ..kube.limit_range import canonical, containers, pod_totals
 from ..kube.scheduling import flavor_matches, taint_text, untolerated_taint
-from ..kube.values import Quantity, dig, listing, mapping, parse_quantity
+from ..kube.values import Quantity, dig, listing, mapping, parse_quantity, selects
 
 KUEUE_GROUP = "kueue.x-k8s.io"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the API server gives every namespace this label, its name
+# workload.ErrNamespaceMismatch (pkg/workload/resources.go 42)
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 POD_COUNT = "pods"
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 # Annotations and labels under which Kueue may admit fewer pods, or reads the pod sets from elsewhere: nothing is
@@ -179,6 +182,28 @@ def _flavors_for(ps: PodSet, flavors: list[Flavor], wanted: list[str], totals: d
         if not over:
             fits.append(f)
     return fits, said
+
+
+def namespace_refused(cq: dict[str, Any], namespace: str, ns_obj: dict[str, Any] | None) -> str | None:
+    """workload.ValidateAdmissibility's first check (pkg/workload/resources.go 228-246, before any flavor: scheduler.go
+    683-693): the ClusterQueue's namespaceSelector must select the workload's namespace. An unset selector is
+    LabelSelectorAsSelector(nil), which selects nothing (clusterqueue_types.go 108-113: "Defaults to null which is a
+    nothing selector"; pkg/cache/scheduler/clusterqueue.go 173-177). The namespace's labels are its Namespace
+    object's where the manifests hold it, else only the name label the API server sets, and then only a selector on
+    that label alone is judged. None where it selects the namespace or the manifests do not settle it."""
+    spec = mapping(cq.get("spec"))
+    selector = spec.get("namespaceSelector")
+    if selector is None:
+        return f"{NAMESPACE_MISMATCH} (the ClusterQueue sets no namespaceSelector, which selects no namespace)"
+    if not namespace or not isinstance(selector, dict):
+        return None
+    keys = set(mapping(selector.get("matchLabels"))) | {mapping(e).get("key") for e in
+                                                         listing(selector.get("matchExpressions"))}
+    if ns_obj is None and keys - {NAMESPACE_NAME_LABEL}:
+        return None
+    labels = {str(k): str(v) for k, v in mapping(dig(ns_obj or {}, "metadata", "labels")).items()}
+    labels[NAMESPACE_NAME_LABEL] = namespace
+    return None if selects(selector, labels) else f"{NAMESPACE_MISMATCH} (namespace {namespace})"
 
 
 def queue_objects(manifests: list[Any], namespace: str, queue: str) -> tuple[Any, Any, dict[str, dict[str, Any]]]:

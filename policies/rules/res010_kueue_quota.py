@@ -3,7 +3,9 @@
 Kueue admits a workload whole, once one flavor of its ClusterQueue can take each pod set (`launchers/kueue_quota.py`,
 ported from kueue v0.19.2 pkg/scheduler/flavorassigner). Where the manifests hold the LocalQueue the workload's
 `kueue.x-k8s.io/queue-name` label names and that queue's ClusterQueue, some workloads can never be admitted, whatever
-else runs: a pod set asks for a resource no resource group covers (`resource nvidia.com/gpu unavailable in
+else runs: the ClusterQueue's namespaceSelector does not select the workload's namespace (an unset one selects none;
+a selector on labels other than `kubernetes.io/metadata.name` is judged only against a Namespace the manifests
+hold), a pod set asks for a resource no resource group covers (`resource nvidia.com/gpu unavailable in
 ClusterQueue`), or every flavor refuses it (an untolerated taint, node labels its node affinity rules out, or more of
 a resource than the flavor's maximum capacity: its nominalQuota outside a cohort, nominalQuota + borrowingLimit in
 one), or the pod sets together need more than every flavor they may use can hold. The job then stays suspended and
@@ -16,7 +18,7 @@ Configuration are not read: none of these is ground for a claim.
 
 Fails: 4 pods of 8 GPUs in a queue whose only flavor has a nominalQuota of 16 `nvidia.com/gpu` (no cohort); a pod
 set asking for `nvidia.com/gpu` from a ClusterQueue covering only cpu and memory; a flavor tainted
-`nvidia.com/gpu:NoSchedule` that neither the pods nor the flavor tolerate.
+`nvidia.com/gpu:NoSchedule` that neither the pods nor the flavor tolerate; a ClusterQueue with no namespaceSelector.
 Passes: the same pods with a nominalQuota of 32; or in a cohort with no borrowingLimit; a flavor the manifests do
 not hold; a LocalQueue the manifests do not hold.
 """
@@ -26,7 +28,8 @@ from typing import Iterator
 
 from ..kube.objects import WARNING, Problem
 from ..kube.values import kueue_queue
-from ..launchers.kueue_quota import NOT_SETTLED, PodSet, never_admitted, pod_requests, queue_objects
+from ..launchers.kueue_quota import (NOT_SETTLED, PodSet, namespace_refused, never_admitted, pod_requests,
+                                     queue_objects)
 from .kit import Context, obj_problem
 from .sec010_pod_security import pod_views
 
@@ -34,6 +37,7 @@ ID = "RES010"
 NAME = "kueue-quota-fits"
 HINT = ("give the ClusterQueue the quota (or the resource, or a flavor the pods tolerate and select), or ask for "
         "less")
+HINT_NAMESPACE = "make the ClusterQueue's namespaceSelector select the namespace (`{}` selects every namespace)"
 
 
 def check(ctx: Context) -> Iterator[Problem]:
@@ -59,13 +63,17 @@ def check(ctx: Context) -> Iterator[Problem]:
         mine = [v for v in views if v.workload is w]
         podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // max(w.copies, 1), v.without_added(),
                           pod_requests(v.without_added())) for v in mine]
-        reasons = never_admitted(cluster.obj, flavors, podsets)
+        home = next((m.obj for m in kept if m.kind == "Namespace" and m.api_version == "v1"
+                     and m.name == w.namespace), None)
+        refused = namespace_refused(cluster.obj, w.namespace, home)
+        reasons = [refused] if refused else never_admitted(cluster.obj, flavors, podsets)
         if not reasons:
             continue
         said = (f"ClusterQueue '{cluster.name}' (of LocalQueue '{queue}') never admits it: {'; '.join(reasons)}: the "
-                "workload stays pending and no pod starts (kueue v0.19.2 flavorassigner.go)")
+                "workload stays pending and no pod starts (kueue v0.19.2 pkg/scheduler)")
+        hint = HINT_NAMESPACE if refused else HINT
         if w.queued is None:
             yield obj_problem(ID, w.manifest, "metadata.labels", f"if Kueue's {framework} integration is on, {said}",
-                              HINT, severity=WARNING)
+                              hint, severity=WARNING)
         else:
-            yield obj_problem(ID, w.manifest, "metadata.labels", said, HINT)
+            yield obj_problem(ID, w.manifest, "metadata.labels", said, hint)
