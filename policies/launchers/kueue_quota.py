@@ -32,13 +32,14 @@ from typing import Any
 
 from ..kube.limit_range import canonical, containers, pod_totals
 from ..kube.scheduling import flavor_matches, taint_text, untolerated_taint
-from ..kube.values import Quantity, dig, listing, mapping, parse_quantity, selects
+from ..kube.values import Quantity, as_int, dig, listing, mapping, parse_quantity, selects
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the API server gives every namespace this label, its name
 # workload.ErrNamespaceMismatch (pkg/workload/resources.go 42)
 NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 POD_COUNT = "pods"
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 # Annotations and labels under which Kueue may admit fewer pods, or reads the pod sets from elsewhere: nothing is
 # claimed of such a workload (partial admission: jobframework's job-min-parallelism; workload slices; a prebuilt
@@ -52,6 +53,17 @@ class PodSet:
     count: int
     spec: dict[str, Any]           # the pod spec Kueue reads (tolerations, affinity)
     requests: dict[str, Quantity]  # one pod's (PodRequests after limits-as-requests), none zero
+
+
+def workloads_per_object(framework: str | None, obj: dict[str, Any]) -> int:
+    """How many alike Workloads Kueue makes of one object: one per LeaderWorkerSet group (its `spec.replicas`, default
+    1: pkg/controller/jobs/leaderworkerset/leaderworkerset_reconciler.go 261-290, each group's pod sets its leader
+    and its workers, podSets 400-); one for every other integration (a JobSet's replicated Jobs, a PyTorchJob's replica
+    types, a Job's min(parallelism, completions): job_controller.go 451-458, are one Workload's pod sets)."""
+    if framework == LWS_FRAMEWORK:
+        replicas = as_int(dig(obj, "spec", "replicas"), 1)
+        return replicas if replicas is not None and replicas > 0 else 1
+    return 1
 
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, Quantity]:

@@ -8,7 +8,8 @@ a selector on labels other than `kubernetes.io/metadata.name` is judged only aga
 hold), a pod set asks for a resource no resource group covers (`resource nvidia.com/gpu unavailable in
 ClusterQueue`), or every flavor refuses it (an untolerated taint, node labels its node affinity rules out, or more of
 a resource than the flavor's maximum capacity: its nominalQuota outside a cohort, nominalQuota + borrowingLimit in
-one), or the pod sets together need more than every flavor they may use can hold. The job then stays suspended and
+one), or the pod sets together need more than every flavor they may use can hold (a LeaderWorkerSet is one Workload per
+group, each admitted on its own). The job then stays suspended and
 no pod starts: the workload's QuotaReserved condition carries Kueue's message. An error where the environment
 declares Kueue with the kind's integration on (`kueueFrameworks`); without that declaration a warning phrased as the
 condition that the integration is on; nothing where the environment's Kueue leaves the integration off (Kueue never
@@ -29,7 +30,7 @@ from typing import Iterator
 from ..kube.objects import WARNING, Problem
 from ..kube.values import kueue_queue
 from ..launchers.kueue_quota import (NOT_SETTLED, PodSet, namespace_refused, never_admitted, pod_requests,
-                                     queue_objects)
+                                     queue_objects, workloads_per_object)
 from .kit import Context, obj_problem
 from .sec010_pod_security import pod_views
 
@@ -61,7 +62,8 @@ def check(ctx: Context) -> Iterator[Problem]:
         if cluster is None:
             continue
         mine = [v for v in views if v.workload is w]
-        podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // max(w.copies, 1), v.without_added(),
+        alike = max(w.copies, 1) * workloads_per_object(framework, w.manifest.obj)  # each its own Workload
+        podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // alike, v.without_added(),
                           pod_requests(v.without_added())) for v in mine]
         home = next((m.obj for m in kept if m.kind == "Namespace" and m.api_version == "v1"
                      and m.name == w.namespace), None)
