@@ -36,6 +36,7 @@ from .sec010_pod_security import pod_views
 
 ID = "RES010"
 NAME = "kueue-quota-fits"
+KINDS = ("ClusterQueue",)  # nothing to judge without one
 HINT = ("give the ClusterQueue the quota (or the resource, or a flavor the pods tolerate and select), or ask for "
         "less")
 HINT_NAMESPACE = "make the ClusterQueue's namespaceSelector select the namespace (`{}` selects every namespace)"
