@@ -1,0 +1,269 @@
+"""The objects and pods meet the ValidatingAdmissionPolicies the manifests bind.
+
+A platform team ships `ValidatingAdmissionPolicy` and `ValidatingAdmissionPolicyBinding` objects
+(admissionregistration.k8s.io/v1) beside the workloads: every Job carries a `kueue.x-k8s.io/queue-name` label, GPU
+pods set limits, no `hostNetwork`. The API server runs each bound policy on every object created that it matches,
+and refuses one a `Deny` binding's validation fails: the PyTorchJob itself, or, for a policy on pods, each pod its
+controller creates (the workload is accepted, its pods never start, and only the controller's events say why). This
+rule runs that admission on the manifests (`policies/schema/admission_policy.py`, ported from k8s.io/apiserver
+v0.36.0 pkg/admission/plugin/policy: matching, params, matchConditions, variables, validations, failurePolicy) with
+the project's CEL evaluator (the one CRD rules run on), on each object of the manifests and on each pod as its
+controller creates it (SEC010's `pod_views`). The request is a CREATE, as applying a new object and a controller
+creating a pod are.
+
+- Matching: the policy's `matchConstraints` and the binding's `matchResources` (resourceRules with `*` and
+  subresources, excludeResourceRules, resourceNames, namespaceSelector, objectSelector, matchPolicy `Equivalent`
+  over the versions a CRD in the manifests serves). A kind's resource is its CRD's plural where the manifests hold
+  the CRD, else the API server's own rule (restmapper.go UnsafeGuessKindToResource). A binding whose policy is not
+  in the manifests, and a policy without a binding, do nothing here.
+- `Deny` is an error where the input shows the policy applies and fails; `Warn` a warning (upstream's words:
+  `Validation failed for ValidatingAdmissionPolicy ...`); `Audit` an info line (it only writes the audit log).
+  An evaluation error follows `failurePolicy` (`Fail`: the validation fails with the error; `Ignore`: admitted), as
+  do a matchCondition's error and a configuration error (params not found under `parameterNotFoundAction: Deny`).
+- What the input does not show is never an error: a namespaceSelector on a namespace whose labels the manifests do
+  not hold (the object names one not in them, or none), and an expression that reads `request.userInfo`,
+  `namespaceObject` of such a namespace, or a pod's name the controller gives: a refusal that depends on them is a
+  warning phrased as that condition. An expression that reads `authorizer`, a `paramRef` whose params are not in
+  the manifests, one past the CEL cost limit, or that does not compile here (a library this evaluator lacks), is
+  said as not checked (info).
+- `params`: the binding's `paramRef` (name, namespace, selector, parameterNotFoundAction) resolved from the
+  manifests; `namespaceObject`: the Namespace in the manifests; `oldObject`: null. auditAnnotations decide nothing
+  and are not evaluated. Objects a controller creates besides pods (a JobSet's Jobs, a Service) are not modelled.
+- A policy whose expression does not parse is refused by the API server (its validation compiles every
+  expression): an error on the policy, which then holds nothing.
+
+Fails: Kueue's sample policy "every Job carries a queue-name label" (its docs' sample-validating-policy.yaml, on
+PyTorchJobs) bound with `Deny` in a Namespace labelled `kueue-managed: "true"`, and a PyTorchJob without the label;
+a policy on pods denying `hostNetwork` and a Job whose template sets it; a `Warn` binding (a warning).
+Passes: the same PyTorchJob with the label; a namespace the binding's namespaceSelector does not select; a policy
+with no binding.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..argocd.apps import CLUSTER_SCOPED
+from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
+from ..kube.values import listing, mapping
+from ..schema.admission_policy import (ADMISSION_GROUP, AUDIT, DENY, EXEMPT_KINDS, WARN, ConfigError, Decision,
+                                       Inputs, Request, collect_params, defaulted_criteria, failure_action,
+                                       group_version, guess_resource, matches, validate)
+from ..schema.cel import compile_error
+from .kit import Context, obj_problem
+from .res008_limit_range import refusal
+from .sec010_pod_security import PodView, argo_namespaces, pod_views
+
+ID = "ADM001"
+NAME = "admission-policies"
+SEVERITY = ERROR
+KINDS = ("ValidatingAdmissionPolicy",)
+HINT = "make the object meet the policy's validation, or change the ValidatingAdmissionPolicy or its binding"
+V1 = f"{ADMISSION_GROUP}/v1"
+_USER = r"\brequest\s*\.\s*userInfo\b"
+
+
+class _World:
+    """What the manifests say about kinds, namespaces and params, worked out once per unit."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.crds: dict[tuple[str, str], tuple[str, list[str], bool]] = {}
+        for crd in ctx.of_kind("CustomResourceDefinition"):
+            spec = mapping(crd.obj.get("spec"))
+            names = mapping(spec.get("names"))
+            served = [str(mapping(v).get("name")) for v in listing(spec.get("versions")) if mapping(v).get("served")]
+            self.crds[(str(spec.get("group") or ""), str(names.get("kind") or ""))] = \
+                (str(names.get("plural") or ""), served, spec.get("scope") == "Cluster")
+        self.plurals = {(g, p): served for (g, _), (p, served, _) in self.crds.items()}
+        self.namespaces = {m.name: m for m in ctx.of_kind("Namespace") if m.api_version == "v1"}
+        self.destinations, self.managed = argo_namespaces(ctx)
+        self.objects = ctx.bundle.manifests
+
+    def resource(self, group: str, kind: str) -> str:
+        crd = self.crds.get((group, kind))
+        return crd[0] if crd and crd[0] else guess_resource(kind)
+
+    def namespaced(self, group: str, kind: str) -> bool | None:
+        if (group, kind) in self.crds:
+            return not self.crds[(group, kind)][2]
+        return False if (group, kind) in CLUSTER_SCOPED else True
+
+    def equivalents(self, group: str, resource: str) -> list[str]:
+        return self.plurals.get((group, resource), [])
+
+    def homes(self, namespace: str) -> list[str | None]:
+        return [namespace] if namespace else list(self.destinations) or [None]
+
+    def labels(self, ns: str | None) -> dict[str, Any] | None:
+        if ns and ns in self.namespaces:
+            return mapping(self.namespaces[ns].metadata.get("labels"))
+        if ns and ns in self.managed:
+            return self.managed[ns][0]
+        return None
+
+
+def check(ctx: Context) -> Iterator[Problem]:
+    policies: dict[str, Manifest] = {}
+    for m in ctx.of_kind("ValidatingAdmissionPolicy"):
+        if m.api_version != V1 or m.ref in ctx.schema_refused:
+            continue
+        refused = list(_refusals(m))
+        yield from refused
+        if not refused:
+            policies[m.name] = m
+    bindings = [(b, policies[str(mapping(b.obj.get("spec")).get("policyName"))])
+                for b in ctx.of_kind("ValidatingAdmissionPolicyBinding")
+                if b.api_version == V1 and b.ref not in ctx.schema_refused
+                and str(mapping(b.obj.get("spec")).get("policyName")) in policies]
+    if not bindings:
+        return
+    world = _World(ctx)
+    for m in ctx.bundle.manifests:
+        group, version = group_version(m.api_version)
+        if (group == ADMISSION_GROUP and m.kind in EXEMPT_KINDS) or not m.kind or not version:
+            continue
+        namespaced = world.namespaced(group, m.kind)
+        for home in world.homes(m.namespace) if namespaced else [""]:
+            obj = _placed(m.obj, home)
+            req = Request(group, version, m.kind, world.resource(group, m.kind), obj, home, m.created_name,
+                          equivalents=world.equivalents)
+            yield from _admit(ctx, world, bindings, req, None, m)
+    for view in pod_views(ctx):
+        if view.manifest.kind == "Pod":
+            continue  # a Pod of the manifests is checked as an object above
+        for home in world.homes(view.namespace):
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**view.metadata, **({"namespace": home} if home
+                                                                                      else {})}, "spec": view.spec}
+            req = Request("", "v1", "Pod", "pods", pod, home, equivalents=world.equivalents)
+            yield from _admit(ctx, world, bindings, req, view, view.manifest)
+
+
+def _placed(obj: dict[str, Any], home: str | None) -> dict[str, Any]:
+    """The object as the API server admits it into namespace `home` (metadata.namespace set from the request)."""
+    if not home or mapping(obj.get("metadata")).get("namespace"):
+        return obj
+    return {**obj, "metadata": {**mapping(obj.get("metadata")), "namespace": home}}
+
+
+def _refusals(m: Manifest) -> Iterator[Problem]:
+    """What the API server's validation of the policy refuses that this evaluator shows for free: an expression that
+    does not parse (pkg/apis/admissionregistration/validation compiles every expression)."""
+    spec = mapping(m.obj.get("spec"))
+    for key, attr in (("matchConditions", "expression"), ("variables", "expression"), ("validations", "expression"),
+                      ("validations", "messageExpression")):
+        for i, item in enumerate(listing(spec.get(key))):
+            expr = mapping(item).get(attr)
+            why = compile_error(str(expr)) if isinstance(expr, str) and expr.strip() else None
+            if why and "Syntax error" in why:
+                yield obj_problem(ID, m, f"spec.{key}[{i}].{attr}", "the API server refuses the "
+                                  f"ValidatingAdmissionPolicy: compilation failed: {why}", "write a CEL expression "
+                                  "that parses (kubernetes.io/docs/reference/using-api/cel)")
+
+
+def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]], req: Request,
+           view: PodView | None, m: Manifest) -> Iterator[Problem]:
+    ns = req.namespace
+    ns_labels = world.labels(ns) if ns else None
+    for binding, policy in bindings:
+        spec, bspec = mapping(policy.obj.get("spec")), mapping(binding.obj.get("spec"))
+        fail = spec.get("failurePolicy") or "Fail"
+        actions = [str(a) for a in listing(bspec.get("validationActions"))]
+        who = f"ValidatingAdmissionPolicy '{policy.name}' with binding '{binding.name}'"
+        try:
+            constraints = defaulted_criteria(spec.get("matchConstraints"))
+            if constraints is None:
+                raise ConfigError("policy contained no match constraints, a required field")
+            found = matches(constraints, req, ns_labels)
+            if found.gvr is None:
+                continue
+            bound = matches(defaulted_criteria(bspec.get("matchResources")) or {"namespaceSelector": {},
+                            "objectSelector": {}}, req, ns_labels)
+            if bound.gvr is None:
+                continue
+            unknown = found.unknown + [u for u in bound.unknown if u not in found.unknown]
+            kind = mapping(spec.get("paramKind"))
+            pgroup, _ = group_version(str(kind.get("apiVersion") or ""))
+            candidates = [o.obj for o in world.objects if kind and o.api_version == kind.get("apiVersion")
+                          and o.kind == kind.get("kind")]
+            params = collect_params(spec.get("paramKind"), bspec.get("paramRef"), ns, candidates,
+                                    world.namespaced(pgroup, str(kind.get("kind") or "")))
+        except ConfigError as e:
+            if failure_action(fail) == DENY:
+                yield _deny(req, view, m, f"{who} denied request: failed to configure binding: {e}", [])  # no unknown
+            continue
+        if params.missing:
+            if params.deny and failure_action(fail) == DENY:
+                yield _deny(req, view, m, f"{who} denied request: failed to configure binding: no params found for "
+                            "policy binding with `Deny` parameterNotFoundAction",
+                            _conditions(unknown) + [f"unless the cluster holds {params.missing}"])
+            else:
+                yield _info(m, view, f"{who} not checked: its params ({params.missing}) are not in these manifests")
+            continue
+        hidden = {_USER: "who makes the request (request.userInfo)"}
+        if ns is None or (ns and ns not in world.namespaces):
+            hidden[r"\bnamespaceObject\b"] = "the namespace they are applied to (namespaceObject)" if ns is None \
+                else f"namespace '{ns}' (namespaceObject), not in these manifests"
+        if ns is None:
+            hidden[r"\brequest\s*\.\s*namespace\b"] = "the namespace they are applied to"
+        if view is not None:
+            hidden[r"\b(?:object\s*\.\s*metadata\s*\.\s*(?:name|generateName|uid)|request\s*\.\s*name)\b"] = \
+                "the pod's name, which its controller gives"
+        gvr = found.gvr
+        for param in params.objects:
+            data = {"object": req.obj, "oldObject": None, "params": param, "authorizer": None,
+                    "namespaceObject": mapping(world.namespaces[ns].obj) if ns and ns in world.namespaces else None,
+                    "request": req.admission_request(gvr, (gvr[0], gvr[1], req.kind))}
+            decisions = validate(spec, Inputs(data, hidden))
+            yield from _decided(req, view, m, who, actions, decisions, unknown)
+
+
+def _conditions(unknown: list[str], decision: Decision | None = None) -> list[str]:
+    """What a finding holds only under: namespace labels the manifests do not hold, values an expression reads that
+    they do not show."""
+    out = [f"if {u} match the namespaceSelector" for u in unknown]
+    reads = decision.unknown if decision is not None else []
+    if reads:
+        out.append(f"unless {', '.join(reads)}, which these manifests do not show, lets it pass")
+    return out
+
+
+def _decided(req: Request, view: PodView | None, m: Manifest, who: str, actions: list[str],
+             decisions: list[Decision], unknown: list[str]) -> Iterator[Problem]:
+    denied = [d for d in decisions if d.action == DENY]
+    for d in decisions:
+        if d.not_run:
+            where = f"validation {d.index}" if d.index is not None else "its matchConditions"
+            yield _info(m, view, f"{who}: {where} not checked: {d.not_run}")
+    if not denied:
+        return
+    if DENY in actions:
+        first = min(denied, key=lambda d: len(_conditions(unknown, d)))  # a shown refusal before a conditional one
+        yield _deny(req, view, m, f"{who} denied request: {first.message}", _conditions(unknown, first))
+    for d in denied:
+        conditions = _conditions(unknown, d)
+        text = f"Validation failed for {who}: {d.message}" + (f" ({'; '.join(conditions)})" if conditions else "")
+        if WARN in actions:
+            yield obj_problem(ID, m, _field(view), f"the API server warns on creating {_what(req, view)}: {text}",
+                              HINT, severity=WARNING)
+        if AUDIT in actions:
+            yield obj_problem(ID, m, _field(view), f"the API server records in its audit log for {_what(req, view)}"
+                              f" (validation.policy.admission.k8s.io/validation_failure): {text}", HINT, severity=INFO)
+
+
+def _what(req: Request, view: PodView | None) -> str:
+    return "these pods" if view is not None else f"the {req.kind}"
+
+
+def _field(view: PodView | None) -> str:
+    return view.field if view is not None else "metadata"
+
+
+def _deny(req: Request, view: PodView | None, m: Manifest, says: str, conditions: list[str]) -> Problem:
+    if view is not None:
+        return refusal(ID, view, req.namespace, says, HINT, conditions + view.conditions(False))
+    text = f"the API server refuses the {req.kind}: {says}" + (f" ({'; '.join(conditions)})" if conditions else "")
+    return obj_problem(ID, m, "metadata", text, HINT, severity=WARNING if conditions else ERROR)
+
+
+def _info(m: Manifest, view: PodView | None, text: str) -> Problem:
+    return obj_problem(ID, m, _field(view), text, "check it with kubectl apply --dry-run=server against the cluster",
+                       severity=INFO)
