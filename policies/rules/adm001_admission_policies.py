@@ -47,7 +47,7 @@ from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
 from ..kube.values import listing, mapping
 from ..schema.admission_policy import (ADMISSION_GROUP, AUDIT, DENY, EXEMPT_KINDS, WARN, ConfigError, Decision,
                                        Inputs, Request, collect_params, defaulted_criteria, failure_action,
-                                       group_version, guess_resource, matches, validate)
+                                       group_version, guess_resource, matches, selector_error, validate)
 from ..schema.cel import compile_error
 from .kit import Context, obj_problem
 from .res008_limit_range import refusal
@@ -87,8 +87,8 @@ class _World:
             return not self.crds[(group, kind)][2]
         return False if (group, kind) in CLUSTER_SCOPED else True
 
-    def equivalents(self, group: str, resource: str) -> list[str]:
-        return self.plurals.get((group, resource), [])
+    def equivalents(self, group: str, resource: str) -> list[tuple[str, str]]:
+        return [(group, v) for v in self.plurals.get((group, resource), [])]
 
     def homes(self, namespace: str) -> list[str | None]:
         return [namespace] if namespace else list(self.destinations) or [None]
@@ -110,10 +110,15 @@ def check(ctx: Context) -> Iterator[Problem]:
         yield from refused
         if not refused:
             policies[m.name] = m
-    bindings = [(b, policies[str(mapping(b.obj.get("spec")).get("policyName"))])
-                for b in ctx.of_kind("ValidatingAdmissionPolicyBinding")
-                if b.api_version == V1 and b.ref not in ctx.schema_refused
-                and str(mapping(b.obj.get("spec")).get("policyName")) in policies]
+    bindings: list[tuple[Manifest, Manifest]] = []
+    for b in ctx.of_kind("ValidatingAdmissionPolicyBinding"):
+        if b.api_version != V1 or b.ref in ctx.schema_refused:
+            continue
+        refused = list(_refusals(b))
+        yield from refused
+        name = str(mapping(b.obj.get("spec")).get("policyName"))
+        if not refused and name in policies:
+            bindings.append((b, policies[name]))
     if not bindings:
         return
     world = _World(ctx)
@@ -145,9 +150,18 @@ def _placed(obj: dict[str, Any], home: str | None) -> dict[str, Any]:
 
 
 def _refusals(m: Manifest) -> Iterator[Problem]:
-    """What the API server's validation of the policy refuses that this evaluator shows for free: an expression that
-    does not parse (pkg/apis/admissionregistration/validation compiles every expression)."""
+    """What the API server's validation of a policy or binding refuses that this port shows for free (kubernetes
+    pkg/apis/admissionregistration/validation: every expression compiled, every label selector parsed): an
+    expression that does not parse, a selector LabelSelectorAsSelector refuses."""
     spec = mapping(m.obj.get("spec"))
+    key = "matchConstraints" if m.kind == "ValidatingAdmissionPolicy" else "matchResources"
+    for sel in ("namespaceSelector", "objectSelector"):
+        raw = mapping(spec.get(key)).get(sel)
+        why = selector_error(raw) if raw is not None else None
+        if why:
+            yield obj_problem(ID, m, f"spec.{key}.{sel}", f"the API server refuses the {m.kind}: {why}",
+                              "write a label selector the API server accepts (operators In, NotIn, Exists, "
+                              "DoesNotExist; valid label values)")
     for key, attr in (("matchConditions", "expression"), ("variables", "expression"), ("validations", "expression"),
                       ("validations", "messageExpression")):
         for i, item in enumerate(listing(spec.get(key))):
@@ -175,6 +189,12 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
             found = matches(constraints, req, ns_labels)
             if found.gvr is None:
                 continue
+        except ConfigError as e:  # dispatcher.go@v0.36.0:127-131,92-93,296: the policy's, without its binding
+            if failure_action(fail) == DENY:
+                yield _deny(req, view, m, f"ValidatingAdmissionPolicy '{policy.name}' denied request: failed to "
+                            f"configure policy: {e}", [])
+            continue
+        try:
             bound = matches(defaulted_criteria(bspec.get("matchResources")) or {"namespaceSelector": {},
                             "objectSelector": {}}, req, ns_labels)
             if bound.gvr is None:
@@ -188,7 +208,7 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
                                     world.namespaced(pgroup, str(kind.get("kind") or "")))
         except ConfigError as e:
             if failure_action(fail) == DENY:
-                yield _deny(req, view, m, f"{who} denied request: failed to configure binding: {e}", [])  # no unknown
+                yield _deny(req, view, m, f"{who} denied request: failed to configure binding: {e}", [])
             continue
         if params.missing:
             if params.deny and failure_action(fail) == DENY:

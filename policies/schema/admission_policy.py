@@ -72,8 +72,9 @@ class Request:
     name: str = ""
     subresource: str = ""
     operation: str = CREATE
-    # (group, resource) -> versions the API server also serves it at (matchPolicy Equivalent)
-    equivalents: Callable[[str, str], Iterable[str]] = lambda group, resource: ()
+    # (group, resource) -> the (group, version)s the API server also serves that resource at (matchPolicy
+    # Equivalent: the EquivalentResourceMapper's; this request's own among them or not)
+    equivalents: Callable[[str, str], Iterable[tuple[str, str]]] = lambda group, resource: ()
 
     @property
     def labels(self) -> dict[str, Any]:
@@ -156,8 +157,8 @@ def rule_matches(rule: dict[str, Any], req: Request, group: str, version: str, r
 
 def resource_rules_match(named: list[Any], policy: Any, req: Request) -> tuple[str, str, str] | None:
     """matching.go@v0.36.0:124-194 matchesResourceRules: the (group, version, resource) a rule matches the request
-    as, or None. matchPolicy Equivalent (the v1 default) also tries the versions the API server serves the resource
-    at (req.equivalents)."""
+    as, or None. matchPolicy Equivalent (the v1 default) also tries the groups and versions the API server serves
+    the resource at (req.equivalents)."""
     def named_ok(rule: dict[str, Any]) -> bool:
         names = [str(n) for n in listing(rule.get("resourceNames"))]
         return not names or req.name in names
@@ -167,10 +168,10 @@ def resource_rules_match(named: list[Any], policy: Any, req: Request) -> tuple[s
     if policy is None or policy == "Exact":
         return None
     for rule in (mapping(r) for r in named):
-        for version in req.equivalents(req.group, req.resource):
-            if version != req.version and rule_matches(rule, req, req.group, version, req.resource) \
+        for group, version in req.equivalents(req.group, req.resource):
+            if (group, version) != (req.group, req.version) and rule_matches(rule, req, group, version, req.resource) \
                     and named_ok(rule):
-                return req.group, version, req.resource
+                return group, version, req.resource
     return None
 
 
