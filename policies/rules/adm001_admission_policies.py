@@ -32,11 +32,13 @@ creating a pod are.
 - A policy whose expression does not parse is refused by the API server (its validation compiles every
   expression): an error on the policy, which then holds nothing.
 
-Fails: Kueue's sample policy "every Job carries a queue-name label" (its docs' sample-validating-policy.yaml, on
-PyTorchJobs) bound with `Deny` in a Namespace labelled `kueue-managed: "true"`, and a PyTorchJob without the label;
-a policy on pods denying `hostNetwork` and a Job whose template sets it; a `Warn` binding (a warning).
-Passes: the same PyTorchJob with the label; a namespace the binding's namespaceSelector does not select; a policy
-with no binding.
+Fails: Kueue's sample policy "every Job carries a queue-name label" (kueue v0.19.2 sample-validating-policy.yaml,
+extended to PyTorchJobs and TrainJobs) bound with `Deny` in a Namespace labelled `kueue-managed: "true"`, and a
+PyTorchJob or TrainJob without the label; a policy on pods (no `hostNetwork`; images by digest) and a Job, or a
+TrainJob whose runtime's pods break it; a binding's params (a ConfigMap) the object exceeds; a `Warn` binding (a
+warning); a namespace whose labels the manifests do not hold (a warning); a policy that does not parse.
+Passes: the same PyTorchJob or TrainJob with the label; a namespace the binding's namespaceSelector does not select;
+a policy with no binding.
 """
 from __future__ import annotations
 
