@@ -328,7 +328,12 @@ metadata: {name: c, namespace: default}
     ("[Warn]", [WARNING], "Validation failed for ValidatingAdmissionPolicy 'denypolicy.example.com' with binding "
                           "'denybinding.example.com': I'm sorry Dave"),
     ("[Audit]", [INFO], "validation.policy.admission.k8s.io/validation_failure"),   # TestAuditValidationAction
-    ("[Deny, Warn, Audit]", [ERROR, WARNING, INFO], "I'm sorry Dave"),              # TestAllValidationActions
+    # TestAllValidationActions binds Deny, Warn and Audit together, past the API server's validation of the
+    # binding, which refuses Deny with Warn; Warn with Audit is what a real binding can have
+    ("[Warn, Audit]", [WARNING, INFO], "I'm sorry Dave"),
+    ("[Deny, Warn, Audit]", [ERROR], "the API server refuses the ValidatingAdmissionPolicyBinding: "
+                                     "spec.validationActions: Invalid value: must not contain both Deny and Warn"),
+    ("[]", [ERROR], "spec.validationActions: Required value: at least one validation action is required"),
 ])
 def test_actions_as_upstream(tmp_path, actions, severities, text):
     found = _problems(tmp_path, POLICY % actions)
@@ -362,3 +367,46 @@ metadata: {name: c, namespace: default}
 """
     found = _problems(tmp_path, text)
     assert found and all("\n" not in p.line() for p in found)
+
+
+def test_a_condition_on_who_creates_the_pods_is_a_warning_naming_the_creator(tmp_path):
+    """A matchCondition that leaves out system users (a common exemption) holds with the empty user the manifests
+    show, and reads who makes the request: the refusal of a controller's pods is a warning naming that condition."""
+    text = """apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-host-network}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+  matchConditions: [{name: not-system, expression: "!request.userInfo.username.startsWith('system:')"}]
+  validations: [{expression: "!has(object.spec.hostNetwork) || !object.spec.hostNetwork"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: b}
+spec: {policyName: no-host-network, validationActions: [Deny]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j, namespace: train}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      hostNetwork: true
+      containers: [{name: main, image: "ghcr.io/example/ddp-trainer:0.1.0"}]
+"""
+    [p] = _problems(tmp_path, text)
+    assert p.severity == WARNING and p.field == "spec.template.spec"
+    assert "unless who creates them (request.userInfo: the Job controller)" in p.message
+
+
+def test_an_object_without_a_namespace_is_not_refused_for_reading_it(tmp_path):
+    """object.metadata.namespace of an object that names none and no Application places: the API server sets it
+    from the request, which the manifests do not show."""
+    text = (POLICY % "[Deny]").replace('expression: "false"', "expression: \"object.metadata.namespace != 'x'\"")
+    text = text.replace("metadata: {name: c, namespace: default}", "metadata: {name: c}")
+    assert _problems(tmp_path, text) == []
+    text = text.replace("!= 'x'", "== 'x'")
+    [p] = _problems(tmp_path, text)
+    assert p.severity == WARNING and "the namespace they are applied to" in p.message

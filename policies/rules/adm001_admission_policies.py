@@ -21,22 +21,25 @@ creating a pod are.
   An evaluation error follows `failurePolicy` (`Fail`: the validation fails with the error; `Ignore`: admitted), as
   do a matchCondition's error and a configuration error (params not found under `parameterNotFoundAction: Deny`).
 - What the input does not show is never an error: a namespaceSelector on a namespace whose labels the manifests do
-  not hold (the object names one not in them, or none), and an expression that reads `request.userInfo`,
-  `namespaceObject` of such a namespace, or a pod's name the controller gives: a refusal that depends on them is a
-  warning phrased as that condition. An expression that reads `authorizer`, a `paramRef` whose params are not in
+  not hold (the object names one not in them, or none), and an expression that reads `request.userInfo` (who applies
+  the object, or the controller that creates the pods: a matchCondition that leaves out `system:` users is one),
+  `namespaceObject` or the namespace of an object placed nowhere, or a pod's name the controller gives: a refusal
+  that depends on them is a warning phrased as that condition; a matchCondition false on them, not checked. An expression that reads `authorizer`, a `paramRef` whose params are not in
   the manifests, one past the CEL cost limit, or that does not compile here (a library this evaluator lacks), is
   said as not checked (info).
 - `params`: the binding's `paramRef` (name, namespace, selector, parameterNotFoundAction) resolved from the
   manifests; `namespaceObject`: the Namespace in the manifests; `oldObject`: null. auditAnnotations decide nothing
   and are not evaluated. Objects a controller creates besides pods (a JobSet's Jobs, a Service) are not modelled.
-- A policy whose expression does not parse is refused by the API server (its validation compiles every
-  expression): an error on the policy, which then holds nothing.
+- What the API server's validation refuses about the policy or binding itself, where this port shows it for free,
+  is an error on that object, which then holds nothing: an expression that does not parse, a label selector it
+  cannot parse, a binding's `validationActions` empty, repeated, or with both Deny and Warn.
 
 Fails: Kueue's sample policy "every Job carries a queue-name label" (kueue v0.19.2 sample-validating-policy.yaml,
 extended to PyTorchJobs and TrainJobs) bound with `Deny` in a Namespace labelled `kueue-managed: "true"`, and a
 PyTorchJob or TrainJob without the label; a policy on pods (no `hostNetwork`; images by digest) and a Job, or a
 TrainJob whose runtime's pods break it; a binding's params (a ConfigMap) the object exceeds; a `Warn` binding (a
-warning); a namespace whose labels the manifests do not hold (a warning); a policy that does not parse.
+warning); a namespace whose labels the manifests do not hold (a warning); a policy that does not parse; a binding
+with both Deny and Warn.
 Passes: the same PyTorchJob or TrainJob with the label; a namespace the binding's namespaceSelector does not select;
 a policy with no binding.
 """
@@ -138,17 +141,18 @@ def check(ctx: Context) -> Iterator[Problem]:
         if view.manifest.kind == "Pod":
             continue  # a Pod of the manifests is checked as an object above
         for home in world.homes(view.namespace):
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**view.metadata, **({"namespace": home} if home
-                                                                                      else {})}, "spec": view.spec}
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**view.metadata, "namespace": home or ""},
+                   "spec": view.spec}
             req = Request("", "v1", "Pod", "pods", pod, home, equivalents=world.equivalents)
             yield from _admit(ctx, world, bindings, req, view, view.manifest)
 
 
 def _placed(obj: dict[str, Any], home: str | None) -> dict[str, Any]:
-    """The object as the API server admits it into namespace `home` (metadata.namespace set from the request)."""
-    if not home or mapping(obj.get("metadata")).get("namespace"):
+    """The object as the API server admits it into namespace `home` (metadata.namespace set from the request; None,
+    a namespace the input does not show: empty, and an expression that reads it is not decided on it)."""
+    if home == "" or mapping(obj.get("metadata")).get("namespace"):
         return obj
-    return {**obj, "metadata": {**mapping(obj.get("metadata")), "namespace": home}}
+    return {**obj, "metadata": {**mapping(obj.get("metadata")), "namespace": home or ""}}
 
 
 def _refusals(m: Manifest) -> Iterator[Problem]:
@@ -164,6 +168,9 @@ def _refusals(m: Manifest) -> Iterator[Problem]:
             yield obj_problem(ID, m, f"spec.{key}.{sel}", f"the API server refuses the {m.kind}: {why}",
                               "write a label selector the API server accepts (operators In, NotIn, Exists, "
                               "DoesNotExist; valid label values)")
+    if m.kind != "ValidatingAdmissionPolicy":
+        yield from _actions_refused(m, spec.get("validationActions"))
+        return
     for key, attr in (("matchConditions", "expression"), ("variables", "expression"), ("validations", "expression"),
                       ("validations", "messageExpression")):
         for i, item in enumerate(listing(spec.get(key))):
@@ -173,6 +180,24 @@ def _refusals(m: Manifest) -> Iterator[Problem]:
                 yield obj_problem(ID, m, f"spec.{key}[{i}].{attr}", "the API server refuses the "
                                   f"ValidatingAdmissionPolicy: compilation failed: {why}", "write a CEL expression "
                                   "that parses (kubernetes.io/docs/reference/using-api/cel)")
+
+
+def _actions_refused(m: Manifest, raw: Any) -> Iterator[Problem]:
+    """validateValidationActions (kubernetes pkg/apis/admissionregistration/validation/validation.go, as the code index
+    holds it): each of Deny, Warn, Audit at most once, not Deny with Warn, at least one."""
+    actions = [a for a in listing(raw)]
+    says = [f"spec.validationActions[{i}]: Unsupported value: \"{a}\": supported values: \"Audit\", \"Deny\", "
+            "\"Warn\"" for i, a in enumerate(actions) if a not in (DENY, WARN, AUDIT)]
+    says += [f"spec.validationActions[{i}]: Duplicate value: \"{a}\"" for i, a in enumerate(actions)
+             if a in actions[:i]]
+    if DENY in actions and WARN in actions:
+        says.append("spec.validationActions: Invalid value: must not contain both Deny and Warn (repeating the same "
+                    "validation failure information in the API response and headers serves no purpose)")
+    if not actions:
+        says.append("spec.validationActions: Required value: at least one validation action is required")
+    if says:
+        yield obj_problem(ID, m, "spec.validationActions", f"the API server refuses the {m.kind}: {'; '.join(says)}",
+                          "list each of Deny, Warn and Audit at most once, and Deny or Warn, not both")
 
 
 def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]], req: Request,
@@ -220,12 +245,14 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
             else:
                 yield _info(m, view, f"{who} not checked: its params ({params.missing}) are not in these manifests")
             continue
-        hidden = {_USER: "who makes the request (request.userInfo)"}
+        hidden = {_USER: f"who creates them (request.userInfo: {view.creator})" if view is not None
+                  else "who applies it (request.userInfo)"}
         if ns is None or (ns and ns not in world.namespaces):
             hidden[r"\bnamespaceObject\b"] = "the namespace they are applied to (namespaceObject)" if ns is None \
                 else f"namespace '{ns}' (namespaceObject), not in these manifests"
         if ns is None:
-            hidden[r"\brequest\s*\.\s*namespace\b"] = "the namespace they are applied to"
+            hidden[r"\b(?:request\s*\.\s*namespace|object\s*\.\s*metadata\s*\.\s*namespace)\b"] = \
+                "the namespace they are applied to"
         if view is not None:
             hidden[r"\b(?:object\s*\.\s*metadata\s*\.\s*(?:name|generateName|uid)|request\s*\.\s*name)\b"] = \
                 "the pod's name, which its controller gives"

@@ -374,35 +374,38 @@ def validate(spec: dict[str, Any], inputs: Inputs) -> list[Decision]:
                         for v in listing(spec.get("variables"))]
     errors: list[Outcome] = []
     pending: list[Outcome] = []
+    reads: list[str] = []  # what the conditions that held read that the input does not show
     for cond in (mapping(c) for c in listing(spec.get("matchConditions"))):
         got = inputs.run(str(cond.get("expression") or ""), MATCH_CONDITIONS_BUDGET)
-        if got.not_run:
-            pending.append(got)
-        elif got.ok and got.value is False and not got.unknown:
-            return []  # a condition false: the policy does not apply
-        elif got.ok and got.value is False or got.unknown:
-            pending.append(got)
-        elif not got.ok:
-            errors.append(got)
+        if got.not_run or (got.ok and got.value is False and got.unknown):
+            pending.append(got)  # false here, or not run: the cluster's values may make it true
+        elif got.ok and got.value is False:
+            return []  # matcher.go:115-122: a condition false, the policy does not apply
+        else:
+            reads += [u for u in got.unknown if u not in reads]
+            if not got.ok:
+                errors.append(got)
     if pending:  # a condition the input cannot decide: nothing is claimed (the caller says it was not checked)
         first = pending[0]
-        return [Decision("", "", None, unknown=first.unknown or ["a matchCondition"], not_run=first.not_run
-                         or "a matchCondition reads what these manifests do not show")]
-    if errors:
+        return [Decision("", "", None, unknown=first.unknown, not_run=first.not_run
+                         or f"a matchCondition reads {', '.join(first.unknown)}, which these manifests do not show")]
+    if errors:  # matcher.go:124-139: errors (and no false) follow the failure policy, as one aggregate error
+        texts = [e.error for e in errors]
         if failure_action(fail) == DENY:
-            return [Decision(DENY, "; ".join(e.error for e in errors))]
+            return [Decision(DENY, texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]", unknown=reads)]
         return []
     inputs.spent = 0
     out: list[Decision] = []
     for i, val in enumerate(mapping(v) for v in listing(spec.get("validations"))):
         expr = str(val.get("expression") or "")
         got = inputs.run(expr)
+        unknown = got.unknown + [u for u in reads if u not in got.unknown]
         if got.not_run:
-            out.append(Decision("", "", i, unknown=got.unknown, not_run=got.not_run))
+            out.append(Decision("", "", i, unknown=unknown, not_run=got.not_run))
         elif not got.ok:
-            out.append(Decision(failure_action(fail), got.error, i, unknown=got.unknown))
+            out.append(Decision(failure_action(fail), got.error, i, unknown=unknown))
         elif got.value is not True:
-            out.append(Decision(DENY, message(val, inputs), i, str(val.get("reason") or "Invalid"), got.unknown))
+            out.append(Decision(DENY, message(val, inputs), i, str(val.get("reason") or "Invalid"), unknown))
     return out
 
 
@@ -446,8 +449,7 @@ def collect_params(param_kind: Any, ref: Any, namespace: str | None, candidates:
         elif namespace == "":
             raise ConfigError("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
         elif namespace is None:
-            return Params([], missing=f"the {param_kind.get('kind')} params in the namespace they are applied to",
-                          deny=ref.get("parameterNotFoundAction") == DENY)
+            ns = ""  # the request names no namespace: params that name none are applied with it, to the same one
         else:
             ns = namespace
     elif namespaced is False and ref.get("namespace"):
