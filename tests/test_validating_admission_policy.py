@@ -410,3 +410,23 @@ def test_an_object_without_a_namespace_is_not_refused_for_reading_it(tmp_path):
     text = text.replace("!= 'x'", "== 'x'")
     [p] = _problems(tmp_path, text)
     assert p.severity == WARNING and "the namespace they are applied to" in p.message
+
+
+ADM001 = Path(__file__).parent / "fixtures" / "rules" / "ADM001"
+
+
+@pytest.mark.parametrize("fixture,field", [
+    ("fail/kueue-queue-name-missing.yaml", "metadata"),      # the PyTorchJob itself: none of its pods either
+    ("fail/pods-host-network.yaml", "spec.template.spec"),   # its pods, one template
+    ("fail/trainjob-pods-image-digest.yaml", "spec.template.spec.replicatedJobs[0].template.spec.template.spec"),
+])
+def test_plan_hears_of_a_refusal_the_input_shows(fixture, field):
+    """`make plan` counts no pod of a refused workload, or of a refused template (pods_refused, pods_now)."""
+    from policies.report.plan import unit_doc
+
+    path = ADM001 / fixture
+    unit = Unit(str(path), "file", read(str(path)))
+    check_policies(unit)
+    [w] = unit_doc(unit)["workloads"]
+    assert w["pods_now"] == 0
+    assert [r["field"] for r in w["pods_refused"]] == [field] and "ADM001" not in w["pods_refused"][0]["why"]

@@ -16,7 +16,8 @@ creating a pod are.
   over the versions a CRD in the manifests serves). A kind's resource is its CRD's plural where the manifests hold
   the CRD, else the API server's own rule (restmapper.go UnsafeGuessKindToResource). A binding whose policy is not
   in the manifests, and a policy without a binding, do nothing here.
-- `Deny` is an error where the input shows the policy applies and fails; `Warn` a warning (upstream's words:
+- `Deny` is an error where the input shows the policy applies and fails (`make plan` then creates no pod of a
+  refused workload, or of a refused template: `pods_refused`, as for SEC010); `Warn` a warning (upstream's words:
   `Validation failed for ValidatingAdmissionPolicy ...`); `Audit` an info line (it only writes the audit log).
   An evaluation error follows `failurePolicy` (`Fail`: the validation fails with the error; `Ignore`: admitted), as
   do a matchCondition's error and a configuration error (params not found under `parameterNotFoundAction: Deny`).
@@ -310,7 +311,10 @@ def _deny(req: Request, view: PodView | None, m: Manifest, says: str, conditions
     if view is not None:
         return refusal(ID, view, req.namespace, says, HINT, conditions + view.conditions(False))
     text = f"the API server refuses the {req.kind}: {says}" + (f" ({'; '.join(conditions)})" if conditions else "")
-    return obj_problem(ID, m, "metadata", text, HINT, severity=WARNING if conditions else ERROR)
+    p = obj_problem(ID, m, "metadata", text, HINT, severity=WARNING if conditions else ERROR)
+    if not conditions:
+        p.extra.update(pods_refused=True, object_refused=True)  # make plan: the object, and so its pods, not created
+    return p
 
 
 def _info(m: Manifest, view: PodView | None, text: str) -> Problem:
