@@ -28,6 +28,11 @@ creating a pod are.
   that depends on them is a warning phrased as that condition; a matchCondition false on them, not checked. An expression that reads `authorizer`, a `paramRef` whose params are not in
   the manifests, one past the CEL cost limit, or that does not compile here (a library this evaluator lacks), is
   said as not checked (info).
+- The policy is assumed in force when the objects are created. It is not, for a moment, where both are applied
+  together for the first time: in one sync wave Argo CD applies the kinds it does not order (these, and custom kinds)
+  after those it does (a Job), by object name among themselves (argo-cd v3.5.1 gitops-engine/pkg/sync/
+  sync_tasks.go 85-110), and the API server loads a new policy within seconds. Every later creation (the next
+  run) is refused; put the policy and binding in an earlier sync wave, or apply them first.
 - `params`: the binding's `paramRef` (name, namespace, selector, parameterNotFoundAction) resolved from the
   manifests; `namespaceObject`: the Namespace in the manifests; `oldObject`: null. auditAnnotations decide nothing
   and are not evaluated. Objects a controller creates besides pods (a JobSet's Jobs, a Service) are not modelled.

@@ -39,6 +39,7 @@ ADMISSION_GROUP = "admissionregistration.k8s.io"
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*''\s*\])")
+_VARIABLE_INDEX = re.compile(r"\bvariables\s*\[\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]\s*\]")
 
 
 def guess_resource(kind: str) -> str:
@@ -280,13 +281,16 @@ class Inputs:
     def _reads(self, expr: str) -> list[str]:
         code = code_of(expr)
         out = [what for pattern, what in self.hidden.items() if re.search(pattern, code)]
-        for name in self.referenced(code):
+        for name in self.referenced(code, expr):
             out += [w for w in self.variable(name).unknown if w not in out]
         return out
 
     @staticmethod
-    def referenced(code: str) -> list[str]:
-        return [m.group(1) for m in _VARIABLE_REF.finditer(code) if m.group(1)]
+    def referenced(code: str, expr: str = "") -> list[str]:
+        """The variables an expression reads: `variables.<name>`, and `variables['<name>']` in the expression
+        itself (its literals are gone from `code`)."""
+        out = [m.group(1) for m in _VARIABLE_REF.finditer(code) if m.group(1)]
+        return out + [n for n in _VARIABLE_INDEX.findall(expr) if n not in out]
 
     def variable(self, name: str) -> Outcome:
         """A variable, evaluated once on first use (composition.go@v0.36.0:232-256: lazily, its errors only where
@@ -315,7 +319,7 @@ class Inputs:
                            "only the cluster knows")
         data = dict(self.data)
         vars_ = {}
-        for name in self.referenced(code_of(expr)):
+        for name in self.referenced(code_of(expr), expr):
             got = self.variable(name)
             if got.not_run:
                 return Outcome(False, unknown=unknown, not_run=got.not_run)
@@ -332,15 +336,16 @@ class Inputs:
             return Outcome(False, unknown=unknown, not_run=f"its cost may reach {bound:,}, past the per-call limit "
                            f"{PER_CALL_LIMIT:,} (cel-go's estimate: the API server may cancel it)")
         self.spent += bound or 0
-        if self.spent > budget:
-            return Outcome(False, error="validation failed due to running out of cost budget, no further validation "
-                           "rules will be run", unknown=unknown)
+        if self.spent > budget:  # a bound, not the cost: the API server may run out of budget (activation.go:149)
+            return Outcome(False, unknown=unknown, not_run=f"the policy's expressions may cost up to {self.spent:,} "
+                           f"together, past the budget {budget:,} (cel-go's estimate: the API server may refuse with "
+                           "`validation failed due to running out of cost budget`)")
         ok, value = env.evaluate(expr, data)
         if not ok and str(value).startswith("Iteration budget exceeded"):
             return Outcome(False, unknown=unknown, not_run="it runs more comprehension iterations than "
                            "cel-expr-python allows (10,000)")
         if not ok:
-            missing = [n for n in self.referenced(code_of(expr)) if not self.variable(n).ok]
+            missing = [n for n in self.referenced(code_of(expr), expr) if not self.variable(n).ok]
             why = self.variable(missing[0]).error if missing else str(value)
             return Outcome(False, error=why if raw else f"expression '{expr}' resulted in error: {why}",
                            unknown=unknown)
