@@ -88,6 +88,14 @@ class _World:
         self.namespaces = {m.name: m for m in ctx.of_kind("Namespace") if m.api_version == "v1"}
         self.destinations, self.managed = argo_namespaces(ctx)
         self.objects = ctx.bundle.manifests
+        self._of: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    def of(self, api_version: str, kind: str) -> list[dict[str, Any]]:
+        """The objects of one apiVersion and kind (a paramKind's), listed once."""
+        key = (api_version, kind)
+        if key not in self._of:
+            self._of[key] = [o.obj for o in self.objects if o.api_version == api_version and o.kind == kind]
+        return self._of[key]
 
     def resource(self, group: str, kind: str) -> str:
         crd = self.crds.get((group, kind))
@@ -235,8 +243,7 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
             unknown = found.unknown + [u for u in bound.unknown if u not in found.unknown]
             kind = mapping(spec.get("paramKind"))
             pgroup, _ = group_version(str(kind.get("apiVersion") or ""))
-            candidates = [o.obj for o in world.objects if kind and o.api_version == kind.get("apiVersion")
-                          and o.kind == kind.get("kind")]
+            candidates = world.of(str(kind.get("apiVersion") or ""), str(kind.get("kind") or "")) if kind else []
             params = collect_params(spec.get("paramKind"), bspec.get("paramRef"), ns, candidates,
                                     world.namespaced(pgroup, str(kind.get("kind") or "")))
         except ConfigError as e:

@@ -39,6 +39,9 @@ ADMISSION_GROUP = "admissionregistration.k8s.io"
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*''\s*\])")
+# The schema the cost bound reads the variables with: none (every value dyn, its sizes the actual ones); one object,
+# so that cel.py's memo of bounds (keyed by the schema's identity) serves every request of a policy.
+_DYN: dict[str, Any] = {}
 _VARIABLE_INDEX = re.compile(r"\bvariables\s*\[\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]\s*\]")
 
 
@@ -327,7 +330,7 @@ class Inputs:
                 vars_[name] = got.value
         data["variables"] = vars_
         try:
-            bound = env.cost(expr, data, {})
+            bound = env.cost(expr, data, _DYN)
         except NotCompiled as e:
             return Outcome(False, unknown=unknown, not_run=f"it does not compile here: {e}")
         except Exception:  # noqa: BLE001 - the estimator on a value it does not model: no bound, evaluate as before
