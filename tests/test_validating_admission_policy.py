@@ -430,3 +430,15 @@ def test_plan_hears_of_a_refusal_the_input_shows(fixture, field):
     [w] = unit_doc(unit)["workloads"]
     assert w["pods_now"] == 0
     assert [r["field"] for r in w["pods_refused"]] == [field] and "ADM001" not in w["pods_refused"][0]["why"]
+
+
+def test_a_refusal_only_for_a_container_the_controller_adds_is_a_warning():
+    """PodView.without_added, as SEC010 and RES008: the operator's init-pytorch alone breaks the policy."""
+    path = ADM001 / "fail/pytorchjob-operator-init-container.yaml"
+    unit = Unit(str(path), "file", read(str(path)))
+    check_policies(unit)
+    [p] = [p for p in unit.problems if p.rule == "ADM001"]
+    assert p.severity == WARNING and p.field == "spec.pytorchReplicaSpecs.Worker.template.spec"
+    assert p.message.endswith("containers may gain privileges: init-pytorch (in init-pytorch, which the PyTorchJob "
+                              "controller adds as its installation does by default)")
+    assert not p.extra.get("pods_refused")

@@ -25,7 +25,9 @@ creating a pod are.
   not hold (the object names one not in them, or none), and an expression that reads `request.userInfo` (who applies
   the object, or the controller that creates the pods: a matchCondition that leaves out `system:` users is one),
   `namespaceObject` or the namespace of an object placed nowhere, or a pod's name the controller gives: a refusal
-  that depends on them is a warning phrased as that condition; a matchCondition false on them, not checked. An expression that reads `authorizer`, a `paramRef` whose params are not in
+  that depends on them is a warning phrased as that condition; a matchCondition false on them, not checked. So is
+  a pod refused only for a container its controller adds (SEC010's `PodView.without_added`), or from a runtime the
+  manifests do not hold. An expression that reads `authorizer`, a `paramRef` whose params are not in
   the manifests, one past the CEL cost limit, or that does not compile here (a library this evaluator lacks), is
   said as not checked (info).
 - The policy is assumed in force when the objects are created. It is not, for a moment, where both are applied
@@ -44,8 +46,9 @@ Fails: Kueue's sample policy "every Job carries a queue-name label" (kueue v0.19
 extended to PyTorchJobs and TrainJobs) bound with `Deny` in a Namespace labelled `kueue-managed: "true"`, and a
 PyTorchJob or TrainJob without the label; a policy on pods (no `hostNetwork`; images by digest) and a Job, or a
 TrainJob whose runtime's pods break it; a binding's params (a ConfigMap) the object exceeds; a `Warn` binding (a
-warning); a namespace whose labels the manifests do not hold (a warning); a policy that does not parse; a binding
-with both Deny and Warn.
+warning); a namespace whose labels the manifests do not hold (a warning); a PyTorchJob's pods refused only for the
+operator's `init-pytorch` (a warning: its installation may give it another template); a policy that does not parse;
+a binding with both Deny and Warn.
 Passes: the same PyTorchJob or TrainJob with the label; a namespace the binding's namespaceSelector does not select;
 a policy with no binding.
 """
@@ -275,7 +278,12 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
                     "namespaceObject": mapping(world.namespaces[ns].obj) if ns and ns in world.namespaces else None,
                     "request": req.admission_request(gvr, (gvr[0], gvr[1], req.kind))}
             decisions = validate(spec, Inputs(data, hidden))
-            yield from _decided(req, view, m, who, actions, decisions, unknown)
+            only_added = False
+            if view is not None and view.added and any(d.action == DENY for d in decisions):
+                # refused only for a container the controller adds (its installation may give it another template)
+                bare = {**data, "object": {**req.obj, "spec": view.without_added()}}
+                only_added = not any(d.action == DENY for d in validate(spec, Inputs(bare, hidden)))
+            yield from _decided(req, view, m, who, actions, decisions, unknown, only_added)
 
 
 def _conditions(unknown: list[str], decision: Decision | None = None) -> list[str]:
@@ -289,7 +297,7 @@ def _conditions(unknown: list[str], decision: Decision | None = None) -> list[st
 
 
 def _decided(req: Request, view: PodView | None, m: Manifest, who: str, actions: list[str],
-             decisions: list[Decision], unknown: list[str]) -> Iterator[Problem]:
+             decisions: list[Decision], unknown: list[str], only_added: bool) -> Iterator[Problem]:
     denied = [d for d in decisions if d.action == DENY]
     for d in decisions:
         if d.not_run:
@@ -299,9 +307,9 @@ def _decided(req: Request, view: PodView | None, m: Manifest, who: str, actions:
         return
     if DENY in actions:
         first = min(denied, key=lambda d: len(_conditions(unknown, d)))  # a shown refusal before a conditional one
-        yield _deny(req, view, m, f"{who} denied request: {first.message}", _conditions(unknown, first))
+        yield _deny(req, view, m, f"{who} denied request: {first.message}", _conditions(unknown, first), only_added)
     for d in denied:
-        conditions = _conditions(unknown, d)
+        conditions = _conditions(unknown, d) + (view.conditions(only_added) if view is not None else [])
         text = f"Validation failed for {who}: {d.message}" + (f" ({'; '.join(conditions)})" if conditions else "")
         if WARN in actions:
             yield obj_problem(ID, m, _field(view), f"the API server warns on creating {_what(req, view)}: {text}",
@@ -319,9 +327,10 @@ def _field(view: PodView | None) -> str:
     return view.field if view is not None else "metadata"
 
 
-def _deny(req: Request, view: PodView | None, m: Manifest, says: str, conditions: list[str]) -> Problem:
-    if view is not None:
-        return refusal(ID, view, req.namespace, says, HINT, conditions + view.conditions(False))
+def _deny(req: Request, view: PodView | None, m: Manifest, says: str, conditions: list[str],
+          only_added: bool = False) -> Problem:
+    if view is not None:  # SEC010's conditions: a container the controller adds, a runtime not in the manifests
+        return refusal(ID, view, req.namespace, says, HINT, conditions + view.conditions(only_added))
     text = f"the API server refuses the {req.kind}: {says}" + (f" ({'; '.join(conditions)})" if conditions else "")
     p = obj_problem(ID, m, "metadata", text, HINT, severity=WARNING if conditions else ERROR)
     if not conditions:
