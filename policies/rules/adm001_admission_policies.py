@@ -146,8 +146,9 @@ def check(ctx: Context) -> Iterator[Problem]:
     world = _World(ctx)
     for m in ctx.bundle.manifests:
         group, version = group_version(m.api_version)
-        if (group == ADMISSION_GROUP and m.kind in EXEMPT_KINDS) or not m.kind or not version:
-            continue
+        if (group == ADMISSION_GROUP and m.kind in EXEMPT_KINDS) or not m.kind or not version \
+                or m.ref in ctx.schema_refused:
+            continue  # rules.go 121-129; an object the schema stage refuses never reaches admission
         namespaced = world.namespaced(group, m.kind)
         for home in world.homes(m.namespace) if namespaced else [""]:
             obj = _placed(m.obj, home)
