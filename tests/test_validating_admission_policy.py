@@ -442,3 +442,34 @@ def test_a_refusal_only_for_a_container_the_controller_adds_is_a_warning():
     assert p.message.endswith("containers may gain privileges: init-pytorch (in init-pytorch, which the PyTorchJob "
                               "controller adds as its installation does by default)")
     assert not p.extra.get("pods_refused")
+
+
+def test_a_field_a_built_in_kind_defaults_is_not_a_refusal_where_it_is_absent(tmp_path):
+    """The API server defaults a Job (backoffLimit 6) before admission; those defaults are not modelled, so an
+    expression that fails on the absent field is a warning naming that; a missing label stays an error, and a CRD's
+    schema defaults are applied (a TrainJob's runtimeRef.kind)."""
+    job = """apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: p}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: ["batch", "trainer.kubeflow.org"], apiVersions: ["*"], operations: [CREATE],
+                     resources: [jobs, trainjobs]}]
+  validations: [{expression: "%s"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: b}
+spec: {policyName: p, validationActions: [Deny]}
+---
+apiVersion: %s
+metadata: {name: j, namespace: train}
+"""
+    batch = "batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: " \
+            "[{name: main, image: 'ghcr.io/example/ddp-trainer:0.1.0'}]\n"
+    [p] = _problems(tmp_path, job % ("object.spec.backoffLimit <= 10", batch))
+    assert p.severity == WARNING and "the defaults the API server sets on a Job (not modelled here)" in p.message
+    [p] = _problems(tmp_path, job % ("object.metadata.labels['team'] == 'a'", batch))
+    assert p.severity == ERROR and "no such key: labels" in p.message
+    trainjob = "trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nspec: {runtimeRef: {name: torch-distributed}}\n"
+    assert _problems(tmp_path, job % ("object.spec.runtimeRef.kind == 'ClusterTrainingRuntime'", trainjob)) == []

@@ -35,6 +35,10 @@ creating a pod are.
   after those it does (a Job), by object name among themselves (argo-cd v3.5.1 gitops-engine/pkg/sync/
   sync_tasks.go 85-110), and the API server loads a new policy within seconds. Every later creation (the next
   run) is refused; put the policy and binding in an earlier sync wave, or apply them first.
+- The object is seen as the API server decodes it: a CRD's schema defaults applied (a TrainJob's `runtimeRef.kind`).
+  A built-in kind's defaults (a Job's `backoffLimit: 6`, a Pod's `restartPolicy`) are not modelled: an expression
+  that errs on a field absent here (`no such key`, but metadata's) is a warning naming that condition, and one that
+  tests such a field with `has()` reads it as absent.
 - `params`: the binding's `paramRef` (name, namespace, selector, parameterNotFoundAction) resolved from the
   manifests; `namespaceObject`: the Namespace in the manifests; `oldObject`: null. auditAnnotations decide nothing
   and are not evaluated. Objects a controller creates besides pods (a JobSet's Jobs, a Service) are not modelled.
@@ -58,11 +62,13 @@ from typing import Any, Iterator
 
 from ..argocd.apps import CLUSTER_SCOPED
 from ..kube.objects import ERROR, INFO, WARNING, Manifest, Problem
-from ..kube.values import listing, mapping
+from ..kube.values import BUILT_IN_GROUPS, listing, mapping
 from ..schema.admission_policy import (ADMISSION_GROUP, AUDIT, DENY, EXEMPT_KINDS, WARN, ConfigError, Decision,
                                        Inputs, Request, collect_params, defaulted_criteria, failure_action,
                                        group_version, guess_resource, matches, selector_error, validate)
 from ..schema.cel import compile_error
+from ..schema.defaulting import defaulted
+from ..schema.lookup import find_schema, load_schema
 from .kit import Context, obj_problem
 from .res008_limit_range import refusal
 from .sec010_pod_security import PodView, argo_namespaces, pod_views
@@ -99,6 +105,13 @@ class _World:
         if key not in self._of:
             self._of[key] = [o.obj for o in self.objects if o.api_version == api_version and o.kind == kind]
         return self._of[key]
+
+    def defaulted(self, m: Manifest) -> dict[str, Any]:
+        """The object with its kind's schema defaults, as the API server decodes it before admission (a CRD's
+        `default`s: schema/defaulting.py); a copy."""
+        path = find_schema(m.api_version, m.kind)
+        obj = defaulted(m.obj, load_schema(path)) if path is not None else m.obj
+        return obj if isinstance(obj, dict) else m.obj
 
     def resource(self, group: str, kind: str) -> str:
         crd = self.crds.get((group, kind))
@@ -151,7 +164,7 @@ def check(ctx: Context) -> Iterator[Problem]:
             continue  # rules.go 121-129; an object the schema stage refuses never reaches admission
         namespaced = world.namespaced(group, m.kind)
         for home in world.homes(m.namespace) if namespaced else [""]:
-            obj = _placed(m.obj, home)
+            obj = _placed(world.defaulted(m), home)
             req = Request(group, version, m.kind, world.resource(group, m.kind), obj, home, m.created_name,
                           equivalents=world.equivalents)
             yield from _admit(ctx, world, bindings, req, None, m)
@@ -278,13 +291,22 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
             data = {"object": req.obj, "oldObject": None, "params": param, "authorizer": None,
                     "namespaceObject": mapping(world.namespaces[ns].obj) if ns and ns in world.namespaces else None,
                     "request": req.admission_request(gvr, (gvr[0], gvr[1], req.kind))}
-            decisions = validate(spec, Inputs(data, hidden))
+            decisions = validate(spec, Inputs(data, hidden, _defaults(req, view)))
             only_added = False
             if view is not None and view.added and any(d.action == DENY for d in decisions):
                 # refused only for a container the controller adds (its installation may give it another template)
                 bare = {**data, "object": {**req.obj, "spec": view.without_added()}}
-                only_added = not any(d.action == DENY for d in validate(spec, Inputs(bare, hidden)))
+                only_added = not any(d.action == DENY for d in validate(spec, Inputs(bare, hidden,
+                                                                                     _defaults(req, view))))
             yield from _decided(req, view, m, who, actions, decisions, unknown, only_added)
+
+
+def _defaults(req: Request, view: PodView | None) -> str:
+    """What an absent field of a built-in kind may be at admission: the API server's defaults (pkg/apis/*/v1
+    defaults.go), which are not modelled here (a CRD's schema defaults are applied)."""
+    if view is not None or req.group in BUILT_IN_GROUPS:
+        return f"the defaults the API server sets on a {req.kind} (not modelled here)"
+    return ""
 
 
 def _conditions(unknown: list[str], decision: Decision | None = None) -> list[str]:

@@ -39,6 +39,10 @@ ADMISSION_GROUP = "admissionregistration.k8s.io"
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*''\s*\])")
+_NO_SUCH_KEY = re.compile(r"no such key: ([^\s]+)$")
+# Fields no defaulting sets: a missing one is missing at admission too.
+METADATA_KEYS = frozenset({"metadata", "labels", "annotations", "name", "namespace", "generateName", "ownerReferences",
+                           "finalizers"})
 # The schema the cost bound reads the variables with: none (every value dyn, its sizes the actual ones); one object,
 # so that cel.py's memo of bounds (keyed by the schema's identity) serves every request of a policy.
 _DYN: dict[str, Any] = {}
@@ -277,6 +281,9 @@ class Inputs:
 
     data: dict[str, Any]
     hidden: dict[str, str]  # regex over an expression's code -> what it reads that the input does not show
+    # What an absent field may be instead (a built-in kind's defaults, which are not modelled here): a `no such
+    # key` error on any key but metadata's then depends on it ('': the object is as the API server sees it).
+    defaults: str = ""
     variables: list[tuple[str, str]] = field(default_factory=list)
     _vars: dict[str, Outcome] = field(default_factory=dict)
     spent: int = 0
@@ -350,6 +357,9 @@ class Inputs:
         if not ok:
             missing = [n for n in self.referenced(code_of(expr), expr) if not self.variable(n).ok]
             why = self.variable(missing[0]).error if missing else str(value)
+            key = _NO_SUCH_KEY.search(why)
+            if self.defaults and key and key.group(1) not in METADATA_KEYS and self.defaults not in unknown:
+                unknown = unknown + [self.defaults]
             return Outcome(False, error=why if raw else f"expression '{expr}' resulted in error: {why}",
                            unknown=unknown)
         return Outcome(True, value=value, unknown=unknown)
