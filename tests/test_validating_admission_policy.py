@@ -172,7 +172,8 @@ def test_reason_and_failure_policy_as_upstream():
                             {"expression": "object.nope == 1"}, {"expression": "true"}]}
     got = validate(spec, _inputs())
     assert [(d.index, d.reason) for d in got[:2]] == [(0, "Invalid"), (1, "Forbidden")]
-    assert got[2].action == DENY and got[2].message == "expression 'object.nope == 1' resulted in error: no such key: nope"
+    assert got[2].action == DENY
+    assert got[2].message == "expression 'object.nope == 1' resulted in error: no such key: nope"
     assert len(got) == 3
     ignored = validate({**spec, "failurePolicy": "Ignore"}, _inputs())
     assert [d.index for d in ignored if d.action == DENY] == [0, 1]
@@ -473,3 +474,69 @@ metadata: {name: j, namespace: train}
     assert p.severity == ERROR and "no such key: labels" in p.message
     trainjob = "trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nspec: {runtimeRef: {name: torch-distributed}}\n"
     assert _problems(tmp_path, job % ("object.spec.runtimeRef.kind == 'ClusterTrainingRuntime'", trainjob)) == []
+
+
+# admission_test.go TestParamRef / testParamRefCase (v0.36.0 lines 1472-1807): every valid ParamRef shape, against
+# upstream's library of params made to fool the lookup, for a namespaced and a cluster-scoped request.
+_NAME = "replicas-test.example.com"
+_MATCHING, _NONMATCHING, _OTHER = {"doesitmatch": "yes"}, {"doesitmatch": "no"}, {"notaffiliated": "no"}
+_NAMESPACED = {"apiVersion": "example.com/v1", "kind": "ParamsConfig"}
+_CLUSTER = {"apiVersion": "example.com/v1", "kind": "ClusterScopedParamsConfig"}
+_LIBRARY = [
+    *(_param(_NAME + suffix, ns, labels) for suffix, labels_by_ns in (
+        ("", {"default": _NONMATCHING, "mynamespace": _NONMATCHING, "othernamespace": _NONMATCHING}),
+        ("1", {"default": _MATCHING, "mynamespace": _MATCHING, "othernamespace": _MATCHING}),
+        ("2", {"default": _OTHER, "mynamespace": _OTHER, "othernamespace": _OTHER}),
+        ("3", {"default": _OTHER, "mynamespace": _MATCHING, "othernamespace": _MATCHING}))
+      for ns, labels in labels_by_ns.items()),
+    *({**_CLUSTER, "metadata": {"name": _NAME + suffix, "labels": labels}} for suffix, labels in (
+        ("", _MATCHING), ("1", _NONMATCHING), ("2", _OTHER), ("3", _MATCHING), ("4", _NONMATCHING), ("5", _OTHER))),
+]
+
+
+def _param_ref_cases():
+    for cluster in (False, True):
+        for name in (False, True):
+            for namespace in (False, True):
+                for selector in (False, True):
+                    for deny in (False, True):
+                        if (cluster and namespace) or (selector and name):
+                            continue  # upstream skips the invalid configurations
+                        yield cluster, name, namespace, selector, deny
+
+
+@pytest.mark.parametrize("cluster,name,namespace,selector,deny", list(_param_ref_cases()))
+def test_param_ref_as_upstream(cluster, name, namespace, selector, deny):
+    kind = _CLUSTER if cluster else _NAMESPACED
+    ref = {"name": _NAME} if name else {"selector": {"matchLabels": _MATCHING} if selector else {}}
+    if namespace:
+        ref["namespace"] = "mynamespace"
+    ref["parameterNotFoundAction"] = "Deny" if deny else "Allow"
+    pool = [p for p in _LIBRARY if p["kind"] == kind["kind"]]
+
+    def expected(request_ns):
+        out = []
+        for p in pool:
+            meta = p["metadata"]
+            if (name and meta["name"] != _NAME) or (namespace and meta.get("namespace") != "mynamespace"):
+                continue
+            if not cluster and not namespace and meta.get("namespace") != request_ns:
+                continue
+            if "selector" in ref and ref["selector"] and any(meta["labels"].get(k) != v for k, v in _MATCHING.items()):
+                continue
+            out.append(p)
+        return out
+
+    want = expected("othernamespace")
+    assert want, "all test cases should match at least one param"
+    assert collect_params(kind, ref, "othernamespace", pool, not cluster).objects == want
+    if not namespace and not cluster:  # shouldErrorOnClusterScopedRequests
+        with pytest.raises(ConfigError, match="cannot use namespaced paramRef in policy binding that matches "
+                                              "cluster-scoped resources"):
+            collect_params(kind, ref, "", pool, not cluster)
+    else:
+        assert collect_params(kind, ref, "", pool, not cluster).objects == expected("") and expected("")
+    # every matched param deleted: the not-found action
+    gone = [p for p in pool if p not in want]
+    found = collect_params(kind, ref, "othernamespace", gone, not cluster)
+    assert found.objects == [] and found.deny is deny

@@ -195,7 +195,8 @@ class Match:
 def matches(criteria: dict[str, Any], req: Request, ns_labels: dict[str, Any] | None) -> Match:
     """matching.go@v0.36.0:74-122 Matcher.Matches. `ns_labels`: the labels of the request's namespace, None where
     the manifests do not show them. Raises ConfigError where the API server errs (a selector it cannot parse, on a
-    request the rules match; a nil selector, which defaulting never leaves, selects nothing: LabelSelectorAsSelector)."""
+    request the rules match; a nil selector, which defaulting never leaves, selects nothing:
+    LabelSelectorAsSelector)."""
     ns_sel, obj_sel = criteria.get("namespaceSelector"), criteria.get("objectSelector")
     unknown: list[str] = []
     ns_match: bool | None = True
@@ -242,7 +243,7 @@ def defaulted_criteria(raw: Any) -> dict[str, Any] | None:
     return out
 
 
-# --- CEL ----------------------------------------------------------------------------------------------------------------
+# --- CEL ---------------------------------------------------------------------------------------------------------------
 
 def plain(value: Any) -> Any:
     """A value cel-expr-python returned as plain Python (its lists' and maps' items come back as accessors), to be
