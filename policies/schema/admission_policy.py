@@ -243,7 +243,7 @@ def defaulted_criteria(raw: Any) -> dict[str, Any] | None:
     return out
 
 
-# --- CEL ---------------------------------------------------------------------------------------------------------------
+# --- CEL --------------------------------------------------------------------------------------------------------------
 
 def plain(value: Any) -> Any:
     """A value cel-expr-python returned as plain Python (its lists' and maps' items come back as accessors), to be
@@ -443,7 +443,7 @@ def message(val: dict[str, Any], inputs: Inputs) -> str:
     return text or f"failed expression: {str(val.get('expression') or '').strip()}"
 
 
-# --- params ------------------------------------------------------------------------------------------------------------
+# --- params -----------------------------------------------------------------------------------------------------------
 
 @dataclass
 class Params:
