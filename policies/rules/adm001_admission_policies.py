@@ -79,7 +79,7 @@ SEVERITY = ERROR
 KINDS = ("ValidatingAdmissionPolicy",)
 HINT = "make the object meet the policy's validation, or change the ValidatingAdmissionPolicy or its binding"
 V1 = f"{ADMISSION_GROUP}/v1"
-_USER = r"\brequest\s*\.\s*userInfo\b"
+_USER = r"\brequest\s*(?:\.\s*userInfo\b|\[)"  # request.userInfo, or any request[...] (its key not read here)
 
 
 class _World:
