@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 from ..kube.values import listing, mapping, selects
@@ -259,9 +260,15 @@ def plain(value: Any) -> Any:
     return value
 
 
+@lru_cache(maxsize=4096)
 def code_of(expr: str) -> str:
     """The expression without its string literals (what it reads, not what it says)."""
     return _STRING_LITERAL.sub("''", expr)
+
+
+@lru_cache(maxsize=8192)
+def _reads_pattern(pattern: str, code: str) -> bool:
+    return re.search(pattern, code) is not None
 
 
 @dataclass
@@ -291,17 +298,18 @@ class Inputs:
 
     def _reads(self, expr: str) -> list[str]:
         code = code_of(expr)
-        out = [what for pattern, what in self.hidden.items() if re.search(pattern, code)]
+        out = [what for pattern, what in self.hidden.items() if _reads_pattern(pattern, code)]
         for name in self.referenced(code, expr):
             out += [w for w in self.variable(name).unknown if w not in out]
         return out
 
     @staticmethod
-    def referenced(code: str, expr: str = "") -> list[str]:
+    @lru_cache(maxsize=4096)
+    def referenced(code: str, expr: str = "") -> tuple[str, ...]:
         """The variables an expression reads: `variables.<name>`, and `variables['<name>']` in the expression
         itself (its literals are gone from `code`)."""
         out = [m.group(1) for m in _VARIABLE_REF.finditer(code) if m.group(1)]
-        return out + [n for n in _VARIABLE_INDEX.findall(expr) if n not in out]
+        return tuple(out + [n for n in _VARIABLE_INDEX.findall(expr) if n not in out])
 
     def variable(self, name: str) -> Outcome:
         """A variable, evaluated once on first use (composition.go@v0.36.0:232-256: lazily, its errors only where
@@ -325,7 +333,7 @@ class Inputs:
         error: <e>`, nothing claimed past the cost limits or where it reads the authorizer."""
         env = admission_environment()
         unknown = self._reads(expr)
-        if re.search(r"\bauthorizer\b", code_of(expr)):
+        if _reads_pattern(r"\bauthorizer\b", code_of(expr)):
             return Outcome(False, unknown=unknown, not_run="it reads `authorizer` (what the requester may do), which "
                            "only the cluster knows")
         data = dict(self.data)
