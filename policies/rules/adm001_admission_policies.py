@@ -98,6 +98,7 @@ class _World:
         self.destinations, self.managed = argo_namespaces(ctx)
         self.objects = ctx.bundle.manifests
         self._of: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.said: set[tuple[str, str]] = set()  # what could not be checked, said once (_info)
 
     def of(self, api_version: str, kind: str) -> list[dict[str, Any]]:
         """The objects of one apiVersion and kind (a paramKind's), listed once."""
@@ -167,7 +168,7 @@ def check(ctx: Context) -> Iterator[Problem]:
             obj = _placed(world.defaulted(m), home)
             req = Request(group, version, m.kind, world.resource(group, m.kind), obj, home, m.created_name,
                           equivalents=world.equivalents)
-            yield from _admit(ctx, world, bindings, req, None, m)
+            yield from _admit(world, bindings, req, None, m)
     for view in pod_views(ctx):
         if view.manifest.kind == "Pod":
             continue  # a Pod of the manifests is checked as an object above
@@ -175,7 +176,7 @@ def check(ctx: Context) -> Iterator[Problem]:
             pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**view.metadata, "namespace": home or ""},
                    "spec": view.spec}
             req = Request("", "v1", "Pod", "pods", pod, home, equivalents=world.equivalents)
-            yield from _admit(ctx, world, bindings, req, view, view.manifest)
+            yield from _admit(world, bindings, req, view, view.manifest)
 
 
 def _placed(obj: dict[str, Any], home: str | None) -> dict[str, Any]:
@@ -231,7 +232,7 @@ def _actions_refused(m: Manifest, raw: Any) -> Iterator[Problem]:
                           "list each of Deny, Warn and Audit at most once, and Deny or Warn, not both")
 
 
-def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]], req: Request,
+def _admit(world: _World, bindings: list[tuple[Manifest, Manifest]], req: Request,
            view: PodView | None, m: Manifest) -> Iterator[Problem]:
     ns = req.namespace
     ns_labels = world.labels(ns) if ns else None
@@ -273,7 +274,8 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
                             "policy binding with `Deny` parameterNotFoundAction",
                             _conditions(unknown) + [f"unless the cluster holds {params.missing}"])
             else:
-                yield _info(m, view, f"{who} not checked: its params ({params.missing}) are not in these manifests")
+                yield from _info(world, (who, "params"), m, view, f"{who} not checked: its params "
+                                 f"({params.missing}) are not in these manifests")
             continue
         hidden = {_USER: f"who creates them (request.userInfo: {view.creator})" if view is not None
                   else "who applies it (request.userInfo)"}
@@ -298,7 +300,7 @@ def _admit(ctx: Context, world: _World, bindings: list[tuple[Manifest, Manifest]
                 bare = {**data, "object": {**req.obj, "spec": view.without_added()}}
                 only_added = not any(d.action == DENY for d in validate(spec, Inputs(bare, hidden,
                                                                                      _defaults(req, view))))
-            yield from _decided(req, view, m, who, actions, decisions, unknown, only_added)
+            yield from _decided(world, req, view, m, who, actions, decisions, unknown, only_added)
 
 
 def _defaults(req: Request, view: PodView | None) -> str:
@@ -319,13 +321,13 @@ def _conditions(unknown: list[str], decision: Decision | None = None) -> list[st
     return out
 
 
-def _decided(req: Request, view: PodView | None, m: Manifest, who: str, actions: list[str],
+def _decided(world: _World, req: Request, view: PodView | None, m: Manifest, who: str, actions: list[str],
              decisions: list[Decision], unknown: list[str], only_added: bool) -> Iterator[Problem]:
     denied = [d for d in decisions if d.action == DENY]
     for d in decisions:
         if d.not_run:
             where = f"validation {d.index}" if d.index is not None else "its matchConditions"
-            yield _info(m, view, f"{who}: {where} not checked: {d.not_run}")
+            yield from _info(world, (who, where), m, view, f"{who}: {where} not checked: {d.not_run}")
     if not denied:
         return
     if DENY in actions:
@@ -361,6 +363,9 @@ def _deny(req: Request, view: PodView | None, m: Manifest, says: str, conditions
     return p
 
 
-def _info(m: Manifest, view: PodView | None, text: str) -> Problem:
-    return obj_problem(ID, m, _field(view), text, "check it with kubectl apply --dry-run=server against the cluster",
-                       severity=INFO)
+def _info(world: _World, key: tuple[str, str], m: Manifest, view: PodView | None, text: str) -> Iterator[Problem]:
+    """What could not be checked, said once per policy binding and expression (on the first object it matches)."""
+    if key not in world.said:
+        world.said.add(key)
+        yield obj_problem(ID, m, _field(view), text + " (said once, on the first object it matches)",
+                          "check it with kubectl apply --dry-run=server against the cluster", severity=INFO)

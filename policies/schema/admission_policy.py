@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 from ..kube.values import listing, mapping, selects
-from .cel import NotCompiled, admission_environment
+from .cel import UNREADABLE, NotCompiled, admission_environment
 
 CREATE = "CREATE"
 DENY, WARN, AUDIT = "Deny", "Warn", "Audit"
@@ -360,6 +360,8 @@ class Inputs:
                            f"together, past the budget {budget:,} (cel-go's estimate: the API server may refuse with "
                            "`validation failed due to running out of cost budget`)")
         ok, value = env.evaluate(expr, data)
+        if not ok and str(value).startswith(UNREADABLE):  # a limit of cel-expr-python, not the expression's error
+            return Outcome(False, unknown=unknown, not_run=f"its value cannot be handed back here: {value}")
         if not ok and str(value).startswith("Iteration budget exceeded"):
             return Outcome(False, unknown=unknown, not_run="it runs more comprehension iterations than "
                            "cel-expr-python allows (10,000)")

@@ -268,7 +268,7 @@ class _Env:
                 return False, _eval_error(str(result.value()))
             return True, result.value()
         except Exception:  # noqa: BLE001 - a value cel-expr-python cannot hand Python (an optional, a type)
-            return False, f"a value of type {result.type().name()} cannot be read here"
+            return False, f"{UNREADABLE} {result.type().name()} cannot be read here"
 
 
 @lru_cache(maxsize=1)
@@ -300,6 +300,9 @@ def compile_error(expr: str, env: "_Env | None" = None) -> str | None:
     return None
 
 
+# The start of evaluate's error for a value cel-expr-python cannot hand Python (an optional, a type): a limit of the
+# library, which callers say as not evaluated rather than as the rule's error.
+UNREADABLE = "a value of type"
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
 
 
