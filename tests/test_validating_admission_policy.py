@@ -540,3 +540,15 @@ def test_param_ref_as_upstream(cluster, name, namespace, selector, deny):
     gone = [p for p in pool if p not in want]
     found = collect_params(kind, ref, "othernamespace", gone, not cluster)
     assert found.objects == [] and found.deny is deny
+
+
+def test_what_could_not_be_checked_is_said_once_per_binding(tmp_path):
+    """A paramRef whose params the manifests do not hold: one info line for the binding, not one per object."""
+    text = (POLICY % "[Deny]").replace("spec:\n  matchConstraints:", "spec:\n  paramKind: {apiVersion: v1, kind: "
+                                       "ConfigMap}\n  matchConstraints:")
+    text = text.replace("validationActions: [Deny]}", "validationActions: [Deny], paramRef: {name: absent, "
+                        "parameterNotFoundAction: Allow}}")
+    text += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, namespace: default}\n"
+    found = _problems(tmp_path, text)
+    assert [p.severity for p in found] == [INFO]
+    assert "its params (ConfigMap 'absent' in namespace 'default') are not in these manifests" in found[0].message

@@ -29,7 +29,7 @@ creating a pod are.
   a pod refused only for a container its controller adds (SEC010's `PodView.without_added`), or from a runtime the
   manifests do not hold. An expression that reads `authorizer`, a `paramRef` whose params are not in
   the manifests, one past the CEL cost limit, or that does not compile here (a library this evaluator lacks), is
-  said as not checked (info).
+  said as not checked (info), once per binding and expression.
 - The policy is assumed in force when the objects are created. It is not, for a moment, where both are applied
   together for the first time: in one sync wave Argo CD applies the kinds it does not order (these, and custom kinds)
   after those it does (a Job), by object name among themselves (argo-cd v3.5.1 gitops-engine/pkg/sync/
