@@ -87,7 +87,8 @@ def topology_doc(t: Topology) -> dict[str, Any]:
 
 def refusals(u: Unit) -> dict[str, list[Problem]]:
     """The pod templates the API server refuses as the input shows them (SEC010, not suppressed), by the object
-    they are on: the controller tries, and none of those pods is created."""
+    they are on: the controller tries, and none of those pods is created; or the workload (or its runtime) itself
+    refused (ADM001: `object_refused`), so no pod of it is."""
     out: dict[str, list[Problem]] = {}
     for p in u.problems:
         if p.extra.get("pods_refused") and p.suppressed is None and p.obj:
@@ -101,6 +102,8 @@ def _refused(w: Workload, found: dict[str, list[Problem]]) -> list[Problem]:
 
 def _admitted(w: Workload, refused: list[Problem]) -> int:
     """The pods of `w` whose template the API server does not refuse (each group is one template)."""
+    if any(p.extra.get("object_refused") for p in refused):
+        return 0
     gone = {(p.obj, p.field) for p in refused}
     count = 0
     for g, pod in zip([g for g in w.groups if isinstance(g.count, int) and g.count > 0], w.first_pods()):
@@ -216,8 +219,9 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
             out += [f"note: {w.manifest.kind}/{w.manifest.name}: {gated}"
                     for w in u.workloads if (gated := w.launcher.gated(w))]
             found = refusals(u)
-            out += [f"note: {w.manifest.kind}/{w.manifest.name}: the pods of {p.obj} {p.field} are not created: "
-                    f"{p.message} ({p.rule})" for w in u.workloads if w.managed_by is None
+            out += [f"note: {w.manifest.kind}/{w.manifest.name}: " + (f"{p.obj} is not created, nor any pod of it: "
+                    if p.extra.get("object_refused") else f"the pods of {p.obj} {p.field} are not created: ")
+                    + f"{p.message} ({p.rule})" for w in u.workloads if w.managed_by is None
                     for p in _refused(w, found)]
             if pods and u.workloads:
                 out.append(pods_text(u))

@@ -1,7 +1,7 @@
 """The rule registry. One module per rule; its docstring is the user documentation (docs/rules.md is made from it).
 A rule is a pure function from one unit's Context (policies/rules/kit.py: objects, topologies, workloads, the
 environment, Argo CD's resolved targets) to Problems, with a stable id, a severity and a fix hint. Ids are stable and
-grouped by family: TOPO, RDZV, RESTART, ELASTIC, RES, NCCL, IMG, SEC, MON, ARGO, TRAINER, REF."""
+grouped by family: TOPO, RDZV, RESTART, ELASTIC, RES, NCCL, IMG, SEC, ADM, MON, ARGO, TRAINER, REF."""
 from __future__ import annotations
 
 import importlib
@@ -16,7 +16,7 @@ from .kit import Context
 # Modules of this package that are not rules: what every rule reads (kit: the Context and its helpers) and the
 # environment declaration that configures them.
 NOT_RULES = frozenset({"kit", "environment"})
-ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|MON|ARGO|TRAINER|REF)\d{3}$")
+ID_FORMAT = re.compile(r"^(TOPO|RDZV|RESTART|ELASTIC|RES|NCCL|IMG|SEC|ADM|MON|ARGO|TRAINER|REF)\d{3}$")
 FAMILIES = {
     "TOPO": "Topology: the torchrun world the launcher really forms",
     "RDZV": "Rendezvous robustness",
@@ -26,6 +26,7 @@ FAMILIES = {
     "NCCL": "NCCL",
     "IMG": "Images",
     "SEC": "Security",
+    "ADM": "Admission: what the cluster's own admission policies in the manifests refuse",
     "MON": "Monitoring: what Prometheus scrapes of the trainer",
     "ARGO": "Argo CD delivery: what auto-sync does with these manifests",
     "TRAINER": "The trainer's contract: the environment /app/trainer/train.py reads (trainer/contract.py)",

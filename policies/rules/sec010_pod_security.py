@@ -54,7 +54,7 @@ class PodView:
     manifest: Manifest
     field: str
     namespace: str
-    metadata: dict[str, Any]
+    metadata: dict[str, Any]  # the pod's annotations and labels
     spec: dict[str, Any]
     added: tuple[str, ...] = ()   # containers the controller adds to the template (none where it adds none)
     creator: str = ""             # who creates the pods, for the usernames exemption's condition
@@ -106,7 +106,8 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
                     "containers": [ce.container for ce in pod.containers]}
             m, field = located(w, pod.spec_field)
             field = field or pod.spec_field
-            seen[key] = found = PodView(m, field, pod.namespace, {"annotations": pod.annotations}, spec, added,
+            seen[key] = found = PodView(m, field, pod.namespace, {"annotations": pod.annotations, "labels": pod.labels},
+                                        spec, added,
                                         f"the {w.manifest.kind} controller", assumed=field.startswith("(runtime) "),
                                         count=count * w.copies, workload=w, aux=group.aux)
             views.append(found)
@@ -115,8 +116,9 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
         if id(site.manifest) not in covered:
             plain = site.manifest.kind == "Pod"
             creator = "whoever applies it" if plain else f"the {site.manifest.kind} controller"
-            yield PodView(site.manifest, site.field, site.manifest.namespace, {"annotations": site.annotations},
-                          site.spec, (), creator, count=1 if plain else None)
+            yield PodView(site.manifest, site.field, site.manifest.namespace,
+                          {"annotations": site.annotations, "labels": site.labels}, site.spec, (), creator,
+                          count=1 if plain else None)
 
 
 def argo_namespaces(ctx: Context) -> tuple[list[str], dict[str, tuple[dict[str, str], str]]]:

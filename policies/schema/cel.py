@@ -202,14 +202,14 @@ class NotCompiled(Exception):
 
 
 class _Env:
-    def __init__(self) -> None:
+    def __init__(self, variables: tuple[str, ...] = ("self", "oldSelf")) -> None:
         from cel_expr_python import cel
         from cel_expr_python.ext import ext_bindings, ext_encoders, ext_math, ext_optional, ext_strings
 
         from . import cel_library
 
         self.cel = cel
-        self.env = cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN}, extensions=[
+        self.env = cel.NewEnv(variables={name: cel.Type.DYN for name in variables}, extensions=[
             ext_strings.ExtStrings(), ext_math.ExtMath(), ext_optional.ExtOptional(), ext_bindings.ExtBindings(),
             ext_encoders.ExtEncoders(), cel.CelExtension("kubernetes", cel_library.declarations(cel))])
         self.programs: dict[str, Any] = {}
@@ -263,9 +263,12 @@ class _Env:
             raise
         except Exception as e:  # noqa: BLE001 - a value cel-cpp cannot take (an int past int64)
             return False, _eval_error(str(e))
-        if result.type().name() == "ERROR":
-            return False, _eval_error(str(result.value()))
-        return True, result.value()
+        try:
+            if result.type().name() == "ERROR":
+                return False, _eval_error(str(result.value()))
+            return True, result.value()
+        except Exception:  # noqa: BLE001 - a value cel-expr-python cannot hand Python (an optional, a type)
+            return False, f"{UNREADABLE} {result.type().name()} cannot be read here"
 
 
 @lru_cache(maxsize=1)
@@ -273,6 +276,33 @@ def environment() -> _Env:
     return _Env()
 
 
+# The variables of a ValidatingAdmissionPolicy's expressions (k8s.io/apiserver pkg/admission/plugin/cel/compile.go
+# @v0.36.0:34-41,251-264: object, oldObject, namespaceObject, request, params, authorizer; `variables`, the policy's
+# own, composition.go). All are dyn here (upstream types namespaceObject and request; the values given are complete,
+# so a field reads the same). `authorizer` is declared so that an expression reading it compiles; its functions are
+# not (admission_policy.py says such an expression could not be checked without evaluating it).
+ADMISSION_VARIABLES = ("object", "oldObject", "namespaceObject", "request", "params", "authorizer", "variables")
+
+
+@lru_cache(maxsize=1)
+def admission_environment() -> _Env:
+    """The environment of admission policies' expressions: the same library as a CRD rule's, other variables."""
+    return _Env(ADMISSION_VARIABLES)
+
+
+def compile_error(expr: str, env: "_Env | None" = None) -> str | None:
+    """Why `expr` does not compile in `env` (the admission environment by default), as cel-go would say it; None where
+    it compiles."""
+    try:
+        (env or admission_environment()).program(expr)
+    except NotCompiled as e:
+        return str(e)
+    return None
+
+
+# The start of evaluate's error for a value cel-expr-python cannot hand Python (an optional, a type): a limit of the
+# library, which callers say as not evaluated rather than as the rule's error.
+UNREADABLE = "a value of type"
 _UNDECLARED = re.compile(r"undeclared reference to '([^']+)'")
 
 
@@ -290,6 +320,9 @@ def _eval_error(text: str) -> str:
     m = re.match(r'Key not found in map ?: ?"?([^"]*)"?$', text)
     if m:
         return f"no such key: {m.group(1)}"
+    m = re.match(r"Index error: index=(-?\d+) size=\d+$", text)
+    if m:  # cel-go's interpreter: `index out of bounds: <i>`
+        return f"index out of bounds: {m.group(1)}"
     return text
 
 
