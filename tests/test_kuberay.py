@@ -280,6 +280,17 @@ def test_generate_name_counts_the_five_characters_the_api_server_adds() -> None:
     assert not kv.name_checks({"generateName": "j" * 42}, "RayJob")
 
 
+def test_an_object_named_by_generate_name_is_shown_by_it() -> None:
+    """KubeRay's RayJob samples (ray-job.kueue-toy-sample.yaml, pytorch-text-classifier) name themselves with
+    metadata.generateName alone: each line about them named `RayJob/`, which says no object; now the names the API
+    server may give, `RayJob/<generateName>*`."""
+    m = Manifest(yaml.safe_load((Path(__file__).parent / "corpus/rayjob/kuberay-pytorch-text-classifier.yaml")
+                                .read_text()), "f.yaml")
+    assert m.ref == "RayJob/pytorch-text-classifier-*" and m.name == ""
+    assert Manifest({"kind": "Job", "metadata": {"namespace": "ns", "generateName": "s-"}}, "f").ref == "Job/ns/s-*"
+    assert Manifest({"kind": "Job", "metadata": {}}, "f").ref == "Job/"
+
+
 @pytest.mark.parametrize("lines,strategy,maker,want", [
     # TestValidateRayClusterUpgradeOptions (3057-3153).
     ("3065-3069", None, None, "ok"), ("3070-3077", "None", "RayCluster", "ok"),

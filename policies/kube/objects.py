@@ -75,9 +75,12 @@ class Manifest:
 
     @cached_property
     def ref(self) -> str:
-        """`Kind/namespace/name`, or `Kind/name` for objects without a namespace."""
-        ns = self.namespace
-        return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
+        """`Kind/namespace/name`, or `Kind/name` for objects without a namespace; an object named by its
+        generateName alone is `Kind/<generateName>*`, the names the API server may give it."""
+        ns, name, prefix = self.namespace, self.name, self.metadata.get("generateName")
+        if not name and isinstance(prefix, str) and prefix:
+            name = prefix + "*"
+        return f"{self.kind}/{ns}/{name}" if ns else f"{self.kind}/{name}"
 
 
 # Every character str.splitlines() breaks a line at, written as an escape.
