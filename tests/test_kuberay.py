@@ -457,6 +457,8 @@ def test_a_refused_cluster_is_a_topo011_error_and_the_world_is_said_unchecked() 
     assert [(p.rule, p.field) for p in errors] == [("TOPO011", "spec.autoscalerOptions.idleTimeoutSeconds")]
     said = [p for p in unit.problems if p.rule == "TOPO012"]
     assert len(said) == 1 and said[0].severity == INFO and "not by torchrun" in said[0].message
+    # a cluster that runs no Ray Train (KubeRay's ray-job.kueue-toy-sample.yaml) is not said to hold such a world
+    assert "and any Ray Train world over them" in said[0].message
     assert not [p for p in unit.problems if p.rule == "MODEL"]
     # the security rules still read the head's template
     assert any(p.rule.startswith("SEC") and p.field.startswith("spec.headGroupSpec.template") for p in unit.problems)
