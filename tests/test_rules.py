@@ -255,3 +255,13 @@ def test_res002_checks_a_trainjobs_gpu_request_as_merged_into_its_runtime(tmp_pa
     start = no_policy.index("  mlPolicy:")
     end = no_policy.index("  template:", start)
     assert said(no_policy[:start] + no_policy[end:]) == []
+
+
+def test_restart003_says_gpus_are_held_only_where_the_pods_ask_for_them():
+    """KAI's elastic PyTorchJob (tests/corpus) runs on CPU pods: its pods are held for ever, not 'their GPUs'."""
+    cpu = [p.message for p in problems_of(FIXTURES.parent / "corpus/pytorchjob/kai-scheduler-pytorch-elastic.yaml")
+           if p.rule == "RESTART003"]
+    assert len(cpu) == 2 and not [m for m in cpu if "GPU" in m], cpu
+    gpu = [p.message for p in problems_of(FIXTURES.parent / "corpus/pytorchjob/ai-on-eks-bionemo-esm1nv-pretrain.yaml")
+           if p.rule == "RESTART003"]
+    assert gpu and all("GPUs" in m for m in gpu), gpu
