@@ -21,6 +21,8 @@ from policies.report import engine
 from policies.rules.kit import Environment
 from policies.schema import BuiltinValidator
 
+from conftest import run_cli
+
 TEST = "validation_test.go"
 CONFORMANCE = sorted((Path(__file__).parent / "conformance" / "kuberay").glob("*.yaml"))
 
@@ -289,6 +291,13 @@ def test_an_object_named_by_generate_name_is_shown_by_it() -> None:
     assert m.ref == "RayJob/pytorch-text-classifier-*" and m.name == ""
     assert Manifest({"kind": "Job", "metadata": {"namespace": "ns", "generateName": "s-"}}, "f").ref == "Job/ns/s-*"
     assert Manifest({"kind": "Job", "metadata": {}}, "f").ref == "Job/"
+    # make plan names such a workload alike (its table and its JSON)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"generateName": "ddp-"}, "spec": {
+        "completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "t", "image": "busybox:1.37",
+                                                       "command": ["torchrun", "--nnodes=1", "train.py"]}]}}}}
+    out = run_cli("plan", "--format", "json", "-", stdin=json.dumps(job))
+    assert [w["object"] for o in json.loads(out.stdout)["overlays"] for w in o["workloads"]] == ["Job/ddp-*"], out
 
 
 @pytest.mark.parametrize("lines,strategy,maker,want", [
