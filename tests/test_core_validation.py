@@ -55,3 +55,19 @@ def test_service_without_ports_is_refused_unless_headless():
     assert [p.field for p in run([svc]).problems if p.rule == "TOPO011"] == ["spec.ports"]
     svc["spec"]["clusterIP"] = "None"
     assert not [p for p in run([svc]).problems if p.rule == "TOPO011"]
+
+
+def test_service_account_and_node_names_are_dns_subdomains():
+    """ValidatePodSpec refuses a serviceAccountName or nodeName that is not a DNS-1123 subdomain (NameIsDNSSubdomain):
+    ai-on-gke's GPU training Job (tutorials-and-examples/gpu-examples/training-single-gpu/src/gke-config/
+    standard-tf-mnist-train.yaml) as written names `$K8S_SA_NAME`, which envsubst was meant to fill."""
+    obj = job(None, "w")
+    obj["spec"]["template"]["spec"]["serviceAccountName"] = "$K8S_SA_NAME"
+    refused = [p for p in run([obj]).problems if p.rule == "TOPO011" and p.severity == ERROR]
+    assert [p.field for p in refused] == ["spec.template.spec.serviceAccountName"], refused
+    obj["spec"]["template"]["spec"]["serviceAccountName"] = "training-sa"
+    obj["spec"]["template"]["spec"]["nodeName"] = "ip-10-0-0-1.ec2.internal"
+    assert not [p for p in run([obj]).problems if p.rule == "TOPO011" and p.severity == ERROR]
+    obj["spec"]["template"]["spec"]["nodeName"] = "Node_1"
+    assert [p.field for p in run([obj]).problems if p.rule == "TOPO011" and p.severity == ERROR] == \
+        ["spec.template.spec.nodeName"]

@@ -21,6 +21,8 @@ from policies.report import engine
 from policies.rules.kit import Environment
 from policies.schema import BuiltinValidator
 
+from conftest import run_cli
+
 TEST = "validation_test.go"
 CONFORMANCE = sorted((Path(__file__).parent / "conformance" / "kuberay").glob("*.yaml"))
 
@@ -280,6 +282,24 @@ def test_generate_name_counts_the_five_characters_the_api_server_adds() -> None:
     assert not kv.name_checks({"generateName": "j" * 42}, "RayJob")
 
 
+def test_an_object_named_by_generate_name_is_shown_by_it() -> None:
+    """KubeRay's RayJob samples (ray-job.kueue-toy-sample.yaml, pytorch-text-classifier) name themselves with
+    metadata.generateName alone: each line about them named `RayJob/`, which says no object; now the names the API
+    server may give, `RayJob/<generateName>*`."""
+    m = Manifest(yaml.safe_load((Path(__file__).parent / "corpus/rayjob/kuberay-pytorch-text-classifier.yaml")
+                                .read_text()), "f.yaml")
+    assert m.ref == "RayJob/pytorch-text-classifier-*" and m.name == ""
+    assert Manifest({"kind": "Job", "metadata": {"namespace": "ns", "generateName": "s-"}}, "f").ref == "Job/ns/s-*"
+    assert Manifest({"kind": "Job", "metadata": {}}, "f").ref == "Job/"
+    # make plan names such a workload alike (its table and its JSON)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"generateName": "ddp-"}, "spec": {
+        "completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "t", "image": "busybox:1.37",
+                                                       "command": ["torchrun", "--nnodes=1", "train.py"]}]}}}}
+    out = run_cli("plan", "--format", "json", "-", stdin=json.dumps(job))
+    assert [w["object"] for o in json.loads(out.stdout)["overlays"] for w in o["workloads"]] == ["Job/ddp-*"], out
+
+
 @pytest.mark.parametrize("lines,strategy,maker,want", [
     # TestValidateRayClusterUpgradeOptions (3057-3153).
     ("3065-3069", None, None, "ok"), ("3070-3077", "None", "RayCluster", "ok"),
@@ -446,6 +466,8 @@ def test_a_refused_cluster_is_a_topo011_error_and_the_world_is_said_unchecked() 
     assert [(p.rule, p.field) for p in errors] == [("TOPO011", "spec.autoscalerOptions.idleTimeoutSeconds")]
     said = [p for p in unit.problems if p.rule == "TOPO012"]
     assert len(said) == 1 and said[0].severity == INFO and "not by torchrun" in said[0].message
+    # a cluster that runs no Ray Train (KubeRay's ray-job.kueue-toy-sample.yaml) is not said to hold such a world
+    assert "and any Ray Train world over them" in said[0].message
     assert not [p for p in unit.problems if p.rule == "MODEL"]
     # the security rules still read the head's template
     assert any(p.rule.startswith("SEC") and p.field.startswith("spec.headGroupSpec.template") for p in unit.problems)

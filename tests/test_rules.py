@@ -106,6 +106,16 @@ def test_topo002_nproc_gpu_without_a_gpu_is_an_error_as_torchrun_raises():
     assert [p.severity for p in found] == [ERROR] and "Cuda is not available" in found[0].message
 
 
+def test_topo002_processes_on_neuron_devices_are_not_said_to_share_cpus():
+    """ai-on-eks' trn1 Volcano Job runs 32 processes in a pod with 16 aws.amazon.com/neuron devices and 2 CPUs: the
+    processes run on the NeuronCores, so no 'they share cores' warning, only an info line that the count per device
+    was not checked (how many cores a device has is not in the manifests)."""
+    corpus = FIXTURES.parent / "corpus/volcano/ai-on-eks-trn1-mlp-karpenter.yaml"
+    found = [p for p in problems_of(corpus) if p.rule == "TOPO002"]
+    assert [p.severity for p in found] == ["info"], [p.line() for p in found]
+    assert "16 aws.amazon.com/neuron" in found[0].message and "not checked" in found[0].message
+
+
 def test_topo011_data_over_one_mib_is_refused_as_the_api_server_counts_it(tmp_path):
     """ValidateConfigMap counts data (UTF-8) and binaryData (decoded); ValidateSecret counts data decoded, with
     stringData merged over it by the conversion before validation: more than 1 MiB in all is refused."""
@@ -320,3 +330,13 @@ def test_img003_on_a_runtime_and_a_trainjob(tmp_path):
                               "replaces it")}
     other = runtime.replace("                  name: node\n", "                  name: node-sidecar\n")
     assert [sev for sev, *_ in said(other)] == [ERROR]
+
+
+def test_restart003_says_gpus_are_held_only_where_the_pods_ask_for_them():
+    """KAI's elastic PyTorchJob (tests/corpus) runs on CPU pods: its pods are held for ever, not 'their GPUs'."""
+    cpu = [p.message for p in problems_of(FIXTURES.parent / "corpus/pytorchjob/kai-scheduler-pytorch-elastic.yaml")
+           if p.rule == "RESTART003"]
+    assert len(cpu) == 2 and not [m for m in cpu if "GPU" in m], cpu
+    gpu = [p.message for p in problems_of(FIXTURES.parent / "corpus/pytorchjob/ai-on-eks-bionemo-esm1nv-pretrain.yaml")
+           if p.rule == "RESTART003"]
+    assert gpu and all("GPUs" in m for m in gpu), gpu

@@ -116,6 +116,22 @@ def test_mpirun_in_a_script_is_read_as_the_shell_reads_it():
     assert unread.np == 4 and unread.program[0] == "python"  # white space, without the continuation's backslash
 
 
+def test_mpirun_hosts_known_only_at_run_time_stay_one_word():
+    """Volcano's kubecon MPI sample runs `mpiexec --host ${MPI_HOST}` with MPI_HOST=`cat .../mpiworker.host | tr "\\n"
+    ","`: -H is split at its own commas, not at the comma inside the command substitution, so the info line quotes
+    the whole value (it quoted `$(cat ... | tr "\\n" "`, cut at that comma)."""
+    from policies.launchers.mpirun import find_mpirun
+
+    run = find_mpirun(["sh", "-c", 'mpirun -H $(cat /h | tr "\\n" ","),b.j:2 -np 2 t'], ["c0", "a0", "a1"])
+    assert run.hosts == [('$(cat /h | tr "\\n" ",")', 1), ("b.j", 2)]
+    run = find_mpirun(["mpirun", "-H", "${HOSTS:-a.j,c.j},b.j:2", "-np", "2", "t"], ["f"] * 6)
+    assert run.hosts == [("${HOSTS:-a.j,c.j}", 1), ("b.j", 2)]
+    found = [p for p in problems_of(FIXTURES.parent / "corpus/volcano/volcano-kubecon-mpi-sample.yaml")
+             if p.rule == "TOPO012"]
+    assert len(found) == 1, found
+    assert '($(cat /etc/volcano/mpiworker.host | tr "\\n" ",")) are known only when it runs' in found[0].message
+
+
 @pytest.mark.parametrize("fixture,found", [
     ("fail/mpijob-master-addr-not-rank-0.yaml", "rank 0 (the first slot mpirun fills) runs on ddp-worker-0"),
     ("fail/mpijob-hosts-beyond-workers.yaml", "-H lists 2 slots"),

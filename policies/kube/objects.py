@@ -74,10 +74,17 @@ class Manifest:
         return str(self.metadata.get("namespace") or "")
 
     @cached_property
+    def shown_name(self) -> str:
+        """The name as lines show it: metadata.name, or `<generateName>*` (the names the API server may give an
+        object named by its generateName alone)."""
+        prefix = self.metadata.get("generateName")
+        return self.name or (prefix + "*" if isinstance(prefix, str) and prefix else "")
+
+    @cached_property
     def ref(self) -> str:
-        """`Kind/namespace/name`, or `Kind/name` for objects without a namespace."""
+        """`Kind/namespace/name`, or `Kind/name` for objects without a namespace (the name as shown_name)."""
         ns = self.namespace
-        return f"{self.kind}/{ns}/{self.name}" if ns else f"{self.kind}/{self.name}"
+        return f"{self.kind}/{ns}/{self.shown_name}" if ns else f"{self.kind}/{self.shown_name}"
 
 
 # Every character str.splitlines() breaks a line at, written as an escape.

@@ -21,8 +21,8 @@ from ..kube.values import dig, group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
 from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
-from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, container_resources,
-                   drop_gpus, gpu_resources)
+from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, accelerators,
+                   container_resources, drop_gpus, gpu_resources)
 
 
 
@@ -164,7 +164,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
 
 
 __all__ = ["unread_world", "leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
-           "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
+           "accelerators", "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
            "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
            "pod_templates", "finished_ttl", "run_kinds"]

@@ -271,6 +271,12 @@ def _pod_template(template: Any, field: str, added_volumes: tuple[str, ...]) -> 
         if isinstance(value, str) and value and not _dns1123_label(value):
             out.append(Check(f"{where}.{key}", f"{key} '{value}' is not a DNS-1123 label of at most 63 characters: "
                              f"{REFUSE}", "use lowercase letters, digits and '-', at most 63 characters"))
+    # ValidatePodSpec: ValidateServiceAccountName and ValidateNodeName are NameIsDNSSubdomain (at most 253).
+    for key in ("serviceAccountName", "nodeName"):
+        value = spec.get(key)
+        if isinstance(value, str) and value and (len(value) > 253 or not DNS1123_SUBDOMAIN.match(value)):
+            out.append(Check(f"{where}.{key}", f"{key} '{value}' is not a DNS-1123 subdomain: {REFUSE}",
+                             "use lowercase letters, digits, '-' and '.', at most 253 characters"))
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not 1 <= deadline <= MAX_INT32:
         out.append(Check(f"{where}.activeDeadlineSeconds", f"activeDeadlineSeconds {deadline} is not between 1 and "

@@ -131,8 +131,8 @@ class KubeRayLauncher(Launcher[Workload]):
                     f"({self.managed_by_source}); its pod templates got the schema, security and image checks, "
                     "nothing else was checked")
         return ("KubeRay's admission was checked (TOPO011) and its pod templates got the schema, security "
-                f"and image checks; the pods {what} (head, worker groups the autoscaler may resize) and the "
-                "Ray Train world over them (set up by Ray in Python, not by torchrun) were not checked")
+                f"and image checks; the pods {what} (head, worker groups the autoscaler may resize) and "
+                "any Ray Train world over them (set up by Ray in Python, not by torchrun) were not checked")
 
 
 KUBERAY = KubeRayLauncher()

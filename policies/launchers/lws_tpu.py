@@ -13,9 +13,8 @@ import functools
 from typing import Any
 
 from ..kube.values import env_entry, listing, mapping, parse_quantity
-from .pods import Injected
+from .pods import TPU, Injected
 
-TPU = "google.com/tpu"
 HOSTNAMES, PROCESS_ADDRESSES, PROCESS_PORT = "TPU_WORKER_HOSTNAMES", "TPU_PROCESS_ADDRESSES", "TPU_PROCESS_PORT"
 WORKER_ID, NAME = "TPU_WORKER_ID", "TPU_NAME"
 DEFAULT_PORT = 8476

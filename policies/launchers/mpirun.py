@@ -105,7 +105,7 @@ def _mpirun_in(words: list[tuple[str, str]]) -> MpiRun | None:
                     value = words[j + 1][0]
                     j += 1
                 if name in _HOST:
-                    hosts = (hosts or []) + [_host_slots(h) for h in value.split(",") if h]
+                    hosts = (hosts or []) + [_host_slots(h) for h in _host_words(value) if h]
                     host_option = name
                 elif name in _HOSTFILE:
                     hostfile, host_option = value, name
@@ -283,8 +283,31 @@ _TWO_VALUES = ("-mca", "--mca", "-gmca", "--gmca", "-genv")
 _HOSTFILE = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile")
 
 
+def _host_words(value: str) -> list[str]:
+    """-H's `host[:slots],...` split at its commas, but not at those inside a value the shell works out when it runs
+    (`$(cat /etc/volcano/worker.host | tr "\\n" ",")`, `${HOSTS}`, backticks, quotes), which stays one word."""
+    words, word, depth, quote = [], "", 0, ""
+    for ch in value:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            words.append(word)
+            word = ""
+            continue
+        word += ch
+    return words + [word]
+
+
 def _host_slots(text: str) -> tuple[str, int | None]:
-    host, _, slots = text.partition(":")
+    host, colon, slots = text.rpartition(":")
+    if not colon or any(c in slots for c in ")}`'\""):  # no `:slots`, or the colon is inside an expansion
+        return text, 1
     return host, (as_int(slots) if slots else 1)
 
 

@@ -18,6 +18,12 @@ from ..kube.values import as_int, expand_k8s, listing, mapping, quantity_cpu
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 POD_INDEX = "apps.kubernetes.io/pod-index"
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+# Accelerators other than GPUs, as their device plugins name them: a process runs on one of their cores, not on the
+# pod's CPUs, and how many cores a device has depends on the machine (AWS Neuron: aws-neuron/aws-neuron-sdk
+# containers/tutorials/k8s-setup.rst, the devices and their NeuronCores; GKE's TPU chips; Intel Gaudi's device plugin).
+TPU = "google.com/tpu"
+ACCELERATOR_RESOURCES = ("aws.amazon.com/neuron", "aws.amazon.com/neurondevice", "aws.amazon.com/neuroncore", TPU,
+                         "habana.ai/gaudi")
 
 # How an injected variable meets one the user wrote in the same container.
 OVERRIDE = "override"    # appended after the user's env: the kubelet takes the last definition (the controller wins)
@@ -435,6 +441,19 @@ def trainer_gpus_per_node(resources: dict[str, Any]) -> int:
                 return as_int(q, 0) or 0
         return 0
     return count(resources.get("requests")) or count(resources.get("limits"))
+
+
+def accelerators(container: dict[str, Any]) -> list[str]:
+    """`N name` for each accelerator other than a GPU (ACCELERATOR_RESOURCES) the container asks for, its limit else
+    its request."""
+    res = mapping(container.get("resources"))
+    limits, requests = mapping(res.get("limits")), mapping(res.get("requests"))
+    out = []
+    for key in ACCELERATOR_RESOURCES:
+        value = limits.get(key, requests.get(key))
+        if value is not None and str(value) not in ("0", ""):
+            out.append(f"{value} {key}")
+    return out
 
 
 def container_resources(container: dict[str, Any]) -> tuple[int, int | None, float | None, float | None]:

@@ -42,7 +42,7 @@ def plan_rows(unit: Unit) -> list[tuple[str, ...]]:
         world = str(t.world_size) if t.world_size is not None else "?"
         total = str(t.gpus * t.pods) if t.gpus else "0"
         rdzv = f"{t.backend} {t.endpoint_host}:{t.endpoint_port}" if t.endpoint_host else t.backend
-        rows.append((f"{t.manifest.kind}/{t.manifest.name}", t.launcher_id, str(t.pods), _nnodes(t), nproc, world,
+        rows.append((f"{t.manifest.kind}/{t.manifest.shown_name}", t.launcher_id, str(t.pods), _nnodes(t), nproc, world,
                      str(t.gpus), total, t.rank_source, rdzv, _dns(t)))
     return rows
 
@@ -116,7 +116,7 @@ def workload_doc(w: Workload, t: Topology | None, refused: list[Problem] | None 
     elsewhere = w.managed_by is not None  # its pods are never created here: none listed
     n = 0 if elsewhere else w.pods  # the training world; `pods` also lists auxiliary pods (a TrainJob's initializers)
     not_created = w.launcher.not_created(w)
-    out: dict[str, Any] = {"object": f"{w.manifest.kind}/{w.manifest.name}", "namespace": w.manifest.namespace or None,
+    out: dict[str, Any] = {"object": f"{w.manifest.kind}/{w.manifest.shown_name}", "namespace": w.manifest.namespace or None,
                            "launcher": w.launcher_id, "topology": topology_doc(t) if t else None,
                            "pod_count": n, "pods": [] if elsewhere else [pod_doc(p) for p in w.every_pod(MAX_PODS)],
                            "services": [] if elsewhere else w.launcher.services(w),
@@ -167,9 +167,9 @@ def pods_text(u: Unit) -> str:
     for w in u.workloads:
         why = w.launcher.not_created(w)
         if w.managed_by is not None:
-            lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher_id}): no pods here: {why}")
+            lines.append(f"{w.manifest.kind}/{w.manifest.shown_name} ({w.launcher_id}): no pods here: {why}")
             continue
-        lines.append(f"{w.manifest.kind}/{w.manifest.name} ({w.launcher_id}): {w.all_pods} pods"
+        lines.append(f"{w.manifest.kind}/{w.manifest.shown_name} ({w.launcher_id}): {w.all_pods} pods"
                      + (f" (none now: {why})" if why else ""))
         for i, p in enumerate(w.every_pod(MAX_PODS)):
             fqdn = f"{p.hostname}.{p.subdomain}" if p.subdomain else p.hostname
@@ -209,18 +209,18 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
                     out.append(f"{len(errors)} topology errors: run `make validate` for details")
                 out += [f"note: {n}" for t in u.topologies for n in t.notes]
                 out += [f"recovery: {t.manifest.ref} {s.words()}: {s.why}" for t, s in u.recovery]
-            out += [f"note: {w.manifest.kind}/{w.manifest.name}: 0 pods now: {w.launcher.not_created(w)}"
+            out += [f"note: {w.manifest.kind}/{w.manifest.shown_name}: 0 pods now: {w.launcher.not_created(w)}"
                     for w in idle]
             # A workload that is no torchrun world (an MPI TrainJob's mpirun, an MPIJob) still says what its
             # controller gives it (its hostfile), with its pod count.
             worlds = {id(t.workload) for t in u.topologies}
-            out += [f"note: {w.manifest.kind}/{w.manifest.name} ({w.all_pods} pods): {n}" for w in u.workloads
+            out += [f"note: {w.manifest.kind}/{w.manifest.shown_name} ({w.all_pods} pods): {n}" for w in u.workloads
                     if id(w) not in worlds and w not in idle and w.managed_by is None for n in w.notes]
-            out += [f"note: {w.manifest.kind}/{w.manifest.name}: {gated}"
+            out += [f"note: {w.manifest.kind}/{w.manifest.shown_name}: {gated}"
                     for w in u.workloads if (gated := w.launcher.gated(w))]
             found = refusals(u)
-            out += [f"note: {w.manifest.kind}/{w.manifest.name}: " + (f"{p.obj} is not created, nor any pod of it: "
-                    if p.extra.get("object_refused") else f"the pods of {p.obj} {p.field} are not created: ")
+            out += [f"note: {w.manifest.kind}/{w.manifest.shown_name}: " + (f"{p.obj} is not created, nor any pod of "
+                    "it: " if p.extra.get("object_refused") else f"the pods of {p.obj} {p.field} are not created: ")
                     + f"{p.message} ({p.rule})" for w in u.workloads if w.managed_by is None
                     for p in _refused(w, found)]
             if pods and u.workloads:

@@ -2,7 +2,8 @@
 
 The API server rejects an object whose name is not a DNS-1123 subdomain (lowercase letters, digits, `-` and `.`,
 at most 253 characters); Services and Namespaces must be DNS labels (at most 63 characters; a Service must start
-with a letter). Roles, ClusterRoles and their bindings are the exception: their names need only be a path segment
+with a letter), and so must the `metadata.namespace` of a namespaced object (apimachinery ValidateObjectMeta:
+ValidateNamespaceName), such as a `<user_namespace>` left from a template. Roles, ClusterRoles and their bindings are the exception: their names need only be a path segment
 (kubernetes pkg/apis/rbac/validation/validation.go ValidateRBACName -> apimachinery v0.36.0
 pkg/api/validate/content/path.go 27-62: not `.` or `..`, no `/` or `%`), so `system:auth-delegator` and the
 `<prefix>:system:auth-delegator` bindings of metrics adapters are valid. Controllers build more names from a workload's name, and those fail at run time, not at apply:
@@ -19,7 +20,8 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from ..kube.values import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN
+from ..argocd.apps import CLUSTER_SCOPED
+from ..kube.values import DNS1035 as DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, group_of
 from .. import launchers
 from ..kube.objects import Problem
 from .kit import Context, obj_problem
@@ -53,6 +55,10 @@ def _why(name: str, pattern: re.Pattern[str], limit: int) -> str | None:
 
 def check(ctx: Context) -> Iterator[Problem]:
     for m in ctx.bundle.manifests:
+        space = m.namespace
+        if space and (group_of(m.api_version), m.kind) not in CLUSTER_SCOPED and _why(space, DNS1123_LABEL, 63):
+            yield obj_problem(ID, m, "metadata.namespace", f"namespace '{space}' {_why(space, DNS1123_LABEL, 63)}",
+                              "use a lowercase namespace of letters, digits and '-'")
         name = m.name
         if not name:
             continue  # the schema stage reports a missing name

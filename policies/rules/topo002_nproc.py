@@ -5,7 +5,10 @@ than the `nvidia.com/gpu` limit put two processes on one device, which NCCL refu
 (a warning: the job runs, slower). `auto` (and `gpu`) on a GPU pod counts the GPUs the device plugin exposes, the
 limit, as torchrun does. On CPU pods `auto` means the node's cores, whatever the CPU limit (a TrainJob's `auto`
 becomes its CPU request instead), and more processes than the CPU limit share cores: both only cost speed, so
-warnings; with no CPU limit or request the check cannot run and says so (a warning).
+warnings; with no CPU limit or request the check cannot run and says so (a warning). On a pod that asks for an
+accelerator other than a GPU (AWS Neuron, TPU, Gaudi: `launchers/pods.py` ACCELERATOR_RESOURCES) the processes run on
+those devices, not on the CPUs, and how many a device takes (its cores) is not in the manifests: one info line says
+the count was not checked.
 
 `gpu` on a pod that requests no GPU stops torchrun before any worker starts ("Cuda is not available."): an error.
 
@@ -20,7 +23,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..kube.objects import ERROR, WARNING, Problem
+from ..kube.objects import ERROR, INFO, WARNING, Problem
+from ..launchers import accelerators
 from .kit import Context, problem
 from ..model.topology import launcher_field
 
@@ -71,6 +75,13 @@ def check(ctx: Context) -> Iterator[Problem]:
                 yield problem(ID, t, where, f"{t.nproc} processes per pod but {t.gpus} GPUs per pod: "
                               f"{t.gpus - t.nproc} GPUs stay idle", f"set processes per node to {t.gpus}, or the "
                               f"nvidia.com/gpu limit to {t.nproc}", severity=WARNING)
+            continue
+        devices = accelerators(t.first.pod.container)
+        if devices:
+            yield problem(ID, t, where, f"{t.nproc} processes per pod on {', '.join(devices)}: they run on those devices, "
+                          "not on the CPUs, and how many of them a device takes (its cores) is not in the manifests: "
+                          "not checked", "check the processes per pod against the cores of the devices it asks for",
+                          severity=INFO)
             continue
         cpus = t.cpu_limit if t.cpu_limit is not None else t.cpu_request
         if cpus is None and t.nproc > 1:
