@@ -340,3 +340,25 @@ def test_restart003_says_gpus_are_held_only_where_the_pods_ask_for_them():
     gpu = [p.message for p in problems_of(FIXTURES.parent / "corpus/pytorchjob/ai-on-eks-bionemo-esm1nv-pretrain.yaml")
            if p.rule == "RESTART003"]
     assert gpu and all("GPUs" in m for m in gpu), gpu
+
+
+def test_img003_on_a_trainjob_that_keeps_its_runtimes_broken_command(tmp_path):
+    """A TrainJob without spec.trainer.command runs its runtime's `node` command (jobset/builder.go 126-135): where
+    that command is one string with spaces, the TrainJob's pods fail to start, an error on the TrainJob; one that sets
+    its own command replaces it (the runtime keeps its warning, about other TrainJobs)."""
+    text = (FIXTURES / "rules/RES002/pass/trainjob-limit-in-runtime.yaml").read_text()
+    node = "                  image: ghcr.io/example/ddp-trainer:0.1.0\n                  name: node\n"
+    runtime = text.replace(node, "                  command: [python train.py]\n" + node)
+    keeps = runtime.replace("    command:\n    - torchrun\n", "")
+    assert keeps != runtime
+
+    def errors(text: str) -> list[tuple[str, str | None, str]]:
+        return [(p.obj, p.field, p.message) for p in problems_of(_write(tmp_path, text))
+                if p.rule == "IMG003" and p.severity == ERROR]
+
+    assert errors(runtime) == []
+    assert errors(keeps) == [("TrainJob/ddp-train", "spec.trainer.command", "spec.trainer.command is not set, so "
+                              "container 'node' of ClusterTrainingRuntime 'ddp-torch' keeps its command, whose "
+                              "command[0] is 'python train.py': the runtime starts a program of that whole name (no "
+                              "shell splits a command): the container fails to start unless the image has a file so "
+                              "named")]

@@ -12,7 +12,8 @@ command's words in the shell line (ray-project/kuberay v1.7.0 common/pod.go 878-
 template says `ray.io/overwrite-container-cmd: "true"` or the command already contains `ray start`
 (`launchers/unmodelled.py`, `as_built_by_kuberay`). In a (Cluster)TrainingRuntime the trainer's `node` container
 takes a TrainJob's `spec.trainer.command` in place of its own (kubeflow/trainer v2.3.0 jobset/builder.go 126-135), so
-there it is a warning phrased as that condition.
+there it is a warning phrased as that condition, and an error on each TrainJob of the manifests that sets no
+`spec.trainer.command` and so runs it.
 
 Fails: `command: ["sleep 10; exit 1"]` (the Worker of project-codeflare/appwrapper v1.2.1
 samples/wrapped-failing-pytorch-job.yaml, in tests/corpus/); `command: ["python /app/train.py --epochs 1"]`; a Ray
@@ -25,6 +26,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..kube.objects import WARNING, Manifest, Problem
+from ..kube.values import dig
+from ..launchers.podspecs import ContainerSite
 from ..launchers.trainingruntime import template_use
 from .kit import RULE_DEFAULT, Context, obj_problem
 
@@ -33,27 +36,37 @@ NAME = "command-is-a-program"
 
 
 def check(ctx: Context) -> Iterator[Problem]:
+    replaceable: dict[int, list[tuple[ContainerSite, str]]] = {}  # a runtime -> its containers a TrainJob may set
     for cs in ctx.containers:
         use = template_use(cs.manifest, cs.field)
         replaced = use.set_by.get("command") if use else None
         unless = f", in a {use.user} unless its {replaced} replaces it" if use and replaced else ""
-        yield from _judged(cs.manifest, f"{cs.field}.command", f"container '{cs.name}' command[0]",
+        if replaced:
+            replaceable.setdefault(id(cs.manifest), []).append((cs, replaced))
+        yield from _judged(cs.manifest, f"{cs.field}.command[0]", f"container '{cs.name}' command[0]",
                            cs.container.get("command"), unless)
     for m, launcher in ctx.launched:
         for field, command in launcher.container_settings(m, "command"):
-            yield from _judged(m, field, f"{field}[0]", command, "")
+            yield from _judged(m, f"{field}[0]", f"{field}[0]", command, "")
+    for w in ctx.workloads:  # a TrainJob that leaves its runtime's command as it is runs it
+        runtime = w.runtime
+        for cs, setting in replaceable.get(id(runtime), []) if runtime is not None else []:
+            if runtime is not None and dig(w.manifest.obj, *setting.split(".")) is None:
+                yield from _judged(w.manifest, setting, f"{setting} is not set, so container '{cs.name}' of "
+                                   f"{runtime.kind} '{runtime.name}' keeps its command, whose command[0]",
+                                   cs.container.get("command"), "")
 
 
-def _judged(m: Manifest, field: str, what: str, command: Any, unless: str) -> Iterator[Problem]:
-    """`command` (at `field`: a container's, or a setting the controller writes into one) as the runtime runs it;
-    `unless` words what may replace it (a warning then)."""
+def _judged(m: Manifest, at: str, what: str, command: Any, unless: str) -> Iterator[Problem]:
+    """`command` (a container's, or a setting the controller writes into one; the problem at `at`) as the runtime
+    runs it; `unless` words what may replace it (a warning then)."""
     if not isinstance(command, list) or not command:
         return
     first = command[0]
     if not isinstance(first, str) or "$(" in first or not any(ch.isspace() for ch in first):
         return
     words = first.split()
-    yield obj_problem(ID, m, f"{field}[0]",
+    yield obj_problem(ID, m, at,
                       f"{what} is '{_short(first)}': the runtime starts a program of that whole name "
                       "(no shell splits a command): the container fails to start unless the image has a file so "
                       f"named{unless}",
