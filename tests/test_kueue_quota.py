@@ -212,3 +212,26 @@ def test_the_namespace_selector_of_the_cluster_queue():
     assert namespace_refused(team, "default", {"metadata": {"labels": {"team": "ml"}}}) is None
     assert namespace_refused(team, "default", {"metadata": {"labels": {"team": "web"}}}).endswith("(namespace default)")
     assert namespace_refused(team, "", None) is None  # a namespace the manifests do not name
+
+
+def test_make_plan_says_a_workload_kueue_never_admits_starts_no_pod():
+    """RES010's error tells `make plan` (as SEC010's and ADM001's refusals do): no pod of the workload is created
+    (`pods_now` 0), with a note; the warning without a declared integration claims nothing there."""
+    import json
+
+    from conftest import FIXTURES, run_cli
+    rules = FIXTURES / "rules/RES010"
+    fail, env = rules / "fail/gpus-over-nominal-quota.yaml", rules / "policy.yaml"
+    proc = run_cli("plan", "--format", "json", "--env", str(env), str(fail))
+    assert proc.returncode in (0, 1), proc.stderr
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pod_count"] == 5 and job["pods_now"] == 0  # queued: 0 now in any case
+    assert [(r["object"], r["field"]) for r in job["pods_refused"]] == [("PyTorchJob/default/pytorch-simple",
+                                                                         "metadata.labels")]
+    assert job["pods_refused"][0]["why"].startswith("ClusterQueue 'cluster-queue' (of LocalQueue 'user-queue') never "
+                                                    "admits it")
+    text = run_cli("plan", "--env", str(env), str(fail)).stdout
+    assert ("note: PyTorchJob/pytorch-simple: no pod of PyTorchJob/default/pytorch-simple is created: ClusterQueue "
+            "'cluster-queue' (of LocalQueue 'user-queue') never admits it: couldn't assign flavors to pod set "
+            "spec.pytorchReplicaSpecs.Worker.template: insufficient quota for nvidia.com/gpu") in text
+    assert "no pod of" not in run_cli("plan", str(fail)).stdout  # no declaration: a warning, no claim

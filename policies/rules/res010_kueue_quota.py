@@ -79,4 +79,6 @@ def check(ctx: Context) -> Iterator[Problem]:
             yield obj_problem(ID, w.manifest, "metadata.labels", f"if Kueue's {framework} integration is on, {said}",
                               hint, severity=WARNING)
         else:
-            yield obj_problem(ID, w.manifest, "metadata.labels", said, hint)
+            found = obj_problem(ID, w.manifest, "metadata.labels", said, hint)
+            found.extra.update(pods_refused=True, never_admitted=True)  # make plan: no pod of it is created
+            yield found
