@@ -44,7 +44,8 @@ TAINT_EFFECTS = ("NoSchedule", "NoExecute")
 # Annotations and labels under which Kueue may admit fewer pods, or reads the pod sets from elsewhere: nothing is
 # claimed of such a workload (partial admission: jobframework's job-min-parallelism; workload slices; a prebuilt
 # Workload).
-NOT_SETTLED = ("kueue.x-k8s.io/job-min-parallelism", "kueue.x-k8s.io/elastic-job", "kueue.x-k8s.io/prebuilt-workload-name")
+NOT_SETTLED = ("kueue.x-k8s.io/job-min-parallelism", "kueue.x-k8s.io/elastic-job",
+               "kueue.x-k8s.io/prebuilt-workload-name")
 
 
 @dataclass
@@ -90,8 +91,10 @@ class Flavor:
     capacity: dict[str, Fraction | None]     # resource -> maximum capacity (None: the manifests do not settle it)
 
 
-def resource_groups(cq: dict[str, Any]) -> list[tuple[set[str], list[Flavor]]]:
-    """(covered resources, flavors in order) of each of a ClusterQueue's resource groups."""
+def resource_groups(cq: dict[str, Any],
+                    flavor_objs: dict[str, dict[str, Any]]) -> list[tuple[set[str], list[Flavor]]]:
+    """(covered resources, flavors in order) of each of a ClusterQueue's resource groups; `flavor_objs`: the
+    ResourceFlavors the manifests hold, by name."""
     spec = mapping(cq.get("spec"))
     cohort = spec.get("cohortName") or spec.get("cohort")  # v1beta2, v1beta1
     out = []
@@ -108,7 +111,8 @@ def resource_groups(cq: dict[str, Any]) -> list[tuple[set[str], list[Flavor]]]:
                 if cohort and cap is not None:
                     cap = cap + limit.value if limit is not None else None
                 caps[str(mapping(r).get("name"))] = cap
-            flavors.append(Flavor(str(mapping(f).get("name")), None, caps))
+            name = str(mapping(f).get("name"))
+            flavors.append(Flavor(name, flavor_objs.get(name), caps))
         out.append((covered, flavors))
     return out
 
@@ -120,10 +124,7 @@ def _group(groups: list[tuple[set[str], list[Flavor]]], resource: str) -> int | 
 def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], podsets: list[PodSet]) -> list[str]:
     """Why the ClusterQueue `cq` can never admit these pod sets together, in Kueue's words where it has them; empty
     where it may. `flavor_objs`: the ResourceFlavors the manifests hold, by name."""
-    groups = resource_groups(cq)
-    for _, flavors in groups:
-        for f in flavors:
-            f.obj = flavor_objs.get(f.name)
+    groups = resource_groups(cq, flavor_objs)
     pods_covered = _group(groups, POD_COUNT) is not None
     reasons: list[str] = []
     usable: dict[str, set[str]] = {}   # resource -> flavors some pod set may put it in
@@ -185,9 +186,8 @@ def _flavors_for(ps: PodSet, flavors: list[Flavor], wanted: list[str], totals: d
         if not flavor_matches(ps.spec, mapping(fspec.get("nodeLabels"))):
             said.append(f"flavor {f.name} doesn't match node affinity")
             continue
-        over = [r for r in wanted if (cap := f.capacity.get(r, Fraction(0))) is not None and totals[r] > cap]
-        for r in over:
-            cap = f.capacity.get(r, Fraction(0)) or Fraction(0)
+        over = [(r, cap) for r in wanted if (cap := f.capacity.get(r, Fraction(0))) is not None and totals[r] > cap]
+        for r, cap in over:
             said.append(f"insufficient quota for {r} in flavor {f.name}, previously considered podsets requests "
                         f"(0) + current podset request ({_amount(r, totals[r])}) > maximum capacity "
                         f"({_amount(r, cap)})")

@@ -8,9 +8,9 @@ a selector on labels other than `kubernetes.io/metadata.name` is judged only aga
 hold), a pod set asks for a resource no resource group covers (`resource nvidia.com/gpu unavailable in
 ClusterQueue`), or every flavor refuses it (an untolerated taint, node labels its node affinity rules out, or more of
 a resource than the flavor's maximum capacity: its nominalQuota outside a cohort, nominalQuota + borrowingLimit in
-one), or the pod sets together need more than every flavor they may use can hold (a LeaderWorkerSet is one Workload per
-group, each admitted on its own). The job then stays suspended and
-no pod starts: the workload's QuotaReserved condition carries Kueue's message. An error where the environment
+one), or the pod sets together need more than every flavor they may use can hold (a LeaderWorkerSet is one Workload
+per group, each admitted on its own). The job then stays suspended and no pod starts: the workload's QuotaReserved
+condition carries Kueue's message. An error where the environment
 declares Kueue with the kind's integration on (`kueueFrameworks`); without that declaration a warning phrased as the
 condition that the integration is on; nothing where the environment's Kueue leaves the integration off (Kueue never
 sees the object, RES005). A ResourceFlavor the manifests do not hold may fit; a cohort without a borrowingLimit may
@@ -64,10 +64,11 @@ def check(ctx: Context) -> Iterator[Problem]:
             continue
         mine = [v for v in views if v.workload is w]
         alike = max(w.copies, 1) * workloads_per_object(framework, w.manifest.obj)  # each its own Workload
-        podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // alike, v.without_added(),
-                          pod_requests(v.without_added())) for v in mine]
-        home = next((m.obj for m in kept if m.kind == "Namespace" and m.api_version == "v1"
-                     and m.name == w.namespace), None)
+        specs = [(v, v.without_added()) for v in mine]
+        podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // alike, spec, pod_requests(spec))
+                   for v, spec in specs]
+        home = next((m.obj for m in ctx.of_kind("Namespace") if m.api_version == "v1" and m.name == w.namespace
+                     and m.ref not in ctx.schema_refused), None)
         refused = namespace_refused(cluster.obj, w.namespace, home)
         reasons = [refused] if refused else never_admitted(cluster.obj, flavors, podsets)
         if not reasons:
