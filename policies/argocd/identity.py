@@ -18,6 +18,7 @@ import yaml
 
 from ..render.files import read_config, rel
 from ..render.loader import InputError
+from ..kube.image_ref import split_image
 from ..render.paths import REPO
 
 CONFIG_NAME = "gitops.yaml"
@@ -154,10 +155,7 @@ def is_example_repo(url: Any) -> bool:
 
 def image_repository(image: str) -> str:
     """`registry/path:tag@sha256:...` -> `registry/path` (a port's colon is not a tag's)."""
-    name = image.split("@", 1)[0]
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    return name[:colon] if colon > slash else name
+    return split_image(image)[0]
 
 
 def is_example_image(image: Any) -> bool:

@@ -12,23 +12,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..kube.image_ref import split_image
 from ..kube.objects import WARNING, Manifest, Problem
 from .kit import Context, obj_problem
 
 ID = "IMG001"
 NAME = "image-tag-not-latest"
 SEVERITY = WARNING
-
-
-def split_image(image: str) -> tuple[str, str | None, str | None]:
-    """`host:5000/a/b:tag@sha256:x` -> (`host:5000/a/b`, `tag`, `sha256:x`)."""
-    name, _, digest = image.partition("@")
-    last = name.rsplit("/", 1)[-1]
-    tag = None
-    if ":" in last:
-        tag = last.rsplit(":", 1)[1]
-        name = name[: len(name) - len(tag) - 1]
-    return name, tag, digest or None
 
 
 def images(ctx: Context) -> list[tuple[Manifest, str, str]]:

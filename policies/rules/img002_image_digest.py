@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from ..kube.image_ref import split_image
 from ..kube.objects import Problem
 from .kit import Context, not_run, obj_problem
-from .img001_image_tag import images, split_image
+from .img001_image_tag import images
 
 ID = "IMG002"
 NAME = "image-digest"

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..argocd.identity import EXAMPLE_DIGEST, EXAMPLE_REGISTRY, is_example_image
+from ..kube.image_ref import split_image
 from ..kube.objects import INFO, Problem
 from .kit import Context, obj_problem
-from .img001_image_tag import images, split_image
+from .img001_image_tag import images
 
 ID = "IMG004"
 NAME = "real-environment-own-image"
