@@ -40,8 +40,7 @@ SPEC_KEYS: dict[str, tuple[str, type, str]] = {
                                                            "as group/Kind (/Namespace for the core group); [] allows "
                                                            "none (SEC009)"),
     "selfContained": ("self_contained", bool, "every object the manifests reference (ConfigMaps, Secrets, claims, an "
-                                              "etcd Service) is in them: REF001 errors on one that is not; what is validated is "
-                                              "what is applied, so an image's placeholder is an error (IMG005)"),
+                                              "etcd Service) is in them: REF001 errors on one that is not"),
     "podLosses": ("pod_losses", int, "pod losses every training workload survives (a lost node takes its pod): "
                                       "counted as its controller counts them (RESTART007)"),
     "severity": ("severity", dict, "rule id -> error | warning | info: this environment's severity for the rule"),

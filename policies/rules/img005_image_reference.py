@@ -9,15 +9,14 @@ scheme, `$(VAR)` (the kubelet expands variables only in command, args and env, n
 whitespace at either end is refused earlier, by the API server, for every pod.
 
 An image that holds a template's placeholder (`<ACCOUNT_ID>.dkr.ecr...`, `<CHANGE ME>`, `${REGISTRY}/trainer`,
-`{{ .Values.image }}`, `IMAGE_NAME`) is a warning phrased as that condition: a step the manifests do not show
-(envsubst, a Helm or kustomize edit, the README's instructions) may fill it in before it is applied. Where the
-environment declares its manifests self-contained (`selfContained: true`: what is validated is what is applied, as
-Argo CD applies this repository's overlays), it is an error.
+`{{ .Values.image }}`, `IMAGE_NAME`) is the same error, as a `<user_namespace>` is for the API server (ARGO003): the
+manifests do not run as written, and the message names the placeholder. Validate what is applied: the files after the
+step that fills it in (envsubst, a Helm or kustomize edit), as `make validate` checks overlays after kustomize.
 
 Checked on every container and init container of every pod template and on a TrainJob's `spec.trainer.image`.
 
 Fails: `ghcr.io/Acme/Trainer:1.0`; `pytorch/pytorch@sha256:abc`; `$(IMAGE)`;
-`<ACCOUNT_ID>.dkr.ecr.us-west-2.amazonaws.com/trainer:1.0` (a warning; an error where self-contained).
+`<ACCOUNT_ID>.dkr.ecr.us-west-2.amazonaws.com/trainer:1.0`.
 Passes: `pytorch/pytorch`, `localhost:5000/ddp:0.1.0`, `[::1]:5000/ddp@sha256:<64 lowercase hex digits>`.
 """
 from __future__ import annotations
@@ -25,7 +24,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..kube.image_ref import image_problem, placeholder
-from ..kube.objects import ERROR, WARNING, Problem
+from ..kube.objects import ERROR, Problem
 from .kit import Context, obj_problem
 from .img001_image_tag import images
 
@@ -35,7 +34,6 @@ SEVERITY = ERROR
 
 
 def check(ctx: Context) -> Iterator[Problem]:
-    applied_as_is = ctx.env.name if ctx.env is not None and ctx.env.self_contained else None
     for m, field, image in images(ctx):
         found = image_problem(image)
         if found is None:
@@ -45,12 +43,7 @@ def check(ctx: Context) -> Iterator[Problem]:
         if mark is None:
             yield obj_problem(ID, m, field, f"image {image!r} is not a valid image reference ({why}): {who}",
                               "write [registry/]path[:tag][@sha256:<64 hex>] with a lowercase path and no spaces")
-        elif applied_as_is:
-            yield obj_problem(ID, m, field, f"image {image!r} holds the placeholder {mark!r}, and {applied_as_is} "
-                              f"declares its manifests self-contained ({why}): {who}",
-                              "write the real image here (kustomize `images:` sets it in an overlay)")
         else:
-            yield obj_problem(ID, m, field, f"image {image!r} holds the placeholder {mark!r}: unless a step before "
-                              f"it is applied fills it in, {who} ({why})",
-                              "fill the placeholder in (envsubst, kustomize `images:`) before applying",
-                              severity=WARNING)
+            yield obj_problem(ID, m, field, f"image {image!r} holds the placeholder {mark!r} ({why}): {who}",
+                              "fill the placeholder in and validate what is applied (after envsubst or the edit "
+                              "that fills it)")
