@@ -20,6 +20,7 @@ from ..kube.objects import Manifest
 from ..kube.values import dig, group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
+from .kueue import WITHOUT_WORKLOAD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS_LABEL
 from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
 from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, accelerators,
                    container_resources, drop_gpus, gpu_resources)
@@ -131,6 +132,15 @@ def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list
     return (manifests + [c.manifest for c in children] if children else manifests), children, checks
 
 
+def priority_needs(metadata: dict[str, Any]) -> list[Need]:
+    """The WorkloadPriorityClass a queued object's label names: Kueue needs it to make the object's Workload."""
+    name = (metadata.get("labels") or {}).get(WORKLOAD_PRIORITY_CLASS_LABEL)
+    if not isinstance(name, str) or not name:
+        return []
+    return [Need(WORKLOAD_PRIORITY_CLASS, "", name, f"metadata.labels['{WORKLOAD_PRIORITY_CLASS_LABEL}']",
+                 WITHOUT_WORKLOAD_PRIORITY_CLASS.format(name))]
+
+
 def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = None,
               kueue: Collection[str] | None = None) -> list[Workload]:
     """Every object in the bundle that starts pods through one of the modelled controllers. With `failed`, an object
@@ -155,6 +165,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
         w.suspended = launcher.suspended(m)
         if kueue is not None and launcher.kueue_framework in kueue:
             w.queued = kueue_queue(m.metadata)
+            w.needs.extend(priority_needs(m.metadata) if w.queued is not None else [])
         child = bundle.children.get(m.ref)
         if child is not None:
             w.copies = child.copies

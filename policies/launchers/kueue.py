@@ -19,3 +19,11 @@ KUEUE_FRAMEWORKS = (
 # adds the scheduling gate `kueue.x-k8s.io/admission` to each pod as it is created (pod/pod_webhook.go:109, 176;
 # pod/constants/constants.go:24), removed on admission.
 KUEUE_GATE = "kueue.x-k8s.io/admission"
+# The label naming a queued object's WorkloadPriorityClass (pkg/controller/constants/constants.go 48). Kueue reads the
+# class to build the object's Workload (jobframework/reconciler.go 1682-1719 PrepareWorkloadPriority, ExtractPriority;
+# pkg/util/priority/priority.go 108-114 GetPriorityFromWorkloadPriorityClass returns the Get error): without it no
+# Workload is made, and the object Kueue suspended stays suspended.
+WORKLOAD_PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+WITHOUT_WORKLOAD_PRIORITY_CLASS = ('Kueue makes no Workload for it (workloadpriorityclasses.kueue.x-k8s.io "{}" not '
+                                   "found), so it stays suspended and no pod starts")
