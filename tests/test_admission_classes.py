@@ -152,3 +152,14 @@ def test_quota_usage_counts_overhead_as_pod_requests_and_limits_do():
     assert value["limits.cpu"] == pytest.approx(2.25)      # a limit that is set: overhead added
     assert "limits.memory" not in value                     # no memory limit: none made up
     assert value["requests.memory"] == 1024**3 + 128 * 1024**2
+
+
+def test_jobset_priority_label_reads_the_admitted_priority():
+    """The JobSet pod webhook's priority label (launchers/jobset.py pod_priority) is the priority the Priority plugin
+    computes: a system class's value, the manifests' globalDefault class's for a pod naming none."""
+    from policies.launchers.jobset import pod_priority
+    defaults = priority_classes([{"metadata": {"name": "d"}, "value": 7, "globalDefault": True}])
+    assert pod_priority({}, defaults) == "7"
+    assert pod_priority({}, priority_classes([])) == "0"            # no default shown: a default cluster's 0
+    assert pod_priority({"priorityClassName": "system-node-critical"}, priority_classes([])) == "2000001000"
+    assert pod_priority({"priorityClassName": "elsewhere"}, priority_classes([])) is None
