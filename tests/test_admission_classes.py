@@ -163,3 +163,16 @@ def test_jobset_priority_label_reads_the_admitted_priority():
     assert pod_priority({}, priority_classes([])) == "0"            # no default shown: a default cluster's 0
     assert pod_priority({"priorityClassName": "system-node-critical"}, priority_classes([])) == "2000001000"
     assert pod_priority({"priorityClassName": "elsewhere"}, priority_classes([])) is None
+
+
+def test_what_the_manifests_do_not_show_is_a_warning_and_what_they_show_an_error():
+    from conftest import FIXTURES
+    from test_rules import problems_of
+    from policies.kube.objects import ERROR, WARNING
+
+    def adm002(name):
+        return [p.severity for p in problems_of(FIXTURES / "rules/ADM002" / name) if p.rule == "ADM002"]
+    assert adm002("fail/priority-with-class-elsewhere.yaml") == [WARNING]
+    assert adm002("fail/priority-differs-from-class.yaml") == [ERROR]
+    assert adm002("fail/runtime-class-node-selector-conflict.yaml") == [ERROR]
+    assert adm002("pass/class-elsewhere.yaml") == []

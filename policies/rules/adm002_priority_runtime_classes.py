@@ -22,19 +22,22 @@ each pod the controller creates is refused while the workload itself is accepted
 
 The pods the other rules check (RES009's quota, RES010's Kueue pod sets, ADM001's policies) are these pods as the
 plugins admit them: the RuntimeClass's overhead, node selector and tolerations merged in, the class's priority set.
-A class not in the manifests is REF001's (listed, or an error where the environment is self-contained); a refusal
-in a runtime's pod template the manifests do not hold is a warning phrased as that condition.
+A class not in the manifests is REF001's (listed, or an error where the environment is self-contained); a pod that
+states its own `priority` beside a class not in them (or, naming none, a value other than 0 where the manifests hold
+no globalDefault class) is a warning phrased as the condition under which the plugin refuses it; so is a refusal in
+a runtime's pod template the manifests do not hold.
 
 Fails: a Job's pods with `runtimeClassName: kata` and `nodeSelector: {pool: gpu}` beside a RuntimeClass `kata` whose
 scheduling selects `pool: kata`; a pod with `priority: 5` and `priorityClassName: high` (value 1000); two
 globalDefault PriorityClasses.
 Passes: the same pods with the RuntimeClass's own node selector; a PriorityClass in the manifests the pods name.
+Warns: `priority: 5` beside `priorityClassName: training-high`, a class the manifests do not hold.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
-from ..kube.admission_classes import PRIORITY_API
+from ..kube.admission_classes import PRIORITY_API, default_class, priority_classes
 from ..kube.objects import ERROR, WARNING, Problem
 from .kit import Context, obj_problem
 from .sec010_pod_security import pod_views
@@ -62,7 +65,14 @@ def check(ctx: Context) -> Iterator[Problem]:
         yield obj_problem(ID, m, "globalDefault", f"PriorityClass '{defaults[0].name}' is globalDefault too: the one "
                           f"applied second is refused (PriorityClass {defaults[0].name} is already marked as default. "
                           "Only one default can exist)", "mark one PriorityClass globalDefault")
+    known = priority_classes([m.obj for m in classes])
     for view in pod_views(ctx):
+        unknown = _unknown_priority(view.written, known)
+        if unknown:
+            yield obj_problem(ID, view.manifest, f"{view.field}.priority", f"the pods state priority "
+                              f"{view.written['priority']}, which the Priority admission plugin refuses {unknown} (the "
+                              "integer value of priority must not be provided in pod spec)", HINTS["Priority"],
+                              severity=WARNING)
         for plugin, says in view.refusals:
             conditions = view.conditions(False)
             key = "priorityClassName" if plugin == "Priority" else "runtimeClassName"
@@ -74,3 +84,16 @@ def check(ctx: Context) -> Iterator[Problem]:
             if not conditions:
                 p.extra["pods_refused"] = True  # make plan: none of these pods is created
             yield p
+
+
+def _unknown_priority(written: dict[str, Any], known: dict[str, dict[str, Any]]) -> str | None:
+    """The condition under which a pod's own `priority` is refused where its class is not in the manifests: the class
+    it names has another value, or (naming none, a value other than 0) the cluster has no globalDefault of it."""
+    own, name = written.get("priority"), written.get("priorityClassName")
+    if own is None:
+        return None
+    if name:
+        return None if name in known else f"if PriorityClass '{name}' (not in these manifests) has another value"
+    if default_class(known) is None and own != 0:
+        return f"unless the cluster has a globalDefault PriorityClass of value {own} (without one it computes 0)"
+    return None
