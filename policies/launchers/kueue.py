@@ -27,3 +27,11 @@ WORKLOAD_PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
 WITHOUT_WORKLOAD_PRIORITY_CLASS = ('Kueue makes no Workload for it (workloadpriorityclasses.kueue.x-k8s.io "{}" not '
                                    "found), so it stays suspended and no pod starts")
+# Without that label, the PriorityClass an integration's PriorityClass() names instead, which Kueue Gets the same way
+# (reconciler.go 1720-1721, util/priority/priority.go 91-101): a Kubeflow job's runPolicy.schedulingPolicy.priorityClass
+# (kubeflowjob_controller.go 171-182, mpijob_controller.go 193-202), before its templates' priorityClassName (the
+# pods' own reference, which the Priority admission plugin needs anyway).
+KUEUE_PRIORITY_CLASS_FIELD = {framework: ("spec", "runPolicy", "schedulingPolicy", "priorityClass")
+                              for framework in ("kubeflow.org/pytorchjob", "kubeflow.org/mpijob")}
+WITHOUT_PRIORITY_CLASS = ('Kueue makes no Workload for it (priorityclasses.scheduling.k8s.io "{}" not found), so it '
+                          "stays suspended and no pod starts")

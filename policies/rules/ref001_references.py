@@ -6,8 +6,9 @@ than `default`, which every namespace has), the PriorityClass and RuntimeClass t
 `system-node-critical` and `system-cluster-critical`, which every cluster has), the etcd Service a torchrun etcd
 rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names, the Volcano Queue a Volcano Job names (other than
 `default`, which Volcano creates; its state and child queues need the cluster too), the WorkloadPriorityClass the
-`kueue.x-k8s.io/priority-class` label of an object the environment's Kueue queues names (Kueue makes no Workload
-without it). What is not in the manifests cannot
+`kueue.x-k8s.io/priority-class` label of an object the environment's Kueue queues names, or without that label the
+PriorityClass its `runPolicy.schedulingPolicy.priorityClass` names (a PyTorchJob's, an MPIJob's: Kueue makes no
+Workload without it). What is not in the manifests cannot
 be checked here (a key that is missing, a claim that does not bind): one info line per input lists those references.
 Where an environment declares its manifests self-contained (`selfContained: true` in its policy.yaml, as this
 repository's environments do), each reference that is not in them is an error: the pod would wait for it
