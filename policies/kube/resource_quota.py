@@ -11,13 +11,13 @@ What the cluster already uses (`status.used`) is not in the manifests: it is at 
 needs more than `hard` on its own is refused whatever runs beside it. Scopes the manifests cannot settle
 (`CrossNamespacePodAffinity`) and pods with pod-level `spec.resources` (their usage and exemptions follow
 PodLevelResources) are left out: nothing is claimed about them. A pod's `spec.overhead` (which RuntimeClass admission sets) is
-not added to its usage: the usage here is never more than upstream's."""
+added as upstream adds it (pod_usage)."""
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Any
 
-from .limit_range import Container, canonical, pod_totals
+from .limit_range import Container, add, canonical, pod_totals
 from .values import Quantity, listing, mapping, parse_quantity
 
 # pods.go validationSet: "if a quota tracks cpu or memory related resources, the incoming pod is required to have
@@ -81,11 +81,22 @@ def constraints(tracked: list[str], pod: list[Container]) -> str | None:
     return "must specify " + "; ".join(f"{r} for: {','.join(sorted(missing[r]))}" for r in sorted(missing))
 
 
-def pod_usage(pod: list[Container]) -> dict[str, Quantity]:
+def pod_usage(pod: list[Container], overhead: Any = None) -> dict[str, Quantity]:
     """PodUsageFunc for a pod just created: count/pods 1, then podComputeUsageHelper over the pod's requests and
-    limits (containers summed, the largest init container, sidecars added: resourcehelper.PodRequests)."""
+    limits (containers summed, the largest init container, sidecars added: resourcehelper.PodRequests), the pod's
+    `spec.overhead` (which RuntimeClass admission sets) added to every request and to each limit that is not zero
+    (component-helpers resource/helpers.go PodRequests, PodLimits: "Add overhead to non-zero limits")."""
     one = Quantity(Fraction(1), "", "1")
-    return {POD_COUNT: one, **usage_helper(pod_totals(pod, False), pod_totals(pod, True))}
+    requests, limits = pod_totals(pod, False), pod_totals(pod, True)
+    for name, value in mapping(overhead).items():
+        q = parse_quantity(value)
+        if q is None:
+            continue
+        name = str(name)
+        requests[name] = add(requests.get(name), q)
+        if name in limits and limits[name].value:
+            limits[name] = add(limits[name], q)
+    return {POD_COUNT: one, **usage_helper(requests, limits)}
 
 
 def _best_effort(pod: list[Container]) -> bool:

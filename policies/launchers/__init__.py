@@ -20,6 +20,9 @@ from ..kube.objects import Manifest
 from ..kube.values import dig, group_of, kueue_queue
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
+from ..kube.admission_classes import SYSTEM_PRIORITY_CLASSES
+from .kueue import (KUEUE_PRIORITY_CLASS_FIELD, WITHOUT_PRIORITY_CLASS, WITHOUT_WORKLOAD_PRIORITY_CLASS,
+                    WORKLOAD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS_LABEL)
 from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
 from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, accelerators,
                    container_resources, drop_gpus, gpu_resources)
@@ -131,6 +134,20 @@ def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list
     return (manifests + [c.manifest for c in children] if children else manifests), children, checks
 
 
+def priority_needs(m: Manifest, framework: str | None) -> list[Need]:
+    """The class Kueue needs to make a queued object's Workload: the WorkloadPriorityClass its label names, else the
+    PriorityClass its integration reads from the object (a Kubeflow job's schedulingPolicy), not a system one."""
+    name = (m.metadata.get("labels") or {}).get(WORKLOAD_PRIORITY_CLASS_LABEL)
+    if isinstance(name, str) and name:
+        return [Need(WORKLOAD_PRIORITY_CLASS, "", name, f"metadata.labels['{WORKLOAD_PRIORITY_CLASS_LABEL}']",
+                     WITHOUT_WORKLOAD_PRIORITY_CLASS.format(name))]
+    path = KUEUE_PRIORITY_CLASS_FIELD.get(framework or "")
+    name = dig(m.obj, *path) if path else None
+    if not isinstance(name, str) or not name or name in SYSTEM_PRIORITY_CLASSES:
+        return []
+    return [Need("PriorityClass", "", name, ".".join(path or ()), WITHOUT_PRIORITY_CLASS.format(name))]
+
+
 def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = None,
               kueue: Collection[str] | None = None) -> list[Workload]:
     """Every object in the bundle that starts pods through one of the modelled controllers. With `failed`, an object
@@ -155,6 +172,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
         w.suspended = launcher.suspended(m)
         if kueue is not None and launcher.kueue_framework in kueue:
             w.queued = kueue_queue(m.metadata)
+            w.needs.extend(priority_needs(m, launcher.kueue_framework) if w.queued is not None else [])
         child = bundle.children.get(m.ref)
         if child is not None:
             w.copies = child.copies

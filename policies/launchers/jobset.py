@@ -8,6 +8,8 @@ import functools
 import hashlib
 from typing import Any, Callable, Iterator
 
+from ..kube import admission_classes
+from ..kube.admission_classes import PRIORITY_API, admit_priority
 from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import Manifest
 from . import indexed_job, job_validation, jobset_webhook
@@ -93,16 +95,15 @@ def child_meta(name: str, namespace: str, spec: dict[str, Any], annotations: dic
     return meta
 
 
-def pod_priority(pod_spec: dict[str, Any], priorities: dict[str, str]) -> str | None:
-    """The pod's spec.priority after the Priority admission plugin: its own, its PriorityClass's value (where the
-    class is among the manifests), 0 without a class (no globalDefault class on a default cluster); None where only
-    the cluster knows it."""
-    if pod_spec.get("priority") is not None:
-        return str(pod_spec["priority"])
-    cls = pod_spec.get("priorityClassName")
-    if not cls:
-        return "0"
-    return priorities.get(str(cls))
+def pod_priority(pod_spec: dict[str, Any], priorities: dict[str, dict[str, Any]]) -> str | None:
+    """The pod's spec.priority after the Priority admission plugin (kube/admission_classes.py admit_priority): its
+    own, its PriorityClass's value (a class of the manifests or a system one), the manifests' globalDefault class's
+    without a class, else 0 without a class (no globalDefault class on a default cluster); None where only the
+    cluster knows it."""
+    spec, _ = admit_priority(pod_spec, priorities)
+    if spec.get("priority") is not None:
+        return str(spec["priority"])
+    return None if pod_spec.get("priorityClassName") else "0"
 
 
 def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: str,
@@ -110,7 +111,7 @@ def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: 
                  aux: Callable[[dict[str, Any]], bool] = lambda rjob: False,
                  inject: Callable[[str, int, int, str, bool], list[Injected]] | None = None,
                  replicas: Callable[[dict[str, Any]], int] | None = None,
-                 priorities: dict[str, str] | None = None) -> list[PodGroup]:
+                 priorities: dict[str, dict[str, Any]] | None = None) -> list[PodGroup]:
     """The pods of every child Job of a JobSet spec, in replicated-Job order (jobset_controller.go constructJobs):
     child Job `<jobset>-<replicatedJob>-<index>`, its pod template labelled and annotated by the JobSet controller
     and its subdomain forced to the JobSet's where DNS hostnames are on; the webhook defaults completionMode to
@@ -138,7 +139,7 @@ def child_groups(spec: dict[str, Any], name: str, namespace: str, field_prefix: 
 def _replicated_job_group(rjob: dict[str, Any], ri: int, name: str, jobs: int, template_field: str, offset: int,
                           meta: Callable[[int, int], tuple[dict[str, str], dict[str, str]]],
                           inject: Callable[[str, int, int, str, bool], list[Injected]] | None,
-                          priorities: dict[str, str]) -> PodGroup:
+                          priorities: dict[str, dict[str, Any]]) -> PodGroup:
     """The pods of a replicated Job's `jobs` child Jobs: pod `i` is pod `i % per_job` of child Job `i // per_job`,
     which the Job controller makes as it makes any Job's (indexed_job.job_group)."""
     rname = str(rjob.get("name"))
@@ -179,9 +180,10 @@ def validation(name: str, spec: dict[str, Any], prefix: str = "spec") -> list[Ch
     return jobset_webhook.validation(name, spec, prefix, coordinator_endpoint(name, spec))
 
 
-def priority_classes(bundle: Bundle) -> dict[str, str]:
-    return {m.name: str(m.obj.get("value")) for m in bundle.manifests
-            if m.kind == "PriorityClass" and m.obj.get("value") is not None}
+def priority_classes(bundle: Bundle) -> dict[str, dict[str, Any]]:
+    """The PriorityClasses the Priority plugin would find: the system ones and the manifests'."""
+    return admission_classes.priority_classes([m.obj for m in bundle.manifests
+                                               if m.kind == "PriorityClass" and m.api_version == PRIORITY_API])
 
 
 def service(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:

@@ -19,3 +19,19 @@ KUEUE_FRAMEWORKS = (
 # adds the scheduling gate `kueue.x-k8s.io/admission` to each pod as it is created (pod/pod_webhook.go:109, 176;
 # pod/constants/constants.go:24), removed on admission.
 KUEUE_GATE = "kueue.x-k8s.io/admission"
+# The label naming a queued object's WorkloadPriorityClass (pkg/controller/constants/constants.go 48). Kueue reads the
+# class to build the object's Workload (jobframework/reconciler.go 1682-1719 PrepareWorkloadPriority, ExtractPriority;
+# pkg/util/priority/priority.go 108-114 GetPriorityFromWorkloadPriorityClass returns the Get error): without it no
+# Workload is made, and the object Kueue suspended stays suspended.
+WORKLOAD_PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+WORKLOAD_PRIORITY_CLASS = "WorkloadPriorityClass"
+WITHOUT_WORKLOAD_PRIORITY_CLASS = ('Kueue makes no Workload for it (workloadpriorityclasses.kueue.x-k8s.io "{}" not '
+                                   "found), so it stays suspended and no pod starts")
+# Without that label, the PriorityClass an integration's PriorityClass() names instead, which Kueue Gets the same way
+# (reconciler.go 1720-1721, util/priority/priority.go 91-101): a Kubeflow job's runPolicy.schedulingPolicy.priorityClass
+# (kubeflowjob_controller.go 171-182, mpijob_controller.go 193-202), before its templates' priorityClassName (the
+# pods' own reference, which the Priority admission plugin needs anyway).
+KUEUE_PRIORITY_CLASS_FIELD = {framework: ("spec", "runPolicy", "schedulingPolicy", "priorityClass")
+                              for framework in ("kubeflow.org/pytorchjob", "kubeflow.org/mpijob")}
+WITHOUT_PRIORITY_CLASS = ('Kueue makes no Workload for it (priorityclasses.scheduling.k8s.io "{}" not found), so it '
+                          "stays suspended and no pod starts")

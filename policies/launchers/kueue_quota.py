@@ -21,8 +21,10 @@ Beyond one pod set: every pod set must get a flavor whose capacity holds what it
 there, so pod sets that together need more of a resource than all the flavors any of them may use can hold are never
 admitted together (said in this module's words, as Kueue says it for whichever pod set comes last).
 
-Not read, and so never the ground for a claim: LimitRange defaults and RuntimeClass overhead Kueue adds (they only
-raise requests), Kueue's Configuration (resource transformations, excludeResourcePrefixes), partial admission, TAS,
+A pod set's `spec.overhead` counts (pod_requests): the template's own, or the one of its RuntimeClass, which Kueue
+adds where the template sets none (pkg/workload/resources.go handlePodOverhead 57-73; RES010 gives it where the
+manifests hold the RuntimeClass). Not read, and so never the ground for a claim: LimitRange defaults and the overhead
+of a RuntimeClass not in the manifests (they only raise requests), Kueue's Configuration (resource transformations, excludeResourcePrefixes), partial admission, TAS,
 a flavor the manifests do not hold (it may fit)."""
 from __future__ import annotations
 

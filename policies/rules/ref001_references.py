@@ -2,18 +2,26 @@
 
 A file validated on its own often names objects applied from another repository or installed with an operator: the
 ConfigMaps, Secrets and PersistentVolumeClaims its pods mount or read env from, the ServiceAccount they run as (other
-than `default`, which every namespace has), the etcd Service a torchrun etcd rendezvous dials, the
-(Cluster)TrainingRuntime a TrainJob names, the Volcano Queue a Volcano Job names (other than `default`, which Volcano
-creates; its state and child queues need the cluster too). What is not in the manifests cannot be checked here (a key
-that is missing, a claim that does not bind): one info line per input lists those references. Where an environment
-declares its manifests self-contained (`selfContained: true` in its policy.yaml, as this repository's environments
-do), each reference that is not in them is an error: the pod would wait for it (ContainerCreating,
-CreateContainerConfigError), or the API server refuses it (a missing ServiceAccount), and the world never forms. A
-reference written `optional: true` is not one the pod waits for.
+than `default`, which every namespace has), the PriorityClass and RuntimeClass they name (other than
+`system-node-critical` and `system-cluster-critical`, which every cluster has), the etcd Service a torchrun etcd
+rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names, the Volcano Queue a Volcano Job names (other than
+`default`, which Volcano creates; its state and child queues need the cluster too), the WorkloadPriorityClass the
+`kueue.x-k8s.io/priority-class` label of an object the environment's Kueue queues names, or without that label the
+PriorityClass its `runPolicy.schedulingPolicy.priorityClass` names (a PyTorchJob's, an MPIJob's: Kueue makes no
+Workload without it). What is not in the manifests cannot
+be checked here (a key that is missing, a claim that does not bind): one info line per input lists those references.
+Where an environment declares its manifests self-contained (`selfContained: true` in its policy.yaml, as this
+repository's environments do), each reference that is not in them is an error: the pod would wait for it
+(ContainerCreating, CreateContainerConfigError), or the API server refuses it (a missing ServiceAccount; the Priority
+plugin's `no PriorityClass with name X was found`; the RuntimeClass plugin's `pod rejected: RuntimeClass "x" not
+found`), and the world never forms (what those plugins refuse of a class in the manifests is ADM002's). A reference
+written `optional: true` is not one the pod waits for.
 
 Fails: an overlay of a self-contained environment whose pods read `envFrom: [{configMapRef: {name: ddp-env}}]` and
-hold no ConfigMap `ddp-env`, or run as `serviceAccountName: trainer` with no ServiceAccount `trainer`.
-Passes: every referenced ConfigMap, Secret and claim in the manifests; a file without an environment (info).
+hold no ConfigMap `ddp-env`, or run as `serviceAccountName: trainer` with no ServiceAccount `trainer`, or name
+`priorityClassName: training-high` or `runtimeClassName: kata` with no such class.
+Passes: every referenced ConfigMap, Secret and claim in the manifests; `priorityClassName: system-cluster-critical`;
+a file without an environment (info).
 """
 from __future__ import annotations
 
@@ -21,12 +29,16 @@ from typing import Iterator
 
 from ..launchers import Workload
 from ..launchers.base import Need
+from ..kube.admission_classes import REFUSED_PRIORITY, REFUSED_RUNTIME, SYSTEM_PRIORITY_CLASSES
 from ..kube.objects import ERROR, INFO, Manifest, Problem
 from .kit import Context, obj_problem
 
 # What follows a missing reference other than a pod waiting for it: the ServiceAccount admission plugin refuses the pod
 # (kubernetes plugin/pkg/admission/serviceaccount/admission.go, Plugin.Admit: "error looking up service account").
-REFUSED = {"ServiceAccount": "the API server refuses every pod (serviceaccount not found), so none is created"}
+# The Priority and RuntimeClass plugins refuse a pod whose class does not exist (policies/kube/admission_classes.py).
+REFUSED = {"ServiceAccount": "the API server refuses every pod (serviceaccount not found), so none is created",
+           "PriorityClass": "the API server refuses every pod (" + REFUSED_PRIORITY + "), so none is created",
+           "RuntimeClass": "the API server refuses every pod (" + REFUSED_RUNTIME + "), so none is created"}
 ID = "REF001"
 NAME = "references-resolve"
 SEVERITY = INFO
@@ -66,6 +78,12 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
         if isinstance(account, str) and account and account != "default":  # `default`: every namespace has one
             key = "serviceAccountName" if site.spec.get("serviceAccountName") else "serviceAccount"
             out.append(("ServiceAccount", ns, account, site.manifest, f"{site.field}.{key}"))
+        # Cluster-scoped classes; the two system PriorityClasses are in every cluster.
+        priority, runtime = site.spec.get("priorityClassName"), site.spec.get("runtimeClassName")
+        if isinstance(priority, str) and priority and priority not in SYSTEM_PRIORITY_CLASSES:
+            out.append(("PriorityClass", "", priority, site.manifest, f"{site.field}.priorityClassName"))
+        if isinstance(runtime, str) and runtime:
+            out.append(("RuntimeClass", "", runtime, site.manifest, f"{site.field}.runtimeClassName"))
         for field, c in site.containers():
             for j, src in enumerate(c.get("envFrom") or []):
                 if not isinstance(src, dict):
@@ -109,7 +127,8 @@ def check(ctx: Context) -> Iterator[Problem]:
     withouts = {(n.kind, n.namespace, n.name): n.without for _, n in _needs(ctx)}
     if ctx.env is not None and ctx.env.self_contained:
         for (kind, ns, name), (m, field) in missing.items():
-            what = withouts.get((kind, ns, name), REFUSED.get(kind, "the pod waits for it and never starts"))
+            what = withouts.get((kind, ns, name),
+                                REFUSED.get(kind, "the pod waits for it and never starts").format(name))
             yield obj_problem(ID, m, field, f"{kind} '{name}' is not in the manifests, which {ctx.env.name} declares "
                               f"self-contained: {what}",
                               f"add the {kind} to the overlay" + (", or mark the reference optional" if kind in

@@ -18,7 +18,10 @@ and whose pods together need more than `hard` never forms, as the pods past the 
 wait for them: an error. The pods of these manifests together needing more than `hard` otherwise is a warning: they
 cannot all be admitted at once, but may run one after another. `pods` and `count/pods` count one per pod; auxiliary
 pods (a TrainJob's initializers) and templates of kinds no module models are not counted. Scopes are matched
-(`Terminating`, `BestEffort`, `PriorityClass` and their negations); a quota with a `CrossNamespacePodAffinity` scope,
+(`Terminating`, `BestEffort`, `PriorityClass` and their negations, on the pod as the Priority plugin admits it: a
+pod naming no class gets the manifests' globalDefault PriorityClass). A pod's usage counts the overhead of the
+RuntimeClass it names where the manifests hold it (RuntimeClass admission sets `spec.overhead`; PodRequests adds
+it to every request, PodLimits to each limit that is set). A quota with a `CrossNamespacePodAffinity` scope,
 and pods with pod-level `spec.resources`, are left out.
 
 Fails: a StatefulSet whose sidecar states no CPU limit in a namespace whose quota sets `limits.cpu`; an Indexed Job
@@ -67,7 +70,8 @@ def check(ctx: Context) -> Iterator[Problem]:
                 if found is not None:
                     yield found
                 elif condition is None and holds(quota.obj, view.spec, pod):
-                    admitted.setdefault((id(quota), home), []).append((view, pod_usage(pod)))
+                    usage = pod_usage(pod, view.spec.get("overhead"))
+                    admitted.setdefault((id(quota), home), []).append((view, usage))
     for quota in quotas:
         for (qid, home), pods in admitted.items():
             if qid == id(quota):
@@ -85,7 +89,7 @@ def _refused(view: PodView, quota: Manifest, pod: list[Container], home: str | N
     if missing is not None:
         says, hint = f"failed quota: {quota.name}: {missing}", HINT_SPECIFY
     else:
-        usage = pod_usage(pod)
+        usage = pod_usage(pod, view.spec.get("overhead"))
         over = {k: q for k, q in usage.items() if k in tracked and q.value > limits[k].value}
         if over:
             zero = {k: Quantity(limits[k].value * 0, "", "0") for k in over}

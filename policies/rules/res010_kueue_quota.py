@@ -13,9 +13,11 @@ per group, each admitted on its own). The job then stays suspended and no pod st
 condition carries Kueue's message. An error where the environment
 declares Kueue with the kind's integration on (`kueueFrameworks`); without that declaration a warning phrased as the
 condition that the integration is on; nothing where the environment's Kueue leaves the integration off (Kueue never
-sees the object, RES005). A ResourceFlavor the manifests do not hold may fit; a cohort without a borrowingLimit may
-lend any amount; requests LimitRange defaults or RuntimeClass overhead would add, partial admission and Kueue's
-Configuration are not read: none of these is ground for a claim.
+sees the object, RES005). A pod set's requests include the overhead of the RuntimeClass its template names where
+the manifests hold it (Kueue adds it: pkg/workload/resources.go handlePodOverhead). A ResourceFlavor the manifests do
+not hold may fit; a cohort without a borrowingLimit may lend any amount; requests LimitRange defaults or the overhead
+of a RuntimeClass not in the manifests would add, partial admission and Kueue's Configuration are not read: none of
+these is ground for a claim.
 
 Fails: 4 pods of 8 GPUs in a queue whose only flavor has a nominalQuota of 16 `nvidia.com/gpu` (no cohort); a pod
 set asking for `nvidia.com/gpu` from a ClusterQueue covering only cpu and memory; a flavor tainted
@@ -64,7 +66,10 @@ def check(ctx: Context) -> Iterator[Problem]:
             continue
         mine = [v for v in views if v.workload is w]
         alike = max(w.copies, 1) * workloads_per_object(framework, w.manifest.obj)  # each its own Workload
-        specs = [(v, v.without_added()) for v in mine]
+        # Kueue reads the template, not the admitted pod, but adds its RuntimeClass's overhead (kueue v0.19.2
+        # pkg/workload/resources.go handlePodOverhead 57-73): the written spec with the admitted pod's overhead.
+        specs = [(v, {**v.without_added(v.written or None),
+                      **({"overhead": v.spec["overhead"]} if v.spec.get("overhead") else {})}) for v in mine]
         podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // alike, spec, pod_requests(spec))
                    for v, spec in specs]
         home = next((m.obj for m in ctx.of_kind("Namespace") if m.api_version == "v1" and m.name == w.namespace

@@ -29,9 +29,11 @@ Passes: the repository's own pod templates in a `restricted` namespace; `hostNet
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterator
 
+from ..kube.admission_classes import (PRIORITY_API, RUNTIME_API, admit_priority, admit_runtime_class,
+                                      priority_classes)
 from ..kube.objects import ERROR, WARNING, Manifest, Problem
 from ..kube.pod_security import LABEL_PREFIX, LEVEL_PRIVILEGED, CheckResult, LevelVersion, evaluate, forbidden_detail
 from ..kube.pod_security_admission import DEFAULT_CONFIG, NamespacePolicy, namespace_policy
@@ -61,11 +63,13 @@ class PodView:
     # The template is a runtime's the manifests do not hold, read as its upstream installs it (a TrainJob's default).
     assumed: bool = False
 
-    def without_added(self) -> dict[str, Any]:
-        """The pod spec without the containers the controller adds: what the template itself is held to."""
-        return {**self.spec, **{key: [c for c in listing(self.spec.get(key))
-                                      if not (isinstance(c, dict) and c.get("name") in self.added)]
-                                for key in ("initContainers", "containers")}}
+    def without_added(self, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The pod spec (`spec`, by default the admitted one) without the containers the controller adds: what the
+        template itself is held to."""
+        spec = self.spec if spec is None else spec
+        return {**spec, **{key: [c for c in listing(spec.get(key))
+                                 if not (isinstance(c, dict) and c.get("name") in self.added)]
+                           for key in ("initContainers", "containers")}}
 
     def conditions(self, only_added: bool) -> list[str]:
         """What a finding about these pods holds only under: it is only in a container the controller adds
@@ -82,11 +86,34 @@ class PodView:
     count: int | None = None
     workload: Workload | None = None
     aux: bool = False  # an auxiliary group's pods (a TrainJob's initializers), not the training world's
+    # The spec as the controller writes it, before the Priority and RuntimeClass plugins mutate it into `spec`
+    # (policies/kube/admission_classes.py), and what those plugins refuse: (plugin, message).
+    written: dict[str, Any] = dc_field(default_factory=dict)
+    refusals: list[tuple[str, str]] = dc_field(default_factory=list)
 
 
 def pod_views(ctx: Context) -> Iterator[PodView]:
     """The pods of every modelled workload, one per template, with what the controller adds (a TrainJob's come
-    from its runtime), then every other pod template in the manifests, read in its object's namespace."""
+    from its runtime), then every other pod template in the manifests, read in its object's namespace; each spec as
+    the Priority and RuntimeClass admission plugins leave it where the class it names is in the manifests."""
+    kept = [m for m in ctx.bundle.manifests if m.ref not in ctx.schema_refused]
+    priorities = priority_classes([m.obj for m in kept if m.kind == "PriorityClass" and m.api_version == PRIORITY_API])
+    runtimes = {m.name: m.obj for m in kept if m.kind == "RuntimeClass" and m.api_version == RUNTIME_API}
+    for view in _pod_views(ctx):
+        view.written = spec = view.spec
+        spec, refused = admit_priority(spec, priorities)
+        if refused:
+            view.refusals.append(("Priority", refused))
+        runtime = spec.get("runtimeClassName")
+        if not runtime or runtime in runtimes:
+            spec, refused = admit_runtime_class(spec, runtimes.get(str(runtime)) if runtime else None)
+            if refused:
+                view.refusals.append(("RuntimeClass", refused))
+        view.spec = spec
+        yield view
+
+
+def _pod_views(ctx: Context) -> Iterator[PodView]:
     covered: set[int] = set()
     for w in ctx.workloads:
         if w.managed_by is not None or w.unresolved is not None or w.odd_group is not None or not w.groups:

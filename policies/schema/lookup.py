@@ -36,12 +36,19 @@ def kubernetes_version(root: Path | None = None) -> str:
     return str(_versions(root or SCHEMAS_DIR)["kubernetes"]["version"]).lstrip("v")
 
 
+# A CRD's kind is a DNS-1035 label once lowercased (apiextensions validation ValidateCustomResourceDefinitionNames), at
+# most 63 characters; built-in kinds are shorter.
+MAX_KIND = 63
+
+
 @lru_cache(maxsize=None)
 def find_schema(api_version: str, kind: str, root: Path | None = None) -> Path | None:
     """The committed schema file for apiVersion/kind, looked up in kubeconform's order: built-in kinds, then CRDs."""
     m = _API_VERSION.match(api_version or "")
     if not m or not _KIND.match(kind or ""):
         return None  # also keeps `../` and the like out of the path
+    if len(kind) > MAX_KIND:
+        return None  # no kind is served (and no file name this long can be opened: ENAMETOOLONG)
     root = root or SCHEMAS_DIR
     group, ver = m.group("group") or "", m.group("version")
     suffix = f"-{group.split('.')[0]}" if group else ""
