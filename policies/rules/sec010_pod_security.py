@@ -92,13 +92,18 @@ class PodView:
     refusals: list[tuple[str, str]] = dc_field(default_factory=list)
 
 
-def pod_views(ctx: Context) -> Iterator[PodView]:
+def pod_views(ctx: Context) -> list[PodView]:
     """The pods of every modelled workload, one per template, with what the controller adds (a TrainJob's come
     from its runtime), then every other pod template in the manifests, read in its object's namespace; each spec as
-    the Priority and RuntimeClass admission plugins leave it where the class it names is in the manifests."""
+    the Priority and RuntimeClass admission plugins leave it where the class it names is in the manifests. Worked
+    out once per input: the rules that read them (RES008-RES010, ADM001, ADM002, SEC010) share one list."""
+    found: list[PodView] | None = ctx.memo.get("pod_views")
+    if found is not None:
+        return found
     kept = [m for m in ctx.bundle.manifests if m.ref not in ctx.schema_refused]
     priorities = priority_classes([m.obj for m in kept if m.kind == "PriorityClass" and m.api_version == PRIORITY_API])
     runtimes = {m.name: m.obj for m in kept if m.kind == "RuntimeClass" and m.api_version == RUNTIME_API}
+    found = ctx.memo["pod_views"] = []
     for view in _pod_views(ctx):
         view.written = spec = view.spec
         spec, refused = admit_priority(spec, priorities)
@@ -110,7 +115,8 @@ def pod_views(ctx: Context) -> Iterator[PodView]:
             if refused:
                 view.refusals.append(("RuntimeClass", refused))
         view.spec = spec
-        yield view
+        found.append(view)
+    return found
 
 
 def _pod_views(ctx: Context) -> Iterator[PodView]:
