@@ -128,6 +128,15 @@ class Context:
             self._containers = container_sites(self.sites)
         return self._containers
 
+    def workload_of(self, m: Manifest) -> Workload | None:
+        """The workload an object of the manifests makes (the first, where a kind makes several), or None."""
+        index: dict[int, Workload] | None = self.memo.get("workload_of")
+        if index is None:
+            index = self.memo["workload_of"] = {}
+            for w in self.workloads:
+                index.setdefault(id(w.manifest), w)
+        return index.get(id(m))
+
     def of_kind(self, kind: str) -> list[Manifest]:
         """The objects of one kind, in the order of the manifests (indexed once; not to be changed)."""
         if self._kinds is None:

@@ -61,7 +61,7 @@ def _hint(key: str, resources: dict[str, Any]) -> str:
 
 def _merged(ctx: Context, m: Manifest, field: str, resources: Any) -> Iterator[Problem]:
     """A setting outside any pod template (a TrainJob's resourcesPerNode), as the controller merges it."""
-    w = next((w for w in ctx.workloads if w.manifest is m), None)
+    w = ctx.workload_of(m)
     node = node_resources(w, resources)
     if node is None:
         return
@@ -108,6 +108,6 @@ def check(ctx: Context) -> Iterator[Problem]:
         settings = launcher.container_settings(m, "resources")
         for field, resources in settings:
             yield from _merged(ctx, m, field, resources)
-        w = None if settings else next((w for w in ctx.workloads if w.manifest is m), None)
+        w = None if settings else ctx.workload_of(m)
         if w is not None and (unset := launcher.setting_field(w, "resources")):
             yield from _merged(ctx, m, unset, {})  # no resourcesPerNode: the pods get the runtime's container
