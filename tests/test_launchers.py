@@ -213,6 +213,39 @@ spec:
     assert "trainer.kubeflow.org" in said[0].message and "torch-distributed" in said[0].obj
 
 
+def test_an_mpijob_of_the_first_api_is_not_read_as_v2beta1():
+    """kubeflow.org/v1alpha1 MPIJobs (mpi-operator v0.3.0 examples/v1alpha1/, kubeflow/examples tensorflow-horovod)
+    hold spec.gpus or spec.replicas and one spec.template, no mpiReplicaSpecs (pkg/apis/kubeflow/v1alpha1/types.go
+    40-98). Read as v2beta1 they were refused for 'no replica specs' (TOPO011) and 'creates no pods' (TOPO012): two
+    errors about an API they are not written in. The schema layer's SCHEMA-MISSING warning says the pinned CRD does
+    not serve v1alpha1; the model says it did not read the object (one info line), and v1 stays modelled."""
+    from policies.report import engine
+    from policies.kube.objects import INFO
+    from policies import launchers
+
+    text = """
+apiVersion: kubeflow.org/v1alpha1
+kind: MPIJob
+metadata: {name: tensorflow-benchmarks-16}
+spec:
+  gpus: 16
+  template:
+    spec:
+      containers:
+      - {name: tensorflow-benchmarks, image: mpioperator/tensorflow-benchmarks:latest, command: [mpirun, python, b.py]}
+"""
+    objs = [o for o in yaml.safe_load_all(text) if o]
+    manifests = [Manifest(o, "t.yaml", i) for i, o in enumerate(objs)]
+    assert launchers.of(manifests[0]) is None
+    assert launchers.of(Manifest(dict(objs[0], apiVersion="kubeflow.org/v1"), "t.yaml", 0)) is not None
+    unit = engine.Unit("t.yaml", "file", manifests)
+    engine.check_policies(unit)
+    assert not [p.line() for p in unit.problems if p.rule in ("TOPO011", "TOPO012")]
+    said = [p for p in unit.problems if p.rule == "MODEL"]
+    assert len(said) == 1 and said[0].severity == INFO, [p.line() for p in said]
+    assert "(only in kubeflow.org at other versions)" in said[0].message
+
+
 def test_jobset_webhook_names_failure_rules_before_the_schema_check():
     """jobset v0.12.0 jobset_webhook.go Default names an unnamed rule failurePolicyRule<i>; the CRD requires name."""
     from policies.launchers import jobset
