@@ -566,3 +566,15 @@ def test_hydra_hosts_are_not_held_to_open_mpis_slots():
     ompi = find_mpirun(["mpirun", "-H", "a.s:1", "-np", "4", "python", "t.py"], ["f"] * 7)
     assert ompi is not None and ompi.host_option == "-H"
     assert np_within_hosts(ompi, "OpenMPI") and not np_within_hosts(hydra, "MPICH")
+
+
+def test_horovodrun_options_are_not_read_as_the_program():
+    """mpi-operator v0.3.0 examples/horovod/tensorflow-mnist-elastic.yaml: `horovodrun -np 2 --min-np 1 --max-np 3
+    --host-discovery-script /etc/mpi/discover_hosts.sh python ...` was read as starting `1 --max-np ...` (TOPO012's
+    info line said so); horovodrun's valued options (horovod/runner/launch.py) are skipped as mpirun's are."""
+    from policies.launchers.mpirun import find_mpirun
+
+    argv = ["horovodrun", "--num-proc", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
+            "/etc/mpi/discover_hosts.sh", "--blacklist-cooldown-range", "10", "100", "python", "t.py"]
+    run = find_mpirun(argv, ["f"] * len(argv))
+    assert run is not None and run.np == 2 and run.program == ["python", "t.py"]
