@@ -156,3 +156,16 @@ def test_a_broken_world_inside_is_reported_at_the_appwrapper():
 def test_not_said_unmodelled_any_more():
     unit = validate([CORPUS])
     assert not [p for p in unit.problems if p.rule == "MODEL"]
+
+
+def test_an_mcad_v1beta1_appwrapper_is_not_read_as_a_v1beta2_one():
+    """MCAD's AppWrapper (multi-cluster-app-dispatcher v1.38.1 pkg/apis/controller/v1beta1/appwrapper.go 55-79), in
+    the same group, wraps spec.resources.GenericItems. Read as a v1beta2 one it was refused for 'components contains
+    no podspecs' (TOPO011) on 8 MCAD doc and test files of the fourth sweep; now SCHEMA-MISSING warns the pinned CRD
+    does not serve v1beta1 and the model says, in one info line, that it did not read it."""
+    obj = {"apiVersion": "workload.codeflare.dev/v1beta1", "kind": "AppWrapper", "metadata": {"name": "aw"},
+           "spec": {"resources": {"GenericItems": [{"replicas": 1, "generictemplate": deployment(2)["template"]}]}}}
+    unit = engine.Unit("t.yaml", "file", [Manifest(obj, "t.yaml", 0)])
+    engine.check_policies(unit)
+    assert not [p.line() for p in unit.problems if p.severity == ERROR]
+    assert [p.rule for p in unit.problems if p.rule == "MODEL"] == ["MODEL"]

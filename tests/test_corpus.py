@@ -4,7 +4,8 @@ read from the manifest and its controller's documented behaviour (`runs` or `can
 - `runs`: `validate` reports no error (warnings are allowed).
 - `cannot-form`: `validate` reports at least one error, under `expected_rule`.
 - every file, modelled kind or not: `validate` ends normally (exit 0 or 1, its JSON report), never a traceback.
-- a kind no launcher models (`modelled: false`) is said so in one `MODEL` info line; a modelled one never is.
+- a kind no launcher models (`modelled: false`) is said so in one `MODEL` info line; a modelled one never is (its
+  object may still get the MODEL line that says the SCHEMA errors above kept the model from reading it).
 
 Where the validator disagrees today the index says why in `known_gap`, and the verdict test is
 xfail(strict=True): the suite stays green now and fails (XPASS) when the model is fixed, so the entry is updated.
@@ -72,7 +73,7 @@ def test_kind_modelled_or_said_not(case):
     _, out, _ = validate(case["file"])
     said = [p for p in json.loads(out)["problems"] if p["rule"] == "MODEL"]
     if case["modelled"]:
-        assert not said, said
+        assert not [p for p in said if p["message"].startswith(f"{case['kind']} is not modelled")], said
     else:
         assert len(said) == 1 and said[0]["severity"] == "info", said
         assert said[0]["message"].startswith(f"{case['kind']} is not modelled"), said

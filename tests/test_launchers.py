@@ -213,6 +213,91 @@ spec:
     assert "trainer.kubeflow.org" in said[0].message and "torch-distributed" in said[0].obj
 
 
+def test_an_mpijob_of_the_first_api_is_not_read_as_v2beta1():
+    """kubeflow.org/v1alpha1 MPIJobs (mpi-operator v0.3.0 examples/v1alpha1/, kubeflow/examples tensorflow-horovod)
+    hold spec.gpus or spec.replicas and one spec.template, no mpiReplicaSpecs (pkg/apis/kubeflow/v1alpha1/types.go
+    40-98). Read as v2beta1 they were refused for 'no replica specs' (TOPO011) and 'creates no pods' (TOPO012): two
+    errors about an API they are not written in. The schema layer's SCHEMA-MISSING warning says the pinned CRD does
+    not serve v1alpha1; the model says it did not read the object (one info line), and v1 stays modelled."""
+    from policies.report import engine
+    from policies.kube.objects import INFO
+    from policies import launchers
+
+    text = """
+apiVersion: kubeflow.org/v1alpha1
+kind: MPIJob
+metadata: {name: tensorflow-benchmarks-16}
+spec:
+  gpus: 16
+  template:
+    spec:
+      containers:
+      - {name: tensorflow-benchmarks, image: mpioperator/tensorflow-benchmarks:latest, command: [mpirun, python, b.py]}
+"""
+    objs = [o for o in yaml.safe_load_all(text) if o]
+    manifests = [Manifest(o, "t.yaml", i) for i, o in enumerate(objs)]
+    assert launchers.of(manifests[0]) is None
+    assert launchers.of(Manifest(dict(objs[0], apiVersion="kubeflow.org/v1"), "t.yaml", 0)) is not None
+    unit = engine.Unit("t.yaml", "file", manifests)
+    engine.check_policies(unit)
+    assert not [p.line() for p in unit.problems if p.rule in ("TOPO011", "TOPO012")]
+    said = [p for p in unit.problems if p.rule == "MODEL"]
+    assert len(said) == 1 and said[0].severity == INFO, [p.line() for p in said]
+    assert "(only in kubeflow.org at other versions)" in said[0].message
+
+
+def test_a_pytorchjob_of_the_first_api_is_not_read_as_v1():
+    """pytorch-operator v0.3.0 examples/smoke-dist/v1alpha1/pytorch_job_sendrecv.yaml: kubeflow.org/v1alpha1 holds a
+    list spec.replicaSpecs (replicaType MASTER, WORKER; pkg/apis/pytorch/v1alpha1/types.go 47-70). Read as v1 it was
+    said to create no pods (TOPO012, an error) on three files of the fourth sweep; now one MODEL info line."""
+    from policies.report import engine
+    from policies.kube.objects import INFO
+
+    obj = {"apiVersion": "kubeflow.org/v1alpha1", "kind": "PyTorchJob", "metadata": {"name": "sendrecv"},
+           "spec": {"backend": "tcp", "masterPort": "23456", "replicaSpecs": [
+               {"replicas": 1, "replicaType": "MASTER",
+                "template": {"spec": {"containers": [{"name": "pytorch", "image": "x:1"}]}}},
+               {"replicas": 3, "replicaType": "WORKER",
+                "template": {"spec": {"containers": [{"name": "pytorch", "image": "x:1"}]}}}]}}
+    unit = engine.Unit("t.yaml", "file", [Manifest(obj, "t.yaml", 0)])
+    engine.check_policies(unit)
+    assert not [p.line() for p in unit.problems if p.rule in ("TOPO011", "TOPO012")]
+    said = [p for p in unit.problems if p.rule == "MODEL"]
+    assert len(said) == 1 and said[0].severity == INFO, [p.line() for p in said]
+
+
+@pytest.mark.parametrize("obj", [
+    # katib v0.9.0 examples/v1alpha3/random-example.yaml, cut down: trialTemplate.goTemplate, no trialSpec.
+    {"apiVersion": "kubeflow.org/v1alpha3", "kind": "Experiment", "metadata": {"name": "random-example"},
+     "spec": {"objective": {"type": "maximize", "objectiveMetricName": "Validation-accuracy"},
+              "algorithm": {"algorithmName": "random"}, "maxTrialCount": 12,
+              "parameters": [{"name": "--lr", "parameterType": "double",
+                              "feasibleSpace": {"min": "0.01", "max": "0.03"}}],
+              "trialTemplate": {"goTemplate": {"rawTemplate": "apiVersion: batch/v1\nkind: Job\n"}}}},
+    # jobset v0.1.2 examples/pytorch/mnist.yaml, cut down: MASTER_ADDR on v0.1.x's subdomain <jobset>-<rjob>.
+    {"apiVersion": "jobset.x-k8s.io/v1alpha1", "kind": "JobSet", "metadata": {"name": "pytorch"},
+     "spec": {"replicatedJobs": [{"name": "workers", "network": {"enableDNSHostnames": True}, "template": {"spec": {
+         "parallelism": 2, "completions": 2, "template": {"spec": {"containers": [{
+             "name": "pytorch", "image": "x:1", "env": [{"name": "MASTER_ADDR",
+                                                          "value": "pytorch-workers-0-0.pytorch-workers"}],
+             "command": ["bash", "-xc", "torchrun --nnodes=2 --nproc_per_node=1 --node_rank=0 "
+                                        "--master_addr=$MASTER_ADDR --master_port=3389 mnist.py"]}]}}}}}]}},
+], ids=["katib-v1alpha3", "jobset-v1alpha1"])
+def test_an_older_api_of_another_shape_is_not_read(obj):
+    """Katib's v1alpha3 Experiment (v0.9.0 experiment_types.go 189-203: trialTemplate.goTemplate) got three v1beta1
+    webhook refusals (TOPO011) on five katib v0.9.0 examples; jobset v0.1.x's v1alpha1 JobSet, whose pods take the
+    subdomain <jobset>-<replicatedJob> (jobset_controller.go 575-577), got a false TOPO003 on its own mnist example.
+    Neither version is served by the pinned CRD (SCHEMA-MISSING warns); the model says it did not read them."""
+    from policies.report import engine
+    from policies.kube.objects import ERROR, INFO
+
+    unit = engine.Unit("t.yaml", "file", [Manifest(obj, "t.yaml", 0)])
+    engine.check_policies(unit)
+    assert not [p.line() for p in unit.problems if p.severity == ERROR]
+    said = [p for p in unit.problems if p.rule == "MODEL"]
+    assert len(said) == 1 and said[0].severity == INFO, [p.line() for p in said]
+
+
 def test_jobset_webhook_names_failure_rules_before_the_schema_check():
     """jobset v0.12.0 jobset_webhook.go Default names an unnamed rule failurePolicyRule<i>; the CRD requires name."""
     from policies.launchers import jobset
@@ -533,3 +618,15 @@ def test_hydra_hosts_are_not_held_to_open_mpis_slots():
     ompi = find_mpirun(["mpirun", "-H", "a.s:1", "-np", "4", "python", "t.py"], ["f"] * 7)
     assert ompi is not None and ompi.host_option == "-H"
     assert np_within_hosts(ompi, "OpenMPI") and not np_within_hosts(hydra, "MPICH")
+
+
+def test_horovodrun_options_are_not_read_as_the_program():
+    """mpi-operator v0.3.0 examples/horovod/tensorflow-mnist-elastic.yaml: `horovodrun -np 2 --min-np 1 --max-np 3
+    --host-discovery-script /etc/mpi/discover_hosts.sh python ...` was read as starting `1 --max-np ...` (TOPO012's
+    info line said so); horovodrun's valued options (horovod/runner/launch.py) are skipped as mpirun's are."""
+    from policies.launchers.mpirun import find_mpirun
+
+    argv = ["horovodrun", "--num-proc", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
+            "/etc/mpi/discover_hosts.sh", "--blacklist-cooldown-range", "10", "100", "python", "t.py"]
+    run = find_mpirun(argv, ["f"] * len(argv))
+    assert run is not None and run.np == 2 and run.program == ["python", "t.py"]

@@ -85,6 +85,11 @@ def group_of(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def version_of(api_version: str) -> str:
+    """The version of an apiVersion (`batch/v1` -> `v1`; the core group's `v1` -> `v1`)."""
+    return api_version.rsplit("/", 1)[-1]
+
+
 def domain_prefixed_path_problems(value: str) -> list[str]:
     """Why k8s.io/apimachinery validation.IsDomainPrefixedPath refuses `value` (`<DNS-1123 subdomain>/<HTTP path>`,
     both parts non-empty); empty where it is one."""

@@ -17,7 +17,7 @@ import pkgutil
 from typing import Any, Collection, Iterator
 
 from ..kube.objects import Manifest
-from ..kube.values import dig, group_of, kueue_queue
+from ..kube.values import dig, group_of, kueue_queue, version_of
 from . import unmodelled
 from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unreadable, Workload
 from ..kube.admission_classes import SYSTEM_PRIORITY_CLASSES
@@ -64,7 +64,8 @@ def of(m: Manifest) -> Launcher[Any] | None:
 
 @functools.lru_cache(maxsize=1024)
 def _lookup(api_version: str, kind: str) -> Launcher[Any] | None:
-    return REGISTRY.get((group_of(api_version), kind))
+    found = REGISTRY.get((group_of(api_version), kind))
+    return None if found is None or version_of(api_version) in found.unread_versions else found
 
 
 @functools.lru_cache(maxsize=1024)

@@ -248,6 +248,9 @@ class AppWrapperLauncher(Launcher[Workload]):
     upstream = "project-codeflare/appwrapper v1.2.1"
     title = "AppWrapper (its components' objects are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
+    # MCAD's AppWrapper (project-codeflare/multi-cluster-app-dispatcher v1.38.1 pkg/apis/controller/v1beta1/
+    # appwrapper.go 55-79) wraps spec.resources.GenericItems, not components: it is not read as a v1beta2 one.
+    unread_versions = ("v1beta1",)
     # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
     # pkg/controller/jobs/appwrapper/appwrapper_controller.go:44)
     kueue_framework = "workload.codeflare.dev/appwrapper"

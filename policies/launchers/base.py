@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar, overload
 
-from ..kube.values import dig, group_of, listing, mapping
+from ..kube.values import dig, group_of, listing, mapping, version_of
 from .kueue import KUEUE_GATE
 from ..kube.objects import Manifest
 from .lifecycle import WAIT, Decision, PodExit, RestartCount
@@ -300,11 +300,11 @@ class Launcher(Generic[W]):
     order: ClassVar[int] = 1000
     # The upstream repository and tag the module follows (its docstrings cite files and lines there).
     upstream: ClassVar[str] = ""
-    # The folder under tests/conformance/ that holds the cases ported from upstream's tests; None: the id.
-    conformance: ClassVar[str | None] = None
+    conformance: ClassVar[str | None] = None  # its folder of cases from upstream's tests, under tests/conformance/
     kinds: ClassVar[tuple[tuple[str, str], ...]] = ()
-    # The kinds among `kinds` that are cluster-scoped.
-    cluster_scoped: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # Versions of those kinds the model does not read (an older API of another shape): objects in them get no launcher.
+    unread_versions: ClassVar[tuple[str, ...]] = ()
+    cluster_scoped: ClassVar[tuple[tuple[str, str], ...]] = ()  # the kinds among `kinds` that are cluster-scoped
     # Creates pods itself (a TrainingRuntime only holds templates another kind uses).
     starts_pods: ClassVar[bool] = True
     # Made for training: always counted as a training workload (others count when they start a launcher).
@@ -337,7 +337,7 @@ class Launcher(Generic[W]):
     feature_gates: ClassVar[dict[str, bool]] = {}
 
     def owns(self, m: Manifest) -> bool:
-        return (group_of(m.api_version), m.kind) in self.kinds
+        return (group_of(m.api_version), m.kind) in self.kinds and version_of(m.api_version) not in self.unread_versions
 
     @property
     def kind(self) -> str:

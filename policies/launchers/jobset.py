@@ -209,6 +209,9 @@ class JobSetLauncher(Launcher[Workload]):
     # jobset_controller.go:969 constructJob writes the JobSet's suspend into every child Job; 234 suspendJobs
     suspend_source = "kubernetes-sigs/jobset v0.12.0 pkg/controllers/jobset_controller.go:969, 234"
     kinds = (("jobset.x-k8s.io", KIND),)
+    # v1alpha1 is served only by jobset v0.1.x, whose pods take the subdomain `<jobset>-<replicatedJob>` (v0.1.2
+    # pkg/controllers/jobset_controller.go 289-293, 467-470, 575-577), not `<jobset>`: not read as v1alpha2.
+    unread_versions = ("v1alpha1",)
     # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
     # pkg/controller/jobs/jobset/jobset_controller.go:44)
     kueue_framework = "jobset.x-k8s.io/jobset"

@@ -99,6 +99,10 @@ class ExperimentLauncher(Launcher[Workload]):
     upstream = "kubeflow/katib v0.19.0"
     title = "Katib Experiment (its trials' jobs are checked by their own launchers)"
     kinds = ((GROUP, KIND),)
+    # The Experiments before v1beta1 hold trialTemplate.goTemplate (a Go template string or a ConfigMap's), no
+    # trialSpec, primaryContainerName or trialParameters (v0.9.0 pkg/apis/controller/experiments/v1alpha3/
+    # experiment_types.go 189-203; v0.6.0-rc.0 pkg/api/operators/apis/experiment/v1alpha2): not read as v1beta1.
+    unread_versions = ("v1alpha2", "v1alpha3")
     starts_pods = False  # the trial's job starts them, through its own controller
 
     def children(self, m: Manifest) -> list[Child]:

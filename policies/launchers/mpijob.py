@@ -70,6 +70,10 @@ class MPIJobLauncher(Launcher[Workload]):
     upstream = "kubeflow/mpi-operator v0.8.0"
     title = "Kubeflow MPI Operator v2 MPIJob (launcher, workers, hostfile)"
     kinds = (("kubeflow.org", KIND),)
+    # The first MPIJob API (kubeflow/mpi-operator v0.3.0 pkg/apis/kubeflow/v1alpha1/types.go 40-98) has no
+    # mpiReplicaSpecs: spec.gpus (or processingUnits, or replicas) and one spec.template the operator split itself.
+    # Its objects are not read as v2beta1 ones (SCHEMA-MISSING says the pinned CRD does not serve the version).
+    unread_versions = ("v1alpha1",)
     # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
     # pkg/controller/jobs/mpijob/mpijob_controller.go:42)
     kueue_framework = "kubeflow.org/mpijob"

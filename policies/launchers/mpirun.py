@@ -23,7 +23,7 @@ OPEN_MPI, INTEL, MPICH = "OpenMPI", "Intel", "MPICH"
 _MPIRUN = ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "horovodrun")
 # Any of them within a word (a word of a command is a name of _MPIRUN only where it holds one).
 _MPIRUN_IN = re.compile("|".join(re.escape(name) for name in _MPIRUN))
-_NP = re.compile(r"^-{1,2}(?:np|n|c)$")
+_NP = re.compile(r"^-{1,2}(?:np|n|c|num-proc)$")  # horovodrun: -np/--num-proc
 _NP_JOINED = re.compile(r"^-{1,2}(?:np|n)=(\d+)$")
 
 
@@ -278,8 +278,11 @@ _HOST = ("-H", "--host", "-host", "-hosts", "--hosts")
 # Options that take one value (two for the MCA ones), so that their value is not taken for the program.
 _VALUES = ("--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by", "-rank-by", "-wdir", "--wdir", "-npernode",
            "--npernode", "-N", "-ppn", "-envlist", "--output-filename", "-output-filename",
-           "--prefix", "-prefix", "-iface", "-bootstrap")
-_TWO_VALUES = ("-mca", "--mca", "-gmca", "--gmca", "-genv")
+           "--prefix", "-prefix", "-iface", "-bootstrap",
+           # horovodrun's (horovod/runner/launch.py parse_args, its elastic group among them)
+           "--min-np", "--max-np", "--min-num-proc", "--max-num-proc", "--slots-per-host", "--host-discovery-script",
+           "--elastic-timeout", "--reset-limit", "--start-timeout", "--network-interface")
+_TWO_VALUES = ("-mca", "--mca", "-gmca", "--gmca", "-genv", "--blacklist-cooldown-range")
 _HOSTFILE = ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f", "--default-hostfile")
 
 

@@ -106,6 +106,9 @@ class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
     suspend_field = ("spec", "runPolicy", "suspend")
     suspend_source = "kubeflow/trainer v1.9.4 pkg/controller.v1/common/job.go:146 (deletes the pods, creates none)"
     kinds = (("kubeflow.org", KIND),)
+    # pytorch-operator's first API (v0.3.0 pkg/apis/pytorch/v1alpha1/types.go 47-70): a list spec.replicaSpecs of
+    # replicaType MASTER/WORKER, no pytorchReplicaSpecs map; not read as a v1 PyTorchJob.
+    unread_versions = ("v1alpha1",)
     # Kueue's integration for it (FrameworkName, kubernetes-sigs/kueue v0.19.2
     # pkg/controller/jobs/kubeflow/jobs/pytorchjob/pytorchjob_controller.go:37)
     kueue_framework = "kubeflow.org/pytorchjob"

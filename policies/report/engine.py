@@ -252,10 +252,10 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="see docs/validation.md for the modelled launchers"))
         elif of(m) is None and (groups := groups_modelling(m.kind)):
-            # A modelled kind in an API group no launcher reads (an older or pre-release API): nothing in it was
-            # checked, which is said rather than passed over in silence.
+            # A modelled kind in an API group, or a version of one, no launcher reads: said, not passed over.
+            where = ", ".join(g + (" at other versions" if m.api_version.startswith(g + "/") else "") for g in groups)
             found.append(Problem(MODEL, f"{m.kind} is not modelled in apiVersion {m.api_version} (only in "
-                                 f"{', '.join(groups)}): nothing in it was checked; how many pods it starts and the "
+                                 f"{where}): nothing in it was checked; how many pods it starts and the "
                                  "torchrun world they form were not checked", m.source, m.ref, severity=INFO,
                                  hint="write it in the modelled API version; see docs/validation.md"))
         elif of(m) is None:
