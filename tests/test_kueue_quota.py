@@ -406,3 +406,31 @@ def test_a_held_queue_is_a_warning_and_make_plan_says_no_pod_starts_while_it_is_
     assert ("note: PyTorchJob/pytorch-simple: no pod of PyTorchJob/default/pytorch-simple is created while its queue "
             "is held: ClusterQueue 'cluster-queue' is stopped (stopPolicy Hold)") in text
     assert "no pod of" not in run_cli("plan", str(fail)).stdout  # no declaration: a warning, no claim
+
+
+def test_a_tas_podset_group_gets_one_flavor_for_its_pod_sets_together():
+    """flavorassigner_test.go, the leader worker set cases with PodSetGroup("group1") (432-640): the group's requests
+    are summed and must fit one flavor."""
+    from policies.launchers.kueue_quota import podset_group
+    cq = _cq([("one", {"cpu": "4"}), ("two", {"cpu": "9"})])
+    grouped = [_ps("worker", 4, {"cpu": "2"}), _ps("leader", 1, {"cpu": "1"})]
+    for ps in grouped:
+        ps.group = "group1"
+    assert never_admitted(cq, FLAVORS, grouped) == []  # "leader and workers request the same resources fits": two
+    gpu = _cq([("one", {"cpu": "4", "example.com/gpu": "4"}), ("two", {"cpu": "5", "example.com/gpu": "0"})])
+    workers, leader = _ps("worker", 4, {"cpu": "1", "example.com/gpu": "1"}), _ps("leader", 1, {"cpu": "1"})
+    assert never_admitted(gpu, FLAVORS, [workers, leader]) == []  # "without group it would fit"
+    workers.group = leader.group = "group1"
+    assert never_admitted(gpu, FLAVORS, [workers, leader]) == [
+        "couldn't assign flavors to pod set worker (assigned with leader as podset group group1): insufficient quota "
+        "for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum "
+        "capacity (4), insufficient quota for example.com/gpu in flavor two, previously considered podsets requests "
+        "(0) + current podset request (4) > maximum capacity (0)"]
+    # tas.go 111-113: the group annotation counts only beside a required or preferred topology.
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
+                         "kueue.x-k8s.io/podset-required-topology": "rack"}) == "g"
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
+                         "kueue.x-k8s.io/podset-preferred-topology": "rack"}) == "g"
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g"}) is None
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
+                         "kueue.x-k8s.io/podset-unconstrained-topology": "true"}) is None

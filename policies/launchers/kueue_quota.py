@@ -25,8 +25,9 @@ A pod set's `spec.overhead` counts (pod_requests): the template's own, or the on
 adds where the template sets none (pkg/workload/resources.go handlePodOverhead 57-73; RES010 gives it where the
 manifests hold the RuntimeClass). Not read, and so never the ground for a claim: LimitRange defaults and the overhead
 of a RuntimeClass not in the manifests (they only raise requests), Kueue's Configuration (resource transformations,
-excludeResourcePrefixes, managedJobsNamespaceSelector), partial admission, TAS placement and podset groups, a flavor the
-manifests do not hold (it may fit).
+excludeResourcePrefixes, quotaCheckStrategy, managedJobsNamespaceSelector), partial admission, TAS placement in the
+topology, a flavor the manifests do not hold (it may fit). The pod sets of one TAS podset group (podset_group) are
+assigned as one: their requests summed, one flavor that suits each.
 
 Before any flavor, a ClusterQueue Kueue keeps inactive admits nothing (inactive_reasons, in the words of its Active
 condition): stopped by its stopPolicy; naming a ResourceFlavor, an AdmissionCheck or (on a TAS flavor) a Topology that
@@ -63,6 +64,19 @@ class PodSet:
     count: int
     spec: dict[str, Any]           # the pod spec Kueue reads (tolerations, affinity)
     requests: dict[str, Quantity]  # one pod's (PodRequests after limits-as-requests), none zero
+    group: str | None = None       # its TAS podset group (podset_group), whose pod sets get one flavor together
+
+
+# A pod template's TAS podset group (pkg/controller/jobframework/tas.go 70, 111-113: the annotation counts only beside a
+# required or preferred topology; apis/kueue/v1beta2/topology_types.go 98): the flavor assigner sums the requests of
+# the pod sets of one group and gives them one flavor, which must suit each (flavorassigner.go 778-783, 786-830).
+PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
+GROUP_TOPOLOGY = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology")
+
+
+def podset_group(annotations: dict[str, Any]) -> str | None:
+    group = annotations.get(PODSET_GROUP)
+    return str(group) if group is not None and any(k in annotations for k in GROUP_TOPOLOGY) else None
 
 
 def workloads_per_object(framework: str | None, obj: dict[str, Any]) -> int:
@@ -138,10 +152,18 @@ def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], p
     reasons: list[str] = []
     usable: dict[str, set[str]] = {}   # resource -> flavors some pod set may put it in
     needed: dict[str, Fraction] = {}   # resource -> what all the pod sets need
-    for ps in podsets:
-        totals = {k: q.value * ps.count for k, q in ps.requests.items() if k != POD_COUNT}
-        if pods_covered and ps.count:
-            totals[POD_COUNT] = Fraction(ps.count)
+    units: dict[str, list[PodSet]] = {}  # a podset group's pod sets are assigned as one
+    for i, ps in enumerate(podsets):
+        units.setdefault(f"group {ps.group}" if ps.group is not None else str(i), []).append(ps)
+    for members in units.values():
+        ps = members[0]
+        totals: dict[str, Fraction] = {}
+        for m in members:
+            for k, q in m.requests.items():
+                if k != POD_COUNT:
+                    totals[k] = totals.get(k, Fraction(0)) + q.value * m.count
+            if pods_covered and m.count:
+                totals[POD_COUNT] = totals.get(POD_COUNT, Fraction(0)) + m.count
         why: list[str] = []
         by_group: dict[int, list[str]] = {}
         for r in sorted(totals):
@@ -151,14 +173,16 @@ def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], p
             else:
                 by_group.setdefault(gi, []).append(r)
         for gi, wanted in by_group.items():
-            fits, said = _flavors_for(ps, groups[gi][1], wanted, totals)
+            fits, said = _flavors_for(members, groups[gi][1], wanted, totals)
             if not fits:
                 why += said
             for f in fits:
                 for r in wanted:
                     usable.setdefault(r, set()).add(f.name)
         if why:
-            reasons.append(f"couldn't assign flavors to pod set {ps.name}: {', '.join(sorted(why))}")
+            together = (f" (assigned with {', '.join(m.name for m in members[1:])} as podset group {ps.group})"
+                        if len(members) > 1 else "")
+            reasons.append(f"couldn't assign flavors to pod set {ps.name}{together}: {', '.join(sorted(why))}")
         for r, v in totals.items():
             needed[r] = needed.get(r, Fraction(0)) + v
     if reasons or len(podsets) < 2:
@@ -175,24 +199,25 @@ def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], p
     return reasons
 
 
-def _flavors_for(ps: PodSet, flavors: list[Flavor], wanted: list[str], totals: dict[str, Fraction]) \
+def _flavors_for(members: list[PodSet], flavors: list[Flavor], wanted: list[str], totals: dict[str, Fraction]) \
         -> tuple[list[Flavor], list[str]]:
-    """The flavors of one resource group that may take the pod set's `wanted` resources, and Kueue's reasons for
-    each that cannot (checkFlavorForPodSets, then fitsResourceQuota for each resource with the queue empty)."""
+    """The flavors of one resource group that may take the `wanted` resources of the pod sets assigned together (one,
+    or a podset group), and Kueue's reasons for each that cannot (checkFlavorForPodSets over each pod set, then
+    fitsResourceQuota for each resource with the queue empty)."""
     fits: list[Flavor] = []
     said: list[str] = []
-    tolerations = listing(ps.spec.get("tolerations"))
     for f in flavors:
         if f.obj is None:  # not in the manifests: it may fit
             fits.append(f)
             continue
         fspec = mapping(f.obj.get("spec"))
-        taint = untolerated_taint(fspec.get("nodeTaints"), tolerations + listing(fspec.get("tolerations")),
-                                  TAINT_EFFECTS)
+        taint = next((t for ps in members if (t := untolerated_taint(
+            fspec.get("nodeTaints"), listing(ps.spec.get("tolerations")) + listing(fspec.get("tolerations")),
+            TAINT_EFFECTS)) is not None), None)
         if taint is not None:
             said.append(f"untolerated taint {taint_text(taint)} in flavor {f.name}")
             continue
-        if not flavor_matches(ps.spec, mapping(fspec.get("nodeLabels"))):
+        if not all(flavor_matches(ps.spec, mapping(fspec.get("nodeLabels"))) for ps in members):
             said.append(f"flavor {f.name} doesn't match node affinity")
             continue
         over = [(r, cap) for r in wanted if (cap := f.capacity.get(r, Fraction(0))) is not None and totals[r] > cap]

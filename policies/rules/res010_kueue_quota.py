@@ -9,7 +9,8 @@ hold), a pod set asks for a resource no resource group covers (`resource nvidia.
 ClusterQueue`), or every flavor refuses it (an untolerated taint, node labels its node affinity rules out, or more of
 a resource than the flavor's maximum capacity: its nominalQuota outside a cohort, nominalQuota + borrowingLimit in
 one), or the pod sets together need more than every flavor they may use can hold (a LeaderWorkerSet is one Workload
-per group, each admitted on its own), or the ClusterQueue is inactive, which Kueue checks first and which admits
+per group, each admitted on its own; the pod sets of one TAS podset group, `kueue.x-k8s.io/podset-group-name` beside a
+required or preferred topology, need one flavor for all of them), or the ClusterQueue is inactive, which Kueue checks first and which admits
 nothing (kueue v0.19.2 pkg/scheduler/scheduler.go 677-679; the reasons of pkg/cache/scheduler/clusterqueue.go
 inactiveReason 310-366, in its words): it names an AdmissionCheck that is never Active (a
 `kueue.x-k8s.io/provisioning-request` check whose parameters name no kueue.x-k8s.io ProvisioningRequestConfig), two
@@ -22,7 +23,7 @@ condition that the integration is on; nothing where the environment's Kueue leav
 sees the object, RES005). A pod set's requests include the overhead of the RuntimeClass its template names where
 the manifests hold it (Kueue adds it: pkg/workload/resources.go handlePodOverhead). A ResourceFlavor the manifests do
 not hold may fit; a cohort without a borrowingLimit may lend any amount; requests LimitRange defaults or the overhead
-of a RuntimeClass not in the manifests would add, partial admission, TAS placement and podset groups and Kueue's
+of a RuntimeClass not in the manifests would add, partial admission, TAS placement in the topology and Kueue's
 Configuration (its managedJobsNamespaceSelector among them) are not read, and outside a self-contained environment a
 ResourceFlavor or AdmissionCheck the manifests do not hold may exist: none of these is ground for a claim, nor is an
 AdmissionCheck of another controller, whose controller alone marks it Active.
@@ -39,9 +40,10 @@ admit the workload anyway is the error above.
 Fails: 4 pods of 8 GPUs in a queue whose only flavor has a nominalQuota of 16 `nvidia.com/gpu` (no cohort); a pod
 set asking for `nvidia.com/gpu` from a ClusterQueue covering only cpu and memory; a flavor tainted
 `nvidia.com/gpu:NoSchedule` that neither the pods nor the flavor tolerate; a ClusterQueue with no namespaceSelector;
-one naming a MultiKueue and a ProvisioningRequest check (an error); a held ClusterQueue or LocalQueue (a warning).
+one naming a MultiKueue and a ProvisioningRequest check (an error); a LeaderWorkerSet's leader and workers in one TAS
+podset group that no one flavor holds; a held ClusterQueue or LocalQueue (a warning).
 Passes: the same pods with a nominalQuota of 32; or in a cohort with no borrowingLimit; a flavor or an AdmissionCheck
-the manifests do not hold; Kueue's provisioning and MultiKueue samples; a LocalQueue the manifests do not hold.
+the manifests do not hold; Kueue's provisioning, MultiKueue and TAS samples; a LocalQueue the manifests do not hold.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ from ..launchers import Workload
 from ..kube.values import kueue_queue
 from ..launchers.kueue_quota import (CQ_INACTIVE, NOT_SETTLED, PodSet, inactive_reasons, kueue_objects,
                                      namespace_refused, never_active_checks, never_admitted, pod_requests,
-                                     queue_objects, stop_policy, workloads_per_object)
+                                     podset_group, queue_objects, stop_policy, workloads_per_object)
 from .kit import Context, obj_problem
 from .sec010_pod_security import pod_views
 
@@ -101,8 +103,8 @@ def check(ctx: Context) -> Iterator[Problem]:
         # pkg/workload/resources.go handlePodOverhead 57-73): the written spec with the admitted pod's overhead.
         specs = [(v, {**v.without_added(v.written or None),
                       **({"overhead": v.spec["overhead"]} if v.spec.get("overhead") else {})}) for v in mine]
-        podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // alike, spec, pod_requests(spec))
-                   for v, spec in specs]
+        podsets = [PodSet(v.field.removesuffix(".spec"), (v.count or 0) // alike, spec, pod_requests(spec),
+                          podset_group(v.metadata.get("annotations") or {})) for v, spec in specs]
         home = next((m.obj for m in ctx.of_kind("Namespace") if m.api_version == "v1" and m.name == w.namespace
                      and m.ref not in ctx.schema_refused), None)
         inactive = inactive_reasons(cluster.obj, objs, complete)
