@@ -10,7 +10,9 @@ import pytest
 
 from policies.kube.scheduling import flavor_matches, taint_text, tolerates, untolerated_taint
 from policies.kube.values import parse_quantity
-from policies.launchers.kueue_quota import PodSet, namespace_refused, never_admitted, pod_requests
+from policies.launchers.kueue_quota import (CQ_INACTIVE, MULTIKUEUE, PROVISIONING, PodSet, admission_checks,
+                                            inactive_reasons, namespace_refused, never_active_checks, never_admitted,
+                                            pod_requests, stop_policy)
 
 # toleration_test.go: (toleration, taint, tolerated)
 TOLERATIONS = [
@@ -235,3 +237,200 @@ def test_make_plan_says_a_workload_kueue_never_admits_starts_no_pod():
             "'cluster-queue' (of LocalQueue 'user-queue') never admits it: couldn't assign flavors to pod set "
             "spec.pytorchReplicaSpecs.Worker.template: insufficient quota for nvidia.com/gpu") in text
     assert "no pod of" not in run_cli("plan", str(fail)).stdout  # no declaration: a warning, no claim
+
+
+def _inactive(cq, objs, complete=True):
+    """Kueue's Active condition message of a ClusterQueue found inactive, or its Ready message (clusterqueue.go
+    inactiveReason 310-366)."""
+    reasons = inactive_reasons(cq, objs, complete)
+    return CQ_INACTIVE.format(", ".join(reasons)) if reasons else "Can admit new workloads"
+
+
+def _check(name, controller="controller1", parameters=None):
+    return name, {"metadata": {"name": name}, "spec": {"controllerName": controller,
+                                                        **({"parameters": parameters} if parameters else {})}}
+
+
+PRC = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "prc"}
+
+
+def test_inactive_reasons_as_the_cache_tests_give_them():
+    """kueue v0.19.2 pkg/cache/scheduler/cache_test.go TestClusterQueueReadiness (3145-3233): queue1 has one flavor
+    flavor1 (cpu 10) and names check1; `complete` manifests, so what they do not hold does not exist."""
+    base = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "flavor1", "resources": [{"name": "cpu", "nominalQuota": "10"}]}]}],
+        "admissionChecksStrategy": {"admissionChecks": [{"name": "check1"}]}}}
+    flavor = {"flavor1": {"metadata": {"name": "flavor1"}}}
+    check = dict([_check("check1")])
+    assert _inactive(base, {"AdmissionCheck": check}) == ("Can't admit new workloads: references missing "
+                                                          "ResourceFlavor(s): flavor1.")
+    assert _inactive(base, {"ResourceFlavor": flavor}) == ("Can't admit new workloads: references missing "
+                                                           "AdmissionCheck(s): check1.")
+    assert _inactive(base, {}) == ("Can't admit new workloads: references missing ResourceFlavor(s): flavor1, "
+                                   "references missing AdmissionCheck(s): check1.")
+    assert _inactive(base, {"ResourceFlavor": flavor, "AdmissionCheck": check}) == "Can admit new workloads"
+    assert _inactive({"spec": {"stopPolicy": "HoldAndDrain"}}, {}) == "Can't admit new workloads: is stopped."
+    # Not complete: the cluster may hold what the manifests do not, so nothing is claimed of it.
+    assert inactive_reasons(base, {}, complete=False) == []
+    # "check inactive" (an AdmissionCheck no controller marked Active): a check in the manifests never carries its
+    # status, so only one whose controller is Kueue's own and whose parameters rule it out is said to be inactive.
+    assert _inactive(base, {"ResourceFlavor": flavor, "AdmissionCheck": dict([_check("check1", PROVISIONING)])}) == (
+        "Can't admit new workloads: references inactive AdmissionCheck(s): check1.")
+
+
+def test_inactive_reasons_as_the_clusterqueue_tests_give_them():
+    """clusterqueue_test.go TestClusterQueueUpdateWithAdmissionCheck (180-507): a ClusterQueue naming check1-check3,
+    as a v1beta1 `admissionChecks` list (cqWithAC) and as a strategy (cqWithACStrategy), no resource groups."""
+    listed = {"spec": {"admissionChecks": ["check1", "check2", "check3"]}}
+    strategy = {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": f"check{i}"} for i in (1, 2, 3)]}}}
+    valid = {"AdmissionCheck": dict(_check(f"check{i}", f"controller{i}") for i in (1, 2, 3))}
+    two = {"AdmissionCheck": dict(_check(f"check{i}", f"controller{i}") for i in (1, 2))}
+    for cq in (listed, strategy):
+        assert admission_checks(cq) == {"check1": set(), "check2": set(), "check3": set()}
+        assert _inactive(cq, valid) == "Can admit new workloads"
+        assert _inactive(cq, two) == "Can't admit new workloads: references missing AdmissionCheck(s): check3."
+        inactive = {"AdmissionCheck": {**two["AdmissionCheck"], **dict([_check("check3", PROVISIONING)])}}
+        assert _inactive(cq, inactive) == ("Can't admit new workloads: references inactive AdmissionCheck(s): "
+                                           "check3.")
+    multiple = {"AdmissionCheck": dict([_check("check1", MULTIKUEUE), _check("check2", "controller2"),
+                                        _check("check3", MULTIKUEUE)])}
+    assert _inactive(strategy, multiple) == ("Can't admit new workloads: Cannot use multiple MultiKueue "
+                                             "AdmissionChecks on the same ClusterQueue, found: check1,check3.")
+    both = {"AdmissionCheck": dict([_check("check1", MULTIKUEUE), _check("check2", "controller2"),
+                                    _check("check3", PROVISIONING, PRC)]),
+            "ProvisioningRequestConfig": {"prc": {}}}
+    assert _inactive(listed, both) == ("Can't admit new workloads: Cannot use both MultiKueue and ProvisioningRequest "
+                                       "AdmissionChecks together, found: check1, check3.")
+
+
+def test_a_multikueue_check_on_some_flavors_only():
+    """updateWithAdmissionChecks 437-445: a MultiKueue check must apply to every flavor of the ClusterQueue."""
+    cq = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "a"}, {"name": "b"}]}],
+                   "admissionChecksStrategy": {"admissionChecks": [{"name": "mk", "onFlavors": ["a"]}]}}}
+    objs = {"ResourceFlavor": {"a": {}, "b": {}}, "AdmissionCheck": dict([_check("mk", MULTIKUEUE)])}
+    assert _inactive(cq, objs) == ("Can't admit new workloads: Cannot specify MultiKueue AdmissionCheck per flavor, "
+                                   "found: mk.")
+    cq["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] = ["a", "b"]
+    assert _inactive(cq, objs) == "Can admit new workloads"
+
+
+def test_a_tas_flavor_whose_topology_does_not_exist():
+    """clusterqueue_test.go TestClusterQueueReadinessWithTAS (509-650): "Referenced TAS flavor without topology", and
+    "TAS supports MultiKueue AdmissionCheck" (isTASViolated 368-380 skips the topology beside a MultiKueue check)."""
+    cq = {"spec": {"resourceGroups": [{"coveredResources": ["example.com/gpu"], "flavors": [
+        {"name": "tas-flavor", "resources": [{"name": "example.com/gpu", "nominalQuota": "5"}]}]}]}}
+    tas = {"ResourceFlavor": {"tas-flavor": {"spec": {"topologyName": "example-topology"}}}}
+    assert _inactive(cq, tas) == ('Can\'t admit new workloads: there is no Topology "example-topology" for TAS flavor '
+                                  '"tas-flavor".')
+    assert _inactive(cq, {**tas, "Topology": {"example-topology": {}}}) == "Can admit new workloads"
+    assert inactive_reasons(cq, tas, complete=False) == []
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "mk-check"}]}
+    assert _inactive(cq, {**tas, "AdmissionCheck": dict([_check("mk-check", MULTIKUEUE)])}) == "Can admit new workloads"
+
+
+def test_a_provisioning_check_is_never_active_without_its_config():
+    """provisioning/admissioncheck_reconciler.go 44-57 with refValidForGK (pkg/util/admissioncheck/admissioncheck.go
+    110-126): the parameters must name a kueue.x-k8s.io ProvisioningRequestConfig, which must exist."""
+    cq = {"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "prov"}]}}}
+
+    def why(parameters, configs=(), complete=True):
+        objs = {"AdmissionCheck": dict([_check("prov", PROVISIONING, parameters)]),
+                "ProvisioningRequestConfig": {c: {} for c in configs}}
+        return never_active_checks(cq, objs, complete).get("prov")
+
+    assert why(None) == "missing parameters reference"
+    assert why({**PRC, "name": ""}) == "empty name: bad parameters reference"
+    assert why({**PRC, "apiGroup": "autoscaling.x-k8s.io"}) == ('wrong group "autoscaling.x-k8s.io", expecting '
+                                                               '"kueue.x-k8s.io": bad parameters reference')
+    assert why({**PRC, "kind": "MultiKueueConfig"}) == ('wrong kind "MultiKueueConfig", expecting '
+                                                        '"ProvisioningRequestConfig": bad parameters reference')
+    assert why(PRC) == 'provisioningrequestconfigs.kueue.x-k8s.io "prc" not found'
+    assert why(PRC, complete=False) is None and why(PRC, ["prc"]) is None
+
+
+def test_stop_policy():
+    """clusterqueue.go 179: any stopPolicy but None stops the queue (the CRD's enum: None, Hold, HoldAndDrain)."""
+    assert stop_policy({"spec": {"stopPolicy": "Hold"}}) == "Hold"
+    assert stop_policy({"spec": {"stopPolicy": "HoldAndDrain"}}) == "HoldAndDrain"
+    assert stop_policy({"spec": {"stopPolicy": "None"}}) is None and stop_policy({"spec": {}}) is None
+
+
+def _selfcontained(tmp_path, fixture, frameworks=True):
+    """A copy of an RES010 fixture checked in an environment that declares its manifests self-contained."""
+    import shutil
+    from test_rules import problems_of
+    from conftest import FIXTURES
+    (tmp_path / "fail").mkdir(exist_ok=True)
+    (tmp_path / "policy.yaml").write_text(
+        "apiVersion: policies.ddp/v1\nkind: Environment\nmetadata: {name: sealed}\nspec:\n  selfContained: true\n"
+        + ("  kueueFrameworks: [kubeflow.org/pytorchjob]\n" if frameworks else ""))
+    shutil.copy(FIXTURES / "rules/RES010" / fixture, tmp_path / "fail/input.yaml")
+    return [p for p in problems_of(tmp_path / "fail/input.yaml") if p.rule == "RES010"]
+
+
+def test_what_a_self_contained_environment_lacks_is_an_error(tmp_path):
+    """A ResourceFlavor or AdmissionCheck the manifests do not hold: nothing where the cluster may hold it (the pass
+    fixtures), an error where the environment declares the manifests self-contained and Kueue's integration on, a
+    warning phrased as that condition without the integration declared."""
+    from policies.kube.objects import ERROR, WARNING
+    [flavor] = _selfcontained(tmp_path, "pass/flavor-not-in-manifests.yaml")
+    assert flavor.severity == ERROR and flavor.extra.get("never_admitted")
+    assert ("ClusterQueue 'cluster-queue' (of LocalQueue 'user-queue') is inactive (Can't admit new workloads: "
+            "references missing ResourceFlavor(s): spot.): it admits nothing") in flavor.message
+    [check] = _selfcontained(tmp_path, "pass/admission-check-not-in-manifests.yaml")
+    assert "(Can't admit new workloads: references missing AdmissionCheck(s): prov-test.)" in check.message
+    [undeclared] = _selfcontained(tmp_path, "pass/admission-check-not-in-manifests.yaml", frameworks=False)
+    assert undeclared.severity == WARNING and undeclared.message.startswith("if Kueue's kubeflow.org/pytorchjob "
+                                                                            "integration is on, ClusterQueue")
+    assert _selfcontained(tmp_path, "pass/provisioning-check-sample.yaml") == []  # its config is beside it
+
+
+def test_a_held_queue_is_a_warning_and_make_plan_says_no_pod_starts_while_it_is_held():
+    import json
+
+    from conftest import FIXTURES, run_cli
+    from policies.kube.objects import WARNING
+    from test_rules import problems_of
+    rules = FIXTURES / "rules/RES010"
+    for name, said in (("cluster-queue-held", "ClusterQueue 'cluster-queue' is stopped (stopPolicy Hold)"),
+                       ("local-queue-held", "LocalQueue 'user-queue' is stopped (stopPolicy HoldAndDrain)")):
+        [held] = [p for p in problems_of(rules / f"fail/{name}.yaml") if p.rule == "RES010"]
+        assert held.severity == WARNING and held.message.startswith(said + ": Kueue admits no new workload while a "
+                                                                    "stopPolicy is set")
+        assert held.extra.get("held") and not held.extra.get("never_admitted")
+    fail, env = rules / "fail/cluster-queue-held.yaml", rules / "policy.yaml"
+    proc = run_cli("plan", "--format", "json", "--env", str(env), str(fail))
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pods_now"] == 0 and job["pods_refused"][0]["why"].startswith("ClusterQueue 'cluster-queue' is stopped")
+    text = run_cli("plan", "--env", str(env), str(fail)).stdout
+    assert ("note: PyTorchJob/pytorch-simple: no pod of PyTorchJob/default/pytorch-simple is created while its queue "
+            "is held: ClusterQueue 'cluster-queue' is stopped (stopPolicy Hold)") in text
+    assert "no pod of" not in run_cli("plan", str(fail)).stdout  # no declaration: a warning, no claim
+
+
+def test_a_tas_podset_group_gets_one_flavor_for_its_pod_sets_together():
+    """flavorassigner_test.go, the leader worker set cases with PodSetGroup("group1") (432-640): the group's requests
+    are summed and must fit one flavor."""
+    from policies.launchers.kueue_quota import podset_group
+    cq = _cq([("one", {"cpu": "4"}), ("two", {"cpu": "9"})])
+    grouped = [_ps("worker", 4, {"cpu": "2"}), _ps("leader", 1, {"cpu": "1"})]
+    for ps in grouped:
+        ps.group = "group1"
+    assert never_admitted(cq, FLAVORS, grouped) == []  # "leader and workers request the same resources fits": two
+    gpu = _cq([("one", {"cpu": "4", "example.com/gpu": "4"}), ("two", {"cpu": "5", "example.com/gpu": "0"})])
+    workers, leader = _ps("worker", 4, {"cpu": "1", "example.com/gpu": "1"}), _ps("leader", 1, {"cpu": "1"})
+    assert never_admitted(gpu, FLAVORS, [workers, leader]) == []  # "without group it would fit"
+    workers.group = leader.group = "group1"
+    assert never_admitted(gpu, FLAVORS, [workers, leader]) == [
+        "couldn't assign flavors to pod set worker (assigned with leader as podset group group1): insufficient quota "
+        "for cpu in flavor one, previously considered podsets requests (0) + current podset request (5) > maximum "
+        "capacity (4), insufficient quota for example.com/gpu in flavor two, previously considered podsets requests "
+        "(0) + current podset request (4) > maximum capacity (0)"]
+    # tas.go 111-113: the group annotation counts only beside a required or preferred topology.
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
+                         "kueue.x-k8s.io/podset-required-topology": "rack"}) == "g"
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
+                         "kueue.x-k8s.io/podset-preferred-topology": "rack"}) == "g"
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g"}) is None
+    assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
+                         "kueue.x-k8s.io/podset-unconstrained-topology": "true"}) is None

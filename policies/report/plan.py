@@ -88,7 +88,8 @@ def topology_doc(t: Topology) -> dict[str, Any]:
 def refusals(u: Unit) -> dict[str, list[Problem]]:
     """The pod templates the API server refuses as the input shows them (SEC010, not suppressed), by the object
     they are on: the controller tries, and none of those pods is created; or the workload (or its runtime) itself
-    refused (ADM001: `object_refused`), or never admitted by Kueue (RES010: `never_admitted`), so no pod of it is."""
+    refused (ADM001: `object_refused`), or never admitted by Kueue (RES010: `never_admitted`), so no pod of it is, or
+    not while its queue is held (RES010: `held`)."""
     out: dict[str, list[Problem]] = {}
     for p in u.problems:
         if p.extra.get("pods_refused") and p.suppressed is None and p.obj:
@@ -102,7 +103,7 @@ def _refused(w: Workload, found: dict[str, list[Problem]]) -> list[Problem]:
 
 def _admitted(w: Workload, refused: list[Problem]) -> int:
     """The pods of `w` whose template the API server does not refuse (each group is one template)."""
-    if any(p.extra.get("object_refused") or p.extra.get("never_admitted") for p in refused):
+    if any(p.extra.get("object_refused") or p.extra.get("never_admitted") or p.extra.get("held") for p in refused):
         return 0
     gone = {(p.obj, p.field) for p in refused}
     count = 0
@@ -221,7 +222,8 @@ def text(units: list[Unit], pods: bool = False) -> tuple[str, int]:
             found = refusals(u)
             out += [f"note: {w.manifest.kind}/{w.manifest.shown_name}: " + (f"{p.obj} is not created, nor any pod of "
                     "it: " if p.extra.get("object_refused") else f"no pod of {p.obj} is created: "
-                    if p.extra.get("never_admitted") else f"the pods of {p.obj} {p.field} are not created: ")
+                    if p.extra.get("never_admitted") else f"no pod of {p.obj} is created while its queue is held: "
+                    if p.extra.get("held") else f"the pods of {p.obj} {p.field} are not created: ")
                     + f"{p.message} ({p.rule})" for w in u.workloads if w.managed_by is None
                     for p in _refused(w, found)]
             if pods and u.workloads:
