@@ -55,6 +55,7 @@ from ..kube.values import kueue_queue
 from ..launchers.kueue_quota import (CQ_INACTIVE, NOT_SETTLED, PodSet, inactive_reasons, kueue_objects,
                                      namespace_refused, never_active_checks, never_admitted, pod_requests,
                                      podset_group, queue_objects, stop_policy, workloads_per_object)
+from ..launchers.kueue_webhooks import refusals as webhook_refusals
 from .kit import Context, obj_problem
 from .sec010_pod_security import pod_views
 
@@ -77,7 +78,9 @@ def check(ctx: Context) -> Iterator[Problem]:
     if not queued:
         return
     views = [v for v in pod_views(ctx) if v.workload is not None]
-    kept = [m for m in ctx.bundle.manifests if m.ref not in ctx.schema_refused]  # their errors are SCHEMA's
+    # an object the schema or Kueue's webhook refuses is never created: their errors are SCHEMA's and ADM003's
+    kept = [m for m in ctx.bundle.manifests if m.ref not in ctx.schema_refused
+            and not webhook_refusals(m.api_version, m.kind, m.obj)]
     env = ctx.env
     objs = kueue_objects(kept)
     complete = env is not None and env.self_contained  # what the manifests do not hold does not exist
