@@ -1,19 +1,20 @@
 """What Kueue's validating webhooks refuse on CREATE of its admin objects, beyond their CRD schemas' own rules.
 
-Ported from kueue v0.19.2 pkg/webhooks: clusterqueue_webhook.go (ValidateClusterQueue 107-111, validateClusterQueueSpec
-113-136, validateAdmissionCheckOnFlavorsWithOld 159-185, the totals 187-229, validateResourceGroups 300-327,
-validateFlavorQuotas 329-356, validateResourceQuantity 358-365, validateLimit 367-380, validateLendingLimit 382-389),
-common.go (validateResourceName, validateFairSharing), cohort_webhook.go (validateCohort) and
-resourceflavor_webhook.go (ValidateResourceFlavor, validateNodeTaints; validateTolerations in workload_webhook.go
-277-287). Each refusal is one line in upstream's field.Error form (`path: Invalid value: "v": detail`).
+Ported from kueue v0.19.2 pkg/webhooks: clusterqueue_webhook.go (ValidateCreate 76-81, ValidateClusterQueue
+96-100, validateClusterQueueSpec 113-136, validateAdmissionCheckOnFlavorsWithOld 159-185, the totals 187-229,
+validateResourceGroups 302-329, validateFlavorQuotas 331-356, validateResourceQuantity 359-365, validateLimit 368-380,
+validateLendingLimit 383-389), common.go (validateResourceName, validateFairSharing), cohort_webhook.go
+(validateCohort) and resourceflavor_webhook.go (ValidateResourceFlavor 84-94, validateNodeTaints 96-;
+validateTolerations in workload_webhook.go 277-287).
+Each refusal is one line in upstream's field.Error form (`path: Invalid value: "v": detail`).
 
 Left to the CRD's CEL rules (the SCHEMA stage says them; not repeated here): a ClusterQueue's borrowingLimit without a
 cohort, `preemption` reclaimWithinCohort Never with borrowWithinCohort.policy other than Never, a flavorFungibility
 `preference` without TryNextFlavor twice, a flavor whose resources are not as many as coveredResources; a
 ResourceFlavor's taint effects, toleration operators and effects. Not ported: concurrentAdmissionPolicy (behind the
-ConcurrentAdmission feature gate, alpha and off by default in v0.19.2 pkg/features/kube_features.go 868-870). LocalQueue's
-webhook validates nothing (webhooks.go 52-56); AdmissionCheck, WorkloadPriorityClass and Topology have no webhook in
-pkg/webhooks.
+ConcurrentAdmission feature gate, alpha and off by default in v0.19.2 pkg/features/kube_features.go 868-870).
+LocalQueue's webhook validates nothing (webhooks.go 52-56); AdmissionCheck, WorkloadPriorityClass and Topology have
+no webhook in pkg/webhooks.
 """
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ _QUALIFIED = ("must consist of alphanumeric characters, '-', '_' or '.', and mus
 _SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
               "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
               "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-_LABEL_VALUE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
-                "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
-                "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_LABEL_VALUE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex "
+                "used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
 NEGATIVE = "must be greater than or equal to 0"  # apimachinery validation IsNegativeErrorMsg
 LIMIT_EMPTY = "must be nil when {} is empty"  # clusterqueue_webhook.go 41
 LENDING = "must be less than or equal to the nominalQuota"  # clusterqueue_webhook.go 42

@@ -27,6 +27,8 @@ of a RuntimeClass not in the manifests would add, partial admission, TAS placeme
 Configuration (its managedJobsNamespaceSelector among them) are not read, and outside a self-contained environment a
 ResourceFlavor or AdmissionCheck the manifests do not hold may exist: none of these is ground for a claim, nor is an
 AdmissionCheck of another controller, whose controller alone marks it Active.
+A ClusterQueue or ResourceFlavor that the schema or Kueue's webhook refuses (SCHEMA, ADM003) is never created and
+is read here as absent, so the workloads queued to it are not told of it again.
 
 A queue held by its `stopPolicy` (Hold or HoldAndDrain, on the ClusterQueue or the LocalQueue) admits no new workload
 while it is set (`ClusterQueue %s is stopped`, `LocalQueue %s is stopped`: pkg/controller/core/workload_controller.go
