@@ -26,8 +26,9 @@ treats a refused ClusterQueue as absent, so the workloads queued to it are not t
 Fails: a ClusterQueue with a lendingLimit over its nominalQuota, a flavor in two resource groups, a namespaceSelector
 with an `In` and no values, `onFlavors` naming a flavor it lacks; a Cohort with a borrowingLimit and no parent; a
 ResourceFlavor with a taint repeated.
-Passes: Kueue's samples (site/static/examples at v0.19.2: admin/single-clusterqueue-setup.yaml,
-admin/minimal-cq.yaml's queue with a cohort and lendingLimit within the nominalQuota).
+Passes: Kueue's admin samples (site/static/examples at v0.19.2: admin/single-clusterqueue-setup.yaml, the shared
+quota setup, ResourceFlavors with taints and tolerations). Its doc snippet admin/minimal-cq.yaml is refused: its
+`onFlavors` names `default-flavor`, and the queue has no resource groups.
 """
 from __future__ import annotations
 
