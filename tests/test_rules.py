@@ -175,6 +175,11 @@ def test_what_the_input_does_not_show_is_not_an_error():
     # a hand-set WORLD_SIZE that is not the pods: the script may start more than one process per pod
     [(sev, msg)] = said(rules / "TOPO001/fail/env-world-size-not-pods.yaml", "TOPO001")
     assert sev == WARNING and msg.startswith("WORLD_SIZE is 4 but indexed-job creates 2 pods: if the script starts")
+    # an MPIJob's --dist-url on mpi-operator v0.4.0's workers' Service: right under that release, which the
+    # manifests do not show; a host no release gives rank 0 stays an error
+    [(sev, msg)] = said(rules / "TOPO011/fail/mpijob-dist-url-v0.4-worker-service.yaml", "TOPO011")
+    assert sev == WARNING and "where the cluster runs v0.5.0 or later" in msg
+    assert [s for s, _ in said(rules / "TOPO011/fail/mpijob-dist-url-not-rank-0.yaml", "TOPO011")] == [ERROR]
 
 
 def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):

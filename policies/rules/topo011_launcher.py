@@ -5,7 +5,9 @@ or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe; a host
 without workers, leaves Open MPI the launcher's own node: a warning that nothing is distributed), every `-H` host one
 of the job's pods, and
 the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming the host of the
-first slot, where rank 0 runs. Where mpirun (an MPIJob's, a TrainJob MPI runtime's launcher, a leader's below with
+first slot, where rank 0 runs (a name under `<job>-worker`, the workers' Service of mpi-operator v0.4.0, which also
+serves v2beta1, is a warning phrased as the cluster running v0.5.0 or later: the manifests do not show the release).
+Where mpirun (an MPIJob's, a TrainJob MPI runtime's launcher, a leader's below with
 its hosts stated) starts torchrun, each rank is one torchrun agent, one node of torchrun's world, which takes its
 --nnodes, --node-rank and rendezvous from its own flags (or `-x` PET_* env), never from OMPI_COMM_WORLD_RANK:
 --nnodes above the ranks never completes the rendezvous, --nnodes 1 (torchrun's default) or --standalone makes each
