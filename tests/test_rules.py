@@ -180,6 +180,13 @@ def test_what_the_input_does_not_show_is_not_an_error():
     [(sev, msg)] = said(rules / "TOPO011/fail/mpijob-dist-url-v0.4-worker-service.yaml", "TOPO011")
     assert sev == WARNING and "where the cluster runs v0.5.0 or later" in msg
     assert [s for s, _ in said(rules / "TOPO011/fail/mpijob-dist-url-not-rank-0.yaml", "TOPO011")] == [ERROR]
+    # a GPU that may come from a MIG slice or a DRA claim, which the GPU table does not count: nccl and
+    # --nproc-per-node=gpu are warnings on that condition; nccl on a plain CPU pod stays an error
+    [(sev, msg)] = said(rules / "TOPO007/fail/nccl-on-mig-slice.yaml", "TOPO007")
+    assert sev == WARNING and "unless nvidia.com/mig-3g.40gb gives each pod a GPU" in msg
+    dra = rules / "TOPO002/fail/nproc-gpu-on-dra-claim.yaml"
+    assert [s for s, _ in said(dra, "TOPO002") + said(dra, "TOPO007")] == [WARNING, WARNING]
+    assert [s for s, _ in said(rules / "TOPO007/fail/nccl-on-cpu.yaml", "TOPO007")] == [ERROR]
 
 
 def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):

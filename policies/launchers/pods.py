@@ -456,6 +456,16 @@ def accelerators(container: dict[str, Any]) -> list[str]:
     return out
 
 
+def uncounted_devices(container: dict[str, Any]) -> list[str]:
+    """What may give the container a GPU that GPU_RESOURCES does not count: another extended resource naming a GPU
+    (a MIG slice `nvidia.com/mig-3g.40gb`, a time-sliced `nvidia.com/gpu.shared`) or a DRA claim (`resources.claims`,
+    whose devices the cluster's DeviceClass decides). Where one is asked for, "no GPU" holds only on a condition."""
+    res = mapping(container.get("resources"))
+    names = {str(k) for part in ("limits", "requests") for k in mapping(res.get(part))}
+    out = sorted(k for k in names if k not in GPU_RESOURCES and ("gpu" in k.lower() or k.startswith("nvidia.com/")))
+    return out + [f"resource claim '{mapping(c).get('name')}'" for c in listing(res.get("claims"))]
+
+
 def container_resources(container: dict[str, Any]) -> tuple[int, int | None, float | None, float | None]:
     """(GPUs, GPU request, CPU limit, CPU request) of a container: its GPU limit (a request alone still claims the
     devices: extended resources cannot overcommit), and its CPU in cores."""
