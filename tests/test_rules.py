@@ -208,6 +208,22 @@ def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):
         assert [p for p in found if p.rule == "REF001" and "ConfigMap elsewhere" in p.message]
 
 
+def test_a_variable_an_envfrom_applied_elsewhere_may_define_is_a_condition():
+    """`--nnodes=$(NNODES)` with no NNODES in the env but an envFrom ConfigMap the manifests do not hold: a TOPO012
+    warning naming the ConfigMap; an error under selfContained (REF001's declaration), as without the envFrom."""
+    from policies.kube.objects import WARNING
+    path = FIXTURES / "rules" / "TOPO012/fail/nnodes-from-configmap-elsewhere.yaml"
+    [(sev, msg)] = [(p.severity, p.message) for p in problems_of(path) if p.rule == "TOPO012"]
+    assert sev == WARNING and "unless ConfigMap world-settings (not in these manifests) does" in msg
+    unit = Unit(str(path), "file", read(str(path)))
+    unit.environment, errors = environment.load(FIXTURES / "rules" / "REF001" / "policy.yaml")
+    assert not errors
+    check_policies(unit)
+    assert [p.severity for p in unit.problems if p.rule == "TOPO012"] == [ERROR]
+    undefined = FIXTURES / "rules" / "TOPO012/fail/nnodes-undefined.yaml"
+    assert [p.severity for p in problems_of(undefined) if p.rule == "TOPO012"] == [ERROR]
+
+
 def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "job.yaml"
     path.write_text(text)

@@ -40,18 +40,22 @@ object saying so.
 A workload whose `managedBy` names another controller (MultiKueue, an external one) gets no pods from the controller
 here: the checks that need its pods are skipped, and an info line says so.
 
+A `$(VAR)` in a container whose `envFrom` names a ConfigMap or Secret the manifests do not hold may be defined there:
+a warning phrased as that condition, an error where the environment declares its manifests self-contained.
+
 Fails: `--nnodes=$(NNODES)` with no `NNODES` in the env; a Job with `completions: 0`.
 Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnodes)` in a script (info).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..launchers import leader_mpirun_unchecked
 from ..launchers.mpirun import UNDER_MPIRUN
-from ..kube.objects import INFO, WARNING, Problem
+from ..kube.objects import ERROR, INFO, WARNING, Problem
+from ..kube.values import listing, mapping
 from ..model.topology import Undetermined, UnreadConfig, UnreadScript, Unstated
-from .kit import Context, problem
+from .kit import Context, find_object, problem
 from ..command.shellwords import RUN_TIME, UNSET
 
 ID = "TOPO012"
@@ -134,6 +138,11 @@ def check(ctx: Context) -> Iterator[Problem]:
                 yield problem(ID, t, s.field, f"{label} is '{s.value}': {s.unknown}; unless the image sets it, "
                               f"torchrun gets an empty {label} and fails", "set the variable in the container's env "
                               "or the script, or write the value", severity=WARNING)
+            elif away := _env_from_elsewhere(ctx, v.pod.container):
+                yield problem(ID, t, s.field, f"{label} is '{s.value}': a variable the container env does not "
+                              f"define, unless {away} (not in these manifests) does: else the kubelet leaves it as "
+                              "written and torchrun fails", "define the variable in the container's env, or write "
+                              "the value", severity=ERROR if ctx.env is not None and ctx.env.self_contained else WARNING)
             else:
                 yield problem(ID, t, s.field, f"{label} is '{s.value}': a variable the container env does not define",
                               "define the variable in the container's env, or write the value")
@@ -144,6 +153,18 @@ def check(ctx: Context) -> Iterator[Problem]:
                           f"known only when the container runs ({said}): {', '.join(hidden)} did not check "
                           f"{'it' if len(at_run_time) == 1 else 'them'}",
                           "write the value, or set it in the container's env, to have it checked", severity=INFO)
+
+
+def _env_from_elsewhere(ctx: Context, container: dict[str, Any]) -> str:
+    """The container's envFrom sources the manifests do not hold ("ConfigMap a, Secret b"): any variable may come
+    from them (the kubelet expands `$(VAR)` against envFrom's variables too)."""
+    away = []
+    for src in listing(container.get("envFrom")):
+        kind = "ConfigMap" if "configMapRef" in mapping(src) else "Secret"
+        name = str(mapping(mapping(src).get("configMapRef") or mapping(src).get("secretRef")).get("name"))
+        if find_object(ctx, kind, name) is None:
+            away.append(f"{kind} {name}")
+    return ", ".join(away)
 
 
 # The checks a setting known only at run time hides.
