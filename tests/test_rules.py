@@ -222,6 +222,14 @@ def test_a_variable_an_envfrom_applied_elsewhere_may_define_is_a_condition():
     assert [p.severity for p in unit.problems if p.rule == "TOPO012"] == [ERROR]
     undefined = FIXTURES / "rules" / "TOPO012/fail/nnodes-undefined.yaml"
     assert [p.severity for p in problems_of(undefined) if p.rule == "TOPO012"] == [ERROR]
+    # torchrun's PET_* settings where no flag gives them: the ConfigMap may set them, so torchrun's defaults
+    # (1 node, 127.0.0.1, node rank 0) are not claimed on 2 pods
+    pet = FIXTURES / "rules" / "TOPO012/fail/torchrun-pet-env-from-configmap-elsewhere.yaml"
+    found = problems_of(pet)
+    assert not [p.line() for p in found if p.severity == ERROR]
+    [(sev, msg)] = [(p.severity, p.message) for p in found if p.rule == "TOPO012"]
+    assert sev == WARNING and msg.startswith("no flag gives nnodes, processes per node, rendezvous endpoint, node")
+    assert "which ConfigMap world-settings (not in these manifests) may set; unless it does" in msg
 
 
 def _write(tmp_path: Path, text: str) -> Path:

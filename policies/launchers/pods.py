@@ -110,6 +110,17 @@ class Pod:
     # The ConfigMaps' and Secrets' data of the manifests (name -> key -> text), for the files their volumes mount.
     stores: tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]] = field(default=({}, {}), repr=False)
 
+    def env_from_away(self) -> str:
+        """The training container's envFrom sources the manifests do not hold ("ConfigMap a, Secret b"): any
+        variable may come from them, as the kubelet reads them."""
+        away = []
+        for src in listing(self.container.get("envFrom")):
+            kind, ref = ("ConfigMap", "configMapRef") if "configMapRef" in mapping(src) else ("Secret", "secretRef")
+            name = str(mapping(mapping(src).get(ref)).get("name"))
+            if name not in self.stores[0 if kind == "ConfigMap" else 1]:
+                away.append(f"{kind} {name}")
+        return ", ".join(away)
+
     def file(self, path: str) -> str | None:
         """The text the training container reads at `path` where a mounted ConfigMap or Secret gives it."""
         return mounted_file(self, path, *self.stores)
