@@ -187,6 +187,10 @@ def test_what_the_input_does_not_show_is_not_an_error():
     dra = rules / "TOPO002/fail/nproc-gpu-on-dra-claim.yaml"
     assert [s for s, _ in said(dra, "TOPO002") + said(dra, "TOPO007")] == [WARNING, WARNING]
     assert [s for s, _ in said(rules / "TOPO007/fail/nccl-on-cpu.yaml", "TOPO007")] == [ERROR]
+    # an OrderedReady StatefulSet whose trainer has an exec readiness probe: whether it succeeds before the
+    # rendezvous completes is the image's or the script's
+    [(sev, msg)] = said(rules / "TOPO010/fail/ordered-ready-exec-probe.yaml", "TOPO010")
+    assert sev == WARNING and "if the probe succeeds only once training runs" in msg
 
 
 def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):
