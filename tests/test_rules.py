@@ -191,6 +191,11 @@ def test_what_the_input_does_not_show_is_not_an_error():
     # rendezvous completes is the image's or the script's
     [(sev, msg)] = said(rules / "TOPO010/fail/ordered-ready-exec-probe.yaml", "TOPO010")
     assert sev == WARNING and "if the probe succeeds only once training runs" in msg
+    # a PyTorchJob's nprocPerNode over a script started without torchrun: it may spawn them itself; the
+    # repository's trainer does not
+    [(sev, msg)] = said(rules / "TOPO011/fail/nproc-without-torchrun-own-script.yaml", "TOPO011")
+    assert sev == WARNING and "unless the script starts 2 processes itself" in msg
+    assert [s for s, _ in said(rules / "TOPO011/fail/nproc-without-torchrun.yaml", "TOPO011")] == [ERROR]
 
 
 def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):

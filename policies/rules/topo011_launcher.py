@@ -25,7 +25,8 @@ workload whether it trains or not. PyTorchJob (training-operator v1.9.4 webhook)
 Master and Worker only, exactly one Master (`replicas` written: the webhook runs before the defaulter), a container
 named `pytorch` with an image in every replica type, an `elasticPolicy` only with Workers, never both
 `nprocPerNode` fields, a known `managedBy`; and torchrun whenever `nprocPerNode` is above 1 (the operator counts
-WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
+WORLD_SIZE in processes but starts one process per pod: an error where the pods start the repository's trainer,
+which starts one, a warning phrased as the condition for a script of its own, which may spawn them). TrainJob (Trainer v2.3.0): the runtime it names is in the
 manifests (or is upstream's `torch-distributed`; a runtime without an `mlPolicy.torch` is admitted and injects no
 PET_* env, and the line says what its policy's plugin injects instead (MPI's OMPI_* env and hostfile, JAX_*,
 DMLC_*, nothing for plain ML): a warning where the trainer starts torchrun, else an info line); on a torch runtime
@@ -136,7 +137,7 @@ name used twice, which only KubeRay's optional webhook refuses.
 A TrainJob whose runtime is not in the manifests is applied with a runtime from elsewhere: one info line says its
 pods could not be worked out (REF001 requires the runtime where the environment is self-contained).
 
-Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; an Indexed Job without
+Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python /app/trainer/train.py`; an Indexed Job without
 completions; a Job without `restartPolicy`; a RayCluster worker group with idleTimeoutSeconds but no autoscaler v2.
 Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
 """
