@@ -196,6 +196,9 @@ def test_what_the_input_does_not_show_is_not_an_error():
     [(sev, msg)] = said(rules / "TOPO011/fail/nproc-without-torchrun-own-script.yaml", "TOPO011")
     assert sev == WARNING and "unless the script starts 2 processes itself" in msg
     assert [s for s, _ in said(rules / "TOPO011/fail/nproc-without-torchrun.yaml", "TOPO011")] == [ERROR]
+    # MASTER_ADDR naming a Service the manifests do not hold: it may select pod 0 alone
+    [(sev, msg)] = said(rules / "TOPO003/fail/master-service-elsewhere.yaml", "TOPO003")
+    assert sev == WARNING and "unless a Service 'ddp-master' applied elsewhere selects pod 0 alone" in msg
 
 
 def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):
