@@ -175,6 +175,30 @@ def test_what_the_input_does_not_show_is_not_an_error():
     # a hand-set WORLD_SIZE that is not the pods: the script may start more than one process per pod
     [(sev, msg)] = said(rules / "TOPO001/fail/env-world-size-not-pods.yaml", "TOPO001")
     assert sev == WARNING and msg.startswith("WORLD_SIZE is 4 but indexed-job creates 2 pods: if the script starts")
+    # an MPIJob's --dist-url on mpi-operator v0.4.0's workers' Service: right under that release, which the
+    # manifests do not show; a host no release gives rank 0 stays an error
+    [(sev, msg)] = said(rules / "TOPO011/fail/mpijob-dist-url-v0.4-worker-service.yaml", "TOPO011")
+    assert sev == WARNING and "where the cluster runs v0.5.0 or later" in msg
+    assert [s for s, _ in said(rules / "TOPO011/fail/mpijob-dist-url-not-rank-0.yaml", "TOPO011")] == [ERROR]
+    # a GPU that may come from a MIG slice or a DRA claim, which the GPU table does not count: nccl and
+    # --nproc-per-node=gpu are warnings on that condition; nccl on a plain CPU pod stays an error
+    [(sev, msg)] = said(rules / "TOPO007/fail/nccl-on-mig-slice.yaml", "TOPO007")
+    assert sev == WARNING and "unless nvidia.com/mig-3g.40gb gives each pod a GPU" in msg
+    dra = rules / "TOPO002/fail/nproc-gpu-on-dra-claim.yaml"
+    assert [s for s, _ in said(dra, "TOPO002") + said(dra, "TOPO007")] == [WARNING, WARNING]
+    assert [s for s, _ in said(rules / "TOPO007/fail/nccl-on-cpu.yaml", "TOPO007")] == [ERROR]
+    # an OrderedReady StatefulSet whose trainer has an exec readiness probe: whether it succeeds before the
+    # rendezvous completes is the image's or the script's
+    [(sev, msg)] = said(rules / "TOPO010/fail/ordered-ready-exec-probe.yaml", "TOPO010")
+    assert sev == WARNING and "if the probe succeeds only once training runs" in msg
+    # a PyTorchJob's nprocPerNode over a script started without torchrun: it may spawn them itself; the
+    # repository's trainer does not
+    [(sev, msg)] = said(rules / "TOPO011/fail/nproc-without-torchrun-own-script.yaml", "TOPO011")
+    assert sev == WARNING and "unless the script starts 2 processes itself" in msg
+    assert [s for s, _ in said(rules / "TOPO011/fail/nproc-without-torchrun.yaml", "TOPO011")] == [ERROR]
+    # MASTER_ADDR naming a Service the manifests do not hold: it may select pod 0 alone
+    [(sev, msg)] = said(rules / "TOPO003/fail/master-service-elsewhere.yaml", "TOPO003")
+    assert sev == WARNING and "unless a Service 'ddp-master' applied elsewhere selects pod 0 alone" in msg
 
 
 def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):
@@ -194,6 +218,30 @@ def test_env_from_a_configmap_applied_elsewhere_is_not_said_missing(tmp_path):
         found = problems_of(_write(tmp_path, text))
         assert not [p for p in found if p.rule == rule], [p.line() for p in found]
         assert [p for p in found if p.rule == "REF001" and "ConfigMap elsewhere" in p.message]
+
+
+def test_a_variable_an_envfrom_applied_elsewhere_may_define_is_a_condition():
+    """`--nnodes=$(NNODES)` with no NNODES in the env but an envFrom ConfigMap the manifests do not hold: a TOPO012
+    warning naming the ConfigMap; an error under selfContained (REF001's declaration), as without the envFrom."""
+    from policies.kube.objects import WARNING
+    path = FIXTURES / "rules" / "TOPO012/fail/nnodes-from-configmap-elsewhere.yaml"
+    [(sev, msg)] = [(p.severity, p.message) for p in problems_of(path) if p.rule == "TOPO012"]
+    assert sev == WARNING and "unless ConfigMap world-settings (not in these manifests) does" in msg
+    unit = Unit(str(path), "file", read(str(path)))
+    unit.environment, errors = environment.load(FIXTURES / "rules" / "REF001" / "policy.yaml")
+    assert not errors
+    check_policies(unit)
+    assert [p.severity for p in unit.problems if p.rule == "TOPO012"] == [ERROR]
+    undefined = FIXTURES / "rules" / "TOPO012/fail/nnodes-undefined.yaml"
+    assert [p.severity for p in problems_of(undefined) if p.rule == "TOPO012"] == [ERROR]
+    # torchrun's PET_* settings where no flag gives them: the ConfigMap may set them, so torchrun's defaults
+    # (1 node, 127.0.0.1, node rank 0) are not claimed on 2 pods
+    pet = FIXTURES / "rules" / "TOPO012/fail/torchrun-pet-env-from-configmap-elsewhere.yaml"
+    found = problems_of(pet)
+    assert not [p.line() for p in found if p.severity == ERROR]
+    [(sev, msg)] = [(p.severity, p.message) for p in found if p.rule == "TOPO012"]
+    assert sev == WARNING and msg.startswith("no flag gives nnodes, processes per node, rendezvous endpoint, node")
+    assert "which ConfigMap world-settings (not in these manifests) may set; unless it does" in msg
 
 
 def _write(tmp_path: Path, text: str) -> Path:

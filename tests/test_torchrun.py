@@ -117,3 +117,14 @@ def test_the_options_are_the_installed_torchruns():
 
     assert OPTIONS == {s for a in get_args_parser()._actions for s in a.option_strings}
     assert unknown_option("nprocs_per_node") and not unknown_option("nproc_per_node") and not unknown_option("nnode")
+
+
+def test_torch_distributed_launch_takes_use_env_and_no_value_with_it():
+    """`--use_env` is torch.distributed.launch's own switch (launch.py parse_args): it takes no value, so the option
+    after it is read, and torchrun proper (`-m torch.distributed.run`) does not take it."""
+    argv = ["python", "-m", "torch.distributed.launch", "--use_env", "--nproc_per_node=2", "train.py"]
+    inv = parse_argv(argv, [f"c[{i}]" for i in range(len(argv))])
+    assert inv is not None and inv.flags["nproc_per_node"][0] == "2" and inv.script == "train.py"
+    assert inv.own_options == {"use_env"}
+    argv[2] = "torch.distributed.run"
+    assert parse_argv(argv, [f"c[{i}]" for i in range(len(argv))]).own_options == frozenset()

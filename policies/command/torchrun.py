@@ -56,6 +56,8 @@ def unknown_option(dest: str) -> bool:
 # torchrun flags that take no value; every other option takes one.
 _BOOLEAN = {"standalone", "module", "m", "no_python", "run_path", "virtual_local_rank"}
 _LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+# The deprecated torch.distributed.launch adds one flag of its own to torchrun's (launch.py parse_args, torch 2.13).
+_LAUNCH_ONLY = {"use_env"}
 _SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
 
 
@@ -120,6 +122,7 @@ class Invocation:
     # Why, on several pods, the world this launcher forms is not worked out here at all (deepspeed without --no_ssh
     # starts every node over ssh from a hostfile); None where it is.
     not_modelled: str | None = None
+    own_options: frozenset[str] = frozenset()  # options this launcher takes besides torchrun's (`--use-env`)
 
     def flag(self, name: str) -> str:
         return self.spelled.get(name, "--" + name.replace("_", "-"))
@@ -158,7 +161,7 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
     if not argv:
         return None
     head = argv[0].rsplit("/", 1)[-1]
-    i = 1
+    i, own = 1, frozenset[str]()
     if head in ("torchrun", "torchrun.exe"):
         pass
     elif head == "accelerate" and len(argv) > 1 and argv[1] == "launch":
@@ -174,6 +177,7 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _DEEPSPEED_MODULES:
             return parse_deepspeed(argv, fields, i + 2)
         if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES:
+            own = frozenset(_LAUNCH_ONLY if argv[i + 1] == "torch.distributed.launch" else ())
             i += 2
         elif i < len(argv) and not argv[i].startswith("-"):
             return parse_dist_url(argv, fields, i)
@@ -181,8 +185,8 @@ def parse_argv(argv: list[str], fields: list[str]) -> Invocation | None:
             return None
     else:
         return None
-    inv = Invocation(field=fields[0] if fields else "")
-    inv.flags, i, inv.open_args = _options(argv, fields, i, _BOOLEAN)
+    inv = Invocation(field=fields[0] if fields else "", own_options=own)
+    inv.flags, i, inv.open_args = _options(argv, fields, i, _BOOLEAN | own)
     inv.script, inv.script_args = (argv[i], argv[i + 1:]) if i < len(argv) else (None, [])
     return inv
 

@@ -25,7 +25,7 @@ from .kueue import (KUEUE_PRIORITY_CLASS_FIELD, WITHOUT_PRIORITY_CLASS, WITHOUT_
                     WORKLOAD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS_LABEL)
 from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
 from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, accelerators,
-                   container_resources, drop_gpus, gpu_resources)
+                   container_resources, drop_gpus, gpu_resources, uncounted_devices)
 
 
 
@@ -183,7 +183,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
 
 
 __all__ = ["unread_world", "leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
-           "accelerators", "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
+           "accelerators", "uncounted_devices", "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
            "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",
            "pod_templates", "finished_ttl", "run_kinds"]

@@ -46,6 +46,15 @@ MANAGED_BY = ("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue")  # valid
 DEFAULT_RESTART = {LAUNCHER: "OnFailure", WORKER: "Never"}  # constants.go DefaultLauncherRestartPolicy, Default...
 
 
+def _older_service(job: str) -> tuple[str, str]:
+    """v2beta1 is also served by mpi-operator v0.4.0, whose pods' subdomain is the workers' Service `<job>-worker`
+    (mpi_job_controller.go:1244 newWorkersService, 1195 the hostfile at v0.4.0); v0.5.0 on name the one Service
+    `<job>` (newJobService, :1384 at v0.8.0). The manifests do not show which release runs."""
+    return f"{job}-worker", (f"rank 0's name under mpi-operator v0.4.0, whose workers' Service is '{job}-worker' "
+                             "(mpi_job_controller.go:1244 at v0.4.0): where the cluster runs v0.5.0 or later, whose one "
+                             f"Service is '{job}' (newJobService, :1384 at v0.8.0), that name does not resolve")
+
+
 
 def replica_specs(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(k): mapping(v) for k, v in mapping(spec.get("mpiReplicaSpecs")).items()}
@@ -283,7 +292,7 @@ class MPIJobLauncher(Launcher[Workload]):
         if (inv := torchrun_under(run)) is not None:  # (-H's hosts and slots where it names them, else the hostfile's)
             out += torchrun_agents(run, inv, pod, *ranks_over_hosts(run, total, hosts))
         elif names and not starts_torchrun(run):
-            out += rank_zero_address(w, run, pod, names[0])
+            out += rank_zero_address(w, run, pod, names[0], older=_older_service(w.manifest.name))
         return out
 
     def _hosts(self, w: Workload, run: MpiRun, names: Names, impl: str) -> list[Check]:

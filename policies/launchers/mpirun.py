@@ -440,7 +440,10 @@ def leader_mpirun_unchecked(w: Workload) -> tuple[str, str] | None:
 # The variables a script under mpirun reads its rendezvous from (torch's env:// init_method) and the ImageNet example's
 # --dist-url (policies/command/torchrun.py DIST_URL): rank 0, the first slot of the first host (Open MPI maps by slot), hosts
 # the store every other rank connects to.
-def rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str, subdomain: str | None = None) -> list[Check]:
+def rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str, subdomain: str | None = None,
+                      older: tuple[str, str] | None = None) -> list[Check]:
+    """`older`: the pods' subdomain under another release of the controller, and why: a host under it resolves
+    there, so the finding holds only under the release modelled (a warning phrased as that condition)."""
     program = run.program
     if not any(x.rsplit("/", 1)[-1].startswith("python") for x in program):
         return []
@@ -465,6 +468,10 @@ def rank_zero_address(w: Workload, run: MpiRun, pod: Any, first_host: str, subdo
                       host)
     if ok:
         return []
+    fix = f"point it at {first_host}.{subdomain}"
+    if older is not None and re.fullmatch(re.escape(f"{first_host}.{older[0]}") + namespace + r"(\.svc(\.[a-z0-9.-]+)?)?)?\.?",
+                                          host):
+        return [Check(run.field, f"{address[1]} names '{host}', {older[1]}: the other ranks wait for a store that "
+                      "is not there", f"{fix}, the name the later releases resolve", severity=WARNING)]
     return [Check(run.field, f"{address[1]} names '{host}', but rank 0 (the first slot mpirun fills) runs on "
-                  f"{first_host}: the other ranks wait for a store that is not there",
-                  f"point it at {first_host}.{subdomain}")]
+                  f"{first_host}: the other ranks wait for a store that is not there", fix)]

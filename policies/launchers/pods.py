@@ -110,6 +110,17 @@ class Pod:
     # The ConfigMaps' and Secrets' data of the manifests (name -> key -> text), for the files their volumes mount.
     stores: tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]] = field(default=({}, {}), repr=False)
 
+    def env_from_away(self) -> str:
+        """The training container's envFrom sources the manifests do not hold ("ConfigMap a, Secret b"): any
+        variable may come from them, as the kubelet reads them."""
+        away = []
+        for src in listing(self.container.get("envFrom")):
+            kind, ref = ("ConfigMap", "configMapRef") if "configMapRef" in mapping(src) else ("Secret", "secretRef")
+            name = str(mapping(mapping(src).get(ref)).get("name"))
+            if name not in self.stores[0 if kind == "ConfigMap" else 1]:
+                away.append(f"{kind} {name}")
+        return ", ".join(away)
+
     def file(self, path: str) -> str | None:
         """The text the training container reads at `path` where a mounted ConfigMap or Secret gives it."""
         return mounted_file(self, path, *self.stores)
@@ -454,6 +465,16 @@ def accelerators(container: dict[str, Any]) -> list[str]:
         if value is not None and str(value) not in ("0", ""):
             out.append(f"{value} {key}")
     return out
+
+
+def uncounted_devices(container: dict[str, Any]) -> list[str]:
+    """What may give the container a GPU that GPU_RESOURCES does not count: another extended resource naming a GPU
+    (a MIG slice `nvidia.com/mig-3g.40gb`, a time-sliced `nvidia.com/gpu.shared`) or a DRA claim (`resources.claims`,
+    whose devices the cluster's DeviceClass decides). Where one is asked for, "no GPU" holds only on a condition."""
+    res = mapping(container.get("resources"))
+    names = {str(k) for part in ("limits", "requests") for k in mapping(res.get(part))}
+    out = sorted(k for k in names if k not in GPU_RESOURCES and ("gpu" in k.lower() or k.startswith("nvidia.com/")))
+    return out + [f"resource claim '{mapping(c).get('name')}'" for c in listing(res.get("claims"))]
 
 
 def container_resources(container: dict[str, Any]) -> tuple[int, int | None, float | None, float | None]:

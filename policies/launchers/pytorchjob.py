@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..kube.values import DNS1035, as_int, dig, listing, mapping
-from ..kube.objects import Manifest
+from ..kube.objects import WARNING, Manifest
+from ..model.trainer_contract import contract
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import FAIL, RECREATE_POD, Decision, PodExit, RestartCount, completed, kubelet_restarts
 from .pods import Injected, Pod, PodGroup, indexed
@@ -297,9 +298,15 @@ class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
         nproc = w.nproc_per_node
         if not torchrun and str(nproc).isdigit() and int(nproc) > 1:
             # envvar.go: WORLD_SIZE counts replicas x nprocPerNode while each pod starts one process.
+            # The repository's trainer starts one process; another script may start nprocPerNode itself
+            # (torch.multiprocessing.spawn), which the manifests do not show.
+            own = w.pods > 0 and contract.starts_trainer([str(a) for a in w.pod(0).argv()[0]]) is not None
             out.append(Check("spec.nprocPerNode", f"nprocPerNode is {nproc} but the container does not start "
-                             f"torchrun: WORLD_SIZE counts {nproc} processes per pod, one starts",
-                             "start the script with torchrun, or set nprocPerNode to 1"))
+                             f"torchrun: WORLD_SIZE counts {nproc} processes per pod, "
+                             + (f"one starts ({contract.SCRIPT})" if own else f"so unless the script starts {nproc} "
+                                "processes itself, the world waits for ranks that never come"),
+                             "start the script with torchrun, or set nprocPerNode to 1",
+                             severity=None if own else WARNING))
         return out
 
     def gang_scheduler(self, w: Workload) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 from ..kube.values import DNS1123_LABEL, as_int, dig, int_or_percent, listing, mapping, selects
 from ..kube.objects import Manifest
-from ..kube.objects import ERROR, WARNING
+from ..kube.objects import WARNING
 from . import core_validation
 from .base import Bundle, Check, Launcher, ScaleSpec, Workload
 from .lifecycle import RECREATE_POD, Decision, PodExit, RestartCount, kubelet_restarts
@@ -174,8 +174,9 @@ class StatefulSetLauncher(Launcher[StatefulSetWorkload]):
     def startup(self, w: StatefulSetWorkload) -> Check | None:
         """OrderedReady (the default) creates pod N+1 only once pod N is Running and Ready (stateful_set_control.go
         at v1.36.0). Without a readiness probe a pod is Ready once its containers start, so the pods only start one
-        after another (a warning); a probe the trainer must answer (exec, httpGet, grpc) keeps pod 0 unready while it
-        waits in rendezvous for pod 1, which is never created (an error)."""
+        after another (a warning); a probe the container answers (exec, httpGet, grpc) keeps pod 0 unready while it
+        waits in rendezvous for pod 1, which is never created, if it succeeds only once training runs: what the
+        probe asks of the image or the script is not in the manifests, so a warning phrased as that condition."""
         policy = w.pod_management_policy
         if w.pods <= 1 or policy == PARALLEL:
             return None
@@ -187,8 +188,9 @@ class StatefulSetLauncher(Launcher[StatefulSetWorkload]):
         if probes:
             name, kind = probes[0]
             return Check("spec.podManagementPolicy", f"podManagementPolicy is {policy} and container '{name}' has an "
-                         f"{kind} probe: pod 1 is created only once pod 0 is Ready, while pod 0 waits in rendezvous "
-                         "for pod 1", hint, severity=ERROR)
+                         f"{kind} probe: pod 1 is created only once pod 0 is Ready; if the probe succeeds only once "
+                         "training runs, pod 0 waits in rendezvous for pod 1, which is never created", hint,
+                         severity=WARNING)
         return Check("spec.podManagementPolicy", f"podManagementPolicy is {policy}: the {w.pods} pods are created one "
                      "after another, each once the one before runs", hint, severity=WARNING)
 

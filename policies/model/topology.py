@@ -19,6 +19,9 @@ from ..command.shellwords import RUN_TIME
 from ..command.torchrun import (DIST_URL, DISTRIBUTED_CODE, WORLD_ENV, Invocation, Setting, find_invocation,
                                 inline_python, split_endpoint, split_nnodes, with_accelerate_config)
 
+# A setting torchrun takes from PET_<NAME>, which an envFrom the manifests do not hold may set (Setting.unknown_kind).
+ENV_ELSEWHERE = "env-from-elsewhere"
+_PET_SETTINGS = ("nnodes", "nproc_per_node", "node_rank", "rdzv_endpoint", "master_addr", "master_port")
 MPI_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "srun")
 # What a script that starts distributed training shows in its text (an unreadable one is said unread only then).
 _TRAINING_WORDS = ("torchrun", "torch.distributed", "accelerate", "MASTER_ADDR", "WORLD_SIZE", "deepspeed")
@@ -39,7 +42,16 @@ class PodView:
         self.script_error = script_error
 
     def _s(self, name: str) -> Setting:
-        return _at_source(self.inv.setting(name, self.pod.env, self.pod.env_fields), self.pod)  # type: ignore[union-attr]
+        assert self.inv is not None, "settings are read of a torchrun invocation"
+        s = _at_source(self.inv.setting(name, self.pod.env, self.pod.env_fields), self.pod)
+        if s.origin == "default" and name in _PET_SETTINGS and self.inv.reads_pet_env and self.inv.open_args is None \
+                and not (name == "rdzv_endpoint" and "master_addr" in self.inv.flags) \
+                and (away := self.pod.env_from_away()):
+            # torchrun reads PET_<NAME> where no flag gives it: an envFrom the manifests do not hold may set it.
+            var = f"PET_{name.upper()}"
+            return Setting(f"${var}", "default", None, unknown=f"torchrun reads {var}, which {away} (not in these "
+                           "manifests) may set", unknown_kind=ENV_ELSEWHERE)
+        return s
 
     def _get(self, key: str) -> Setting:
         if key not in self._cache:
@@ -468,6 +480,8 @@ def _compute_one(bundle: Bundle, w: Workload, found: Resolution) -> bool:
             nproc = 1  # imagenet/main.py lines 118-123: ngpus_per_node is 1 where no GPU is visible
         world = mx * nproc if (mx is not None and nproc is not None and mn == mx) else None
     host, port = (split_endpoint(first.endpoint.value) if first.endpoint.value else (None, None))
+    if first.endpoint.unknown_kind == ENV_ELSEWHERE:
+        host, port = first.endpoint.value, None  # (not torchrun's default port: PET_RDZV_ENDPOINT may give one)
     subdomain = first.pod.subdomain
     pg = _pg_backend(first.pod, first.inv)
     mpi_alone = False

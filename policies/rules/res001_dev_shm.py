@@ -6,7 +6,9 @@ Mount an `emptyDir: {medium: Memory, sizeLimit: ...}` at `/dev/shm`. Memory-back
 memory limit, so the size limit must fit inside it (else the pod is OOM-killed instead of told the volume is full).
 Missing is an error with more than one GPU per pod where the manifest states the nccl backend (NCCL's intra-node
 transport needs it); where the backend is not visible (it lives in the training code), a warning that says "if the
-job uses NCCL"; a warning with one GPU. A disk-backed `/dev/shm`, or one without a size limit, is a warning.
+job uses NCCL"; a warning with one GPU. A disk-backed `/dev/shm`, or one without a size limit, is a warning. A pod
+with `hostIPC: true` has the node's own `/dev/shm`, not the runtime's 64 MB (containerd's setupSandboxFiles mounts
+that tmpfs only for a pod in its own IPC namespace): nothing to say here (host access is SEC008's).
 
 Fails: 8 GPUs per pod and no `/dev/shm` mount; `sizeLimit: 32Gi` with a 16Gi memory limit.
 Passes: `emptyDir: {medium: Memory, sizeLimit: 256Gi}` at `/dev/shm` with a 1600Gi memory limit.
@@ -43,6 +45,8 @@ def check(ctx: Context) -> Iterator[Problem]:
         for pod in ctx.distinct_pods(t):
             mount = next((m for m in pod.container.get("volumeMounts") or []
                           if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == "/dev/shm"), None)
+            if mount is None and pod.spec.get("hostIPC") is True:
+                continue  # the host's own /dev/shm (containerd v1.7 pkg/cri/sbserver setupSandboxFiles; SEC008's)
             if mount is None:
                 stated = nccl_stated(t)
                 yield problem_at(ID, ctx, t, f"{pod.container_field}.volumeMounts",

@@ -10,7 +10,9 @@ accelerator other than a GPU (AWS Neuron, TPU, Gaudi: `launchers/pods.py` ACCELE
 those devices, not on the CPUs, and how many a device takes (its cores) is not in the manifests: one info line says
 the count was not checked.
 
-`gpu` on a pod that requests no GPU stops torchrun before any worker starts ("Cuda is not available."): an error.
+`gpu` on a pod that requests no GPU stops torchrun before any worker starts ("Cuda is not available."): an error;
+a warning phrased as the condition where the pod asks for a device that may be one but is not counted as a GPU here
+(a MIG slice `nvidia.com/mig-*`, `nvidia.com/gpu.shared`, Intel's `gpu.intel.com/*` for `xpu`, a DRA resource claim).
 
 `accelerate launch --multi_gpu` with fewer than 2 processes in all stops at start: an error.
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..kube.objects import ERROR, INFO, WARNING, Problem
-from ..launchers import accelerators
+from ..launchers import accelerators, uncounted_devices
 from .kit import Context, problem
 from ..model.topology import launcher_field
 
@@ -56,9 +58,13 @@ def check(ctx: Context) -> Iterator[Problem]:
         if t.nproc is None and s.value in NEEDS_DEVICE and not t.gpus:
             # torch/distributed/run.py determine_local_world_size: `gpu` (and `xpu`) raise before any worker starts
             # where no such device is visible, and the device plugin shows a container only the GPUs it requests.
-            yield problem(ID, t, where, f"processes per node is '{s.value}' (one per GPU) but the pods request no "
-                          f"GPU: torchrun stops at start ({NEEDS_DEVICE[s.value]})",
-                          "request nvidia.com/gpu, or write the number of processes per pod", severity=ERROR)
+            other = uncounted_devices(t.first.pod.container)
+            said = f"no nvidia.com/gpu or amd.com/gpu: unless {', '.join(other)} gives each pod one, " if other \
+                else "no GPU: "
+            yield problem(ID, t, where, f"processes per node is '{s.value}' (one per GPU) but the pods request "
+                          f"{said}torchrun stops at start ({NEEDS_DEVICE[s.value]})",
+                          "request nvidia.com/gpu, or write the number of processes per pod",
+                          severity=WARNING if other else ERROR)
             continue
         if t.nproc is None:
             expected = f"{t.gpus} (the GPU limit)" if t.gpus else "an integer within the CPU limit"

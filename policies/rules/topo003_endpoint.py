@@ -21,7 +21,12 @@ Fails: MASTER_ADDR `train-rdzv` (the Service, not a pod); MASTER_ADDR `ddp-train
 `namePrefix: team-` renamed the Job to `team-ddp-train`; MASTER_ADDR `ddp-train-0.ddp-train.default.svc.cluster.local`
 where the environment declares `clusterDomain: corp.example`.
 Passes: Job `ddp-train`, subdomain `ddp-train`, MASTER_ADDR `ddp-train-0.ddp-train`; a PyTorchJob, whose
-operator points MASTER_ADDR at its own `<job>-master-0` Service.
+operator points MASTER_ADDR at its own `<job>-master-0` Service; MASTER_ADDR naming a Service of the manifests that
+selects pod 0 alone (`batch.kubernetes.io/job-completion-index: "0"`), which forwards to it.
+
+A host that may name a Service the manifests do not hold (one word, or one followed by the namespace, `.svc` ...;
+not a pod's name under its subdomain) is a warning phrased as that Service selecting pod 0 alone, an error where the
+environment declares its manifests self-contained.
 
 With an etcd rendezvous (`etcd`, `etcd-v2`) the endpoint is the etcd server instead: where its Service is in the
 manifests it must declare the endpoint's port; a Service that is not in them is applied elsewhere (REF001 lists it,
@@ -35,7 +40,8 @@ from typing import Iterator
 
 from .kit import Context, problem
 from ..command.torchrun import split_endpoint
-from ..kube.objects import WARNING, Problem
+from ..kube.objects import ERROR, WARNING, Problem
+from ..kube.values import mapping, selects
 from ..model.topology import Topology
 
 ID = "TOPO003"
@@ -97,11 +103,40 @@ def check(ctx: Context) -> Iterator[Problem]:
             yield problem(ID, t, where, f"rendezvous endpoint is '{host or 'unset'}' on a {t.pods}-pod job; "
                           f"the other pods cannot reach it", f"point it at pod 0: {expected}")
         elif not pod0_pattern(expected, pod.namespace, domain).match(host):
+            service = _service_of(ctx, t, host, domain)
+            if service == "pod 0":
+                continue  # a Service in the manifests that selects pod 0 alone forwards to it
+            if service:  # a Service name the manifests do not hold
+                own = ctx.env is not None and ctx.env.self_contained
+                yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', not pod 0 '{expected}'" +
+                              (f", and no Service '{service}' is in these manifests, which {ctx.env.name} declares "
+                               "self-contained: the other pods cannot reach the store" if own and ctx.env else
+                               f": unless a Service '{service}' applied elsewhere selects pod 0 alone, the other pods "
+                               "cannot reach the store"), f"set it to {expected}", severity=ERROR if own else WARNING)
+                continue
             svc = t.first.pod.subdomain
             why = (" (a headless Service name resolves to every pod, not to pod 0)" if host == svc else
                    _other_domain(host, domain))
             yield problem(ID, t, where, f"rendezvous endpoint host is '{host}', expected pod 0 '{expected}'{why}",
                           f"set it to {expected}")
+
+
+def _service_of(ctx: Context, t: Topology, host: str, domain: str | None) -> str:
+    """What a host that is not pod 0's name may be: "pod 0" where it names a Service of the manifests that selects
+    pod 0 and none of the others (the pods read here: one per template, and the last), the Service's name where it
+    may name one the manifests do not hold, "" where it names pods (under their subdomain) or another Service."""
+    name, _, rest = host.rstrip(".").partition(".")
+    ns, sub = t.first.pod.namespace, t.first.pod.subdomain
+    if not name or (rest and (rest.split(".")[0] == sub or not pod0_pattern("x", ns, domain).match("x." + rest))):
+        return ""
+    svc = ctx.bundle.services.get((ns, name))
+    if svc is None:
+        return "" if name == sub or any(name == v.pod.hostname for v in t.views) else name
+    selector = {"matchLabels": mapping(mapping(svc.obj.get("spec")).get("selector"))}
+    if selector["matchLabels"] and selects(selector, t.first.pod.labels) and \
+            not any(selects(selector, v.pod.labels) for v in t.views[1:]):
+        return "pod 0"
+    return ""
 
 
 def _others(t: Topology, expected: str, domain: str | None) -> Iterator[Problem]:

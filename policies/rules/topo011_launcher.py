@@ -5,7 +5,9 @@ or of `-H host:slots,...` (Open MPI refuses more without --oversubscribe; a host
 without workers, leaves Open MPI the launcher's own node: a warning that nothing is distributed), every `-H` host one
 of the job's pods, and
 the rank-0 address a script under mpirun joins (`-x MASTER_ADDR=...`, a `tcp://` `--dist-url`) naming the host of the
-first slot, where rank 0 runs. Where mpirun (an MPIJob's, a TrainJob MPI runtime's launcher, a leader's below with
+first slot, where rank 0 runs (a name under `<job>-worker`, the workers' Service of mpi-operator v0.4.0, which also
+serves v2beta1, is a warning phrased as the cluster running v0.5.0 or later: the manifests do not show the release).
+Where mpirun (an MPIJob's, a TrainJob MPI runtime's launcher, a leader's below with
 its hosts stated) starts torchrun, each rank is one torchrun agent, one node of torchrun's world, which takes its
 --nnodes, --node-rank and rendezvous from its own flags (or `-x` PET_* env), never from OMPI_COMM_WORLD_RANK:
 --nnodes above the ranks never completes the rendezvous, --nnodes 1 (torchrun's default) or --standalone makes each
@@ -23,7 +25,8 @@ workload whether it trains or not. PyTorchJob (training-operator v1.9.4 webhook)
 Master and Worker only, exactly one Master (`replicas` written: the webhook runs before the defaulter), a container
 named `pytorch` with an image in every replica type, an `elasticPolicy` only with Workers, never both
 `nprocPerNode` fields, a known `managedBy`; and torchrun whenever `nprocPerNode` is above 1 (the operator counts
-WORLD_SIZE in processes but starts one process per pod). TrainJob (Trainer v2.3.0): the runtime it names is in the
+WORLD_SIZE in processes but starts one process per pod: an error where the pods start the repository's trainer,
+which starts one, a warning phrased as the condition for a script of its own, which may spawn them). TrainJob (Trainer v2.3.0): the runtime it names is in the
 manifests (or is upstream's `torch-distributed`; a runtime without an `mlPolicy.torch` is admitted and injects no
 PET_* env, and the line says what its policy's plugin injects instead (MPI's OMPI_* env and hostfile, JAX_*,
 DMLC_*, nothing for plain ML): a warning where the trainer starts torchrun, else an info line); on a torch runtime
@@ -134,7 +137,7 @@ name used twice, which only KubeRay's optional webhook refuses.
 A TrainJob whose runtime is not in the manifests is applied with a runtime from elsewhere: one info line says its
 pods could not be worked out (REF001 requires the runtime where the environment is self-contained).
 
-Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python train.py`; an Indexed Job without
+Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python /app/trainer/train.py`; an Indexed Job without
 completions; a Job without `restartPolicy`; a RayCluster worker group with idleTimeoutSeconds but no autoscaler v2.
 Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
 """

@@ -40,18 +40,25 @@ object saying so.
 A workload whose `managedBy` names another controller (MultiKueue, an external one) gets no pods from the controller
 here: the checks that need its pods are skipped, and an info line says so.
 
+A `$(VAR)` in a container whose `envFrom` names a ConfigMap or Secret the manifests do not hold may be defined there:
+a warning phrased as that condition, an error where the environment declares its manifests self-contained. So is
+torchrun given no flag for its nodes, processes, rendezvous endpoint or node rank there: it reads `PET_NNODES`,
+`PET_RDZV_ENDPOINT`, ... (run.py's env defaults), which that envFrom may set, so its own defaults (1 node, 127.0.0.1,
+node rank 0) are not claimed: one line names the settings and the checks they hide (info on a single pod).
+
 Fails: `--nnodes=$(NNODES)` with no `NNODES` in the env; a Job with `completions: 0`.
 Passes: every `$(VAR)` defined in the container's env; `--nnodes=$(cat /etc/nnodes)` in a script (info).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..launchers import leader_mpirun_unchecked
 from ..launchers.mpirun import UNDER_MPIRUN
-from ..kube.objects import INFO, WARNING, Problem
-from ..model.topology import Undetermined, UnreadConfig, UnreadScript, Unstated
-from .kit import Context, problem
+from ..kube.objects import ERROR, INFO, WARNING, Problem
+from ..kube.values import listing, mapping
+from ..model.topology import ENV_ELSEWHERE, Undetermined, UnreadConfig, UnreadScript, Unstated
+from .kit import Context, find_object, problem
 from ..command.shellwords import RUN_TIME, UNSET
 
 ID = "TOPO012"
@@ -124,19 +131,40 @@ def check(ctx: Context) -> Iterator[Problem]:
     for t in ctx.topologies:
         v = t.first
         at_run_time: list[tuple[str, str]] = []
+        elsewhere: list[tuple[str, str]] = []
         for label, s in (("nnodes", v.nnodes), ("processes per node", v.nproc), ("rendezvous endpoint", v.endpoint),
                          ("node rank", v.node_rank)):
             if "$" not in s.value:
                 continue
             if s.unknown_kind == RUN_TIME:
                 at_run_time.append((label, s.unknown or ""))
+            elif s.unknown_kind == ENV_ELSEWHERE:
+                elsewhere.append((label, s.unknown or ""))
             elif s.unknown_kind == UNSET:
                 yield problem(ID, t, s.field, f"{label} is '{s.value}': {s.unknown}; unless the image sets it, "
                               f"torchrun gets an empty {label} and fails", "set the variable in the container's env "
                               "or the script, or write the value", severity=WARNING)
+            elif away := _env_from_elsewhere(ctx, v.pod.container):
+                yield problem(ID, t, s.field, f"{label} is '{s.value}': a variable the container env does not "
+                              f"define, unless {away} (not in these manifests) does: else the kubelet leaves it as "
+                              "written and torchrun fails", "define the variable in the container's env, or write "
+                              "the value", severity=ERROR if ctx.env is not None and ctx.env.self_contained else WARNING)
             else:
                 yield problem(ID, t, s.field, f"{label} is '{s.value}': a variable the container env does not define",
                               "define the variable in the container's env, or write the value")
+        if elsewhere:
+            pet = [why.split()[2].rstrip(",") for _, why in elsewhere]  # "torchrun reads PET_X, which ..."
+            away = elsewhere[0][1].split(", which ", 1)[1]
+            yield problem(ID, t, v.inv.field if v.inv else v.pod.container_field,
+                          f"no flag gives {', '.join(label for label, _ in elsewhere)}: torchrun reads "
+                          f"{', '.join(pet)}, which {away}"
+                          + (f"; unless it does, torchrun takes its own defaults for them (1 node, a static "
+                             f"rendezvous on 127.0.0.1, node rank 0) and no world forms over {t.pods} pods"
+                             if t.pods > 1 else "") + " (" + ", ".join(sorted({c for label, _ in elsewhere
+                                                                          for c in HIDES[label]}))
+                          + " did not check them)", "write the flags, or validate with the ConfigMap or Secret that "
+                          "sets them", severity=INFO if t.pods <= 1 else ERROR
+                          if ctx.env is not None and ctx.env.self_contained else WARNING)
         if at_run_time:
             hidden = sorted({c for label, _ in at_run_time for c in HIDES[label]})
             said = "; ".join(f"{label}: {why}" for label, why in at_run_time)
@@ -144,6 +172,18 @@ def check(ctx: Context) -> Iterator[Problem]:
                           f"known only when the container runs ({said}): {', '.join(hidden)} did not check "
                           f"{'it' if len(at_run_time) == 1 else 'them'}",
                           "write the value, or set it in the container's env, to have it checked", severity=INFO)
+
+
+def _env_from_elsewhere(ctx: Context, container: dict[str, Any]) -> str:
+    """The container's envFrom sources the manifests do not hold ("ConfigMap a, Secret b"): any variable may come
+    from them (the kubelet expands `$(VAR)` against envFrom's variables too)."""
+    away = []
+    for src in listing(container.get("envFrom")):
+        kind = "ConfigMap" if "configMapRef" in mapping(src) else "Secret"
+        name = str(mapping(mapping(src).get("configMapRef") or mapping(src).get("secretRef")).get("name"))
+        if find_object(ctx, kind, name) is None:
+            away.append(f"{kind} {name}")
+    return ", ".join(away)
 
 
 # The checks a setting known only at run time hides.
