@@ -410,3 +410,19 @@ def test_img003_on_a_trainjob_that_keeps_its_runtimes_broken_command(tmp_path):
                               "command[0] is 'python train.py': the runtime starts a program of that whole name (no "
                               "shell splits a command): the container fails to start unless the image has a file so "
                               "named")]
+
+
+def test_argo012_is_an_error_only_where_the_environment_declares_kueues_integration():
+    """Whether Kueue runs the kind's integration is the environment's declaration (kueueFrameworks): 64x8-h100
+    declares kubeflow.org/pytorchjob, so a queued PyTorchJob's written suspend is an error; a folder no declaration
+    covers gets a warning phrased as that condition."""
+    def said(name: str) -> list[tuple[str, str]]:
+        return [(p.severity, p.message) for p in problems_of(FIXTURES / "rules/ARGO012/fail" / name)
+                if p.rule == "ARGO012"]
+
+    from policies.kube.objects import WARNING
+    declared, undeclared = said("pytorchjob-suspend-not-ignored.yaml"), said("pytorchjob-suspend-undeclared.yaml")
+    assert [sev for sev, _ in declared] == [ERROR] and "kueueFrameworks" not in declared[0][1]
+    assert [sev for sev, _ in undeclared] == [WARNING]
+    assert undeclared[0][1].endswith("(where the cluster's Kueue has the kubeflow.org/PyTorchJob integration on: no "
+                                     "kueueFrameworks is declared)")

@@ -18,7 +18,8 @@ Application's own `ignoreDifferences` (argocd-cm's `resource.customizations.igno
 only the queue label (not Kueue's `manageJobsWithoutQueueName`). Where the rendered folder's environment declares
 Kueue's integrations (`kueueFrameworks`), a kind whose integration is not among them is left alone: Kueue sets up no
 webhook or reconciler for it (Kueue v0.19.2 pkg/controller/jobframework/setup.go:76, 108-111) and never touches its
-suspend field, so the manifest's value stands; where nothing is declared, every queued kind counts.
+suspend field, so the manifest's value stands; where nothing is declared, every queued kind counts, as a warning
+phrased as the condition that its integration is on (an error where it is declared on).
 
 Fails: an auto-syncing Application whose path renders 64x8-h100's PyTorchJob with `runPolicy.suspend: true` and
 whose ignoreDifferences lacks `/spec/runPolicy/suspend` for kubeflow.org/PyTorchJob; the same with the entry but
@@ -27,6 +28,8 @@ Passes: the same PyTorchJob under an Application with the entry and RespectIgnor
 PyTorchJob, which does not set suspend, under an Application without ignoreDifferences; an Application that does not
 auto-sync; a queued PyTorchJob with `runPolicy.suspend: true` whose environment's `kueueFrameworks` leaves out
 kubeflow.org/pytorchjob, under an Application without ignoreDifferences.
+Warns: the failing cases where the rendered folder's environment declares no `kueueFrameworks`: whether the
+cluster's Kueue has the kind's integration on is not in the input, so the finding is phrased as that condition.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from typing import Iterator
 from ..argocd.apps import RESPECT_IGNORE_DIFFERENCES, ignores, unguarded
 from ..render.files import rel
 from ..kube.values import dig, kueue_queue
-from ..kube.objects import Problem
+from ..kube.objects import ERROR, WARNING, Problem
 from .kit import Context
 
 ID = "ARGO012"
@@ -77,9 +80,12 @@ def check(ctx: Context) -> Iterator[Problem]:
                     effect = "the admitted gang is suspended again and its pods deleted"
                 else:
                     effect = "Argo CD and Kueue keep rewriting it"
+                # Without a declaration, whether Kueue's integration for the kind is on is not in the input.
+                condition = "" if t.kueue_frameworks is not None else \
+                    f" (where the cluster's Kueue has the {gk} integration on: no kueueFrameworks is declared)"
                 yield Problem(ID, f"{field} is {shown} on a workload in Kueue queue {kueue_queue(m.metadata)}, which "
                               f"suspends it until admission and resumes it then; {app.label()} {missing}: "
-                              f"{effect}", rel(t.folder),
+                              f"{effect}{condition}", rel(t.folder),
                               obj=m.ref, field=field,
                               hint=f"remove {field} from the manifest (Kueue suspends a queued workload itself), "
-                                   f"or {fix}")
+                                   f"or {fix}", severity=WARNING if condition else ERROR)
