@@ -18,7 +18,7 @@ import yaml
 
 from ..render.files import read_config, rel
 from ..render.loader import InputError
-from ..kube.image_ref import split_image
+from ..kube.image_ref import DOMAIN_NAME, REMOTE_NAME, split_image
 from ..render.paths import REPO
 
 CONFIG_NAME = "gitops.yaml"
@@ -60,10 +60,8 @@ def argocd_namespace(root: Path = REPO) -> str:
 
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,252}$")
 # An image repository without tag or digest: [registry[:port]/]path, lowercase path components (the distribution
-# reference grammar, github.com/distribution/reference regexp.go).
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
-_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?"
-IMAGE_REPOSITORY = re.compile(rf"^(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*$")
+# reference grammar's parts, kube/image_ref.py; a registry written as a host name or IPv4 address).
+IMAGE_REPOSITORY = re.compile(rf"^(?:{DOMAIN_NAME}(?::[0-9]+)?/)?{REMOTE_NAME}$")
 # A repository URL Argo CD clones: https://, ssh:// or scp-like git@host:path.
 REPO_URL = re.compile(r"^(?:https?://[^\s/]+/\S+|ssh://\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+)$")
 

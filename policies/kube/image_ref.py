@@ -22,13 +22,14 @@ from dataclasses import dataclass
 _ALNUM = r"[a-z0-9]+"
 _SEPARATOR = r"(?:[._]|__|[-]+)"
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[(?:[a-fA-F0-9:]+)\])(?::[0-9]+)?"
+DOMAIN_NAME = rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*"  # a host name or IPv4 address, no port
+_DOMAIN = rf"(?:{DOMAIN_NAME}|\[(?:[a-fA-F0-9:]+)\])(?::[0-9]+)?"
 _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*[:][0-9A-Fa-f]{32,}"
 _PATH_COMPONENT = rf"{_ALNUM}(?:{_SEPARATOR}{_ALNUM})*"
-_REMOTE = rf"{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
-_REFERENCE = re.compile(rf"((?:{_DOMAIN}/)?{_REMOTE})(?::({_TAG}))?(?:@({_DIGEST}))?", re.ASCII)
-_NAME = re.compile(rf"(?:({_DOMAIN})/)?({_REMOTE})", re.ASCII)
+REMOTE_NAME = rf"{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"  # the path: lowercase components
+_REFERENCE = re.compile(rf"((?:{_DOMAIN}/)?{REMOTE_NAME})(?::({_TAG}))?(?:@({_DIGEST}))?", re.ASCII)
+_NAME = re.compile(rf"(?:({_DOMAIN})/)?({REMOTE_NAME})", re.ASCII)
 _IDENTIFIER = re.compile(r"[a-f0-9]{64}")
 REPOSITORY_NAME_MAX = 255  # reference.go RepositoryNameTotalLengthMax
 # go-digest: the algorithms the kubelet can verify, and the length of each one's hex.
