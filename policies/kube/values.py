@@ -27,6 +27,10 @@ DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # A DNS-1123 label and subdomain (IsDNS1123Label, 63 characters; IsDNS1123Subdomain, 253), checked apart from length.
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# apimachinery pkg/util/validation/validation.go: qualifiedNameFmt (a label key's name part, a qualified name) and
+# labelValueFmt (a label value, empty allowed); the 63-character bounds are the callers'.
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # The path part of IsDomainPrefixedPath (httpPathFmt).
 HTTP_PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 # An int-or-string percentage (IsValidPercent).

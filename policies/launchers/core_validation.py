@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..kube.values import DNS1123_LABEL, DNS1123_SUBDOMAIN, listing, mapping
+from ..kube.values import DNS1123_LABEL, DNS1123_SUBDOMAIN, QUALIFIED_NAME, listing, mapping
 from ..kube.objects import WARNING
 from .base import Check
 from .pods import Pod
@@ -30,10 +30,9 @@ TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 MAX_INT32 = 2**31 - 1
-# k8s.io/apimachinery pkg/util/validation/validation.go: qualifiedNameFmt (a label key's name part and a label
-# value), IsValidPortName (IANA_SVC_NAME: at most 15 characters of a-z, 0-9 and '-', a letter among them, no '-' at
-# either end or twice in a row).
-QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+# k8s.io/apimachinery pkg/util/validation/validation.go IsValidPortName (IANA_SVC_NAME: at most 15 characters of
+# a-z, 0-9 and '-', a letter among them, no '-' at either end or twice in a row); qualifiedNameFmt (a label key's name
+# part and a label value) is kube/values.QUALIFIED_NAME.
 PORT_NAME = re.compile(r"^[-a-z0-9]+$")
 # A character an env name may not hold: RelaxedEnvironmentVariableValidation allows printable ASCII (32 to 126) but '='.
 _NOT_ENV_NAME = re.compile(r"[^\x20-\x3c\x3e-\x7e]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..kube.values import DNS1035, DNS1123_SUBDOMAIN, as_int, dig, listing, mapping
+from ..kube.values import DNS1035, DNS1123_SUBDOMAIN, LABEL_VALUE, as_int, dig, listing, mapping
 from ..kube.objects import WARNING
 from . import job_validation
 from .base import Check
@@ -15,7 +15,6 @@ from .base import Check
 FEATURE_GATES = {"InPlaceRestart": False, "TLSOptions": True, "RestartJob": False, "ElasticJobSet": False}
 DEFAULT_GROUP = "default"  # a replicated Job's groupName where unset (the controller uses it too)
 MAX_INT32 = 2**31 - 1  # jobset_webhook.go ValidateCreate lines 218-225 at v0.12.0: replicas x parallelism per Job
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 def _dns1035(value: str) -> str | None:

@@ -22,11 +22,10 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ..kube.values import DNS1123_SUBDOMAIN, listing, mapping, parse_quantity
+from ..kube.values import DNS1123_SUBDOMAIN, QUALIFIED_NAME, listing, mapping, parse_quantity
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 WEBHOOK_KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor")
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _QUALIFIED = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
               "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
               "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
@@ -62,7 +61,7 @@ def qualified_name(key: str) -> list[str]:
         out.append("name part must be non-empty")
     elif len(name) > 63:
         out.append("name part must be no more than 63 characters")
-    if name and not _NAME.match(name):
+    if name and not QUALIFIED_NAME.match(name):
         out.append("name part " + _QUALIFIED)
     return out
 
@@ -73,7 +72,7 @@ def _labels(labels: Any, path: str) -> list[str]:
     for k, v in mapping(labels).items():
         out += [invalid(path, k, d) for d in qualified_name(str(k))]
         text = "" if v is None else str(v)
-        if text and (len(text) > 63 or not _NAME.match(text)):
+        if text and (len(text) > 63 or not QUALIFIED_NAME.match(text)):
             out.append(invalid(path, text, "must be no more than 63 characters" if len(text) > 63 else _LABEL_VALUE))
     return out
 
@@ -222,7 +221,7 @@ def resource_flavor(obj: dict[str, Any]) -> list[str]:
         t, p = mapping(t), f"spec.nodeTaints[{i}]"
         key, value = str(t.get("key") or ""), "" if t.get("value") is None else str(t.get("value"))
         out += [invalid(f"{p}.key", key, d) for d in qualified_name(key)]
-        if value and (len(value) > 63 or not _NAME.match(value)):
+        if value and (len(value) > 63 or not QUALIFIED_NAME.match(value)):
             out.append(invalid(f"{p}.value", value, "must be no more than 63 characters" if len(value) > 63
                                else _LABEL_VALUE))
         pair = (str(t.get("effect") or ""), key)

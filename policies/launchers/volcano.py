@@ -12,11 +12,10 @@ checks are volcano_webhook.py; a queue not in the manifests is REF001's), negati
 (SCHEMA rules), and the chart's optional ValidatingAdmissionPolicy (off by default) is not modelled."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from ..kube.values import as_int, dig, listing, mapping
+from ..kube.values import QUALIFIED_NAME, as_int, dig, listing, mapping
 from ..kube.objects import Manifest
 from . import core_validation
 from .volcano_webhook import (REFUSED, dag_checks, io_checks, numa_checks, partition_checks, policy_checks,
@@ -199,9 +198,6 @@ def wait_script(addr: str, port: int, timeout: int) -> str:
             '  ELAPSED=$((ELAPSED + 2))\ndone\necho "Master node is ready!"')
 
 
-QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-
-
 def _ports(port: int) -> Callable[[str], list[dict[str, Any]]]:
     """The pytorch plugin's port on every container of its tasks."""
     return lambda c: [{"name": PORT_NAME, "containerPort": port}]
@@ -212,7 +208,7 @@ def _qualified(name: str) -> str | None:
     alphanumeric at both ends."""
     if len(name) > 63:
         return f"'{name}' is {len(name)} characters, more than 63"
-    if not QUALIFIED.match(name):
+    if not QUALIFIED_NAME.match(name):
         return f"'{name}' is not a qualified name"
     return None
 

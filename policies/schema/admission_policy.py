@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Iterable
 
-from ..kube.values import listing, mapping, selects
+from ..kube.values import LABEL_VALUE, listing, mapping, selects
 from .cel import UNREADABLE, NotCompiled, admission_environment
 
 CREATE = "CREATE"
@@ -37,7 +37,6 @@ EXEMPT_KINDS = frozenset({"ValidatingWebhookConfiguration", "MutatingWebhookConf
                           "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
                           "MutatingAdmissionPolicyBinding"})
 ADMISSION_GROUP = "admissionregistration.k8s.io"
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*''\s*\])")
 _NO_SUCH_KEY = re.compile(r"no such key: ([^\s]+)$")
@@ -124,12 +123,12 @@ def selector_error(sel: Any) -> str | None:
         if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
             return f"{str(op).lower()!r} is not a valid label selector operator"
         for v in values:
-            if len(v) > 63 or not _LABEL_VALUE.match(v):
+            if len(v) > 63 or not LABEL_VALUE.match(v):
                 return f"values[0][{e.get('key')}]: Invalid value: {v!r}: a valid label must be an empty string or " \
                        "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an " \
                        "alphanumeric character"
     for k, v in mapping(mapping(sel).get("matchLabels")).items():
-        if len(str(v)) > 63 or not _LABEL_VALUE.match(str(v)):
+        if len(str(v)) > 63 or not LABEL_VALUE.match(str(v)):
             return f"values[0][{k}]: Invalid value: {str(v)!r}: a valid label must be an empty string or consist " \
                    "of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
     return None
