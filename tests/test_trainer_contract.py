@@ -218,3 +218,40 @@ def test_refused_arguments_are_what_the_parser_refuses():
         if rng.random() < 0.03:
             args += ["--", "x"]
         assert bool(contract.refused(args)) == _parser_refuses(args), (args, contract.refused(args))
+
+
+def test_the_contract_binds_where_the_image_is_the_trainers(tmp_path):
+    """`-m trainer.train` and /app/trainer/train.py are this repository's trainer only in its image: gitops.yaml's
+    identity.image (or the template's example image) gives an error, any other image a warning that names the
+    condition, since another image may hold another program at that path (a team's own `trainer` package)."""
+    fixtures = REPO / "tests" / "fixtures" / "rules"
+    ours = "registry.corp.example/ml/ddp-trainer"
+    repo = tmp_path / "fork"
+    repo.mkdir()
+    (repo / "gitops.yaml").write_text((REPO / "gitops.yaml").read_text().replace(identity.EXAMPLE_IMAGE, ours))
+    cases = {  # file -> (image written in it, severity expected)
+        repo / "declared.yaml": (f"{ours}:0.2.0", "error"),
+        repo / "example.yaml": ("ghcr.io/example/ddp-trainer:0.1.0-cpu", "error"),
+        repo / "other.yaml": ("registry.corp.example/nlp/trainer:1.4", "warning"),
+        tmp_path / "outside.yaml": (f"{ours}:0.2.0", "warning"),  # no identity above it declares that image
+    }
+    for rule, name in (("TRAINER001", "dist-backend-glo"), ("TRAINER002", "dist-backnd"), ("TRAINER003", "epocs")):
+        text = (fixtures / rule / "fail" / f"{name}.yaml").read_text()
+        for path, (image, _) in cases.items():
+            path.with_name(f"{rule}-{path.name}").write_text(text.replace("ghcr.io/example/ddp-trainer:0.1.0-cpu",
+                                                                          image))
+    paths = sorted(str(p) for p in tmp_path.rglob("TRAINER*.yaml"))
+    proc = subprocess.run([sys.executable, "-m", "policies.cli", "validate", "--format", "json", *paths],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    report = json.loads(proc.stdout)
+    found = {(p["source"].rsplit("/", 1)[1], p["severity"]): p["message"] for p in report["problems"]
+             if p["rule"].startswith("TRAINER")}
+    for rule in ("TRAINER001", "TRAINER002", "TRAINER003"):
+        for path, (image, severity) in cases.items():
+            key = (f"{rule}-{path.name}", severity)
+            assert key in found, (key, sorted(found))
+            assert (f"{rule}-{path.name}", "error" if severity == "warning" else "warning") not in found, key
+            if severity == "warning":
+                assert found[key].startswith(f"if image {image} holds this repository's trainer "
+                                             f"(gitops.yaml's identity.image: "), found[key]
+    assert proc.returncode == 1, proc.stderr  # the declared and example images' errors

@@ -156,6 +156,29 @@ def image_repository(image: str) -> str:
     return split_image(image)[0]
 
 
+def trainer_images(root: Path) -> frozenset[str]:
+    """The image repositories known to hold this repository's trainer (the root Dockerfile's image): the template's
+    example image and the `identity.image` of `root`'s gitops.yaml where it has a readable one (ARGO010 reports one
+    that is not). Read once per state of the file: rules ask once per validation unit."""
+    path = config_path(root)
+    try:
+        st = path.stat()
+    except OSError:
+        return frozenset({EXAMPLE_IMAGE})
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _TRAINER_IMAGES:
+        try:
+            declared = {load(root).image}
+        except IdentityError:
+            declared = set()
+        _TRAINER_IMAGES.clear()  # one repository at a time in practice: keep the cache at one entry
+        _TRAINER_IMAGES[key] = frozenset({EXAMPLE_IMAGE, *declared})
+    return _TRAINER_IMAGES[key]
+
+
+_TRAINER_IMAGES: dict[tuple[str, int, int], frozenset[str]] = {}
+
+
 def is_example_image(image: Any) -> bool:
     return isinstance(image, str) and image_repository(image.strip()).startswith(EXAMPLE_REGISTRY)
 

@@ -12,7 +12,10 @@ from typing import Any, Iterator
 from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
 from ..launchers.pods import ContainerEnv, env_from_configmap
-from ..kube.objects import INFO, Manifest, Problem
+from ..argocd.identity import trainer_images
+from ..kube.image_ref import split_image
+from ..kube.objects import INFO, WARNING, Manifest, Problem
+from ..render.paths import repo_root
 from ..kube.pod_security_admission import Config as PodSecurityConfig
 from ..launchers.podspecs import ContainerSite, PodSite, container_sites, pod_sites
 from ..model.topology import Topology, Undetermined, UnreadConfig, UnreadScript, Unstated
@@ -258,12 +261,16 @@ def nccl_stated(topo: Topology) -> bool:
 # ---------------------------------------------------------------- the containers that start the trainer
 
 
-def trainer_containers(ctx: Context) -> list[tuple[Any, Any, Any, list[str], list[str], int]]:
-    """(workload, pod, container, argv, fields, index where the trainer's own arguments start) for every container
-    that starts the trainer, one pod per pod template (worked out once per overlay)."""
-    found: list[tuple[Any, Any, Any, list[str], list[str], int]] | None = ctx.memo.get("trainer_containers")
+def trainer_containers(ctx: Context) -> list[tuple[Any, Any, Any, list[str], list[str], int, str | None]]:
+    """(workload, pod, container, argv, fields, index where the trainer's own arguments start, condition) for every
+    container that starts the trainer (`/app/trainer/train.py`, `-m trainer.train`), one pod per pod template (worked
+    out once per overlay). The condition is None where the container's image is one known to hold this repository's
+    trainer (gitops.yaml's identity.image, the template's example image); else the words a finding starts with, as
+    another image may hold another program at that path or module (TRAINER001-003 are then warnings)."""
+    found: list[tuple[Any, Any, Any, list[str], list[str], int, str | None]] | None = ctx.memo.get("trainer_containers")
     if found is None:
         found = []
+        known: frozenset[str] | None = None
         for w in ctx.workloads:
             if w.odd_group is not None:  # no pods to read (the model said it skipped them)
                 continue
@@ -276,10 +283,31 @@ def trainer_containers(ctx: Context) -> list[tuple[Any, Any, Any, list[str], lis
                 for c in pod.containers:
                     argv, fields = pod.argv(c)
                     start = contract.starts_trainer(argv)
-                    if start is not None:
-                        found.append((w, pod, c, argv, fields, start))
+                    if start is None:
+                        continue
+                    if known is None:
+                        known = trainer_images(repo_root(ctx.source if ctx.source not in ("<stdin>", "") else "."))
+                    found.append((w, pod, c, argv, fields, start, trainer_condition(c.container.get("image"), known)))
         ctx.memo["trainer_containers"] = found
     return found
+
+
+def trainer_condition(image: Any, known: frozenset[str]) -> str | None:
+    """None where `image` is in a repository known to hold the trainer; else the condition a finding depends on."""
+    if isinstance(image, str) and image.strip() and split_image(image.strip())[0] in known:
+        return None
+    declared = " or ".join(sorted(known))
+    shown = f"image {image.strip()}" if isinstance(image, str) and image.strip() else "a container without an image"
+    return f"if {shown} holds this repository's trainer (gitops.yaml's identity.image: {declared})"
+
+
+def trainer_problem(rule: str, condition: str | None, m: Manifest, field: str | None, message: str,
+                    hint: str) -> Problem:
+    """A TRAINER finding: the rule's severity where the image is known to hold the trainer, else a warning that
+    says the condition it depends on."""
+    if condition is None:
+        return obj_problem(rule, m, field, message, hint)
+    return obj_problem(rule, m, field, f"{condition}, {message}", hint, WARNING)
 
 
 def where(ctx: Context, w: Workload, c: ContainerEnv, name: str) -> tuple[Any, str | None]:

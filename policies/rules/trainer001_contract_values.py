@@ -8,6 +8,11 @@ it: each declared variable as the container sees it (its env, ConfigMaps through
 injects), unless the flag itself is on the command line, and each such flag's own value. A value the manifests do
 not resolve (a Secret, a `fieldRef` only the cluster knows) is not checked.
 
+The contract is this repository's trainer's, so it binds where the container's image is one known to hold it:
+gitops.yaml's `identity.image` (the repository the input lies in) or the template's example image. Another image may
+hold another program at that path or module (a team's own `trainer` package): there each finding is a warning
+that starts with that condition (TRAINER002 and TRAINER003 alike).
+
 Fails: `DIST_BACKEND=glo` in the environment's `ddp-env` ConfigMap; `--epochs=0`.
 Passes: `DIST_BACKEND=gloo`; `DIST_BACKEND=glo` with `--backend=gloo` on the command line (the flag wins).
 """
@@ -18,7 +23,7 @@ from typing import Any, Iterator
 from ..model.trainer_contract import contract
 
 from ..kube.objects import Problem
-from .kit import Context, located, obj_problem, trainer_containers, where
+from .kit import Context, located, trainer_containers, trainer_problem, where
 
 ID = "TRAINER001"
 NAME = "trainer-contract-values"
@@ -38,7 +43,7 @@ def _flag_values(args: list[str], fields: list[str]) -> Iterator[tuple[str, str,
 
 def check(ctx: Context) -> Iterator[Problem]:
     seen: set[tuple[str, str | None, str]] = set()  # a Master and its Workers share one ConfigMap key
-    for w, pod, c, argv, fields, start in trainer_containers(ctx):
+    for w, pod, c, argv, fields, start, cond in trainer_containers(ctx):
         args, arg_fields = argv[start:], fields[start:]
         given = contract.flags_given(args)
         for flag, value, field in _flag_values(args, arg_fields):
@@ -49,7 +54,7 @@ def check(ctx: Context) -> Iterator[Problem]:
                 if (m.ref, f, flag) in seen:
                     continue
                 seen.add((m.ref, f, flag))
-                yield obj_problem(ID, m, f, f"{flag} is '{value}', which "
+                yield trainer_problem(ID, cond, m, f, f"{flag} is '{value}', which "
                                   f"{contract.SCRIPT} refuses ({why}; trainer/contract.py): every rank exits 2 "
                                   "before training", _hint(var, flag))
         env = c.env
@@ -65,7 +70,7 @@ def check(ctx: Context) -> Iterator[Problem]:
                 if (m.ref, f, name) in seen:
                     continue
                 seen.add((m.ref, f, name))
-                yield obj_problem(ID, m, f, f"{name} is '{value}', which {contract.SCRIPT} refuses ({why}; "
+                yield trainer_problem(ID, cond, m, f, f"{name} is '{value}', which {contract.SCRIPT} refuses ({why}; "
                                   "trainer/contract.py): every rank exits 2 before training", _hint(var, name))
 
 

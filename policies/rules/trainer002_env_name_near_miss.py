@@ -12,7 +12,8 @@ the one written, the run is other than written and that is an error: the name it
 value, or is read as `$(NAME)` and set nowhere (the kubelet leaves the text as it is), or is torchrun's `PET_*` with
 neither the flag nor the variable set (torchrun's default is known). Otherwise (two edits, the same value, a flag on
 the command line that wins anyway, or the trainer's own default, which the manifests do not show) it is a warning
-phrased as that condition.
+phrased as that condition. Where the name meant is the trainer's and the image is not one known to hold it (see
+TRAINER001), the error is a warning that starts with that condition.
 
 Fails: `NPROC_PER_NOD` set where the arguments read `$(NPROC_PER_NODE)`; `DIST_BACKND: nccl` beside
 `DIST_BACKEND: gloo` in `ddp-env` (an error: the run uses gloo).
@@ -178,7 +179,7 @@ def in_force(meant: str, c: ContainerEnv, refs: set[str], argv: list[str], start
 
 def check(ctx: Context) -> Iterator[Problem]:
     seen: set[tuple[str, str | None, str]] = set()  # a Master and its Workers share one ConfigMap key
-    for w, pod, c, argv, fields, start in trainer_containers(ctx):
+    for w, pod, c, argv, fields, start, cond in trainer_containers(ctx):
         refs = _references(c)
         read = set(contract.ENV) | refs | set(TORCHRUN_ENV)
         shell = _shell_reads(argv)
@@ -198,9 +199,12 @@ def check(ctx: Context) -> Iterator[Problem]:
             value, how = in_force(meant, c, refs, argv, start)
             one_edit = meant.lower() == name.lower() or distance(name.upper(), meant) <= 1
             if one_edit and written is not None and value is not None and value != written:
-                yield obj_problem(ID, m, f, f"{name} is {written!r}, but nothing reads {name}: {reader}, and "
-                                  f"{how}, so the run is not what this says", f"rename {name} to {meant}",
-                                  severity=ERROR)
+                said = (f"{name} is {written!r}, but nothing reads {name}: {reader}, and {how}, so the run is not "
+                        "what this says")
+                if meant in contract.ENV and cond is not None:  # what the image's program reads is not shown
+                    yield obj_problem(ID, m, f, f"{cond}, {said}", f"rename {name} to {meant}", severity=WARNING)
+                else:
+                    yield obj_problem(ID, m, f, said, f"rename {name} to {meant}", severity=ERROR)
                 continue
             yield obj_problem(ID, m, f, f"{name} is set but nothing is known to read it; {reader}, and {how}: "
                               f"if {meant} was meant, this setting is lost", f"rename {name} to {meant}",
