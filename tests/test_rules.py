@@ -426,3 +426,19 @@ def test_argo012_is_an_error_only_where_the_environment_declares_kueues_integrat
     assert [sev for sev, _ in undeclared] == [WARNING]
     assert undeclared[0][1].endswith("(where the cluster's Kueue has the kubeflow.org/PyTorchJob integration on: no "
                                      "kueueFrameworks is declared)")
+
+
+@pytest.mark.parametrize("replicas, severity, says", [
+    (2, "warning", "the world forms at 2 nodes only"),
+    (1, ERROR, "it waits for 2 nodes (the range's maximum) and 1 pod run, so the world never forms"),
+    (3, ERROR, "a world of 2 nodes (the range's maximum) and 3 pods run, so the pods past node rank 1"),
+])
+def test_elastic002_static_is_an_error_only_where_the_world_of_the_maximum_cannot_form(tmp_path, replicas, severity,
+                                                                                       says):
+    """Static rendezvous makes a world of the range's maximum (static_tcp_rendezvous.py: world_size = max_nodes):
+    exactly that many pods form it, fixed; fewer or more do not."""
+    text = (FIXTURES / "rules" / "ELASTIC002" / "fail" / "range-on-static.yaml").read_text()
+    assert "  replicas: 2\n" in text
+    found = [p for p in problems_of(_write(tmp_path, text.replace("  replicas: 2\n", f"  replicas: {replicas}\n")))
+             if p.rule == "ELASTIC002"]
+    assert [p.severity for p in found] == [severity] and says in found[0].message, [p.line() for p in found]
