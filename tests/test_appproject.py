@@ -234,3 +234,17 @@ def test_rendered_namespace_is_checked_once_not_as_created(tmp_path):
         dest, f"  destination:\n    name: {cluster}\n    namespace: kube-system\n"))
     found = [p for p in problems_of(path) if p.rule == "ARGO008"]
     assert sorted(p.field for p in found) == ["metadata.name", "spec.destination"], [p.line() for p in found]
+
+
+def test_the_cluster_scoped_kinds_are_every_crd_of_scope_cluster():
+    """CLUSTER_SCOPED names every kind a CRD in crds/ serves at cluster scope (an AppProject must whitelist them,
+    SEC009 asks for them), and no namespaced one."""
+    scopes = {}
+    for path in sorted((REPO / "crds").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                spec = doc["spec"]
+                scopes[(spec["group"], spec["names"]["kind"])] = spec["scope"]
+    assert len(scopes) > 25
+    assert sorted(gk for gk, scope in scopes.items() if scope == "Cluster" and gk not in argocd.CLUSTER_SCOPED) == []
+    assert sorted(gk for gk, scope in scopes.items() if scope == "Namespaced" and gk in argocd.CLUSTER_SCOPED) == []

@@ -15,6 +15,7 @@ from ..render.paths import repo_root
 from ..launchers.podspecs import pod_sites
 from ..render.kustomization import kustomization_file
 from ..render.render import render
+from ..kube import scopes
 from ..kube.values import dig, group_of, kueue_queue, listing
 from ..kube.objects import Manifest
 
@@ -29,25 +30,7 @@ REPLACE_OPT_IN = ("Force=true", "Replace=true")
 WORKLOAD_KINDS = launchers.run_kinds()
 RUN_ID_ENV = "RUN_ID"
 # Cluster-scoped kinds the overlays may render (an AppProject's clusterResourceWhitelist must name them).
-CLUSTER_SCOPED = {
-    ("", "Namespace"), ("", "PersistentVolume"), ("", "Node"), ("rbac.authorization.k8s.io", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("scheduling.k8s.io", "PriorityClass"), ("storage.k8s.io", "StorageClass"), ("node.k8s.io", "RuntimeClass"),
-    *launchers.cluster_scoped(), ("kueue.x-k8s.io", "ClusterQueue"),
-    ("kueue.x-k8s.io", "ResourceFlavor"), ("resource.k8s.io", "DeviceClass"), ("resource.k8s.io", "ResourceSlice"),
-    # Kubernetes v1.36's other cluster-scoped kinds (its API discovery: namespaced false).
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
-    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
-    ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
-    ("apiregistration.k8s.io", "APIService"), ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"), ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-    ("networking.k8s.io", "IngressClass"), ("networking.k8s.io", "IPAddress"), ("networking.k8s.io", "ServiceCIDR"),
-    ("storage.k8s.io", "CSIDriver"), ("storage.k8s.io", "CSINode"), ("storage.k8s.io", "VolumeAttachment"),
-    ("storage.k8s.io", "VolumeAttributesClass"),
-}
+CLUSTER_SCOPED = {*scopes.CLUSTER_SCOPED, *launchers.cluster_scoped()}
 
 
 def annotations_of(m: Manifest) -> dict[str, Any]:
