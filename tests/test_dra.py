@@ -30,3 +30,21 @@ def test_device_classes_of_a_v1beta1_claim():
     assert list(dra.device_classes(dra.CLAIM, claim)) == [("gpu.example.com",
                                                            "spec.devices.requests[0].deviceClassName")]
     assert list(dra.device_classes(dra.CLAIM, {"spec": {"devices": {"requests": None}}})) == []
+
+
+def test_a_compute_domains_channel_template_is_made_by_nvidias_driver():
+    cd = {"spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "imex-channel"}}}}
+    assert list(dra.made_templates([("resource.nvidia.com/v1beta1", "ComputeDomain", "train", cd)])) == [
+        (dra.CLAIM_TEMPLATE, "train", "imex-channel")]
+    assert list(dra.made_templates([("example.com/v1", "ComputeDomain", "train", cd)])) == []
+
+
+def test_ref001_finds_the_template_a_compute_domain_makes():
+    """tests/corpus/jobset/cluster-toolkit-a4x-max-bm-nccl-jobset.yaml: the JobSet's pods claim the ComputeDomain's
+    channel template and a ResourceClaimTemplate of the file, whose DeviceClass mrdma.google.com the cluster holds.
+    The REF001 line lists the DeviceClass only."""
+    from conftest import FIXTURES
+    from test_rules import problems_of
+    path = FIXTURES.parent / "corpus/jobset/cluster-toolkit-a4x-max-bm-nccl-jobset.yaml"
+    [line] = [p.message for p in problems_of(path) if p.rule == "REF001"]
+    assert "DeviceClass mrdma.google.com" in line and "ResourceClaimTemplate" not in line

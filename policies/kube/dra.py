@@ -13,7 +13,12 @@ missing. Nothing refuses such a pod at admission; it stays Pending:
   `exactly.deviceClassName` or `firstAvailable[].deviceClassName`, in v1beta1 `deviceClassName` on the request
   itself. PreFilter checks every request's class (every subrequest's) of a claim not yet allocated and, where one
   does not exist, the pod is Unschedulable (`request r: device class x does not exist`, validateDeviceClass) until a
-  DeviceClass event."""
+  DeviceClass event.
+
+A ResourceClaimTemplate may also come from a controller: NVIDIA's DRA driver makes one for each ComputeDomain
+(resource.nvidia.com), named by its `spec.channel.resourceClaimTemplate.name`, in its namespace
+(NVIDIA/k8s-dra-driver-gpu cmd/compute-domain-controller/computedomain.go onAddOrUpdate ->
+resourceClaimTemplateManager.Create @5321f9cde600); that template is in the manifests where its ComputeDomain is."""
 from __future__ import annotations
 
 from typing import Any, Iterator
@@ -29,6 +34,20 @@ WAITS = {CLAIM: "the scheduler keeps every pod that names it Pending (resourcecl
                          "resource claim template \"{}\" not found), so the scheduler keeps them Pending",
          DEVICE_CLASS: "the scheduler keeps every pod whose claim asks for it Pending (device class {} does not "
                        "exist)"}
+
+
+NVIDIA_GROUP = "resource.nvidia.com"
+COMPUTE_DOMAIN = "ComputeDomain"
+
+
+def made_templates(objs: list[tuple[str, str, str, dict[str, Any]]]) -> Iterator[tuple[str, str, str]]:
+    """(kind, namespace, name) of the ResourceClaimTemplates controllers make from these (api version, kind,
+    namespace, object) tuples: a ComputeDomain's channel template."""
+    for api_version, kind, namespace, obj in objs:
+        if kind == COMPUTE_DOMAIN and api_version.split("/")[0] == NVIDIA_GROUP:
+            name = mapping(mapping(mapping(obj.get("spec")).get("channel")).get("resourceClaimTemplate")).get("name")
+            if isinstance(name, str) and name:
+                yield CLAIM_TEMPLATE, namespace, name
 
 
 def pod_claims(spec: dict[str, Any]) -> Iterator[tuple[str, str, int]]:

@@ -1,7 +1,8 @@
 """The pods' PriorityClass and RuntimeClass admit them.
 
 Two admission plugins on in every cluster (kube-apiserver's default set) read a class object for each pod created:
-Priority its `priorityClassName` (or the cluster's globalDefault PriorityClass), RuntimeClass its `runtimeClassName`
+Priority its `priorityClassName` (or the cluster's globalDefault PriorityClass; a Volcano Job's pods carry the Job's
+`spec.priorityClassName` where their task's template names none), RuntimeClass its `runtimeClassName`
 (`policies/kube/admission_classes.py`, ported from kubernetes plugin/pkg/admission/priority/admission.go, the v1.36
 text, and plugin/pkg/admission/runtimeclass/admission.go @fd18d233ad41). Where the class is in the manifests (or is
 one of the two system PriorityClasses every cluster has), what they refuse follows from the manifests alone, and
@@ -33,7 +34,8 @@ a runtime's pod template the manifests do not hold.
 
 Fails: a Job's pods with `runtimeClassName: kata` and `nodeSelector: {pool: gpu}` beside a RuntimeClass `kata` whose
 scheduling selects `pool: kata`; a pod with `priority: 5` and `priorityClassName: high` (value 1000); two
-globalDefault PriorityClasses; a PriorityClass `system-training`; one with `preemptionPolicy: Preempt`.
+globalDefault PriorityClasses; a PriorityClass `system-training`; one with `preemptionPolicy: Preempt`; a Volcano
+Job with `priorityClassName: high` whose task template states `priority: 5`.
 Passes: the same pods with the RuntimeClass's own node selector; a PriorityClass in the manifests the pods name.
 Warns: `priority: 5` beside `priorityClassName: training-high`, a class the manifests do not hold.
 """

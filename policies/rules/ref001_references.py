@@ -8,18 +8,21 @@ rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names, the Volcano Que
 `default`, which Volcano creates; its state and child queues need the cluster too), the WorkloadPriorityClass the
 `kueue.x-k8s.io/priority-class` label of an object the environment's Kueue queues names, or without that label the
 PriorityClass its `runPolicy.schedulingPolicy.priorityClass` names (a PyTorchJob's, an MPIJob's: Kueue makes no
-Workload without it), and the Dynamic Resource Allocation objects: the ResourceClaim or ResourceClaimTemplate a pod's
+Workload without it), the PriorityClass a Volcano Job's `spec.priorityClassName` gives the pods of its tasks that name
+none (one only its PodGroup gets is not listed: Volcano's scheduler reads a class it cannot find as its default
+priority), and the Dynamic Resource Allocation objects: the ResourceClaim or ResourceClaimTemplate a pod's
 `resourceClaims` name, and the DeviceClass each device request of a ResourceClaim(Template) in the manifests names
-(`policies/kube/dra.py`; whether the class's devices are GPUs is TOPO002's and TOPO007's condition, not checked
-here). What is not in the manifests cannot
-be checked here (a key that is missing, a claim that does not bind): one info line per input lists those references.
+(`policies/kube/dra.py`; a template that NVIDIA's DRA driver makes for a ComputeDomain in the manifests counts as
+in them; whether the class's devices are GPUs is TOPO002's and TOPO007's condition, not checked here). What is not
+in the manifests cannot be checked here (a key that is missing, a claim that does not bind): one info line per input
+lists those references.
 Where an environment declares its manifests self-contained (`selfContained: true` in its policy.yaml, as this
 repository's environments do), each reference that is not in them is an error: the pod would wait for it
 (ContainerCreating, CreateContainerConfigError; Pending for a missing claim, claim template or DeviceClass, which
 the scheduler's DynamicResources plugin and the resourceclaim controller wait for), or the API server refuses it (a
 missing ServiceAccount; the Priority plugin's `no PriorityClass with name X was found`; the RuntimeClass plugin's
-`pod rejected: RuntimeClass "x" not found`), and the world never forms (what those plugins refuse of a class in the manifests is ADM002's). A reference
-written `optional: true` is not one the pod waits for.
+`pod rejected: RuntimeClass "x" not found`), and the world never forms (what those plugins refuse of a class in the
+manifests is ADM002's). A reference written `optional: true` is not one the pod waits for.
 
 Fails: an overlay of a self-contained environment whose pods read `envFrom: [{configMapRef: {name: ddp-env}}]` and
 hold no ConfigMap `ddp-env`, or run as `serviceAccountName: trainer` with no ServiceAccount `trainer`, or name
@@ -127,6 +130,8 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
 
 def check(ctx: Context) -> Iterator[Problem]:
     have = {(m.kind, m.namespace, m.name) for m in ctx.bundle.manifests}
+    # and what a controller makes from them (a ComputeDomain's ResourceClaimTemplate, kube/dra.py)
+    have |= set(dra.made_templates([(m.api_version, m.kind, m.namespace, m.obj) for m in ctx.bundle.manifests]))
     # A name without a namespace in the manifests is applied where its reader runs: match on kind and name.
     loose = {(m.kind, m.name) for m in ctx.bundle.manifests if not m.namespace}
     missing: dict[tuple[str, str, str], tuple[Manifest, str]] = {}
