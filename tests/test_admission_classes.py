@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from policies.kube.admission_classes import (admit_priority, admit_runtime_class, merge_tolerations,
-                                             priority_classes)
+                                             priority_classes, validate_priority_class)
 from policies.kube.limit_range import containers
 from policies.kube.resource_quota import pod_usage
 from policies.kube.values import Quantity
@@ -176,3 +176,48 @@ def test_what_the_manifests_do_not_show_is_a_warning_and_what_they_show_an_error
     assert adm002("fail/priority-differs-from-class.yaml") == [ERROR]
     assert adm002("fail/runtime-class-node-selector-conflict.yaml") == [ERROR]
     assert adm002("pass/class-elsewhere.yaml") == []
+
+
+def pc(name, value, **more):
+    return {"metadata": {"name": name}, "value": value, **more}
+
+
+# pkg/apis/scheduling/validation/validation_test.go TestValidatePriorityClass (@056a01553e91): its success cases and
+# the errors ValidatePriorityClass itself adds (a namespace and a name's form are ObjectMeta's: SCHEMA and ARGO003),
+# with a preemptionPolicy that core validation's ValidatePreemptionPolicy refuses.
+@pytest.mark.parametrize("obj,fields", [
+    (pc("tier1", 100), []),                                                     # no description
+    (pc("tier1", 200, globalDefault=False, description="Used for the highest priority pods."), []),
+    (pc("system-node-critical", 2000001000, description="system priority class 0"), []),
+    (pc("tier1", 1000000000, preemptionPolicy="Never"), []),                    # the highest a user class may have
+    (pc("tier1", 100, preemptionPolicy=None), []),                              # nil: defaulted
+    (pc("system-node-critical", 0), ["metadata.name"]),                         # incorrect system class value
+    (pc("system-something", 2000001000), ["metadata.name"]),                    # incorrect system class name
+    (pc("system-cluster-critical", 2000000000, globalDefault=True), ["metadata.name"]),
+    (pc("tier1", 1000000001), ["value"]),
+    (pc("system-something", 2000000001), ["metadata.name"]),                    # the prefix's error, not the value's
+    (pc("tier1", 100, preemptionPolicy="Preempt"), ["preemptionPolicy"]),
+    (pc("tier1", 100, preemptionPolicy=""), ["preemptionPolicy"]),              # Required
+])
+def test_validate_priority_class(obj, fields):
+    assert [f for f, _ in validate_priority_class(obj)] == fields
+
+
+def test_validate_priority_class_says_what_the_api_server_says():
+    [(_, says)] = validate_priority_class(pc("system-something", 5))
+    assert says == ("metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system "
+                    "use only. error: system-something is not a known system priority class")
+    [(_, says)] = validate_priority_class(pc("system-node-critical", 5))
+    assert says.endswith("error: value of system-node-critical PriorityClass must be 2000001000")
+    [(_, says)] = validate_priority_class(pc("tier1", 1, preemptionPolicy="Preempt"))
+    assert says == 'preemptionPolicy: Unsupported value: "Preempt": supported values: "PreemptLowerPriority", "Never"'
+
+
+def test_a_refused_priority_class_is_not_one_the_pods_find():
+    """A class the API server refuses is never created: the pods naming it are not judged against its value, and a
+    system class written with another value leaves the built-in one in place."""
+    classes = priority_classes([pc("tier1", 2000000001), pc("system-cluster-critical", 5)])
+    assert "tier1" not in classes
+    assert classes["system-cluster-critical"]["value"] == 2000000000
+    assert admit_priority({"priorityClassName": "tier1", "priority": 5}, classes) == (
+        {"priorityClassName": "tier1", "priority": 5}, None)

@@ -183,3 +183,29 @@ def test_queue_root_and_non_leaf_are_refused_a_leaf_is_admitted() -> None:
     assert [(n.kind, n.name, n.field) for n in w.needs] == [("Queue", "team-a", "spec.queue")]
     m = Manifest(job(), "test.yaml", 0)
     assert volcano.LAUNCHER.build(m, Bundle.of([m])).needs == []  # (Volcano creates `default` itself)
+
+
+def test_the_jobs_priority_class_goes_to_the_pods_of_tasks_naming_none() -> None:
+    """createJobPod (job_controller_util.go 67-70 at v1.15.1): a task template without priorityClassName gets the
+    Job's; REF001's reference where a pod gets it (not a system class); a class only the PodGroup gets is not one
+    (the scheduler reads a class it cannot find as its default priority, cache.go 1538-1543)."""
+    own = {"name": "own", "replicas": 1, "template": {"spec": {"priorityClassName": "task-high", "containers": [
+        {"name": "c", "image": "busybox:1.24"}]}}}
+    plain = {"name": "plain", "replicas": 2, "template": {"spec": {"containers": [
+        {"name": "c", "image": "busybox:1.24"}]}}}
+
+    def built(**spec: Any) -> volcano.VolcanoWorkload:
+        m = Manifest(job(**spec), "test.yaml", 0)
+        return volcano.LAUNCHER.build(m, Bundle.of([m]))
+
+    w = built(priorityClassName="training-high", tasks=[own, plain])
+    assert [g.spec.get("priorityClassName") for g in w.groups] == ["task-high", "training-high"]
+    assert [(n.kind, n.name, n.field) for n in w.needs] == [("PriorityClass", "training-high",
+                                                            "spec.priorityClassName")]
+    assert "no PriorityClass with name training-high was found" in w.needs[0].without
+    assert built(priorityClassName="training-high", tasks=[own]).needs == []             # the PodGroup's only
+    assert built(priorityClassName="system-cluster-critical", tasks=[plain]).needs == []  # in every cluster
+    w = built(tasks=[plain])
+    assert w.needs == [] and "priorityClassName" not in w.groups[0].spec
+    # the pod template as written is left alone (the webhook's core validation reads it)
+    assert "priorityClassName" not in plain["template"]["spec"]

@@ -11,6 +11,13 @@ else priority 0 (`DefaultPriorityWhenNoDefaultClassExists`) and PreemptLowerPrio
 API server creates `system-node-critical` (2000001000) and `system-cluster-critical` (2000000000) at start
 (pkg/apis/scheduling/types.go SystemPriorityClasses), so every cluster has them. `validatePriorityClass` refuses a
 second globalDefault class (`PriorityClass X is already marked as default. Only one default can exist`).
+`ValidatePriorityClass` (pkg/apis/scheduling/validation/validation.go 36-53 @00447344aba0, the v1.36 line with the
+Workload API) refuses a class named with the `system-` prefix other than the two built-in ones with their values and
+globalDefault false (pkg/apis/scheduling/v1/helpers.go 67-79 IsKnownSystemPriorityClass @16913111deb1), a value over
+HighestUserDefinablePriority (1000000000) on any other class, and a preemptionPolicy other than PreemptLowerPriority
+or Never (pkg/apis/core/validation/validation.go ValidatePreemptionPolicy; an empty one is Required, a missing one is
+defaulted to PreemptLowerPriority by SetDefaults_PriorityClass). Such a class is never created, so `priority_classes`
+leaves it out: the pods that name it are judged as naming a class the cluster does not have.
 
 RuntimeClass (kubernetes plugin/pkg/admission/runtimeclass/admission.go @fd18d233ad41, unchanged in v1.36):
 `prepareObjects` refuses a pod whose RuntimeClass does not exist (`pod rejected: RuntimeClass "x" not found`);
@@ -27,20 +34,58 @@ from .values import listing, mapping, parse_quantity
 
 PRIORITY_API = "scheduling.k8s.io/v1"
 RUNTIME_API = "node.k8s.io/v1"
-# pkg/apis/scheduling/types.go: HighestUserDefinablePriority 1e9; SystemCriticalPriority 2e9; node critical + 1000.
+# pkg/apis/scheduling/types.go: HighestUserDefinablePriority 1e9; SystemCriticalPriority 2e9; node critical + 1000;
+# SystemPriorityClassPrefix, the prefix only those two classes may have.
+HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+SYSTEM_PRIORITY_PREFIX = "system-"
 PREEMPT_LOWER = "PreemptLowerPriority"  # SetDefaults_PriorityClass, and getDefaultPriority without a default class
+PREEMPTION_POLICIES = (PREEMPT_LOWER, "Never")  # core/v1 PreemptLowerPriority, PreemptNever
 REFUSED_PRIORITY = "no PriorityClass with name {} was found"
 REFUSED_RUNTIME = 'pod rejected: RuntimeClass "{}" not found'
 
 
+def validate_priority_class(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """ValidatePriorityClass on create, after the defaults: (field, the API server's message) for each refusal."""
+    out: list[tuple[str, str]] = []
+    name = str(mapping(obj.get("metadata")).get("name") or "")
+    value = obj.get("value")
+    value = value if isinstance(value, int) and not isinstance(value, bool) else 0  # int32; the schema types it
+    if name.startswith(SYSTEM_PRIORITY_PREFIX):
+        err = _known_system_class(name, value, obj.get("globalDefault") is True)
+        if err:
+            out.append(("metadata.name", f"metadata.name: Forbidden: priority class names with "
+                        f"'{SYSTEM_PRIORITY_PREFIX}' prefix are reserved for system use only. error: {err}"))
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        out.append(("value", "value: Forbidden: maximum allowed value of a user defined priority is "
+                    f"{HIGHEST_USER_DEFINABLE_PRIORITY}"))
+    policy = obj.get("preemptionPolicy")
+    if policy == "":
+        out.append(("preemptionPolicy", "preemptionPolicy: Required value"))
+    elif policy is not None and policy not in PREEMPTION_POLICIES:
+        out.append(("preemptionPolicy", f'preemptionPolicy: Unsupported value: "{policy}": supported values: '
+                    + ", ".join(f'"{p}"' for p in PREEMPTION_POLICIES)))
+    return out
+
+
+def _known_system_class(name: str, value: int, global_default: bool) -> str | None:
+    """IsKnownSystemPriorityClass's error, None where the class is one of the built-in two as they are."""
+    if name not in SYSTEM_PRIORITY_CLASSES:
+        return f"{name} is not a known system priority class"
+    if SYSTEM_PRIORITY_CLASSES[name] != value:
+        return f"value of {name} PriorityClass must be {SYSTEM_PRIORITY_CLASSES[name]}"
+    if global_default:
+        return f"globalDefault of {name} PriorityClass must be false"
+    return None
+
+
 def priority_classes(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """name -> PriorityClass: the built-in system classes, then the manifests' own."""
+    """name -> PriorityClass: the built-in system classes, then the manifests' own that the API server creates."""
     out = {name: {"metadata": {"name": name}, "value": value, "preemptionPolicy": PREEMPT_LOWER}
            for name, value in SYSTEM_PRIORITY_CLASSES.items()}
     for obj in objs:
         name = mapping(obj.get("metadata")).get("name")
-        if isinstance(name, str) and name:
+        if isinstance(name, str) and name and not validate_priority_class(obj):
             out[name] = obj
     return out
 

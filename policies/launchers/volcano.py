@@ -8,7 +8,8 @@ A Volcano Job can run any mix of tasks. With the `pytorch` plugin the torchrun w
 Without it, every task's pods make the world, as JobSet's replicated Jobs do.
 
 `admission()` is the job webhook's validateJobCreate, in its order (its policy, volume, DAG, partition and queue
-checks are volcano_webhook.py; a queue not in the manifests is REF001's), negative counts are the CRD schema's
+checks are volcano_webhook.py; a queue not in the manifests is REF001's, as is the Job's `priorityClassName`, which
+createJobPod gives the pods of a task that names no class), negative counts are the CRD schema's
 (SCHEMA rules), and the chart's optional ValidatingAdmissionPolicy (off by default) is not modelled."""
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from typing import Any, Callable, Iterator
 from ..kube.values import QUALIFIED_NAME, as_int, dig, listing, mapping
 from ..kube.objects import Manifest
 from . import core_validation
-from .volcano_webhook import (REFUSED, dag_checks, io_checks, numa_checks, partition_checks, policy_checks,
-                              queue_checks, queue_needs, queues, topology_checks)
+from .volcano_webhook import (REFUSED, dag_checks, io_checks, job_priority, numa_checks, partition_checks,
+                              policy_checks, priority_needs, queue_checks, queue_needs, queues, topology_checks)
 from .base import MAX_GROUP_PODS, Unreadable, Bundle, Check, Launcher, Workload
 from .pods import Injected, PodGroup, indexed
 
@@ -272,7 +273,7 @@ class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
         groups: list[PodGroup] = []
         for ti, t in enumerate(ts):
             tname = names[ti]
-            template = mapping(t.get("template"))
+            template = job_priority(mapping(t.get("template")), spec)  # the Job's priorityClassName, where none
             pspec = mapping(template.get("spec"))
             is_master = pytorch_on and tname == pt["master"]
             is_worker = pytorch_on and tname == pt["worker"]
@@ -348,7 +349,7 @@ class VolcanoJobLauncher(Launcher[VolcanoWorkload]):
             w.notes.append(f"the pytorch plugin finds no task named '{py['master']}': it injects nothing")
         if SVC not in plug:
             w.notes.append("no svc plugin: no hostname, subdomain or Service from Volcano")
-        w.needs += queue_needs(queue, DEFAULT_QUEUE, bundle)
+        w.needs += queue_needs(queue, DEFAULT_QUEUE, bundle) + priority_needs(spec, ts)
         return w
 
     def services(self, w: VolcanoWorkload) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..kube.admission_classes import REFUSED_PRIORITY, SYSTEM_PRIORITY_CLASSES
 from ..kube.values import DNS1123_SUBDOMAIN, as_int, dig, group_of, listing, mapping, parse_quantity
 from .base import Bundle, Check, Need
 
@@ -266,3 +267,30 @@ def queue_needs(queue: str, default: str, bundle: Bundle) -> list[Need]:
     if queue in (default, ROOT_QUEUE) or queue in queues(bundle):
         return []
     return [Need(QUEUE_KIND, "", queue, "spec.queue", "the Volcano webhook refuses the Job (unable to find job queue)")]
+
+
+def job_priority(template: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """A task's pod template as createJobPod makes its pods (pkg/controllers/job/job_controller_util.go 67-70 at
+    v1.15.1): one that names no priorityClassName gets the Job's `spec.priorityClassName`, which the Priority plugin
+    then resolves for each pod (ADM002 where the class is in the manifests)."""
+    job_class = spec.get("priorityClassName")
+    pod = mapping(template.get("spec"))
+    if not isinstance(job_class, str) or not job_class or pod.get("priorityClassName"):
+        return template
+    return {**template, "spec": {**pod, "priorityClassName": job_class}}
+
+
+def priority_needs(spec: dict[str, Any], tasks: list[dict[str, Any]]) -> list[Need]:
+    """The Job's PriorityClass as REF001's reference, where pods get it (job_priority) and it is not a system class:
+    without it the Priority plugin refuses those pods. The webhook reads no PriorityClass (validateJobCreate), and
+    where every task names its own class the Job's goes only to the PodGroup (job_controller_actions.go 822, 877-878),
+    whose class the scheduler, not finding it, reads as its default priority (pkg/scheduler/cache/cache.go 1538-1543):
+    nothing is refused or waits, so it is not listed."""
+    job_class = spec.get("priorityClassName")
+    if not isinstance(job_class, str) or not job_class or job_class in SYSTEM_PRIORITY_CLASSES:
+        return []
+    if all(dig(t, "template", "spec", "priorityClassName") for t in tasks):
+        return []
+    return [Need("PriorityClass", "", job_class, "spec.priorityClassName", "the API server refuses every pod of the "
+                 "tasks that name no class of their own (" + REFUSED_PRIORITY.format(job_class) + "), so none is "
+                 "created")]

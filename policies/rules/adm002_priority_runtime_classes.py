@@ -1,7 +1,8 @@
 """The pods' PriorityClass and RuntimeClass admit them.
 
 Two admission plugins on in every cluster (kube-apiserver's default set) read a class object for each pod created:
-Priority its `priorityClassName` (or the cluster's globalDefault PriorityClass), RuntimeClass its `runtimeClassName`
+Priority its `priorityClassName` (or the cluster's globalDefault PriorityClass; a Volcano Job's pods carry the Job's
+`spec.priorityClassName` where their task's template names none), RuntimeClass its `runtimeClassName`
 (`policies/kube/admission_classes.py`, ported from kubernetes plugin/pkg/admission/priority/admission.go, the v1.36
 text, and plugin/pkg/admission/runtimeclass/admission.go @fd18d233ad41). Where the class is in the manifests (or is
 one of the two system PriorityClasses every cluster has), what they refuse follows from the manifests alone, and
@@ -16,9 +17,13 @@ each pod the controller creates is refused while the workload itself is accepted
   overhead (`pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead`); a
   `nodeSelector` key the RuntimeClass's `scheduling.nodeSelector` sets to another value (`conflict:
   runtimeClass.scheduling.nodeSelector[pool] = gvisor; pod.spec.nodeSelector[pool] = gpu`).
-- The PriorityClasses themselves: a value over 1000000000 on a class not named `system-` (the API server's
-  validation: `maximum allowed value of a user defined priority is 1000000000`), and two globalDefault classes
-  (the one applied second is refused: `PriorityClass x is already marked as default. Only one default can exist`).
+- The PriorityClasses themselves (the API server's ValidatePriorityClass): a value over 1000000000 on a class not
+  named `system-` (`maximum allowed value of a user defined priority is 1000000000`); a `system-` name other than
+  `system-node-critical` and `system-cluster-critical`, or one of those with another value or `globalDefault: true`
+  (`priority class names with 'system-' prefix are reserved for system use only`); a `preemptionPolicy` other than
+  `PreemptLowerPriority` or `Never`; and two globalDefault classes (the one applied second is refused:
+  `PriorityClass x is already marked as default. Only one default can exist`). A refused class is never created:
+  the pods naming it are judged as naming a class the cluster does not have.
 
 The pods the other rules check (RES009's quota, RES010's Kueue pod sets, ADM001's policies) are these pods as the
 plugins admit them: the RuntimeClass's overhead, node selector and tolerations merged in, the class's priority set.
@@ -29,7 +34,8 @@ a runtime's pod template the manifests do not hold.
 
 Fails: a Job's pods with `runtimeClassName: kata` and `nodeSelector: {pool: gpu}` beside a RuntimeClass `kata` whose
 scheduling selects `pool: kata`; a pod with `priority: 5` and `priorityClassName: high` (value 1000); two
-globalDefault PriorityClasses.
+globalDefault PriorityClasses; a PriorityClass `system-training`; one with `preemptionPolicy: Preempt`; a Volcano
+Job with `priorityClassName: high` whose task template states `priority: 5`.
 Passes: the same pods with the RuntimeClass's own node selector; a PriorityClass in the manifests the pods name.
 Warns: `priority: 5` beside `priorityClassName: training-high`, a class the manifests do not hold.
 """
@@ -37,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..kube.admission_classes import PRIORITY_API, default_class, priority_classes
+from ..kube.admission_classes import PRIORITY_API, default_class, priority_classes, validate_priority_class
 from ..kube.objects import ERROR, WARNING, Problem
 from .kit import Context, obj_problem
 from .sec010_pod_security import pod_views
@@ -45,7 +51,10 @@ from .sec010_pod_security import pod_views
 ID = "ADM002"
 NAME = "priority-runtime-classes"
 SEVERITY = ERROR
-HIGHEST_USER_DEFINABLE_PRIORITY = 1000000000  # pkg/apis/scheduling/types.go
+CLASS_HINTS = {"value": "give it a value of at most 1000000000 (only the system classes have more)",
+               "metadata.name": "name it without the system- prefix (the two system classes exist in every cluster: "
+                                "name them in the pods, do not apply them)",
+               "preemptionPolicy": "set preemptionPolicy to PreemptLowerPriority or Never, or leave it out"}
 HINTS = {"Priority": "leave spec.priority and spec.preemptionPolicy to the Priority plugin (set priorityClassName)",
          "RuntimeClass": "leave spec.overhead to the RuntimeClass, and give the pods no nodeSelector value that "
                          "contradicts its scheduling.nodeSelector"}
@@ -54,13 +63,11 @@ HINTS = {"Priority": "leave spec.priority and spec.preemptionPolicy to the Prior
 def check(ctx: Context) -> Iterator[Problem]:
     classes = [m for m in ctx.of_kind("PriorityClass") if m.api_version == PRIORITY_API
                and m.ref not in ctx.schema_refused]
-    defaults = [m for m in classes if m.obj.get("globalDefault") is True]
+    # A class the API server refuses is never created: it is not a second default (priority_classes leaves it out).
+    defaults = [m for m in classes if m.obj.get("globalDefault") is True and not validate_priority_class(m.obj)]
     for m in classes:
-        value = m.obj.get("value")
-        if not m.name.startswith("system-") and isinstance(value, int) and value > HIGHEST_USER_DEFINABLE_PRIORITY:
-            yield obj_problem(ID, m, "value", "the API server refuses the PriorityClass: value: Forbidden: maximum "
-                              f"allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}",
-                              f"give it a value of at most {HIGHEST_USER_DEFINABLE_PRIORITY}")
+        for field, says in validate_priority_class(m.obj):
+            yield obj_problem(ID, m, field, f"the API server refuses the PriorityClass: {says}", CLASS_HINTS[field])
     for m in defaults[1:]:
         yield obj_problem(ID, m, "globalDefault", f"PriorityClass '{defaults[0].name}' is globalDefault too: the one "
                           f"applied second is refused (PriorityClass {defaults[0].name} is already marked as default. "

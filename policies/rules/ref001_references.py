@@ -8,20 +8,29 @@ rendezvous dials, the (Cluster)TrainingRuntime a TrainJob names, the Volcano Que
 `default`, which Volcano creates; its state and child queues need the cluster too), the WorkloadPriorityClass the
 `kueue.x-k8s.io/priority-class` label of an object the environment's Kueue queues names, or without that label the
 PriorityClass its `runPolicy.schedulingPolicy.priorityClass` names (a PyTorchJob's, an MPIJob's: Kueue makes no
-Workload without it). What is not in the manifests cannot
-be checked here (a key that is missing, a claim that does not bind): one info line per input lists those references.
+Workload without it), the PriorityClass a Volcano Job's `spec.priorityClassName` gives the pods of its tasks that name
+none (one only its PodGroup gets is not listed: Volcano's scheduler reads a class it cannot find as its default
+priority), and the Dynamic Resource Allocation objects: the ResourceClaim or ResourceClaimTemplate a pod's
+`resourceClaims` name, and the DeviceClass each device request of a ResourceClaim(Template) in the manifests names
+(`policies/kube/dra.py`; a template that NVIDIA's DRA driver makes for a ComputeDomain in the manifests counts as
+in them; whether the class's devices are GPUs is TOPO002's and TOPO007's condition, not checked here). What is not
+in the manifests cannot be checked here (a key that is missing, a claim that does not bind): one info line per input
+lists those references.
 Where an environment declares its manifests self-contained (`selfContained: true` in its policy.yaml, as this
 repository's environments do), each reference that is not in them is an error: the pod would wait for it
-(ContainerCreating, CreateContainerConfigError), or the API server refuses it (a missing ServiceAccount; the Priority
-plugin's `no PriorityClass with name X was found`; the RuntimeClass plugin's `pod rejected: RuntimeClass "x" not
-found`), and the world never forms (what those plugins refuse of a class in the manifests is ADM002's). A reference
-written `optional: true` is not one the pod waits for.
+(ContainerCreating, CreateContainerConfigError; Pending for a missing claim, claim template or DeviceClass, which
+the scheduler's DynamicResources plugin and the resourceclaim controller wait for), or the API server refuses it (a
+missing ServiceAccount; the Priority plugin's `no PriorityClass with name X was found`; the RuntimeClass plugin's
+`pod rejected: RuntimeClass "x" not found`), and the world never forms (what those plugins refuse of a class in the
+manifests is ADM002's). A reference written `optional: true` is not one the pod waits for.
 
 Fails: an overlay of a self-contained environment whose pods read `envFrom: [{configMapRef: {name: ddp-env}}]` and
 hold no ConfigMap `ddp-env`, or run as `serviceAccountName: trainer` with no ServiceAccount `trainer`, or name
-`priorityClassName: training-high` or `runtimeClassName: kata` with no such class.
-Passes: every referenced ConfigMap, Secret and claim in the manifests; `priorityClassName: system-cluster-critical`;
-a file without an environment (info).
+`priorityClassName: training-high` or `runtimeClassName: kata` with no such class, or claim devices through
+`resourceClaimTemplateName: single-gpu` with no such ResourceClaimTemplate, or hold that template and no DeviceClass
+`gpu.example.com` its request names.
+Passes: every referenced ConfigMap, Secret and claim in the manifests (a ResourceClaimTemplate and its DeviceClass
+too); `priorityClassName: system-cluster-critical`; a file without an environment (info).
 """
 from __future__ import annotations
 
@@ -29,6 +38,7 @@ from typing import Iterator
 
 from ..launchers import Workload
 from ..launchers.base import Need
+from ..kube import dra
 from ..kube.admission_classes import REFUSED_PRIORITY, REFUSED_RUNTIME, SYSTEM_PRIORITY_CLASSES
 from ..kube.objects import ERROR, INFO, Manifest, Problem
 from .kit import Context, obj_problem
@@ -38,7 +48,8 @@ from .kit import Context, obj_problem
 # The Priority and RuntimeClass plugins refuse a pod whose class does not exist (policies/kube/admission_classes.py).
 REFUSED = {"ServiceAccount": "the API server refuses every pod (serviceaccount not found), so none is created",
            "PriorityClass": "the API server refuses every pod (" + REFUSED_PRIORITY + "), so none is created",
-           "RuntimeClass": "the API server refuses every pod (" + REFUSED_RUNTIME + "), so none is created"}
+           "RuntimeClass": "the API server refuses every pod (" + REFUSED_RUNTIME + "), so none is created",
+           **dra.WAITS}  # the DRA objects: admitted, the pods stay Pending (kube/dra.py)
 ID = "REF001"
 NAME = "references-resolve"
 SEVERITY = INFO
@@ -84,6 +95,8 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
             out.append(("PriorityClass", "", priority, site.manifest, f"{site.field}.priorityClassName"))
         if isinstance(runtime, str) and runtime:
             out.append(("RuntimeClass", "", runtime, site.manifest, f"{site.field}.runtimeClassName"))
+        for kind, name, i in dra.pod_claims(site.spec):  # namespaced: the pod's namespace
+            out.append((kind, ns, name, site.manifest, f"{site.field}.resourceClaims[{i}]"))
         for field, c in site.containers():
             for j, src in enumerate(c.get("envFrom") or []):
                 if not isinstance(src, dict):
@@ -100,6 +113,9 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
                     ref = source.get(key)
                     if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
                         out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.env[{j}]"))
+    for m in ctx.bundle.manifests:  # the DeviceClasses the claims (and claim templates) in the manifests ask for
+        if m.kind in (dra.CLAIM, dra.CLAIM_TEMPLATE) and m.api_version.split("/")[0] == dra.GROUP:
+            out += [(dra.DEVICE_CLASS, "", name, m, field) for name, field in dra.device_classes(m.kind, m.obj)]
     for w, need in _needs(ctx):  # what the controller needs first (a TrainJob's runtime, launchers/trainjob.py)
         out.append((need.kind, need.namespace, need.name, w.manifest, need.field))
     for t in ctx.topologies:
@@ -114,6 +130,8 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
 
 def check(ctx: Context) -> Iterator[Problem]:
     have = {(m.kind, m.namespace, m.name) for m in ctx.bundle.manifests}
+    # and what a controller makes from them (a ComputeDomain's ResourceClaimTemplate, kube/dra.py)
+    have |= set(dra.made_templates([(m.api_version, m.kind, m.namespace, m.obj) for m in ctx.bundle.manifests]))
     # A name without a namespace in the manifests is applied where its reader runs: match on kind and name.
     loose = {(m.kind, m.name) for m in ctx.bundle.manifests if not m.namespace}
     missing: dict[tuple[str, str, str], tuple[Manifest, str]] = {}
