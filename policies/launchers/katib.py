@@ -366,7 +366,7 @@ class ExperimentLauncher(Launcher[Workload]):
         # (validator.go:347-352).
         if path not in data:
             refuse(f"{field}.templatePath", f"{found.ref} has no key '{path}' in its data (unable to find trial "
-                   "template in ConfigMap)", f"set templatePath to one of its keys ({', '.join(map(str, data))})"
+                   "template in ConfigMap)", f"set templatePath to one of its keys ({', '.join(list(map(str, data))[:8])})"
                    if data else f"add the trial's job to {found.ref} under data.{path}")
             return None
         text = data[path]
@@ -377,5 +377,6 @@ class ExperimentLauncher(Launcher[Workload]):
         # labels and annotations that meta references take.
         raw = template_object(text)
         return text, raw if raw is not None else {}, source
+
 
 LAUNCHER = ExperimentLauncher()
