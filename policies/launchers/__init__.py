@@ -122,16 +122,18 @@ def expand(manifests: list[Manifest]) -> tuple[list[Manifest], list[Child], list
     children's own controllers refuse of them (Launcher.refused of each child, as of an object written in the file)."""
     children: list[Child] = []
     checks: list[Check] = []
+    bundle: Bundle | None = None  # the objects a maker reads beside its own (made once, where one is modelled)
     for m in manifests:
         launcher = of(m)
         if launcher is None:
             continue
-        made = launcher.children(m)
+        bundle = bundle or Bundle.of(manifests)
+        made = launcher.children(m, bundle)
         children += made
-        checks += launcher.refused(m)
+        checks += launcher.refused(m, bundle)
         for c in made:  # what the child's own controller refuses (a RayCluster an AppWrapper creates), reported
             maker = of(c.manifest)  # against the parent (engine.to_parents)
-            checks += maker.refused(c.manifest) if maker is not None else []
+            checks += maker.refused(c.manifest, bundle) if maker is not None else []
     return (manifests + [c.manifest for c in children] if children else manifests), children, checks
 
 

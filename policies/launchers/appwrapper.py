@@ -30,7 +30,7 @@ from typing import Any
 
 from ..kube.values import listing, mapping
 from ..kube.objects import Manifest
-from .base import Check, Child, Launcher, Workload
+from .base import Bundle, Check, Child, Launcher, Workload
 
 GROUP = "workload.codeflare.dev"
 KIND = "AppWrapper"
@@ -261,11 +261,11 @@ class AppWrapperLauncher(Launcher[Workload]):
     suspend_field = ("spec", "suspend")
     suspend_source = "project-codeflare/appwrapper v1.2.1 internal/controller/appwrapper/appwrapper_controller.go:171"
 
-    def children(self, m: Manifest) -> list[Child]:
+    def children(self, m: Manifest, bundle: Bundle) -> list[Child]:
         """Each component's object as the controller creates it (resource_management.go:41-54, 217-255)."""
         return self._read(m)[0]
 
-    def refused(self, m: Manifest) -> list[Check]:
+    def refused(self, m: Manifest, bundle: Bundle) -> list[Check]:
         """What the AppWrapper webhook refuses (appwrapper_webhook.go:133-238 validateAppWrapperCreate)."""
         return self._read(m)[1]
 

@@ -490,12 +490,12 @@ class Launcher(Generic[W]):
         """Set the object (a deep copy) to `nodes` pods of one process each, for a CPU simulation; what changed."""
         return []
 
-    # --- objects made from this one
-    def children(self, m: Manifest) -> list[Child]:
+    # --- objects made from this one, read with the objects beside it (`bundle`: a Katib trial template's ConfigMap)
+    def children(self, m: Manifest, bundle: Bundle) -> list[Child]:
         """The objects the controller makes from this one for other controllers to run (Katib's trial jobs)."""
         return []
 
-    def refused(self, m: Manifest) -> list[Check]:
+    def refused(self, m: Manifest, bundle: Bundle) -> list[Check]:
         """What the controller's webhook refuses about this object, which starts no pods itself or makes objects for
         other controllers (a runtime, an Experiment); each Check's `obj` set to it."""
         return []

@@ -3,14 +3,17 @@ and each Trial creates the object written in `spec.trialTemplate.trialSpec` (a P
 every `${trialParameters.<name>}` replaced and the trial's name and namespace set; that object's own controller then
 starts the pods. Here the trial's object is a child of the Experiment (base.Child), checked by its own launcher
 module and rules as if it were written in the file, every problem reported against the Experiment at
-`spec.trialTemplate.trialSpec...`.
+`spec.trialTemplate.trialSpec...`. A template in a ConfigMap (`spec.trialTemplate.configMap`) is read where that
+ConfigMap is in the same manifests (the Bundle `children` is given), in `configMapNamespace`, and its trial's problems
+are reported at `spec.trialTemplate.configMap...`; one not in them is said in one info line, never refused.
 
 What upstream does, at v0.19.0:
 - pkg/controller.v1beta1/experiment/manifest/generator.go:89-107 GetRunSpecWithHyperParameters: the trialSpec is
-  turned into JSON text (GetTrialTemplate, 199-226) and each placeholder `${trialParameters.<name>}` replaced in that
-  text (applyParameters, 109-197): a reference to an experiment parameter takes the value the suggestion assigned;
-  a meta reference `${trialSpec.Name|Namespace|Kind|APIVersion|Labels[k]|Annotations[k]}` the trial's. Then
-  `SetName(trialName)` and `SetNamespace(trialNamespace)`.
+  turned into JSON text, or a ConfigMap's data[templatePath] taken as it is (GetTrialTemplate, 199-226), and each
+  placeholder `${trialParameters.<name>}` replaced in that text (applyParameters, 109-197): a reference to an
+  experiment parameter takes the value the suggestion assigned; a meta reference
+  `${trialSpec.Name|Namespace|Kind|APIVersion|Labels[k]|Annotations[k]}` the trial's. Then `SetName(trialName)` and
+  `SetNamespace(trialNamespace)`.
 - experiment/experiment_controller_util.go:39-97 getTrialInstance: the trial's namespace is the Experiment's, its
   name the suggestion's (suggestion/suggestionclient/suggestionclient.go:177: `<experiment>-<8 random characters>`).
 - experiment/experiment_controller.go:286-340 ReconcileTrials: at most `parallelTrialCount` trials are active at
@@ -33,11 +36,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from ..kube.values import as_int, listing, mapping
 from ..kube.objects import INFO, Manifest
-from .base import Check, Child, Launcher, Workload
+from ..render.loader import InputError, parse, parse_json
+from .base import Bundle, Check, Child, Launcher, Workload
 
 GROUP = "kubeflow.org"
 KIND = "Experiment"
@@ -56,6 +60,8 @@ TRIAL_SUFFIX = "bcdfghjk"
 # validator.go:84-92: the Experiment's name.
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?")
 MAX_NAME = 40
+# apimachinery's YAMLReader: a line `---` (a comment may follow) ends a document.
+DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*(?:#.*)?$", re.MULTILINE)
 # A bound on the trial's job as text: a long value put into many placeholders could otherwise grow without limit.
 MAX_TRIAL_TEXT = 8 * 2**20
 
@@ -82,6 +88,26 @@ def parameter_value(parameter: dict[str, Any]) -> str | None:
     return str(values[0]) if values else None
 
 
+def template_object(text: str) -> dict[str, Any] | None:
+    """util.ConvertStringToUnstructured (pkg/controller.v1beta1/util/unstructured.go:47-59): the first document of
+    the text (apimachinery's YAMLOrJSONDecoder reads one), as JSON where it starts with `{`, else as YAML, into an
+    Unstructured, which needs a kind; None where it does not read so."""
+    first = next((doc for doc in DOCUMENT_SEPARATOR.split(text) if doc.strip()), "")
+    try:
+        docs = (parse_json if first.lstrip().startswith("{") else parse)(first, "trial template")
+    except (InputError, RecursionError):
+        return None
+    obj = docs[0].obj if len(docs) == 1 else None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("kind"), str) and obj["kind"] else None
+
+
+def config_maps(bundle: Bundle) -> dict[tuple[str, str], Manifest]:
+    """The v1 ConfigMaps of the manifests by metadata.namespace ('': none written) and name, the first of each
+    (made once per bundle)."""
+    return bundle.derived("katib-configmaps", lambda b: {(o.namespace, o.name): o for o in reversed(b.manifests)
+                                                         if o.kind == "ConfigMap" and o.api_version == "v1"})
+
+
 def trial_name(m: Manifest) -> str:
     return f"{m.name}-{TRIAL_SUFFIX}"
 
@@ -105,23 +131,25 @@ class ExperimentLauncher(Launcher[Workload]):
     unread_versions = ("v1alpha2", "v1alpha3")
     starts_pods = False  # the trial's job starts them, through its own controller
 
-    def children(self, m: Manifest) -> list[Child]:
+    def children(self, m: Manifest, bundle: Bundle) -> list[Child]:
         """The trial's job Katib makes from the Experiment (one Child, run `parallelTrialCount` times at once)."""
-        return self._read(m)[0]
+        return self._read(m, bundle)[0]
 
-    def refused(self, m: Manifest) -> list[Check]:
+    def refused(self, m: Manifest, bundle: Bundle) -> list[Check]:
         """What Katib's webhook refuses about the Experiment, and why its trial could not be checked."""
-        return self._read(m)[1]
+        return self._read(m, bundle)[1]
 
-    def _read(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+    def _read(self, m: Manifest, bundle: Bundle) -> tuple[list[Child], list[Check]]:
         """The webhook's checks and the trial generator in one pass, as upstream interleaves them (a refusal stops
-        the trial from being made); worked out once per object."""
-        found = m.__dict__.get("_katib_trial")
+        the trial from being made); worked out once per object and bundle (a ConfigMap in it may hold the
+        template)."""
+        made: dict[int, tuple[list[Child], list[Check]]] = bundle.derived("katib-trials", lambda b: {})
+        found = made.get(id(m))
         if found is None:
-            found = m.__dict__["_katib_trial"] = self._trial(m)
+            found = made[id(m)] = self._trial(m, bundle)
         return found
 
-    def _trial(self, m: Manifest) -> tuple[list[Child], list[Check]]:
+    def _trial(self, m: Manifest, bundle: Bundle) -> tuple[list[Child], list[Check]]:
         checks: list[Check] = []
 
         def refuse(field: str, message: str, hint: str = HINT) -> None:
@@ -172,25 +200,25 @@ class ExperimentLauncher(Launcher[Workload]):
             refuse(TEMPLATE, "both trialSpec and configMap are set", "keep one of them")
             return [], checks
         if trial_spec is None:
-            cm = mapping(config_map)
-            if not (cm.get("configMapName") and cm.get("configMapNamespace") and cm.get("templatePath")):
-                refuse(f"{TEMPLATE}.configMap", "configMap needs configMapName, configMapNamespace and templatePath")
-            else:
-                checks.append(Check(f"{TEMPLATE}.configMap", "the trial's job is written in ConfigMap "
-                                    f"{cm['configMapNamespace']}/{cm['configMapName']} ({cm['templatePath']}), which "
-                                    "is not read here: the trial's job was not checked",
-                                    "write the job in spec.trialTemplate.trialSpec to have it checked",
-                                    obj=m, severity=INFO))
-            return [], checks
-        if not isinstance(trial_spec, dict):
+            read = self._from_config_map(m, mapping(config_map), bundle, refuse, checks)
+            if read is None:
+                return [], checks
+            text, trial_spec, source = read
+            said, prefix = f"the trial template in {source}", f"{TEMPLATE}.configMap"
+        elif not isinstance(trial_spec, dict):
             refuse(f"{TEMPLATE}.trialSpec", "trialSpec is not an object")
             return [], checks
+        else:
+            source, said, prefix = "", "the trialSpec", f"{TEMPLATE}.trialSpec"
+            # generator.go:199-209 GetTrialTemplate: the trialSpec as JSON text.
+            text = json.dumps(trial_spec, sort_keys=True, separators=(",", ":"))
+        kind = str(trial_spec.get("kind") or "")
 
         # validator.go:352-411: the template text against trialParameters.
-        text = json.dumps(trial_spec, sort_keys=True, separators=(",", ":"))
         parameters = {str(mapping(p).get("name")): mapping(p) for p in listing(spec.get("parameters"))}
         meta = mapping(trial_spec.get("metadata"))
         namespace = m.namespace or "default"
+        probe = text  # the text as the webhook checks it, each parameter put in as `test-value` (validator.go:403)
         values: dict[str, str] = {}
         used: list[str] = []
         names: set[str] = set()
@@ -225,10 +253,10 @@ class ExperimentLauncher(Launcher[Workload]):
                     table = mapping(meta.get(sub.group(1).lower()))
                     if sub.group(2) not in table:
                         checks.append(Check(f"{where}.reference", f"trial parameter '{pname}' references "
-                                            f"{sub.group(1).lower()} '{sub.group(2)}', which the trialSpec's "
-                                            "metadata does not have: Katib cannot make any trial "
+                                            f"{sub.group(1).lower()} '{sub.group(2)}', which the metadata of "
+                                            f"{said} does not have: Katib cannot make any trial "
                                             "(generator.go:168-179)",
-                                            f"add it to the trialSpec's metadata.{sub.group(1).lower()}", obj=m))
+                                            f"add it to the metadata.{sub.group(1).lower()} of {said}", obj=m))
                     else:
                         values[pname] = str(table[sub.group(2)])
                 elif key in ("Labels", "Annotations"):
@@ -240,8 +268,8 @@ class ExperimentLauncher(Launcher[Workload]):
                                      "APIVersion": str(trial_spec.get("apiVersion") or "")}[key]
             placeholder = PLACEHOLDER.format(pname)
             if placeholder not in text:
-                refuse(f"{where}.name", f"trial parameter '{pname}' is not used in the trialSpec ({placeholder})",
-                       "use it in the trialSpec, or remove it")
+                refuse(f"{where}.name", f"trial parameter '{pname}' is not used in {said} ({placeholder})",
+                       f"use it in {said}, or remove it")
                 return [], checks
             value = values.get(pname, "test-value")
             if len(text) + text.count(placeholder) * (len(value) - len(placeholder)) > MAX_TRIAL_TEXT:
@@ -250,21 +278,39 @@ class ExperimentLauncher(Launcher[Workload]):
                                     obj=m, severity=INFO))
                 return [], checks
             text = text.replace(placeholder, value)
+            probe = probe.replace(placeholder, "test-value")
         left = sorted(set(ANY_PLACEHOLDER.findall(text)))
         if left:
-            refuse(TEMPLATE, f"the trialSpec uses {', '.join(left)}, not declared in trialParameters",
+            refuse(TEMPLATE, f"{said} uses {', '.join(left)}, not declared in trialParameters",
                    "declare each in spec.trialTemplate.trialParameters")
             return [], checks
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            refuse(TEMPLATE, "the trialSpec is no longer valid JSON once the parameters are put in")
-            return [], checks
+        if source:
+            # validator.go:414-419: the webhook reads the template with `test-value` put in; the controller reads it
+            # again with the trial's values (generator.go:96-100), which may not read where those do not.
+            checked = template_object(probe)
+            if checked is None:
+                refuse(prefix, f"{said} does not read as a Kubernetes object, YAML or JSON with a kind (unable to "
+                       "convert spec.trialTemplate to unstructured, validator.go:414-419)", f"fix the YAML of {said}")
+                return [], checks
+            obj: Any = template_object(text)
+            if obj is None:
+                checks.append(Check(prefix, f"{said} does not read as a Kubernetes object once "
+                                    f"{', '.join(used) or 'the trial metadata'} are put in: Katib cannot make "
+                                    "that trial (generator.go:96-100)",
+                                    f"quote the parameters' places in {said}", obj=m))
+                return [], checks
+            meta, trial_spec, kind = mapping(checked.get("metadata")), checked, str(checked["kind"])
+        else:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                refuse(TEMPLATE, "the trialSpec is no longer valid JSON once the parameters are put in")
+                return [], checks
         if meta.get("name") or meta.get("namespace"):
-            refuse(f"{TEMPLATE}.trialSpec.metadata", "the trialSpec sets metadata.name or metadata.namespace "
-                   "(Katib names each trial's job itself)", "remove them")
+            refuse(f"{prefix}.metadata" if not source else prefix, f"{said} sets metadata.name or "
+                   "metadata.namespace (Katib names each trial's job itself)", "remove them")
         if not trial_spec.get("apiVersion") or not kind:
-            refuse(f"{TEMPLATE}.trialSpec", "the trialSpec has no apiVersion or kind")
+            refuse(prefix, f"{said} has no apiVersion or kind")
             return [], checks
         if not isinstance(obj, dict):
             return [], checks
@@ -276,14 +322,61 @@ class ExperimentLauncher(Launcher[Workload]):
             md["namespace"] = m.namespace
         obj["metadata"] = md
         copies = parallel_trials(spec)
-        notes = [f"a trial of {m.ref} (Katib; {copies} run at once)"
+        notes = [f"a trial of {m.ref} (Katib; {copies} run at once"
+                 + (f", its job from {source}" if source else "") + ")"
                  + (f", checked with {', '.join(used)} (each parameter's feasibleSpace min, else its first listed "
                     "value)" if used else "")]
         if tt.get("primaryContainerName"):
             notes.append(f"Katib's primary container: {tt['primaryContainerName']}")
-        child = Child(Manifest(obj, m.source, m.index), m, f"{TEMPLATE}.trialSpec", copies=copies, notes=notes,
-                      said_as=f"in each trial's {kind}")
+        child = Child(Manifest(obj, m.source, m.index), m, prefix, copies=copies, notes=notes,
+                      said_as=f"in each trial's {kind}" + (f" (from {source})" if source else ""))
         return [child], checks
+
+    @staticmethod
+    def _from_config_map(m: Manifest, cm: dict[str, Any], bundle: Bundle, refuse: Callable[..., None],
+                         checks: list[Check]) -> tuple[str, dict[str, Any], str] | None:
+        """The trial template Katib reads from a ConfigMap (generator.go:210-222 GetTrialTemplate: the ConfigMap
+        `configMapName` in `configMapNamespace`, its `data` key `templatePath`), where the ConfigMap is in the
+        manifests: (its text, the object it reads as with the placeholders left in, what it is in words). The
+        webhook refuses a source without all three fields (validator.go:339-345), so the namespace is always the one
+        written (katib_client.go:154-161 GetConfigMap reads configMap.Data in it; its default namespace, 181-186,
+        applies only where none is passed). Not in the manifests: said in one info line, nothing refused."""
+        field = f"{TEMPLATE}.configMap"
+        name, ns, path = (str(cm.get(k) or "") for k in ("configMapName", "configMapNamespace", "templatePath"))
+        if not (name and ns and path):
+            refuse(field, "configMap needs configMapName, configMapNamespace and templatePath")
+            return None
+        source = f"ConfigMap {ns}/{name} key {path}"
+
+        def unchecked(why: str, hint: str) -> None:
+            checks.append(Check(field, f"the trial's job is written in {source}, {why}: the trial's job was not "
+                                "checked", hint, obj=m, severity=INFO))
+
+        found = config_maps(bundle).get((ns, name))
+        if found is None:
+            beside = [o for (_, n), o in config_maps(bundle).items() if n == name]
+            unchecked("which is not in these manifests" + ("" if not beside else (
+                f" (the ConfigMap {name} in them is in namespace {beside[0].namespace}, not {ns})"
+                if beside[0].namespace else f" (the ConfigMap {name} in them has no namespace written)")),
+                "validate the ConfigMap with the Experiment (a folder of both: --bundle), or write the job in "
+                "spec.trialTemplate.trialSpec to have it checked")
+            return None
+        data = mapping(found.obj.get("data"))
+        # generator.go:218-222: a key the ConfigMap lacks (errTrialTemplateNotFound), which the webhook refuses
+        # (validator.go:347-352).
+        if path not in data:
+            refuse(f"{field}.templatePath", f"{found.ref} has no key '{path}' in its data (unable to find trial "
+                   "template in ConfigMap)", f"set templatePath to one of its keys ({', '.join(list(map(str, data))[:8])})"
+                   if data else f"add the trial's job to {found.ref} under data.{path}")
+            return None
+        text = data[path]
+        if not isinstance(text, str):
+            unchecked(f"whose data.{path} is not a string", f"write data.{path} of {found.ref} as a string")
+            return None
+        # generator.go:116-123: the template read with its placeholders left in gives the trial's kind, apiVersion,
+        # labels and annotations that meta references take.
+        raw = template_object(text)
+        return text, raw if raw is not None else {}, source
 
 
 LAUNCHER = ExperimentLauncher()

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from ..kube.objects import Manifest, WARNING
 from ..kube.values import as_int, dig, listing, mapping
-from .base import Check, Launcher, Workload
+from .base import Bundle, Check, Launcher, Workload
 from .kuberay_cron import cron_checks
 from .kuberay_pods import ray_templates
 from .kuberay_service import service_checks
@@ -93,7 +93,7 @@ class KubeRayLauncher(Launcher[Workload]):
             return "spec.ttlSecondsAfterFinished", as_int(spec.get("ttlSecondsAfterFinished"), 0), SELF_RULE
         return None
 
-    def refused(self, m: Manifest) -> list[Check]:
+    def refused(self, m: Manifest, bundle: Bundle) -> list[Check]:
         """What the KubeRay controller refuses (see the module's docstring), each Check's obj set to `m`; nothing for
         an object another controller manages (KubeRay skips it) or one whose spec is not a mapping (the schema stage
         reports it)."""

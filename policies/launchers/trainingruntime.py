@@ -13,7 +13,7 @@ import yaml
 
 from ..kube.values import as_int, dig, listing, mapping
 from ..kube.objects import Manifest
-from .base import Check, Launcher, Workload
+from .base import Bundle, Check, Launcher, Workload
 
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -145,7 +145,7 @@ class RuntimeKind(Launcher[Workload]):
     def job_specs(self, m: Manifest, trainer_only: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
         return runtime_job_specs(m, trainer_only)
 
-    def refused(self, m: Manifest) -> list[Check]:
+    def refused(self, m: Manifest, bundle: Bundle) -> list[Check]:
         """What the (Cluster)TrainingRuntime webhook refuses (trainingruntime_webhook.go 66-105, kubeflow/trainer
         v2.3.0, validateReplicatedJobs; the ClusterTrainingRuntime webhook calls the same): a replicated Job labelled
         with a known trainjob-ancestor-step (dataset-initializer, model-initializer, trainer) has replicas 1 (the

@@ -96,9 +96,12 @@ Experiment (v0.19.0 webhook): a name of at most 40 characters, trial counts abov
 `maxFailedTrialCount` within `maxTrialCount`, a `trialTemplate` with `primaryContainerName`, `trialParameters`
 each named once, referencing a parameter of `spec.parameters` (or the trial's metadata) once, and used in the
 trialSpec, which uses no other, sets no name or namespace, and states `successCondition`/`failureCondition` unless
-Katib defaults them for its kind; the trial's job is then checked by its own launcher (reported at
-`spec.trialTemplate.trialSpec`). AppWrapper (v1.2.1 webhook): no nested AppWrapper, no component in another
-namespace, every declared PodSet path leads to a pod template and agrees with the PodSets upstream infers for a
+Katib defaults them for its kind; a trial template in a ConfigMap (`spec.trialTemplate.configMap`) that is in the
+manifests, in its `configMapNamespace`, has the key `templatePath`, and that key reads as a Kubernetes object (YAML
+or JSON with a kind) once the parameters are put in, checked as a trialSpec is (one info line where the ConfigMap is
+not in the manifests: its template was not checked); the trial's job is then checked by its own launcher (reported
+at `spec.trialTemplate.trialSpec`, or `spec.trialTemplate.configMap`). AppWrapper (v1.2.1 webhook): no nested
+AppWrapper, no component in another namespace, every declared PodSet path leads to a pod template and agrees with the PodSets upstream infers for a
 known kind (path and replicas), between 1 and 8 PodSets in all; each component's object is then checked by its own
 launcher (reported at `spec.components[i].template`). KubeRay RayCluster and RayJob (v1.7.0 controller,
 utils/validation.go: a refused RayCluster gets a Warning event and no pods, a refused RayJob ValidationFailed and no
@@ -138,8 +141,11 @@ A TrainJob whose runtime is not in the manifests is applied with a runtime from 
 pods could not be worked out (REF001 requires the runtime where the environment is self-contained).
 
 Fails: a PyTorchJob with 2 Master replicas; `nprocPerNode: "4"` with `python /app/trainer/train.py`; an Indexed Job without
-completions; a Job without `restartPolicy`; a RayCluster worker group with idleTimeoutSeconds but no autoscaler v2.
-Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime.
+completions; a Job without `restartPolicy`; a RayCluster worker group with idleTimeoutSeconds but no autoscaler v2;
+Katib v0.19.0's example Experiment `trial-configmap-source` beside the `trial-templates` ConfigMap of the same tag,
+whose `defaultTrialTemplate.yaml` no longer uses the example's `numberLayers` and `optimizer`.
+Passes: the repository's own PyTorchJob and TrainJob with their ClusterTrainingRuntime; that ConfigMap with an
+Experiment that uses the parameters its template takes.
 """
 from __future__ import annotations
 
