@@ -546,3 +546,24 @@ def test_the_quota_counts_what_the_configuration_counts(tmp_path):
     assert _res010(tmp_path, transformed) == []
     [p] = _res010(tmp_path, _fixture("fail/resource-not-covered.yaml"))
     assert "resource nvidia.com/gpu unavailable in ClusterQueue" in p.message
+
+
+def test_the_configuration_in_the_manifests_answers_for_the_environments_kueue_frameworks(tmp_path):
+    """One place says what Kueue runs (kueue_config.in_force): the Configuration the manifests deploy, over the
+    environment's kueueFrameworks. Without kubeflow.org/pytorchjob among its integrations Kueue never sees the
+    PyTorchJob, whatever the environment declares: make plan creates its pods now, and RES010 says nothing."""
+    import json
+
+    from conftest import FIXTURES, run_cli
+    text = _fixture("fail/namespace-not-managed.yaml")
+    f = tmp_path / "input.yaml"
+    f.write_text(text.replace('      - "kubeflow.org/pytorchjob"\n', ""))
+    env = FIXTURES / "rules/RES010/policy.yaml"  # declares kubeflow.org/pytorchjob
+    proc = run_cli("plan", "--format", "json", "--env", str(env), str(f))
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pods_now"] == job["pod_count"] == 2 and "queued" not in job
+    assert _res010(tmp_path, f.read_text()) == []
+    f.write_text(_fixture("pass/kueue-docs-sample.yaml"))  # no Configuration: the environment's declaration counts
+    proc = run_cli("plan", "--format", "json", "--env", str(env), str(f))
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pods_now"] == 0 and job["queued"] == "user-queue"
