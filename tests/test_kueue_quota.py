@@ -434,3 +434,136 @@ def test_a_tas_podset_group_gets_one_flavor_for_its_pod_sets_together():
     assert podset_group({"kueue.x-k8s.io/podset-group-name": "g"}) is None
     assert podset_group({"kueue.x-k8s.io/podset-group-name": "g",
                          "kueue.x-k8s.io/podset-unconstrained-topology": "true"}) is None
+
+
+# --- Kueue's Configuration in the manifests (policies/launchers/kueue_config.py) ------------------------------------
+
+def _res010(tmp_path, text, env=None):
+    """RES010's problems on `text`, in the RES010 fixtures' environment, or one declaring `env` (spec lines)."""
+    from test_rules import problems_of
+    from conftest import FIXTURES
+    (tmp_path / "fail").mkdir(exist_ok=True)
+    policy = tmp_path / "policy.yaml"
+    if env is None:
+        policy.write_text((FIXTURES / "rules/RES010/policy.yaml").read_text())
+    else:
+        policy.write_text("apiVersion: policies.ddp/v1\nkind: Environment\nmetadata: {name: sealed}\nspec:\n" + env)
+    (tmp_path / "fail/input.yaml").write_text(text)
+    return [p for p in problems_of(tmp_path / "fail/input.yaml") if p.rule == "RES010"]
+
+
+def _fixture(name):
+    from conftest import FIXTURES
+    return (FIXTURES / "rules/RES010" / name).read_text()
+
+
+def test_a_queued_job_in_a_namespace_kueue_does_not_manage_stays_suspended():
+    """The webhook suspends a job that names a queue (jobframework/utils.go 147-150) but the reconciler skips a
+    namespace managedJobsNamespaceSelector does not select (reconciler.go 334-339): an error, and make plan says no
+    pod of it starts."""
+    import json
+
+    from conftest import FIXTURES, run_cli
+    from policies.kube.objects import ERROR
+    from test_rules import problems_of
+    fail = FIXTURES / "rules/RES010/fail/namespace-not-managed.yaml"
+    [p] = [p for p in problems_of(fail) if p.rule == "RES010"]
+    assert p.severity == ERROR and p.field == "metadata.namespace" and p.extra.get("never_admitted")
+    assert p.message.startswith("the managedJobsNamespaceSelector of Kueue's Configuration (ConfigMap "
+                                "kueue-system/kueue-manager-config) does not select namespace 'default': Kueue's "
+                                "webhook suspends the PyTorchJob (spec.runPolicy.suspend set true: it names "
+                                "LocalQueue 'user-queue')")
+    proc = run_cli("plan", "--format", "json", str(fail))  # the Configuration says Kueue runs: no environment needed
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pods_now"] == 0 and job["pods_refused"][0]["field"] == "metadata.namespace"
+
+
+def test_a_namespace_kueue_manages_is_judged_by_its_labels_where_the_manifests_hold_them(tmp_path):
+    text = _fixture("fail/namespace-not-managed.yaml").replace(
+        "    managedJobsNamespaceSelector:\n      matchExpressions:\n      - key: kubernetes.io/metadata.name\n"
+        "        operator: In\n        values: [team-a]\n", "    managedJobsNamespaceSelector: {matchLabels: {kueue: managed}}\n")
+    assert _res010(tmp_path, text) == []  # the cluster's namespace may carry the label
+    labelled = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n  labels: {kueue: managed}\n---\n"
+    assert _res010(tmp_path, labelled + text) == []
+    [p] = _res010(tmp_path, labelled.replace("managed}", "other}") + text)
+    assert "does not select namespace 'default'" in p.message
+
+
+def test_a_job_without_a_queue_under_manage_jobs_without_queue_name(tmp_path):
+    """Suspended though it names no queue (utils.go 152-155), it waits for one for ever unless a LocalQueue `default`
+    exists in its namespace: a warning phrased as that condition, an error where the manifests are self-contained."""
+    from policies.kube.objects import ERROR, WARNING
+    text = _fixture("fail/no-queue-name-managed.yaml")
+    [warned] = _res010(tmp_path, text)
+    assert warned.severity == WARNING and warned.message.startswith(
+        "unless a LocalQueue 'default' exists in namespace 'default' when it is created (none among these manifests), "
+        "Kueue's Configuration (ConfigMap kueue-system/kueue-manager-config) sets manageJobsWithoutQueueName")
+    [sealed] = _res010(tmp_path, text, "  selfContained: true\n")
+    assert sealed.severity == ERROR and sealed.extra.get("never_admitted") and sealed.message.endswith(
+        "no LocalQueue 'default' in the namespace among these manifests, which sealed declares self-contained")
+    # kube-system and kueue-system: Kueue's webhook configurations skip them, so it is never suspended
+    assert _res010(tmp_path, text.replace("namespace: default\n", "namespace: kube-system\n"),
+                   "  selfContained: true\n") == []
+    # without manageJobsWithoutQueueName, or without the Configuration in the input: nothing is claimed
+    assert _res010(tmp_path, text.replace("manageJobsWithoutQueueName: true", "manageJobsWithoutQueueName: false"),
+                   "  selfContained: true\n") == []
+    plain = text[text.index("apiVersion: kueue.x-k8s.io/v1beta2"):]
+    assert _res010(tmp_path, plain, "  selfContained: true\n  kueueFrameworks: [kubeflow.org/pytorchjob]\n") == []
+    # the Configuration's integrations are Kueue's: without kubeflow.org/pytorchjob it never sees the PyTorchJob
+    assert _res010(tmp_path, text.replace('      - "kubeflow.org/pytorchjob"\n', ""), "  selfContained: true\n") == []
+
+
+def test_kueue_gives_a_job_without_a_queue_the_default_local_queue(tmp_path):
+    """defaults.go 59-98: a LocalQueue `default` in the namespace becomes the job's queue, whose ClusterQueue is then
+    judged: certain under manageJobsWithoutQueueName (the job waits in any case), else phrased as the condition that
+    the queue exists when the job is created."""
+    from policies.kube.objects import ERROR, WARNING
+    text = _fixture("pass/no-queue-name-default-local-queue.yaml").replace("nominalQuota: 9", "nominalQuota: 1")
+    [p] = _res010(tmp_path, text)
+    assert p.severity == ERROR and p.message.startswith(
+        "Kueue gives it LocalQueue 'default' (it names none, and under manageJobsWithoutQueueName waits for a queue in "
+        "any case): ClusterQueue 'cluster-queue' (of LocalQueue 'default') never admits it: insufficient quota for cpu")
+    [w] = _res010(tmp_path, text.replace("manageJobsWithoutQueueName: true", "manageJobsWithoutQueueName: false"))
+    assert w.severity == WARNING and w.message.startswith(
+        "if LocalQueue 'default' exists when the PyTorchJob is created (Kueue then gives it that queue: it names none), "
+        "ClusterQueue 'cluster-queue' (of LocalQueue 'default') never admits it")
+
+
+def test_the_quota_counts_what_the_configuration_counts(tmp_path):
+    """excludeResourcePrefixes drops requests (workload.go 463-478); IgnoreUndeclared skips a resource the
+    ClusterQueue does not cover (flavorassigner.go 803-812); a transformed resource is not judged here. Without a
+    Configuration in the input, the GPU is still one no group covers."""
+    pod = PodSet("p", 2, {}, {"cpu": parse_quantity("1"), "example.com/gpu": parse_quantity("1")})
+    cq = {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}}
+    assert never_admitted(cq, {}, [pod]) == ["couldn't assign flavors to pod set p: resource example.com/gpu "
+                                             "unavailable in ClusterQueue"]
+    assert never_admitted(cq, {}, [pod], ignore_undeclared=True) == []
+    assert _res010(tmp_path, _fixture("pass/gpu-excluded-by-configuration.yaml")) == []
+    assert _res010(tmp_path, _fixture("pass/gpu-ignored-undeclared.yaml")) == []
+    transformed = _fixture("pass/gpu-excluded-by-configuration.yaml").replace(
+        'excludeResourcePrefixes: ["nvidia.com/"]', "transformations:\n      - input: nvidia.com/gpu")
+    assert _res010(tmp_path, transformed) == []
+    [p] = _res010(tmp_path, _fixture("fail/resource-not-covered.yaml"))
+    assert "resource nvidia.com/gpu unavailable in ClusterQueue" in p.message
+
+
+def test_the_configuration_in_the_manifests_answers_for_the_environments_kueue_frameworks(tmp_path):
+    """One place says what Kueue runs (kueue_config.in_force): the Configuration the manifests deploy, over the
+    environment's kueueFrameworks. Without kubeflow.org/pytorchjob among its integrations Kueue never sees the
+    PyTorchJob, whatever the environment declares: make plan creates its pods now, and RES010 says nothing."""
+    import json
+
+    from conftest import FIXTURES, run_cli
+    text = _fixture("fail/namespace-not-managed.yaml")
+    f = tmp_path / "input.yaml"
+    f.write_text(text.replace('      - "kubeflow.org/pytorchjob"\n', ""))
+    env = FIXTURES / "rules/RES010/policy.yaml"  # declares kubeflow.org/pytorchjob
+    proc = run_cli("plan", "--format", "json", "--env", str(env), str(f))
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pods_now"] == job["pod_count"] == 2 and "queued" not in job
+    assert _res010(tmp_path, f.read_text()) == []
+    f.write_text(_fixture("pass/kueue-docs-sample.yaml"))  # no Configuration: the environment's declaration counts
+    proc = run_cli("plan", "--format", "json", "--env", str(env), str(f))
+    (job,) = [w for u in json.loads(proc.stdout)["overlays"] for w in u["workloads"]]
+    assert job["pods_now"] == 0 and job["queued"] == "user-queue"

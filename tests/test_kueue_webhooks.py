@@ -210,3 +210,109 @@ def test_a_refused_cluster_queue_is_said_once(tmp_path):
     found = [p for p in problems_of(f) if p.severity == "error"]
     assert [p.rule for p in found] == ["ADM003"], [p.line() for p in found]
     assert 'spec.resourceGroups[1].flavors[0].name: Duplicate value: "default-flavor"' in found[0].message
+
+
+# --- Kueue's Configuration (policies/launchers/kueue_config.py): what stops Kueue from loading it is ADM003's --------
+
+UPSTREAM_CONFIG = Path(__file__).parent / "fixtures/rules/ADM003/pass/kueue-upstream-configuration.yaml"
+
+
+def _config(text, namespace="kueue-system"):
+    """The KueueConfig (or the problems) of a ConfigMap kueue-manager-config holding `text` as its file."""
+    from policies.kube.objects import Manifest
+    from policies.launchers.kueue_config import configuration
+    m = Manifest({"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "kueue-manager-config", "namespace": namespace},
+                  "data": {"controller_manager_config.yaml": text}}, "cm.yaml")
+    return configuration([m])
+
+
+def test_kueues_own_configuration_loads_defaulted_as_kueue_defaults_it():
+    """config/components/manager/controller_manager_config.yaml at v0.19.2, as the release deploys it: its
+    integrations, manageJobsWithoutQueueName false, and the default managedJobsNamespaceSelector (every namespace but
+    kube-system and Kueue's own: apis/config/v1beta2/defaults.go 124-132)."""
+    from policies.launchers.kueue_config import configuration
+    from policies.render.loader import parse
+    manifests = parse(UPSTREAM_CONFIG.read_text(), str(UPSTREAM_CONFIG))
+    cfg, wrong = configuration(manifests)
+    assert wrong == [] and cfg is not None
+    assert cfg.frameworks == ("batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster",
+                              "ray.io/rayservice", "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper",
+                              "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset",
+                              "leaderworkerset.x-k8s.io/leaderworkerset")
+    assert not cfg.manage_without_queue_name and cfg.exclude_prefixes == () and not cfg.ignore_undeclared
+    assert cfg.namespace_selector == {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                                            "values": ["kube-system", "kueue-system"]}]}
+    assert cfg.manages_namespace("default", None) is True and cfg.manages_namespace("kube-system", None) is False
+    assert cfg.where == "Kueue's Configuration (ConfigMap kueue-system/kueue-manager-config)"
+    assert not [p for p in problems_of(UPSTREAM_CONFIG) if p.rule == "ADM003"]
+
+
+HEAD = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+
+
+@pytest.mark.parametrize("body,said", [
+    ("queueVisibility: {}\n", 'queueVisibility: strict decoding error: unknown field "queueVisibility"'),
+    ("manageJobsWithoutQueueName: yes please\n", "manageJobsWithoutQueueName: expected a boolean"),
+    # validation.go 616-639: the selector must exempt kube-system and Kueue's namespace
+    ("managedJobsNamespaceSelector: {}\n",
+     'managedJobsNamespaceSelector: Invalid value: "{}": should not match the "kube-system" namespace'),
+    ("namespace: kueue\nmanagedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: kubernetes.io/metadata.name, "
+     "operator: NotIn, values: [kube-system]}\n", 'should not match the "kueue" namespace'),
+    ("managedJobsNamespaceSelector:\n  matchExpressions:\n  - {key: team, operator: In}\n",
+     "managedJobsNamespaceSelector.matchExpressions[0].values: Required value"),
+    # validation.go 311-331
+    ("integrations:\n  frameworks: [batch/job, kubeflow.org/pytorchjobs]\n",
+     "integrations.frameworks[1]: Unsupported value: 'kubeflow.org/pytorchjobs'"),
+    ("integrations:\n  frameworks: [batch/job, batch/job]\n", "integrations.frameworks[1]: Duplicate value"),
+    # validation.go 110-136
+    ("resources:\n  excludeResourcePrefixes: [example.com/]\n  quotaCheckStrategy: IgnoreUndeclared\n",
+     'resources.quotaCheckStrategy: Invalid value: "IgnoreUndeclared": excludeResourcePrefixes is not allowed when '
+     "quotaCheckStrategy is IgnoreUndeclared"),
+    ("resources:\n  quotaCheckStrategy: Ignore\n", 'resources.quotaCheckStrategy: Unsupported value: "Ignore"'),
+    ("resources:\n  excludeResourcePrefix: [example.com/]\n", 'unknown field "resources.excludeResourcePrefix"'),
+])
+def test_a_configuration_kueue_refuses(body, said):
+    cfg, wrong = _config(HEAD + body)
+    assert cfg is None and any(said in w for _, w in wrong), wrong
+
+
+def test_what_kueue_reads_of_a_configuration():
+    cfg, wrong = _config(HEAD + "manageJobsWithoutQueueName: true\nresources:\n  excludeResourcePrefixes: "
+                         "[example.com/, nvidia.com/mig]\n  transformations:\n  - input: nvidia.com/mig-4g.5gb\n")
+    assert wrong == [] and cfg is not None and cfg.manage_without_queue_name and cfg.frameworks == ("batch/job",)
+    assert cfg.transformed == {"nvidia.com/mig-4g.5gb"}
+    assert cfg.counted({"cpu": 1, "example.com/foo": 1, "nvidia.com/mig-1g.5gb": 2, "nvidia.com/gpu": 1}) == \
+        {"cpu": 1, "nvidia.com/gpu": 1}  # workload.go 463-478: by prefix
+    # quotaCheckStrategy is read only with its gate on (beta and on at v0.19); off, nothing about it is checked
+    off, wrong = _config(HEAD + "featureGates: {QuotaCheckStrategy: false}\nresources:\n  quotaCheckStrategy: Ignore\n")
+    assert wrong == [] and off is not None and not off.ignore_undeclared
+    on, _ = _config(HEAD + "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n")
+    assert on is not None and on.ignore_undeclared
+    v1beta1, wrong = _config(HEAD.replace("v1beta2", "v1beta1") + "queueVisibility: {}\n")
+    assert wrong == [] and v1beta1 is not None
+    # a selector on other labels than the name is judged only against a Namespace the manifests hold
+    team, _ = _config(HEAD + "managedJobsNamespaceSelector: {matchLabels: {kueue: managed}}\n")
+    assert team is not None and team.manages_namespace("ml", None) is None
+    assert team.manages_namespace("ml", {"metadata": {"labels": {"kueue": "managed"}}}) is True
+    assert team.manages_namespace("ml", {"metadata": {"labels": {}}}) is False
+    assert team.manages_namespace("", None) is None
+
+
+def test_a_configuration_that_is_not_yaml_or_past_the_bounds_is_one_line():
+    cfg, wrong = _config("apiVersion: [\n")
+    assert cfg is None and len(wrong) == 1 and wrong[0][1].startswith("invalid YAML at line ")
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    cfg, wrong = _config(bomb)
+    assert cfg is None and len(wrong) == 1 and "excessive aliasing" in wrong[0][1] and "\n" not in wrong[0][1]
+    cfg, wrong = _config("- a list\n")
+    assert wrong[0][1] == "not a Configuration: the file is not a mapping"
+
+
+def test_adm003_says_a_configuration_kueue_cannot_load_in_one_line():
+    f = Path(__file__).parent / "fixtures/rules/ADM003/fail/kueue-configuration-refused.yaml"
+    [p] = [p for p in problems_of(f) if p.rule == "ADM003"]
+    assert p.obj == "ConfigMap/kueue-system/kueue-manager-config" and p.field == "data.controller_manager_config.yaml"
+    assert "\n" not in p.line() and "Kueue cannot start with this Configuration: resources.quotaCheckStrategy" in \
+        p.message

@@ -23,6 +23,7 @@ from .base import Bundle, Check, Child, Launcher, MpiWorld, Need, ScaleSpec, Unr
 from ..kube.admission_classes import SYSTEM_PRIORITY_CLASSES
 from .kueue import (KUEUE_PRIORITY_CLASS_FIELD, WITHOUT_PRIORITY_CLASS, WITHOUT_WORKLOAD_PRIORITY_CLASS,
                     WORKLOAD_PRIORITY_CLASS, WORKLOAD_PRIORITY_CLASS_LABEL)
+from .kueue_config import in_force as kueue_in_force
 from .mpirun import leader_mpirun_checks, leader_mpirun_unchecked
 from .pods import (COMPLETION_INDEX, GPU_RESOURCES, POD_INDEX, ContainerEnv, Pod, PodGroup, accelerators,
                    container_resources, drop_gpus, gpu_resources, uncounted_devices)
@@ -184,7 +185,7 @@ def workloads(bundle: Bundle, failed: list[tuple[Manifest, Exception]] | None = 
     return out
 
 
-__all__ = ["unread_world", "leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
+__all__ = ["kueue_in_force", "unread_world", "leader_mpirun_checks", "leader_mpirun_unchecked", "COMPLETION_INDEX", "GPU_RESOURCES", "POD_INDEX", "NOT_MODELLED", "Bundle", "Check", "Child", "Unreadable",
            "accelerators", "uncounted_devices", "container_resources", "drop_gpus", "gpu_resources", "ContainerEnv", "Launcher", "Pod", "PodGroup",
            "ScaleSpec", "Workload", "LAUNCHERS", "REGISTRY", "BY_ID",
            "of", "as_admitted", "expand", "workloads", "workload_kinds", "cluster_scoped", "groups_modelling",

@@ -24,8 +24,9 @@ admitted together (said in this module's words, as Kueue says it for whichever p
 A pod set's `spec.overhead` counts (pod_requests): the template's own, or the one of its RuntimeClass, which Kueue
 adds where the template sets none (pkg/workload/resources.go handlePodOverhead 57-73; RES010 gives it where the
 manifests hold the RuntimeClass). Not read, and so never the ground for a claim: LimitRange defaults and the overhead
-of a RuntimeClass not in the manifests (they only raise requests), Kueue's Configuration (resource transformations,
-excludeResourcePrefixes, quotaCheckStrategy, managedJobsNamespaceSelector), partial admission, TAS placement in the
+of a RuntimeClass not in the manifests (they only raise requests), Kueue's Configuration where the manifests do not
+hold it (launchers/kueue_config.py reads it where they do: RES010 drops the excluded prefixes' requests before this
+module sees them, and passes quotaCheckStrategy), partial admission, TAS placement in the
 topology, a flavor the manifests do not hold (it may fit). The pod sets of one TAS podset group (podset_group) are
 assigned as one: their requests summed, one flavor that suits each.
 
@@ -144,9 +145,12 @@ def _group(groups: list[tuple[set[str], list[Flavor]]], resource: str) -> int | 
     return next((i for i, (covered, _) in enumerate(groups) if resource in covered), None)
 
 
-def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], podsets: list[PodSet]) -> list[str]:
+def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], podsets: list[PodSet],
+                   ignore_undeclared: bool = False) -> list[str]:
     """Why the ClusterQueue `cq` can never admit these pod sets together, in Kueue's words where it has them; empty
-    where it may. `flavor_objs`: the ResourceFlavors the manifests hold, by name."""
+    where it may. `flavor_objs`: the ResourceFlavors the manifests hold, by name. `ignore_undeclared`: Kueue's
+    Configuration sets quotaCheckStrategy IgnoreUndeclared, and a resource no group covers is skipped
+    (flavorassigner.go 803-812; launchers/kueue_config.py)."""
     groups = resource_groups(cq, flavor_objs)
     pods_covered = _group(groups, POD_COUNT) is not None
     reasons: list[str] = []
@@ -168,8 +172,10 @@ def never_admitted(cq: dict[str, Any], flavor_objs: dict[str, dict[str, Any]], p
         by_group: dict[int, list[str]] = {}
         for r in sorted(totals):
             gi = _group(groups, r)
-            if gi is None:
+            if gi is None and not ignore_undeclared:
                 why.append(f"resource {r} unavailable in ClusterQueue")
+            elif gi is None:
+                continue
             else:
                 by_group.setdefault(gi, []).append(r)
         for gi, wanted in by_group.items():

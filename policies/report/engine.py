@@ -15,7 +15,7 @@ from ..argocd import apps as argocd
 from ..rules import environment
 from ..render import gitops
 from ..launchers import (NOT_MODELLED, Bundle, Check, Child, Unreadable, Workload, expand, groups_modelling, of,
-                         unread_world, workloads)
+                         unread_world, workloads, kueue_in_force)
 from ..render.files import path_error, read, rel
 from ..render.paths import CHECKOUT
 from ..render.loader import HELM_CHART_FILE, InputError, NotKubernetes
@@ -227,7 +227,7 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     bundle = Bundle.of(manifests, [c for c in children if c.manifest.ref not in malformed])
     broken: list[tuple[Manifest, Exception]] = []
     env = unit.environment
-    kueue = env.kueue_frameworks if env is not None else None
+    kueue = kueue_in_force(bundle.manifests, env.kueue_frameworks if env is not None else None)  # ConfigMap, else env
     unit.workloads = workloads(bundle, broken, kueue)
     resolved = resolve(bundle, unit.workloads, broken)
     # A workload the model could not read drops out of the rules (each needs its pods), said once per object; one

@@ -23,11 +23,20 @@ not checked here. concurrentAdmissionPolicy is behind an alpha feature gate off 
 LocalQueue's webhook validates nothing, and AdmissionCheck, WorkloadPriorityClass and Topology have none. RES010
 treats a refused ClusterQueue as absent, so the workloads queued to it are not told twice.
 
+Kueue's own Configuration, where the manifests hold its ConfigMap `kueue-manager-config` (`launchers/kueue_config.py`):
+Kueue decodes its `controller_manager_config.yaml` strictly and validates it (pkg/config/config.go 55-66,
+validation.go 91-108), and its manager exits on what it refuses: an unknown or mistyped field of those read here, a
+managedJobsNamespaceSelector that is not a valid selector or selects kube-system or Kueue's own namespace, an
+integration Kueue does not know or named twice, a quotaCheckStrategy other than BlockUndeclared or IgnoreUndeclared,
+or IgnoreUndeclared beside excludeResourcePrefixes. An error, the ConfigMap's file named, all in one line.
+
 Fails: a ClusterQueue with a lendingLimit over its nominalQuota, a flavor in two resource groups, a namespaceSelector
 with an `In` and no values, `onFlavors` naming a flavor it lacks; a Cohort with a borrowingLimit and no parent; a
-ResourceFlavor with a taint repeated.
+ResourceFlavor with a taint repeated; Kueue's released Configuration with IgnoreUndeclared beside
+excludeResourcePrefixes.
 Passes: Kueue's admin samples (site/static/examples at v0.19.2: admin/single-clusterqueue-setup.yaml, the shared
-quota setup, ResourceFlavors with taints and tolerations). Its doc snippet admin/minimal-cq.yaml is refused: its
+quota setup, ResourceFlavors with taints and tolerations) and its released Configuration
+(config/components/manager/controller_manager_config.yaml). Its doc snippet admin/minimal-cq.yaml is refused: its
 `onFlavors` names `default-flavor`, and the queue has no resource groups.
 """
 from __future__ import annotations
@@ -35,18 +44,32 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..kube.objects import ERROR, Problem
+from ..launchers.kueue_config import CONFIG_KEY, config_maps, configuration as kueue_configuration
 from ..launchers.kueue_webhooks import refusals
 from .kit import Context, obj_problem
 
 ID = "ADM003"
 NAME = "kueue-objects-admitted"
 SEVERITY = ERROR
-KINDS = ("ClusterQueue", "Cohort", "ResourceFlavor")
+OBJECTS = ("ClusterQueue", "Cohort", "ResourceFlavor")
+KINDS = OBJECTS + ("ConfigMap",)  # Kueue's Configuration: launchers/kueue_config.py
 HINT = "change the object as Kueue's webhook says (kueue v0.19.2 pkg/webhooks)"
+HINT_CONFIG = ("write the Configuration Kueue loads (kueue v0.19.2 apis/config/v1beta2/configuration_types.go, "
+               "pkg/config/validation.go)")
 
 
 def check(ctx: Context) -> Iterator[Problem]:
-    for kind in KINDS:
+    wrong: dict[str, list[str]] = {}
+    for m, why in kueue_configuration(ctx.bundle.manifests)[1]:
+        wrong.setdefault(str(m.ref), []).append(why)
+    for m in config_maps(ctx.of_kind("ConfigMap")):
+        if str(m.ref) in wrong and m.ref not in ctx.schema_refused:
+            yield obj_problem(ID, m, f"data.{CONFIG_KEY}", f"Kueue cannot start with this Configuration: "
+                              f"{'; '.join(wrong[str(m.ref)])}: its manager exits, so nothing queued is admitted "
+                              "and its webhooks (failurePolicy Fail) refuse every object of their kinds outside "
+                              "kube-system and kueue-system (kueue v0.19.2 pkg/config/config.go:55-66, "
+                              "pkg/config/validation.go:91-108, config/components/webhook/manifests.yaml)", HINT_CONFIG)
+    for kind in OBJECTS:
         for m in ctx.of_kind(kind):
             if m.ref in ctx.schema_refused:
                 continue  # the schema stage says why it is refused

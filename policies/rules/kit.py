@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
+from ..launchers.kueue_config import KueueConfig, configuration as kueue_configuration
 from ..launchers.pods import ContainerEnv, env_from_configmap
 from ..argocd.identity import trainer_images
 from ..kube.image_ref import split_image
@@ -139,6 +140,21 @@ class Context:
             for w in self.workloads:
                 index.setdefault(id(w.manifest), w)
         return index.get(id(m))
+
+    @property
+    def kueue(self) -> KueueConfig | None:
+        """Kueue's Configuration, where the manifests hold its ConfigMap and Kueue loads it (launchers/
+        kueue_config.py), worked out once."""
+        if "kueue" not in self.memo:
+            self.memo["kueue"] = kueue_configuration(self.bundle.manifests)[0]
+        cfg: KueueConfig | None = self.memo["kueue"]
+        return cfg
+
+    def kueue_frameworks(self) -> list[str] | None:
+        """The Kueue integrations on: the Configuration's the manifests hold (`kueue`), else the environment's
+        kueueFrameworks; None where neither says Kueue runs (what the engine gave the workloads)."""
+        declared = self.env.kueue_frameworks if self.env is not None else None
+        return list(self.kueue.frameworks) if self.kueue is not None else declared
 
     def of_kind(self, kind: str) -> list[Manifest]:
         """The objects of one kind, in the order of the manifests (indexed once; not to be changed)."""

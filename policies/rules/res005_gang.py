@@ -40,10 +40,10 @@ def kueue_ignores(ctx: Context, t: Topology) -> str | None:
     framework = t.workload.launcher.kueue_framework
     if framework is None:
         return f"Kueue has no integration for {t.manifest.kind}, so its {QUEUE_LABEL} label does nothing"
-    env = ctx.env
-    if env is not None and env.kueue_frameworks is not None and t.workload.queued is None:
-        return (f"its {QUEUE_LABEL} label does nothing: Kueue's {framework} integration is not among "
-                f"{env.name}'s kueueFrameworks")
+    if ctx.kueue_frameworks() is not None and t.workload.queued is None:
+        where = (f"the integrations.frameworks of {ctx.kueue.where}" if ctx.kueue is not None
+                 else f"{ctx.env.name if ctx.env is not None else ''}'s kueueFrameworks")
+        return f"its {QUEUE_LABEL} label does nothing: Kueue's {framework} integration is not among {where}"
     return None
 
 
