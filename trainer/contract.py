@@ -222,4 +222,4 @@ def starts_trainer(argv: list[str]) -> int | None:
 
 def flags_given(args: list[str]) -> set[str]:
     """The contract's flags present in the trainer's arguments (`--backend gloo` or `--backend=gloo`)."""
-    return {tok.split("=", 1)[0] for tok in args if tok.split("=", 1)[0] in FLAGS}
+    return {flag for tok in args if (flag := tok.partition("=")[0]) in FLAGS}

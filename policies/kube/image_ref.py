@@ -14,6 +14,7 @@ whitespace (pkg/apis/core/validation/validation.go validateContainersOnlyForPod,
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -116,9 +117,11 @@ def parse_image(image: str) -> ImageRef:
     return parse_reference(f"{domain}/{remainder}")
 
 
+@functools.lru_cache(maxsize=4096)  # bounded; an image is written in many pod templates and inputs
 def image_problem(image: str) -> tuple[str, str] | None:
     """(who refuses, why) for an image the pod can never run with as written, or None: the API server for
-    whitespace at either end, the kubelet for a reference ParseNormalizedNamed refuses."""
+    whitespace at either end, the kubelet for a reference ParseNormalizedNamed refuses. Worked out once per image
+    text (the answer is a pair of strings, which nobody changes)."""
     if image != image.strip():
         return "the API server refuses its pods", "must not have leading or trailing whitespace"
     try:

@@ -13,6 +13,7 @@ StatefulSet's validation does not (apps/validation ValidatePodTemplateSpecForSta
 its pods are checked alike when the controller creates them (statefulset.validation); a Service by TOPO011."""
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -34,6 +35,7 @@ MAX_INT32 = 2**31 - 1
 # a-z, 0-9 and '-', a letter among them, no '-' at either end or twice in a row); qualifiedNameFmt (a label key's name
 # part and a label value) is kube/values.QUALIFIED_NAME.
 PORT_NAME = re.compile(r"^[-a-z0-9]+$")
+_LETTER = re.compile(r"[a-z]")
 # A character an env name may not hold: RelaxedEnvironmentVariableValidation allows printable ASCII (32 to 126) but '='.
 _NOT_ENV_NAME = re.compile(r"[^\x20-\x3c\x3e-\x7e]")
 # pkg/kubelet/util/util.go GetNodenameForKernel: fqdnMaxLen, the kernel's limit on a host name (struct utsname
@@ -42,6 +44,9 @@ HOSTNAME_MAX = 64
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 
 
+# The checks of one name (a label key, a port name, a DNS-1123 label) are answered once per text: the same names recur in
+# every pod template and input (bounded caches; each answer is a string, None or a bool, which nobody changes).
+@functools.lru_cache(maxsize=4096)
 def label_key_problem(key: str) -> str | None:
     """Why IsQualifiedName refuses a label key: an optional DNS-1123 subdomain prefix (at most 253) and '/', then a
     name of at most 63 characters of alphanumerics, '-', '_' and '.', alphanumeric at both ends."""
@@ -74,11 +79,12 @@ def labels_problems(labels: Any, where: str) -> list[Check]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def port_name_problem(name: str) -> str | None:
     """Why IsValidPortName refuses a container port name."""
     if len(name) > 15:
         return f"port name '{name}' is longer than 15 characters"
-    if not PORT_NAME.match(name) or not re.search(r"[a-z]", name):
+    if not PORT_NAME.match(name) or not _LETTER.search(name):
         return f"port name '{name}' must be lowercase letters, digits and '-', with at least one letter"
     if name.startswith("-") or name.endswith("-") or "--" in name:
         return f"port name '{name}' may not begin or end with '-' or hold '--'"
@@ -89,6 +95,7 @@ def _port_number(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
 
 
+@functools.lru_cache(maxsize=4096)
 def _dns1123_label(value: str) -> bool:
     return len(value) <= 63 and bool(DNS1123_LABEL.match(value))
 
@@ -142,14 +149,15 @@ def _container(c: dict[str, Any], where: str, volumes: set[str], host_network: b
             out.append(Check(f"{pw}.protocol", f"protocol '{protocol}' is not one of {', '.join(PROTOCOLS)}: "
                              f"{REFUSE}", "set protocol: TCP"))
     for i, var in enumerate(listing(c.get("env"))):
-        var, ew = mapping(var), f"{where}.env[{i}]"
+        var = mapping(var)
         vname = str(var.get("name") or "")
         # RelaxedEnvironmentVariableValidation (GA in 1.34): any printable ASCII but '='.
         if _NOT_ENV_NAME.search(vname):
-            out.append(Check(f"{ew}.name", f"env name {vname!r} holds '=' or a character that is not printable "
-                             f"ASCII: {REFUSE}", "rename the variable"))
+            out.append(Check(f"{where}.env[{i}].name", f"env name {vname!r} holds '=' or a character that is not "
+                             f"printable ASCII: {REFUSE}", "rename the variable"))
         source = var.get("valueFrom")
         if isinstance(source, dict):
+            ew = f"{where}.env[{i}]"
             kinds = _handlers(source, ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef"))
             if not kinds:
                 out.append(Check(f"{ew}.valueFrom", f"env {vname} valueFrom names no source (must specify one of: "

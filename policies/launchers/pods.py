@@ -427,7 +427,8 @@ def gpu_resources(section: Any) -> list[str]:
     """The GPU resource names (GPU_RESOURCES) a `requests` or `limits` mapping holds, in the table's order: the one
     place that knows which extended resources are GPUs (every reader, make scale's writer and the simulator's
     scale-down ask here)."""
-    return [key for key in GPU_RESOURCES if key in mapping(section)]
+    held = mapping(section)
+    return [key for key in GPU_RESOURCES if key in held] if held else []
 
 
 def drop_gpus(resources: Any) -> list[str]:

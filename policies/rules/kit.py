@@ -68,13 +68,17 @@ def inputs_digest(manifests: list[Manifest], kueue: list[str] | None) -> bytes:
     order, and the environment's Kueue integrations. Two inputs with the same digest get the same model, and what
     the model works out from it alone (a world's pod-loss replay, policies/model/recovery.py) is worked out once.
     marshal (version 2: no references, which would follow the objects' identity) writes the values with their types
-    (1, 1.0, '1' and True apart) and reads back equal; a value it does not write (a YAML timestamp), repr."""
+    (1, 1.0, '1' and True apart) and reads back equal; a value it does not write (a YAML timestamp), repr. SHA-256
+    (its first 16 bytes: an in-memory cache key, never stored), which the CPU's SHA extensions make about four
+    times as fast as BLAKE2b here, where hashing every object of every input is a part of the policy stage."""
     values = ([m.obj for m in manifests], kueue)
     try:
-        data, how = marshal.dumps(values, 2), b"marshal"
+        data, how = marshal.dumps(values, 2), b"marshal\0"
     except ValueError:
-        data, how = repr(values).encode(), b"repr"
-    return hashlib.blake2b(data, digest_size=16, person=how).digest()
+        data, how = repr(values).encode(), b"repr\0"
+    digest = hashlib.sha256(how)
+    digest.update(data)
+    return digest.digest()[:16]
 
 
 @dataclass

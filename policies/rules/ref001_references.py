@@ -106,7 +106,7 @@ def references(ctx: Context) -> list[tuple[str, str, str, Manifest, str]]:
                     if isinstance(ref, dict) and ref.get("name") and not _optional(ref):
                         out.append((kind, ns, str(ref["name"]), site.manifest, f"{field}.envFrom[{j}]"))
             for j, var in enumerate(c.get("env") or []):
-                source = (var or {}).get("valueFrom") if isinstance(var, dict) else None
+                source = var.get("valueFrom") if isinstance(var, dict) and "valueFrom" in var else None
                 if not isinstance(source, dict):
                     continue
                 for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):

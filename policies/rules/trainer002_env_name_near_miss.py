@@ -135,13 +135,17 @@ _ANSWERS: dict[frozenset[str], dict[str, str | None]] = {}
 
 
 def _references(c: ContainerEnv) -> set[str]:
+    """The names the container's command, args and env values read as `$(NAME)` (only text holding `$(` is
+    searched: most hold none)."""
     refs: set[str] = set()
     for key in ("command", "args"):
         for tok in c.container.get(key) or []:
-            refs.update(_REF.findall(str(tok)))
+            tok = str(tok)
+            if "$(" in tok:
+                refs.update(_REF.findall(tok))
     for e in c.container.get("env") or []:
-        if isinstance(e, dict) and isinstance(e.get("value"), str):
-            refs.update(_REF.findall(e["value"]))
+        if isinstance(e, dict) and isinstance(value := e.get("value"), str) and "$(" in value:
+            refs.update(_REF.findall(value))
     return refs
 
 
