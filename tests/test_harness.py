@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MAX_TEST_SECONDS, REPO, process_tree, reap, run_bounded
-from policies.simulate.fault_run import state_of
+from policies.simulate.processes import state_of
 
 # A parent whose child runs in a session of its own (as torchrun starts its workers) and holds the parent's stdout:
 # killing the parent alone leaves the pipe open, so `kill(); communicate()` would wait as long as the child lives.

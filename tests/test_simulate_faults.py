@@ -129,7 +129,7 @@ def test_a_term_fault_waits_until_the_container_has_forwarded_sigterm_to_its_pau
     """The CI failure of 2026-11-29: `term:1@step=6` on the StatefulSet stopped at step 8 instead of 7 on a loaded
     machine, the ranks continued before torchrun had forwarded SIGTERM to its paused workers. Here a parent that
     forwards SIGTERM only once told to (a file appears) and a stopped child: the wait ends only after the forward."""
-    from policies.simulate.fault_run import pending, state_of, until_pending
+    from policies.simulate.processes import pending, state_of, until_pending
     go = tmp_path / "go"
     parent = subprocess.Popen([sys.executable, "-c", f"""
 import os, signal, subprocess, sys, time
@@ -164,24 +164,30 @@ def test_a_rank_that_stops_after_the_others_were_continued_is_continued_too():
     """A rank of the repository's trainer stops itself after a pause step (PAUSE_AT_STEPS); the simulator continues
     every rank once the faults due there are in. A rank that stops only after that (slower than the simulator's
     waits, on a loaded machine) would hold the world until the deadline: it is continued as long as rank 0 is still
-    at that step, and not once rank 0 reports a later one (a rank stopped then is the next pause's)."""
+    at that step, and not once rank 0 reports a later one (a rank stopped then is the next pause's). Nor where every
+    rank is stopped: that is the next pause, which rank 0's pump, reading behind the trainer, may not have reached
+    (CI of 2026-11-30: the ranks stopped at a return fault's step were continued as late ones of the pause before)."""
     from types import SimpleNamespace
 
-    from policies.simulate.fault_run import FaultRun, state_of
+    from policies.simulate.fault_run import FaultRun
+    from policies.simulate.processes import state_of
 
     said: list[str] = []
     rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    # the rank of another pod, continued: it waits for the late one in the next step's all-reduce
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
         pod = SimpleNamespace(name="ddp-train-1", training=True)
-        run = FaultRun.__new__(FaultRun)  # its state only: the pods are this one process
-        run.sim = SimpleNamespace(pods=[pod], say=said.append)
-        run._partitioned, run._workers = set(), lambda sp: [rank.pid]
+        other = SimpleNamespace(name="ddp-train-0", training=True)
+        run = FaultRun.__new__(FaultRun)  # its state only: the pods are these processes
+        run.sim = SimpleNamespace(pods=[other, pod], say=said.append)
+        run._partitioned, run._workers = set(), lambda sp: [rank.pid] if sp is pod else [waiting.pid]
 
-        def stopped() -> bool:
+        def stopped(proc: subprocess.Popen = rank) -> bool:
             end = time.monotonic() + 30
-            while state_of(rank.pid) not in ("T", "t") and time.monotonic() < end:
+            while state_of(proc.pid) not in ("T", "t") and time.monotonic() < end:
                 time.sleep(0.01)
-            return state_of(rank.pid) in ("T", "t")
+            return state_of(proc.pid) in ("T", "t")
 
         os.kill(rank.pid, signal.SIGSTOP)
         assert stopped()
@@ -193,7 +199,16 @@ def test_a_rank_that_stops_after_the_others_were_continued_is_continued_too():
         run._continue_late()
         assert stopped() and not said
         run._partitioned = set()
+        os.kill(waiting.pid, signal.SIGSTOP)  # every rank stopped: the next pause, its line not read yet
+        assert stopped(waiting)
         run._watch = (6, time.monotonic() + 60, 0.0)  # looked at again now (it looks once a second)
+        run._continue_late()
+        assert stopped() and stopped(waiting) and not said and run._watch is not None
+        os.kill(waiting.pid, signal.SIGCONT)
+        end = time.monotonic() + 30
+        while state_of(waiting.pid) in ("T", "t") and time.monotonic() < end:
+            time.sleep(0.01)
+        run._watch = (6, time.monotonic() + 60, 0.0)
         run._continue_late()
         end = time.monotonic() + 30
         while state_of(rank.pid) in ("T", "t") and time.monotonic() < end:
@@ -203,3 +218,80 @@ def test_a_rank_that_stops_after_the_others_were_continued_is_continued_too():
                         "continued"]
     finally:
         reap(rank)
+        reap(waiting)
+
+
+def test_a_return_at_a_pause_step_holds_the_ranks_until_the_pod_is_back(monkeypatch):
+    """CI of 2026-11-30: `kill:1@step=6 return:1@step=8` on the elastic PyTorchJob ended with the world of two
+    finishing all 384 steps before the returning worker's torchrun had started (torch's import on a loaded machine),
+    which then could not reach the finished world's store. The ranks stopped at the return's step now continue only
+    once the pod is back: its container started again, its torchrun in the rendezvous, and (an elastic world) the
+    torchruns that trained on without it have told their stopped workers to stop. Here the pod and the other pod's
+    stopped rank are processes of this test, and a thread plays the kubelet and the torchruns, slowly."""
+    import threading
+    from types import SimpleNamespace
+
+    from policies.launchers import Bundle
+    from policies.model.topology import compute
+    from policies.report import engine
+    from policies.simulate import fault_run
+    from policies.simulate.fault_run import FaultRun
+    from policies.simulate.processes import pending, state_of
+
+    def bundle(overlay: str) -> Bundle:
+        return Bundle.of(engine.collect([f"overlays/kind-cpu/{overlay}"], REPO / "overlays")[0].manifests)
+
+    def fault_run_of(b: Bundle, rank: int) -> tuple[FaultRun, SimpleNamespace, SimpleNamespace, list[str]]:
+        workload = compute(b)[0][0].workload
+        other = SimpleNamespace(name="worker-0", training=True, workload=workload)
+        back = SimpleNamespace(name="worker-1", training=True, workload=workload, proc=gone, rendezvous=False)
+        said: list[str] = []
+        run = FaultRun.__new__(FaultRun)  # its state only: the pods are this test's processes
+        run.sim = SimpleNamespace(pods=[other, back], say=said.append, bundle=b)
+        run._partitioned, run._workers = set(), lambda sp: [rank] if sp is other else []
+        return run, other, back, said
+
+    gone = subprocess.Popen(["true"])  # the killed container
+    gone.wait()
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # the world of two's rank
+    started = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])  # the pod, started again
+    try:
+        os.kill(rank.pid, signal.SIGSTOP)  # stopped itself at the return's step
+        end = time.monotonic() + 30
+        while state_of(rank.pid) not in ("T", "t") and time.monotonic() < end:
+            time.sleep(0.01)
+        run, other, back, said = fault_run_of(bundle("pytorchjob-elastic"), rank.pid)
+        done: list[str] = []
+
+        def cluster() -> None:
+            time.sleep(1)
+            back.proc = started  # the kubelet starts the container after its back-off
+            done.append("started")
+            time.sleep(1)
+            back.rendezvous = True  # its torchrun enters the rendezvous: the wait list of the world of two
+            done.append("rendezvous")
+            time.sleep(1)
+            os.kill(rank.pid, signal.SIGTERM)  # the other torchrun saw it waiting: it stops its workers
+            done.append("sigterm")
+        threading.Thread(target=cluster, daemon=True).start()
+        run._back(back, gone, 0.0)
+        assert done == ["started", "rendezvous", "sigterm"] and pending(rank.pid, signal.SIGTERM)
+        assert state_of(rank.pid) in ("T", "t")  # the pause's finally continues it, not the wait
+        assert said == ["[sim] pod worker-1 is back in the rendezvous; the torchruns that trained on without it stop "
+                        "their workers to take it in: the ranks continue"]
+
+        # A world of a fixed size (the StatefulSet's 2:2): back once in its rendezvous, nothing trained on without it.
+        run, other, back, said = fault_run_of(bundle("statefulset"), rank.pid)
+        back.proc, back.rendezvous = started, True
+        run._back(back, gone, 0.0)
+        assert said == []
+
+        # A pod that does not come back within the bound: the ranks continue, and the run says so.
+        monkeypatch.setattr(fault_run, "RETURN_START_S", 0.5)
+        run, other, back, said = fault_run_of(bundle("pytorchjob-elastic"), rank.pid)
+        run._back(back, gone, 0.0)
+        assert said == ["[sim] pod worker-1 was not back within 0.5 s of its return (its back-off 0 s, then its "
+                        "torchrun in the rendezvous): the ranks continue without it"]
+    finally:
+        reap(rank)
+        reap(started)

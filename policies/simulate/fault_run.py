@@ -8,7 +8,6 @@ import re
 import shutil
 import signal
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from ..report import engine
@@ -21,7 +20,7 @@ from . import ask_trainer, faults as F
 from .diagnose import clip, last_words
 from .host import nss_wrapper
 from .pods import SimPod, generated_suffix
-from .processes import container_pid, parent_of, pod_processes, send, stop
+from .processes import container_pid, parent_of, pod_processes, send, state_of, stop, until_pending, wait_for
 from .simulation import Simulation
 
 # A pod restarted this many times after a fault that fails once more is in a crash loop (the kubelet's
@@ -31,43 +30,9 @@ CRASH_LOOP = 3
 # still continued, else it holds the world until the deadline; and how often it is looked for (a pod's processes are
 # found by reading every process's environment, and a killed pod's restart may keep the world at that step a while).
 LATE_PAUSE_S, LATE_CHECK_S = 60.0, 1.0
-
-
-def state_of(pid: int) -> str:
-    """A process's state letter (/proc/<pid>/stat: R, S, T for stopped, ...), empty once it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
-
-
-def pending(pid: int, signum: int) -> bool:
-    """Whether `signum` waits for the process (/proc/<pid>/status SigPnd, ShdPnd: a stopped process receives it
-    once continued)."""
-    try:
-        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                      if ":" in line)
-        mask = int(fields.get("SigPnd", "0").strip(), 16) | int(fields.get("ShdPnd", "0").strip(), 16)
-    except (OSError, ValueError):
-        return False
-    return bool(mask >> (signum - 1) & 1)
-
-
-def wait_for(ready: Callable[[], bool], within: float, gone: Callable[[], bool] = lambda: False) -> bool:
-    """Polls `ready()` every 10 ms for at most `within` s, giving up sooner once `gone()`; whether it became true."""
-    end = time.monotonic() + within
-    while not ready():
-        if gone() or time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def until_pending(workers: Callable[[], list[int]], signum: int, within: float) -> bool:
-    """Waits (at most `within` s) until every stopped process of `workers()` has `signum` pending; whether it came.
-    A process that runs, or is gone, is not waited for: it handles the signal as it comes."""
-    return wait_for(lambda: not [pid for pid in workers() if state_of(pid) in ("T", "t") and not pending(pid, signum)],
-                    within)
+# How long the ranks stopped at a return fault's step wait for the pod to be back (beyond its back-off): its container
+# started again and its torchrun in the rendezvous, which takes torch's import, seconds to tens on a loaded machine.
+RETURN_START_S = 120.0
 
 
 # What rank 0 prints of its progress: [TRAIN] ... step=N, [EPOCH] epoch=N/M step=N, [DDP] resume ... step=N.
@@ -193,9 +158,10 @@ class FaultRun:
                 self._watch = (int(m.group(1)), time.monotonic() + LATE_PAUSE_S, 0.0)
 
     def _continue_late(self) -> None:
-        """Continues a rank that stopped itself at the pause step only after the others were continued. Until rank 0
-        reports a later step it is still that step's (the next step's all-reduce waits for every rank), so this
-        cannot continue a rank at the next pause before its faults are in."""
+        """Continues a rank that stopped itself at the pause step after the others were continued (they wait for it
+        in the next step's all-reduce, not stopped). Every rank stopped is the next pause, which rank 0's pump,
+        reading behind the trainer, may not have reached: nothing is continued (CI of 2026-11-30: the ranks stopped
+        at a return's step were continued here). Once rank 0 reports a later step, no rank is left at this one."""
         if self._watch is None:
             return
         step, until, due = self._watch
@@ -206,13 +172,18 @@ class FaultRun:
         if now < due:
             return
         self._watch = (step, until, now + LATE_CHECK_S)
+        stopped, running = [], False
         for sp in self._trainers():
             if id(sp) not in self._partitioned:
                 for pid in self._workers(sp):
-                    if state_of(pid) in ("T", "t"):
-                        self.sim.say(f"[sim] pod {sp.name}: process {pid} stopped at step {step} after the others "
-                                     "were continued: continued")
-                        send(pid, signal.SIGCONT)
+                    state = state_of(pid)
+                    if state in ("T", "t"):
+                        stopped.append((sp, pid))
+                    running = running or state not in ("T", "t", "Z", "X", "")
+        for sp, pid in stopped if running else []:
+            self.sim.say(f"[sim] pod {sp.name}: process {pid} stopped at step {step} after the others were "
+                         "continued: continued")
+            send(pid, signal.SIGCONT)
 
     def _workers(self, sp: SimPod) -> list[int]:
         """The pod's training processes (its torchrun's children; the process itself where no torchrun runs)."""
@@ -295,7 +266,36 @@ class FaultRun:
             say(f"[sim] fault {f.text}: pod {sp.name} may come back {where}"
                 + ("" if held else " (nothing pending: it was not down)"))
             if held:
-                held()
+                delay, action = held
+                old = sp.proc
+                self._later(time.monotonic() + delay, action)
+                if f.when == "step":  # every rank is stopped at this step (PAUSE_AT_STEPS) until the pod is back
+                    self._back(sp, old, delay)
+
+    def _back(self, sp: SimPod, old: Any, delay: float) -> None:
+        """Waits, the ranks stopped at a return's step, until the pod is back: started again (after its back-off)
+        and, running torchrun, in its rendezvous (`Rendezvous'ing worker group`); in an elastic world also until the
+        torchruns that trained on without it have seen it and told their stopped workers to stop (SIGTERM pending),
+        so that it is taken in at the next step. Otherwise torchrun's start on this machine decided whether the
+        world took it back before its run ended (CI of 2026-11-30). Bounded; the run says where a wait gave up."""
+        top = next((t for t in compute(self.sim.bundle)[0] if t.workload.manifest.ref == sp.workload.manifest.ref),
+                    None)
+        torchrun, within = top is not None and top.torchrun, delay + RETURN_START_S
+        started: Callable[[], Any] = lambda: sp.proc if sp.proc is not old else None  # noqa: E731
+        if not wait_for(lambda: started() is not None and (sp.rendezvous or not torchrun), within,
+                        gone=lambda: started() is not None and started().poll() is not None):
+            if started() is None or started().poll() is None:
+                self.sim.say(f"[sim] pod {sp.name} was not back within {within:g} s of its return (its back-off "
+                             f"{delay:g} s{', then its torchrun in the rendezvous' if torchrun else ''}): the ranks "
+                             "continue without it")
+            return
+        if top is None or not (top.nnodes_min or 0) < (top.nnodes_max or 0):
+            return  # a world of a fixed size: it re-forms with the pod, nothing trained on without it
+        others = [p for p in self._trainers() if p is not sp and id(p) not in self._partitioned]
+        taken = until_pending(lambda: [pid for p in others for pid in self._workers(p)], signal.SIGTERM, 15.0)
+        self.sim.say(f"[sim] pod {sp.name} is back in the rendezvous; the torchruns that trained on without it "
+                     + ("stop their workers to take it in" if taken else "had not stopped their workers within 15 s")
+                     + ": the ranks continue")
 
     def _kill_rest(self, sp: SimPod, proc: Any) -> None:
         """The end of a deleted pod's grace period: SIGKILL to whatever of it still runs."""
@@ -393,7 +393,7 @@ class FaultRun:
             with sim.lock:  # the return fault fires from the output pump's thread
                 hold = away is not None and not away.fired
                 if hold:  # its node is away: the decision waits for the return fault (then its back-off)
-                    sp.held = lambda: self._later(time.monotonic() + delay, action)
+                    sp.held = (delay, action)
             if hold and away is not None:  # (hold: away is set)
                 sim.say(f"[sim] pod {sp.name} stays away until {away.text} fires")
             else:
@@ -436,7 +436,7 @@ class FaultRun:
             if token:
                 sp.env["SOCKET_WRAPPER_DIR"] = token
         sp.proc, sp.exit_code, sp.joined, sp.stopping, sp.done, sp.said_waiting = None, None, False, False, False, False
-        sp.idle = False
+        sp.idle, sp.rendezvous = False, False
         what = f"new pod {sp.name}" + (f" (replaces {old})" if old != sp.name else "") if new_pod else \
             f"pod {sp.name}: container restarted"
         sim.say(f"[sim] {what}")

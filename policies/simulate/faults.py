@@ -18,7 +18,8 @@ A fault is `<action>:<pod>@<when>`, several separated by spaces or commas:
   return:1@step=40         pod 1, killed, deleted or lost by an earlier fault, comes back no sooner than step 40:
                            until then neither the kubelet nor the controller can start it (its node is away; after
                            node-lost: the Node object deleted or the pod force-deleted), then they do what they
-                           decided (an elastic world runs without it, then takes it back)
+                           decided (an elastic world runs without it, then takes it back); at a step, the ranks stay
+                           stopped there until it is back (fault_run.FaultRun._back)
 
 <pod> is the pod's number among the training pods (0 = node rank 0), its name as the simulator prints it, or its
 hostname. <when> is `step=N` (the trainer's global step; the simulator sets LOG_INTERVAL=1 so that it sees each, and

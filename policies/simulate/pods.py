@@ -66,8 +66,10 @@ class SimPod:
     # container exited 0 (a second one under restartPolicy Always: it restarts for ever).
     idle: bool = False
     completions: int = 0
-    # A restart decided while a `return` fault still holds the pod away: carried out when it fires.
+    # A restart decided while a `return` fault still holds the pod away, (back-off, action): carried out when it fires.
     held: Any = None
+    # Its torchrun has entered its rendezvous since the container last started (`Rendezvous'ing worker group`).
+    rendezvous: bool = False
 
     # The 5 characters the API server puts where generateName ends (`<random>` in the model), fixed per pod.
     suffix: str = ""

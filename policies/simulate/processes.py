@@ -52,6 +52,8 @@ def pump(sp: SimPod, say: Callable[[str], None], on_line: LineListener | None, p
                 del sp.lines[:200]
             if "Rendezvous complete for workers" in line:
                 sp.joined = True
+            if "Rendezvous'ing worker group" in line:  # torchrun's agent (LOGLEVEL=INFO) entering its rendezvous
+                sp.rendezvous = True
             if line.startswith("[IDLE] "):  # the trainer's run is complete and it waits (AFTER_DONE=wait)
                 sp.idle = True
             for text in diagnose.for_terminal(sp, line, peer_of):
@@ -181,6 +183,43 @@ def parent_of(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def state_of(pid: int) -> str:
+    """A process's state letter (/proc/<pid>/stat: R, S, T for stopped, ...), empty once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def pending(pid: int, signum: int) -> bool:
+    """Whether `signum` waits for the process (/proc/<pid>/status SigPnd, ShdPnd: a stopped process receives it
+    once continued)."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":" in line)
+        mask = int(fields.get("SigPnd", "0").strip(), 16) | int(fields.get("ShdPnd", "0").strip(), 16)
+    except (OSError, ValueError):
+        return False
+    return bool(mask >> (signum - 1) & 1)
+
+
+def wait_for(ready: Callable[[], bool], within: float, gone: Callable[[], bool] = lambda: False) -> bool:
+    """Polls `ready()` every 10 ms for at most `within` s, giving up sooner once `gone()`; whether it became true."""
+    end = time.monotonic() + within
+    while not ready():
+        if gone() or time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def until_pending(workers: Callable[[], list[int]], signum: int, within: float) -> bool:
+    """Waits (at most `within` s) until every stopped process of `workers()` has `signum` pending; whether it came.
+    A process that runs, or is gone, is not waited for: it handles the signal as it comes."""
+    return wait_for(lambda: not [pid for pid in workers() if state_of(pid) in ("T", "t") and not pending(pid, signum)],
+                    within)
 
 
 class Stopped(KeyboardInterrupt):
