@@ -106,7 +106,9 @@ class KueueConfig:
 
 def parse(text: str, source: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The Configuration document of the ConfigMap's file, within the loader's bounds; (None, [why]) where it is not
-    YAML Kueue can decode."""
+    YAML Kueue can decode. Read as YAML 1.1 (PyYAML), not as the manifests are (render/loader.py, go-yaml v3 like
+    kustomize): Kueue decodes the file with apimachinery's serializer, sigs.k8s.io/yaml over go-yaml v2, which is
+    YAML 1.1 (`on` and `yes` are booleans). Duplicate keys, which its strict decoding refuses, are not refused here."""
     try:
         check_bounds(text, source)
         doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
