@@ -193,6 +193,52 @@ def test_pytorchjob_restart_policies(policy, code, action):
     assert "training-operator v1.9.4" in d.source
 
 
+def _elastic_workers_only(obj):
+    if obj["kind"] == "PyTorchJob":
+        specs = obj["spec"]["pytorchReplicaSpecs"]
+        specs["Worker"]["replicas"] = specs["Worker"].get("replicas", 1) + 1
+        del specs["Master"]
+        obj["spec"]["elasticPolicy"] = {"rdzvBackend": "c10d", "minReplicas": 1, "maxReplicas": 4}
+
+
+def test_a_pytorchjob_ends_when_its_master_or_an_elastic_worker_succeeds():
+    """training-operator v1.9.4 UpdateJobStatus: the Master's success ends the job (pytorchjob_controller.go:390);
+    without a Master every Worker's does, or any one's where elasticPolicy is set (409)."""
+    master = decide("pytorchjob", PodExit(0, 0))
+    assert master.action == SUCCEEDED and master.ends_job and "the Master succeeded" in master.ends_job
+    assert "pytorchjob_controller.go:390" in master.ends_job
+    worker = decide("pytorchjob", PodExit(1, 0))
+    assert worker.action == SUCCEEDED and worker.ends_job is None  # the Master decides
+    elastic = decide("pytorchjob", PodExit(1, 0), mutate=_elastic_workers_only)
+    assert elastic.action == SUCCEEDED and "pytorchjob_controller.go:409" in (elastic.ends_job or "")
+    assert decide("pytorchjob", PodExit(1, PEER_LOST), mutate=_elastic_workers_only).ends_job is None
+
+
+def test_a_simulated_pod_that_fails_after_its_workload_succeeded_fails_nothing():
+    """A fault run stops deciding for a workload once a pod's success ended it: a Worker that fails afterwards is
+    left to its kubelet, the PyTorchJob stays succeeded (it was failed at backoffLimit before)."""
+    from types import SimpleNamespace
+    from policies.simulate.fault_run import FaultRun
+    w, bundle = workload("pytorchjob", _elastic_workers_only)
+    said: list[str] = []
+    run = FaultRun.__new__(FaultRun)  # its state only: no process runs
+    run.sim, run.faults = SimpleNamespace(bundle=bundle, say=said.append), []
+    run.decisions, run.outcome, run.ended = [], None, {}
+
+    def pod(index: int, code: int) -> SimpleNamespace:
+        return SimpleNamespace(name=f"ddp-train-worker-{index}", workload=w, pod=w.pod(index), exit_code=code,
+                               deleting=False, node_lost=False, done=False, fault_note=None)
+    first, second = pod(0, 0), pod(1, PEER_LOST)
+    count = RestartCount(container_restarts={1: 10})  # past any backoffLimit
+    run._decide(first, count, 0.0)
+    assert first.done and "pytorchjob_controller.go:409" in run.ended[id(w)], run.ended
+    run._decide(second, count, 0.0)
+    assert second.done and run.outcome is None, run.outcome
+    assert run.decisions == [f"pod ddp-train-worker-1 exited 1 after {w.manifest.ref} succeeded: its controller acts "
+                             "on it no more (the kubelet may restart its container; the workload stays succeeded)"]
+    assert any("PyTorchJob succeeded" in line for line in said), said
+
+
 # --- FAULT= ------------------------------------------------------------------------------------------------------
 
 def test_parse_faults():

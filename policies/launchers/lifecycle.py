@@ -79,6 +79,9 @@ class Decision:
     # The pod comes back only once its lost node's Node object is deleted or the pod force-deleted (a `return`
     # fault in a simulation stands for that); until then the rest of the world waits.
     awaits_node: bool = False
+    # Where the pod's success ends its workload (a PyTorchJob's Master, or any Worker of an elastic one): the words
+    # and the upstream place; from then on its controller acts on none of its pods (None: it does not end it).
+    ends_job: str | None = None
 
 
 class Restarted(Decision):
@@ -89,7 +92,7 @@ class Restarted(Decision):
     def __init__(self, who: str, policy: Any, n: int, delay: float, exit_code: int) -> None:
         # Decision's fields without its __init__, whose `why` this class words on demand.
         self.action, self.controller, self.source = RESTART_CONTAINER, who, KUBELET_SOURCE
-        self.delay, self.counted, self.awaits_node = delay, True, False
+        self.delay, self.counted, self.awaits_node, self.ends_job = delay, True, False, None
         self.head: str | Callable[[], str] | None = None
         self._policy, self._n, self._exit_code, self._delay = policy, n, exit_code, delay
         self._why: str | None = None

@@ -360,7 +360,13 @@ class PyTorchJobLauncher(Launcher[PyTorchJobWorkload]):
         def head() -> str:  # worded only when a message is read
             return f"{group.role} restartPolicy {policy}, backoffLimit {backoff if backoff is not None else 'unset'}"
         done = completed(pod_spec, ended)
-        if done is not None:
+        if done is not None:  # UpdateJobStatus (pytorchjob_controller.go): a Master's success ends the job (383-401);
+            # without a Master, all Workers' do, or any one's where elasticPolicy is set (404-417, the test at 409)
+            place = f"({src}pkg/controller.v1/pytorch/pytorchjob_controller.go:"
+            if group.role == MASTER:
+                done.ends_job = f"the Master succeeded -> PyTorchJob succeeded {place}390)"
+            elif MASTER not in replica_specs(spec) and isinstance(spec.get("elasticPolicy"), dict):
+                done.ends_job = f"a Worker succeeded and elasticPolicy is set -> PyTorchJob succeeded {place}409)"
             return done
         in_place = kubelet_restarts(pod_spec, ended, count)
         if in_place is not None:

@@ -11,13 +11,13 @@ import time
 from typing import Any, Callable
 
 from ..report import engine
-from ..model import recovery
 from ..kube.values import as_int
 from ..launchers.lifecycle import (FAIL, RECREATE_ALL, RECREATE_POD, RESTART_CONTAINER, SUCCEEDED, WAIT, Decision,
                                    PodExit, RestartCount)
 from ..model.topology import compute
 from . import ask_trainer, faults as F
 from .diagnose import clip, last_words
+from .fault_prediction import prediction
 from .host import nss_wrapper
 from .pods import SimPod, generated_suffix
 from .processes import container_pid, parent_of, pod_processes, send, state_of, stop, until_pending, wait_for
@@ -51,6 +51,8 @@ class FaultRun:
         self.epoch = 0
         self.decisions: list[str] = []
         self.outcome: tuple[str, str] | None = None
+        # The workloads a pod's success ended (Decision.ends_job), by id: their controllers act on no pod of theirs.
+        self.ended: dict[int, str] = {}
         self._timers: list[tuple[float, Any]] = []
         self._partitioned: set[int] = set()  # the pods a partition fault stopped (not continued after a pause)
         self._watch: tuple[int, float, float] | None = None  # late ranks continued: (pause step, until, next look)
@@ -353,10 +355,15 @@ class FaultRun:
             if all(sp.done or sp.idle for sp in trainers):
                 idle = [sp.name for sp in trainers if sp.idle]
                 self.outcome = ("finished", "every training pod completed" + (
-                    f" ({', '.join(idle)}: the run complete, waiting for SIGTERM)" if idle else ""))
+                    f" ({', '.join(idle)}: the run complete, waiting for SIGTERM)" if idle else "") +
+                    "".join(f"; {why}" for why in self.ended.values()))
                 return False, self.outcome
             if now - start > sim.deadline:
                 waiting = [sp.name for sp in trainers if not sp.done]
+                if all(id(sp.workload) in self.ended for sp in trainers):  # succeeded: what still runs is left over
+                    self.outcome = ("finished", "; ".join(self.ended.values()) + f" ({', '.join(waiting)} still "
+                                    "running at the deadline: the workload's status no longer depends on them)")
+                    return True, self.outcome
                 self.outcome = ("hung", f"{', '.join(waiting)} had not completed at the deadline")
                 return True, self.outcome
             time.sleep(0.1)
@@ -364,10 +371,21 @@ class FaultRun:
     def _decide(self, sp: SimPod, count: RestartCount, now: float) -> None:
         sim = self.sim
         w = sp.workload
+        if id(w) in self.ended:  # its workload succeeded: no controller decision follows, whatever the exit
+            sp.done = True
+            if sp.exit_code:
+                line = (f"pod {sp.name} exited {sp.exit_code} after {w.manifest.ref} succeeded: its controller "
+                        "acts on it no more (the kubelet may restart its container; the workload stays succeeded)")
+                self.decisions.append(line)
+                sim.say(f"[sim] {line}")
+            return
         ended = PodExit(sp.pod.index, sp.exit_code or 0, sp.deleting, sp.node_lost)
         d: Decision = w.launcher.after_exit(w, sim.bundle, ended, count)
         if d.action == SUCCEEDED:
             sp.done = True
+            if d.ends_job is not None:
+                self.ended[id(w)] = f"{w.manifest.ref}: {d.ends_job}"
+                sim.say(f"[sim] pod {sp.name} completed -> {d.ends_job}")
             return
         cause = sp.fault_note or f"exited {sp.exit_code}"
         sp.fault_note, sp.deleting, sp.node_lost = None, False, False
@@ -444,41 +462,6 @@ class FaultRun:
 
     # --- after the run ---------------------------------------------------------------------------------------
 
-    def _prediction(self, check: engine.Unit) -> tuple[str, str]:
-        """What the rules predict for the pods this run lost (policies/model/recovery.py: the controller's own counting,
-        replayed), and why: recovers, fails, or waits (a pod on a lost node that nothing deletes)."""
-        kinds = {F.KILL: recovery.KILLED, F.TERM: recovery.DELETED, F.NODE_LOST: recovery.NODE_LOST,
-                 F.KILL_WORKER: recovery.WORKER}
-        trainers = self._trainers()
-        losses: dict[str, list[recovery.Loss]] = {}
-        for f in self.faults:
-            if f.fired and f.action in kinds:
-                sp = trainers[f.target]
-                losses.setdefault(sp.workload.manifest.ref, []).append(recovery.Loss(sp.pod.index, kinds[f.action]))
-        survival = {t.manifest.ref: (t, s) for t, s in check.recovery}
-        predicted, basis = "recovers", []
-        for ref, lost in losses.items():
-            if ref not in survival:
-                continue
-            t, s = survival[ref]
-            ok, waited, why = recovery.predicts(t, self.sim.bundle, lost)
-            if not ok:
-                predicted = "fails"
-                basis.append(f"{ref} {s.words()}; {why}")
-                continue
-            basis.append(f"{ref} {s.words()}, this run lost {len(lost)}")
-            returns = {trainers[f.target].name for f in self.faults if f.action == F.RETURN}
-            if waited is not None and predicted == "recovers" and not returns:
-                predicted = "waits"
-                basis.append(f"{waited.controller}: {waited.why}")
-        if not losses:
-            basis.append("no pod lost")
-        # What keeps the world from re-forming (recovery.BLOCKERS), reported by its rule or suppressed.
-        blocked = sorted({s.blocker.rule for _, s in check.recovery if s.blocker is not None})
-        if blocked and predicted == "recovers":
-            return "fails", f"{'; '.join(basis)}, but {', '.join(blocked)}: the world does not re-form"
-        return predicted, "; ".join(basis)
-
     def report(self, check: engine.Unit) -> str:
         """The outcome of the run, its steps from the trainer's metrics.jsonl, and what the RESTART and ELASTIC
         rules predicted for the same manifests."""
@@ -512,7 +495,7 @@ class FaultRun:
         lines += [f"  {ln}" for ln in acc.lines(expected if kind == "finished" else None)]
         if metrics is None:
             lines.append("  steps: no metrics.jsonl in the run folder: the trainer wrote none (steps not counted)")
-        predicted, basis = self._prediction(check)
+        predicted, basis = prediction(self.faults, self._trainers(), self.sim.bundle, check)
         findings = [p.line() for p in check.problems + check.suppressed if p.rule.startswith(("RESTART", "ELASTIC"))]
         lines.append(f"the rules predicted: {predicted} ({basis})"
                      + (f"; findings: {len(findings)}" if findings else "; RESTART/ELASTIC rules found nothing"))
