@@ -44,6 +44,7 @@ import yaml
 from ..kube.objects import Manifest
 from ..kube.values import dig, listing, mapping, selects
 from ..render.loader import InputError, check_bounds
+from .base import Bundle
 from .kueue import KUEUE_FRAMEWORKS
 from .kueue_quota import NAMESPACE_NAME_LABEL
 from .kueue_webhooks import invalid, label_selector
@@ -231,8 +232,13 @@ def configuration(manifests: list[Manifest]) -> tuple[KueueConfig | None, list[t
     return read(m, doc), []
 
 
-def in_force(manifests: list[Manifest], declared: list[str] | None) -> list[str] | None:
+def configuration_of(bundle: Bundle) -> tuple[KueueConfig | None, list[tuple[Manifest, str]]]:
+    """`configuration` of a bundle's manifests, read once per bundle (the engine, the rules' Context and ADM003 ask)."""
+    return bundle.derived("kueue-configuration", lambda b: configuration(b.manifests))
+
+
+def in_force(bundle: Bundle, declared: list[str] | None) -> list[str] | None:
     """The Kueue integrations on: the Configuration's where the manifests hold one Kueue loads (what the cluster runs
     once they are applied), else the environment's `kueueFrameworks` (`declared`); None where neither says."""
-    cfg, _ = configuration(manifests)
+    cfg, _ = configuration_of(bundle)
     return list(cfg.frameworks) if cfg is not None else declared

@@ -227,7 +227,7 @@ def check_policies(unit: Unit, rules: Iterable[str] | None = None, schema: list[
     bundle = Bundle.of(manifests, [c for c in children if c.manifest.ref not in malformed])
     broken: list[tuple[Manifest, Exception]] = []
     env = unit.environment
-    kueue = kueue_in_force(bundle.manifests, env.kueue_frameworks if env is not None else None)  # ConfigMap, else env
+    kueue = kueue_in_force(bundle, env.kueue_frameworks if env is not None else None)  # its ConfigMap, else the env
     unit.workloads = workloads(bundle, broken, kueue)
     resolved = resolve(bundle, unit.workloads, broken)
     # A workload the model could not read drops out of the rules (each needs its pods), said once per object; one

@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..kube.objects import ERROR, Problem
-from ..launchers.kueue_config import CONFIG_KEY, config_maps, configuration as kueue_configuration
+from ..launchers.kueue_config import CONFIG_KEY, config_maps, configuration_of
 from ..launchers.kueue_webhooks import refusals
 from .kit import Context, obj_problem
 
@@ -60,7 +60,7 @@ HINT_CONFIG = ("write the Configuration Kueue loads (kueue v0.19.2 apis/config/v
 
 def check(ctx: Context) -> Iterator[Problem]:
     wrong: dict[str, list[str]] = {}
-    for m, why in kueue_configuration(ctx.bundle.manifests)[1]:
+    for m, why in configuration_of(ctx.bundle)[1]:
         wrong.setdefault(str(m.ref), []).append(why)
     for m in config_maps(ctx.of_kind("ConfigMap")):
         if str(m.ref) in wrong and m.ref not in ctx.schema_refused:

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
-from ..launchers.kueue_config import KueueConfig, configuration as kueue_configuration
+from ..launchers.kueue_config import KueueConfig, configuration_of, in_force
 from ..launchers.pods import ContainerEnv, env_from_configmap
 from ..argocd.identity import trainer_images
 from ..kube.image_ref import split_image
@@ -149,16 +149,12 @@ class Context:
     def kueue(self) -> KueueConfig | None:
         """Kueue's Configuration, where the manifests hold its ConfigMap and Kueue loads it (launchers/
         kueue_config.py), worked out once."""
-        if "kueue" not in self.memo:
-            self.memo["kueue"] = kueue_configuration(self.bundle.manifests)[0]
-        cfg: KueueConfig | None = self.memo["kueue"]
-        return cfg
+        return configuration_of(self.bundle)[0]
 
     def kueue_frameworks(self) -> list[str] | None:
         """The Kueue integrations on: the Configuration's the manifests hold (`kueue`), else the environment's
         kueueFrameworks; None where neither says Kueue runs (what the engine gave the workloads)."""
-        declared = self.env.kueue_frameworks if self.env is not None else None
-        return list(self.kueue.frameworks) if self.kueue is not None else declared
+        return in_force(self.bundle, self.env.kueue_frameworks if self.env is not None else None)
 
     def of_kind(self, kind: str) -> list[Manifest]:
         """The objects of one kind, in the order of the manifests (indexed once; not to be changed)."""
