@@ -19,6 +19,7 @@ import yaml
 from ..render.files import read_config, rel
 from ..render.loader import InputError
 from ..kube.image_ref import DOMAIN_NAME, REMOTE_NAME, split_image
+from ..kube.values import DNS1123_LABEL
 from ..render.paths import REPO
 
 CONFIG_NAME = "gitops.yaml"
@@ -31,9 +32,6 @@ EXAMPLE_REGISTRY = "ghcr.io/example/"
 # The digest the template pins before any image was pushed: it names no image of yours.
 EXAMPLE_DIGEST = "sha256:cdd42983f830240e773f4c40e1c83c4e86ed9ddbd551b4fe8fa17de610c004dc"
 
-# A Kubernetes namespace and an environment name: DNS-1123 labels.
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# An Argo CD cluster name (a Secret's `name` field): any non-empty text without spaces or template braces.
 # Argo CD's own namespace where the repository's Applications do not say (argocd/applicationset.yaml does).
 ARGOCD_NAMESPACE = "argocd"
 
@@ -58,6 +56,7 @@ def argocd_namespace(root: Path = REPO) -> str:
     return ns if isinstance(ns, str) and ns else ARGOCD_NAMESPACE
 
 
+# An Argo CD cluster name (a Secret's `name` field): any non-empty text without spaces or template braces.
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,252}$")
 # An image repository without tag or digest: [registry[:port]/]path, lowercase path components (the distribution
 # reference grammar's parts, kube/image_ref.py; a registry written as a host name or IPv4 address).

@@ -17,6 +17,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from . import pipeline as edit, repo_edit, repo_validate
 from ..argocd import identity
+from ..kube.values import DNS1123_LABEL
 from ..render import transaction
 from ..entry import guarded
 from ..argocd.identity import Identity, Place
@@ -68,7 +69,7 @@ def check_inputs(ident: Identity, repo_url: str | None, image: str | None, clust
         if not identity.CLUSTER_NAME.match(cluster) or "{" in cluster:
             raise repo_edit.EditError(f"CLUSTERS: '{cluster}' (for {env}) is not an Argo CD cluster name")
     for env, ns in namespaces.items():
-        if not identity.DNS1123_LABEL.match(ns) or len(ns) > 63:
+        if not DNS1123_LABEL.match(ns) or len(ns) > 63:
             raise repo_edit.EditError(f"NAMESPACES: '{ns}' (for {env}) is not a namespace name (a DNS-1123 label: "
                                       "lowercase letters, digits and '-', 63 at most)")
         why = identity.system_namespace(ns, argocd_namespace)

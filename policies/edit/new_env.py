@@ -26,6 +26,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from . import pipeline as edit, repo_edit, repo_validate, scale, scale_edits, yamledit
 from ..rules import environment
 from ..argocd import identity
+from ..kube.values import DNS1123_LABEL
 from .. import launchers
 from ..render import transaction
 from ..entry import guarded
@@ -89,7 +90,7 @@ def gpu_name_from(label: tuple[str, str] | None) -> str | None:
 
 
 def check_request(req: Request, ident: Identity, root: Path) -> None:
-    if not identity.DNS1123_LABEL.match(req.env) or len(req.env) > 50:
+    if not DNS1123_LABEL.match(req.env) or len(req.env) > 50:
         raise EditError(f"ENV '{req.env}' must be lowercase letters, digits and '-' (50 at most): it names folders, "
                         "the Application ddp-<env> and the namespace")
     if (root / "overlays" / req.env).exists() and any((root / "overlays" / req.env).glob("*/kustomization.yaml")) \
@@ -105,7 +106,7 @@ def check_request(req: Request, ident: Identity, root: Path) -> None:
     if req.cluster is not None and (not identity.CLUSTER_NAME.match(req.cluster) or "{" in req.cluster):
         raise EditError(f"CLUSTER '{req.cluster}' is not an Argo CD cluster name")
     ns = req.namespace if req.namespace is not None else f"ddp-{req.env}"
-    if not identity.DNS1123_LABEL.match(ns) or len(ns) > 63:
+    if not DNS1123_LABEL.match(ns) or len(ns) > 63:
         raise EditError(f"NAMESPACE '{ns}' is not a namespace name (a DNS-1123 label, 63 characters at most)")
     why = identity.system_namespace(ns, identity.argocd_namespace(root))
     if why:

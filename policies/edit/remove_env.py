@@ -28,6 +28,7 @@ import yaml
 from . import pipeline as edit, repo_edit, repo_validate
 from .. import git
 from ..argocd import identity
+from ..kube.values import DNS1123_LABEL
 from ..render import transaction
 from ..entry import guarded
 from ..render.files import rel
@@ -83,7 +84,7 @@ def check_name(env: str) -> None:
 
 
 def check_known(env: str, names: list[str], tree: list[str]) -> None:
-    if env not in names or not identity.DNS1123_LABEL.match(env):
+    if env not in names or not DNS1123_LABEL.match(env):
         raise EditError(f"ENV '{env}' is not an environment of this repository ({', '.join(names) or 'none'})")
     if not [e for e in tree if e != env]:
         raise EditError(f"{env} is the last environment of this repository: make another first (make new-env), "

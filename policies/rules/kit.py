@@ -13,8 +13,7 @@ from ..argocd.apps import Delivery, Synced
 from ..launchers import Bundle, Check, Launcher, Pod, Workload, of
 from ..launchers.kueue_config import KueueConfig, configuration_of, in_force
 from ..launchers.pods import ContainerEnv, env_from_configmap
-from ..argocd.identity import trainer_images
-from ..kube.image_ref import split_image
+from ..argocd.identity import image_repository, trainer_images
 from ..kube.objects import INFO, WARNING, Manifest, Problem
 from ..render.paths import repo_root
 from ..kube.pod_security_admission import Config as PodSecurityConfig
@@ -310,7 +309,7 @@ def trainer_containers(ctx: Context) -> list[tuple[Any, Any, Any, list[str], lis
 
 def trainer_condition(image: Any, known: frozenset[str]) -> str | None:
     """None where `image` is in a repository known to hold the trainer; else the condition a finding depends on."""
-    if isinstance(image, str) and image.strip() and split_image(image.strip())[0] in known:
+    if isinstance(image, str) and image.strip() and image_repository(image.strip()) in known:
         return None
     declared = " or ".join(sorted(known))
     shown = f"image {image.strip()}" if isinstance(image, str) and image.strip() else "a container without an image"
