@@ -101,11 +101,12 @@ def check(ctx: Context) -> Iterator[Problem]:
     cfg = ctx.kueue
     told = list(_configured(ctx, cfg)) if cfg is not None else []
     yield from told
+    settled = {p.obj for p in told}  # the workloads the Configuration already settles
     # (workload, the LocalQueue it waits in, the condition that holds where the input does not show it: None where
     # only that Kueue runs its integration is not shown (w.queued), '' where nothing is)
     queued: list[tuple[Workload, str, str | None]] = [
         (w, q, None) for w in ctx.workloads if (q := kueue_queue(w.manifest.metadata)) and w.managed_by is None
-        and w.launcher.kueue_framework is not None and w.manifest.ref not in {p.obj for p in told}]
+        and w.launcher.kueue_framework is not None and w.manifest.ref not in settled]
     queued += _defaulted(ctx, cfg) if cfg is not None else []
     if not queued:
         return
@@ -144,8 +145,7 @@ def check(ctx: Context) -> Iterator[Problem]:
             if any(r in cfg.transformed for ps in podsets for r in ps.requests):
                 continue
             podsets = [replace(ps, requests=cfg.counted(ps.requests)) for ps in podsets]
-        home = next((m.obj for m in ctx.of_kind("Namespace") if m.api_version == "v1" and m.name == w.namespace
-                     and m.ref not in ctx.schema_refused), None)
+        home = _home(ctx, w)
         inactive = inactive_reasons(cluster.obj, objs, complete)
         if inactive and STOPPED in inactive:
             held.append(f"ClusterQueue '{cluster.name}' is stopped (stopPolicy {stop_policy(cluster.obj)})")
@@ -213,7 +213,7 @@ def _configured(ctx: Context, cfg: KueueConfig) -> Iterator[Problem]:
     complete = ctx.env is not None and ctx.env.self_contained
     for w in ctx.workloads:
         launcher, meta = w.launcher, w.manifest.metadata
-        if launcher.suspend_field is None or not _seen(ctx, cfg, w):
+        if launcher.suspend_field is None or not _seen(cfg, w):
             continue  # a pod-group integration's pod webhook reads the selector itself
         managed = cfg.manages_namespace(w.namespace, _home(ctx, w))
         queue = kueue_queue(meta)
@@ -252,7 +252,7 @@ def _default_queue(m: Any, namespace: str) -> bool:
                 and (not m.namespace or m.namespace == namespace))
 
 
-def _seen(ctx: Context, cfg: KueueConfig, w: Workload) -> bool:
+def _seen(cfg: KueueConfig, w: Workload) -> bool:
     """Kueue's webhook for the object's integration sees it: the integration is on, no other controller manages it,
     it is no child of another object (Kueue manages a child through its owner) and its namespace is not one the
     webhook configurations skip."""
@@ -275,7 +275,7 @@ def _defaulted(ctx: Context, cfg: KueueConfig) -> list[tuple[Workload, str, str 
     the condition that the queue exists by then."""
     out: list[tuple[Workload, str, str | None]] = []
     for w in ctx.workloads:
-        if kueue_queue(w.manifest.metadata) is not None or not _seen(ctx, cfg, w) or \
+        if kueue_queue(w.manifest.metadata) is not None or not _seen(cfg, w) or \
                 not any(_default_queue(m, w.namespace) for m in ctx.of_kind("LocalQueue")) or \
                 not cfg.manages_namespace(w.namespace, _home(ctx, w)):
             continue
